@@ -1,0 +1,233 @@
+// What a watched thread is, and every state it can be in.
+//
+// This module sits at the bottom: the engine, the stores and the views import it;
+// it imports nothing of theirs. The zod schemas are the single definition: the
+// TypeScript types are inferred from them, and the stores validate with them.
+import { z } from 'zod';
+
+export const GOAL_STATUSES = ['active', 'paused', 'blocked', 'usageLimited', 'budgetLimited', 'complete'] as const;
+export const GoalStatusSchema = z.enum(GOAL_STATUSES);
+export type GoalStatus = z.infer<typeof GoalStatusSchema>;
+
+/** The part of a Codex `ThreadGoal` the engine keeps. */
+export const GoalSnapshotSchema = z.object({
+  status: GoalStatusSchema,
+  objective: z.string(),
+  tokensUsed: z.number(),
+  tokenBudget: z.number().nullable(),
+  updatedAt: z.number(),
+});
+export type GoalSnapshot = z.infer<typeof GoalSnapshotSchema>;
+
+/** A failed turn as the engine saw it: its id and what `codexErrorInfo` said. */
+export const TurnFailureSchema = z.object({
+  turnId: z.string(),
+  message: z.string(),
+  /** Short label of `codexErrorInfo`, e.g. `internalServerError`, `responseStreamDisconnected`. */
+  code: z.string(),
+  httpStatus: z.number().nullable(),
+  at: z.number(),
+});
+export type TurnFailure = z.infer<typeof TurnFailureSchema>;
+
+/**
+ * Why a thread is, or is not, being recovered. Never collapsed into a boolean:
+ * every reason to hold back is a state of its own, with what the user needs to know.
+ */
+export const WatchStateSchema = z.discriminatedUnion('kind', [
+  /** Goal active and a turn is running, or about to. Nothing to do. */
+  z.object({ kind: z.literal('running') }),
+  /** Goal active, thread idle and no turn running (for example after a daemon restart). */
+  z.object({ kind: z.literal('idle') }),
+  /** The thread waits for a person: an approval or user input. Never competed with. */
+  z.object({ kind: z.literal('waitingApproval') }),
+  /** Codex is retrying the turn itself (`error` with `willRetry: true`). Never competed with. */
+  z.object({ kind: z.literal('codexRetrying'), detail: z.string() }),
+  /** Blocked by a transient failure; the recovery is due at `dueAt`. */
+  z.object({
+    kind: z.literal('backoff'),
+    dueAt: z.number(),
+    attempt: z.number().int().positive(),
+    failedTurnId: z.string(),
+  }),
+  /** `thread/goal/set` sent (write-ahead intent persisted); waiting for the daemon to confirm. */
+  z.object({
+    kind: z.literal('recovering'),
+    attempt: z.number().int().positive(),
+    failedTurnId: z.string(),
+    sentAt: z.number(),
+  }),
+  /** The account hit its usage limit; the goal is resumed after the reset (`resetsAt`, if known). */
+  z.object({ kind: z.literal('usageLimited'), dueAt: z.number(), resetsAt: z.number().nullable() }),
+  /** A human's goal marker in the rollout, newer than the arming, disarmed the thread. */
+  z.object({ kind: z.literal('userIntent'), requested: GoalStatusSchema, at: z.number() }),
+  /** The user disarmed the thread from the extension (an intent marker in the store). */
+  z.object({ kind: z.literal('disarmed'), at: z.number() }),
+  /** The goal is paused, but no user marker says who asked. Left alone. */
+  z.object({ kind: z.literal('paused') }),
+  z.object({ kind: z.literal('complete') }),
+  z.object({ kind: z.literal('budgetLimited') }),
+  /** The model itself blocked the goal (`update_goal blocked`): not a failure. */
+  z.object({ kind: z.literal('modelBlocked') }),
+  /** The user interrupted the turn: the goal stays active with no continuation. */
+  z.object({ kind: z.literal('interrupted') }),
+  /** A failure that re-activating cannot fix (context window full, 400/401, ...). */
+  z.object({ kind: z.literal('needsAttention'), code: z.string(), message: z.string() }),
+  /** `maxAttempts` consecutive recoveries failed again. */
+  z.object({ kind: z.literal('gaveUp'), attempts: z.number().int() }),
+  /** Already blocked (or otherwise stopped) when the engine first saw it: never adopted. */
+  z.object({ kind: z.literal('notAdopted'), status: GoalStatusSchema }),
+  /** The thread is no longer loaded in the daemon; never resumed by the engine. */
+  z.object({ kind: z.literal('unloaded') }),
+]);
+export type WatchState = z.infer<typeof WatchStateSchema>;
+export type WatchStateKind = WatchState['kind'];
+
+/** The write-ahead intent: persisted before `thread/goal/set` is sent. */
+export const PendingRecoverySchema = z.object({
+  failedTurnId: z.string(),
+  attempt: z.number().int().positive(),
+  sentAt: z.number(),
+});
+export type PendingRecovery = z.infer<typeof PendingRecoverySchema>;
+
+export const OUTCOMES = ['recovered', 'failed-again', 'skipped', 'gave-up', 'rejected'] as const;
+export const HistoryEntrySchema = z.object({
+  at: z.number(),
+  failedTurnId: z.string(),
+  attempt: z.number().int(),
+  error: z.string(),
+  outcome: z.enum(OUTCOMES),
+  detail: z.string().optional(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
+
+/** The last human goal marker found in the rollout, and where. */
+export const MarkerSchema = z.object({ status: GoalStatusSchema, offset: z.number().int().nonnegative() });
+export type Marker = z.infer<typeof MarkerSchema>;
+
+export const WatchedThreadSchema = z.object({
+  threadId: z.string().min(1),
+  title: z.string(),
+  /** When the engine armed the thread (saw its goal active), ms since the epoch. */
+  armedAt: z.number(),
+  /** Rollout size when armed: a user marker at or past this offset is newer than the arming. */
+  armOffset: z.number().int().nonnegative().nullable(),
+  rolloutPath: z.string().nullable(),
+  /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
+  rolloutOffset: z.number().int().nonnegative(),
+  lastMarker: MarkerSchema.nullable(),
+  goal: GoalSnapshotSchema.nullable(),
+  /** Consecutive failed turns; a turn that completes successfully resets it. */
+  failures: z.number().int().nonnegative(),
+  lastFailure: TurnFailureSchema.nullable(),
+  state: WatchStateSchema,
+  pending: PendingRecoverySchema.nullable(),
+  /** Failed turns already recovered: at most one effective recovery per failed turn, ever. */
+  recovered: z.array(z.string()),
+  history: z.array(HistoryEntrySchema),
+  updatedAt: z.number(),
+});
+export type WatchedThread = z.infer<typeof WatchedThreadSchema>;
+
+export const STATE_VERSION = 1;
+export const PersistedStateSchema = z.object({
+  version: z.literal(STATE_VERSION),
+  /** The user paused auto-recovery for every thread (the extension's global intent marker). */
+  pausedAt: z.number().nullable(),
+  watches: z.record(z.string(), WatchedThreadSchema),
+  /** Threads the user disarmed from the extension, with the time: survive restarts. */
+  disarmed: z.record(z.string(), z.number()),
+});
+export type PersistedState = z.infer<typeof PersistedStateSchema>;
+
+export const HISTORY_LIMIT = 50;
+export const RECOVERED_LIMIT = 64;
+
+export function emptyState(): PersistedState {
+  return { version: STATE_VERSION, pausedAt: null, watches: {}, disarmed: {} };
+}
+
+export function newWatch(threadId: string, now: number): WatchedThread {
+  return {
+    threadId,
+    title: threadId,
+    armedAt: now,
+    armOffset: null,
+    rolloutPath: null,
+    rolloutOffset: 0,
+    lastMarker: null,
+    goal: null,
+    failures: 0,
+    lastFailure: null,
+    state: { kind: 'running' },
+    pending: null,
+    recovered: [],
+    history: [],
+    updatedAt: now,
+  };
+}
+
+/** The time the engine should next act on this thread, if any. */
+export function dueAt(state: WatchState): number | null {
+  return state.kind === 'backoff' || state.kind === 'usageLimited' ? state.dueAt : null;
+}
+
+/** Whether the engine is waiting to re-activate this thread's goal. */
+export function isScheduled(state: WatchState): boolean {
+  return dueAt(state) !== null;
+}
+
+/** States in which the thread is out of the engine's hands until a person acts. */
+export function isDisarmed(state: WatchState): boolean {
+  return state.kind === 'userIntent' || state.kind === 'disarmed';
+}
+
+/** States a person should look at. */
+export function needsAttention(state: WatchState): boolean {
+  return state.kind === 'needsAttention' || state.kind === 'gaveUp';
+}
+
+export function addHistory(w: WatchedThread, entry: HistoryEntry): void {
+  w.history.push(entry);
+  if (w.history.length > HISTORY_LIMIT) w.history.splice(0, w.history.length - HISTORY_LIMIT);
+}
+
+export function markRecovered(w: WatchedThread, failedTurnId: string): void {
+  if (!w.recovered.includes(failedTurnId)) w.recovered.push(failedTurnId);
+  if (w.recovered.length > RECOVERED_LIMIT) w.recovered.splice(0, w.recovered.length - RECOVERED_LIMIT);
+}
+
+/** A short description of a state, in words and numbers, for logs and the CLI. */
+export function describeState(state: WatchState, now: number, maxAttempts: number): string {
+  switch (state.kind) {
+    case 'running': return 'running';
+    case 'idle': return 'idle (goal active, no turn running)';
+    case 'waitingApproval': return 'waiting for approval';
+    case 'codexRetrying': return `Codex is retrying (${state.detail})`;
+    case 'backoff': return `retry in ${formatDuration(state.dueAt - now)} · attempt ${state.attempt}/${maxAttempts}`;
+    case 'recovering': return `recovering… (attempt ${state.attempt}/${maxAttempts})`;
+    case 'usageLimited': return `usage limit · resumes ${new Date(state.dueAt).toISOString()}`;
+    case 'userIntent': return `disarmed: you set the goal ${state.requested}`;
+    case 'disarmed': return 'disarmed';
+    case 'paused': return 'paused';
+    case 'complete': return 'complete';
+    case 'budgetLimited': return 'budget limit reached';
+    case 'modelBlocked': return 'blocked by the model';
+    case 'interrupted': return 'interrupted by you';
+    case 'needsAttention': return `needs attention: ${state.code}`;
+    case 'gaveUp': return `gave up after ${state.attempts} tries`;
+    case 'notAdopted': return `not adopted (already ${state.status} when first seen)`;
+    case 'unloaded': return 'not loaded';
+  }
+}
+
+/** `m:ss` (or `h:mm:ss`) for a duration in ms; never negative. */
+export function formatDuration(ms: number): string {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const ss = String(s).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
