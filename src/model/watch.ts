@@ -27,6 +27,8 @@ export const TurnFailureSchema = z.object({
   code: z.string(),
   httpStatus: z.number().nullable(),
   at: z.number(),
+  /** When its recovery is (or was) due; null when it is not recovered. Survives unload and restart. */
+  dueAt: z.number().nullable(),
 });
 export type TurnFailure = z.infer<typeof TurnFailureSchema>;
 

@@ -1,0 +1,47 @@
+// Which failed turns a re-activation can fix. Only transient provider or transport
+// failures are recovered; everything else needs a person.
+
+export type FailureClass =
+  | { kind: 'transient'; code: string; httpStatus: number | null }
+  | { kind: 'usageLimit'; code: string; httpStatus: number | null }
+  | { kind: 'permanent'; code: string; httpStatus: number | null };
+
+/** `codexErrorInfo` strings that a later attempt can get past. */
+const TRANSIENT_CODES = new Set(['internalServerError', 'serverOverloaded', 'other', 'rateLimitExceeded']);
+/** Variants with an `httpStatusCode`: transient unless the status says the request itself is wrong. */
+const TRANSIENT_VARIANTS = new Set([
+  'responseStreamDisconnected',
+  'responseTooManyFailedAttempts',
+  'httpConnectionFailed',
+  'responseStreamConnectionFailed',
+]);
+const USAGE_CODES = new Set(['usageLimitExceeded']);
+
+/** Short label and HTTP status of a `codexErrorInfo` value (a string or a one-key object). */
+export function describeErrorInfo(info: unknown): { code: string; httpStatus: number | null } {
+  if (typeof info === 'string') return { code: info, httpStatus: null };
+  if (info && typeof info === 'object' && !Array.isArray(info)) {
+    const [key] = Object.keys(info);
+    if (key !== undefined) {
+      const inner = (info as Record<string, unknown>)[key];
+      const status = inner && typeof inner === 'object' ? (inner as Record<string, unknown>).httpStatusCode : undefined;
+      return { code: key, httpStatus: typeof status === 'number' ? status : null };
+    }
+  }
+  return { code: 'unknown', httpStatus: null };
+}
+
+export function classifyFailure(info: unknown): FailureClass {
+  const { code, httpStatus } = describeErrorInfo(info);
+  if (USAGE_CODES.has(code)) return { kind: 'usageLimit', code, httpStatus };
+  if (TRANSIENT_CODES.has(code)) return { kind: 'transient', code, httpStatus };
+  if (TRANSIENT_VARIANTS.has(code)) {
+    return isClientErrorStatus(httpStatus) ? { kind: 'permanent', code, httpStatus } : { kind: 'transient', code, httpStatus };
+  }
+  return { kind: 'permanent', code, httpStatus };
+}
+
+/** 4xx other than 408 (timeout) and 429 (too many requests): the request itself is refused. */
+function isClientErrorStatus(status: number | null): boolean {
+  return status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429;
+}

@@ -1,0 +1,869 @@
+// The recovery engine: watches goal threads on a Codex app-server and re-activates
+// goals that a transient failure blocked, safely. Pure TypeScript: the daemon
+// connection, the store, the clock and randomness are injected.
+import { promises as fs } from 'node:fs';
+import type { Decision } from '../model/decision';
+import {
+  addHistory,
+  dueAt,
+  emptyState,
+  type GoalSnapshot,
+  isDisarmed,
+  markRecovered,
+  newWatch,
+  type PersistedState,
+  type TurnFailure,
+  type WatchedThread,
+  type WatchState,
+} from '../model/watch';
+import {
+  ConnectionLostError,
+  type Connector,
+  type DaemonListener,
+  type DaemonSession,
+  RpcError,
+  type Thread,
+  type ThreadGoal,
+} from '../protocol/daemon';
+import { scanForMarkers } from '../rollout/markers';
+import type { StateStore } from '../store/store';
+import { jitteredDelay, type Random } from './backoff';
+import { classifyFailure, describeErrorInfo } from './classify';
+import type { Clock, TimerHandle } from './clock';
+import { RecoveryLimiter } from './limiter';
+import { isThreadActive, type LiveThread, newLive, waitsForPerson } from './live';
+import type { EngineOptions } from './options';
+
+export interface EngineDeps {
+  connect: Connector;
+  store: StateStore;
+  clock: Clock;
+  random: Random;
+  onDecision: (decision: Decision) => void;
+  /** Called after any change a view may show. */
+  onChange?: () => void;
+}
+
+export type ConnectionState =
+  | { kind: 'connecting'; detail: string }
+  | { kind: 'connected'; detail: string }
+  | { kind: 'disconnected'; detail: string; retryAt: number | null };
+
+/** Why an attempt was called off just before the set: data, logged as `skipped`. */
+class Abort extends Error {}
+
+export class Engine {
+  private state: PersistedState = emptyState();
+  private readonly live = new Map<string, LiveThread>();
+  private session: DaemonSession | null = null;
+  private connection: ConnectionState = { kind: 'disconnected', detail: 'not started', retryAt: null };
+  private readonly limiter: RecoveryLimiter;
+  private readonly lanes = new Map<string, Promise<void>>();
+  private readonly queued = new Set<string>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private dueTimer: TimerHandle | null = null;
+  private resyncTimer: TimerHandle | null = null;
+  private reconnectTimer: TimerHandle | null = null;
+  private reconnectAttempt = 0;
+  private generation = 0;
+  private limitedUntil = 0;
+  private stopped = true;
+  private saving: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: EngineOptions, private readonly deps: EngineDeps) {
+    this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
+  }
+
+  // ---- lifecycle -------------------------------------------------------------
+
+  /** Loads the store and starts connecting in the background. */
+  async start(): Promise<void> {
+    const loaded = await this.deps.store.load();
+    this.state = loaded.state;
+    if (loaded.problem) this.emit({ type: 'warning', message: loaded.problem });
+    this.stopped = false;
+    this.reschedule();
+    this.connectNow();
+  }
+
+  /** Stops timers, waits for work under way, saves and closes the connection. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.generation += 1;
+    for (const timer of [this.dueTimer, this.resyncTimer, this.reconnectTimer]) if (timer) this.deps.clock.clearTimer(timer);
+    this.dueTimer = this.resyncTimer = this.reconnectTimer = null;
+    await this.idle();
+    const session = this.session;
+    this.session = null;
+    await session?.close();
+    await this.persist();
+  }
+
+  /** Resolves when no work is under way (for tests and orderly shutdown). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  // ---- what views read -----------------------------------------------------
+
+  watches(): readonly WatchedThread[] {
+    return Object.values(this.state.watches);
+  }
+
+  watch(threadId: string): WatchedThread | undefined {
+    return this.state.watches[threadId];
+  }
+
+  connectionState(): ConnectionState {
+    return this.connection;
+  }
+
+  isPaused(): boolean {
+    return this.state.pausedAt !== null;
+  }
+
+  /** The soonest time the engine will act, or null. */
+  nextDueAt(): number | null {
+    if (this.state.pausedAt !== null) return null;
+    let soonest: number | null = null;
+    for (const w of this.watches()) {
+      const due = dueAt(w.state);
+      if (due !== null && (soonest === null || due < soonest)) soonest = due;
+    }
+    return soonest === null ? null : Math.max(soonest, this.limitedUntil);
+  }
+
+  // ---- the user's commands -------------------------------------------------
+
+  async pauseAll(): Promise<void> {
+    this.state.pausedAt = this.deps.clock.now();
+    this.emit({ type: 'skipped', threadId: '*', reason: 'auto-recovery paused by the user' });
+    this.reschedule();
+    await this.persist();
+  }
+
+  async resumeAll(): Promise<void> {
+    this.state.pausedAt = null;
+    this.emit({ type: 'rearmed', threadId: '*', reason: 'auto-recovery resumed by the user' });
+    this.reschedule();
+    await this.persist();
+  }
+
+  async disarm(threadId: string): Promise<void> {
+    const now = this.deps.clock.now();
+    this.state.disarmed[threadId] = now;
+    const w = this.state.watches[threadId];
+    if (w) this.setState(w, { kind: 'disarmed', at: now });
+    this.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
+    this.reschedule();
+    await this.persist();
+  }
+
+  async rearm(threadId: string): Promise<void> {
+    delete this.state.disarmed[threadId];
+    const w = this.state.watches[threadId];
+    if (w && isDisarmed(w.state)) {
+      w.armedAt = this.deps.clock.now();
+      w.armOffset = await this.rolloutSize(w.rolloutPath);
+      w.rolloutOffset = w.armOffset ?? 0;
+      this.setState(w, { kind: 'running' });
+    }
+    this.emit({ type: 'rearmed', threadId, reason: 're-armed by the user' });
+    await this.persist();
+    this.touch(threadId);
+  }
+
+  /** Makes a scheduled (or given-up) recovery due now. */
+  async retryNow(threadId: string): Promise<void> {
+    const w = this.state.watches[threadId];
+    if (!w) return;
+    const now = this.deps.clock.now();
+    if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') {
+      w.state = { ...w.state, dueAt: now };
+    } else if (w.state.kind === 'gaveUp' && w.lastFailure) {
+      this.setState(w, { kind: 'backoff', dueAt: now, attempt: w.failures, failedTurnId: w.lastFailure.turnId });
+    } else {
+      return;
+    }
+    if (w.lastFailure) w.lastFailure.dueAt = now;
+    this.changed();
+    this.reschedule();
+    await this.persist();
+  }
+
+  /** A full pass over the daemon's loaded threads (also run every `resyncMs`). */
+  async resync(): Promise<void> {
+    await this.track(this.resyncOnce());
+  }
+
+  // ---- connection ------------------------------------------------------------
+
+  private connectNow(): void {
+    if (this.stopped || this.session) return;
+    this.reconnectTimer = null;
+    const generation = ++this.generation;
+    this.connection = { kind: 'connecting', detail: 'connecting' };
+    this.changed();
+    const attempt = this.deps.connect(this.listener(generation)).then(
+      async (session) => {
+        if (generation !== this.generation || this.stopped) return session.close();
+        this.session = session;
+        this.reconnectAttempt = 0;
+        for (const live of this.live.values()) live.subscribed = false;
+        this.connection = { kind: 'connected', detail: session.describe };
+        this.emit({ type: 'connection', state: 'connected', detail: session.describe });
+        this.changed();
+        await this.resyncOnce();
+      },
+      (error: unknown) => {
+        if (generation === this.generation) this.connectionLost(errorText(error), 'error');
+      },
+    );
+    void this.track(attempt);
+  }
+
+  private connectionLost(reason: string, kind: 'error' | 'disconnected'): void {
+    this.generation += 1; // whatever the old connection still delivers is dropped
+    this.session = null;
+    for (const live of this.live.values()) live.subscribed = false;
+    if (this.stopped) return;
+    const delay = Math.min(this.options.reconnectMaxMs, this.options.reconnectBaseMs * 2 ** this.reconnectAttempt);
+    this.reconnectAttempt += 1;
+    const retryAt = this.deps.clock.now() + delay;
+    this.connection = { kind: 'disconnected', detail: reason, retryAt };
+    this.emit({ type: 'connection', state: kind, detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s` });
+    this.changed();
+    if (this.reconnectTimer) this.deps.clock.clearTimer(this.reconnectTimer);
+    this.reconnectTimer = this.deps.clock.setTimer(() => this.connectNow(), delay);
+  }
+
+  /** Events of an older connection are dropped: only the current generation counts. */
+  private listener(generation: number): DaemonListener {
+    const bump = (threadId: string): LiveThread => {
+      const live = this.liveOf(threadId);
+      live.seq += 1;
+      live.loaded = true;
+      return live;
+    };
+    const handlers: DaemonListener = {
+      goalUpdated: (threadId, goal) => {
+        bump(threadId);
+        const w = this.state.watches[threadId];
+        if (w) w.goal = snapshot(goal);
+        if (w || goal.status === 'active') this.touch(threadId);
+      },
+      goalCleared: (threadId) => {
+        bump(threadId);
+        const w = this.state.watches[threadId];
+        if (w) w.goal = null;
+        this.touch(threadId);
+      },
+      threadStatus: (threadId, status) => {
+        const live = bump(threadId);
+        live.status = status;
+        if (status.type === 'notLoaded') live.loaded = false;
+        this.touch(threadId);
+      },
+      threadStarted: (thread) => {
+        const live = bump(thread.id);
+        live.status = thread.status;
+      },
+      threadClosed: (threadId) => {
+        const live = bump(threadId);
+        live.loaded = false;
+        live.subscribed = false;
+        this.touch(threadId);
+      },
+      turnStarted: (threadId, turn) => {
+        const live = bump(threadId);
+        live.turn = turn;
+        live.retrying = null;
+        this.touch(threadId);
+      },
+      turnCompleted: (threadId, turn) => {
+        const live = bump(threadId);
+        live.turn = turn;
+        live.retrying = null;
+        live.approvals.clear();
+        const w = this.state.watches[threadId];
+        if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
+        this.touch(threadId);
+      },
+      error: (threadId, _turnId, error, willRetry) => {
+        const live = bump(threadId);
+        live.retrying = willRetry ? error.message || describeErrorInfo(error.codexErrorInfo).code : null;
+        this.touch(threadId);
+      },
+      serverRequest: (threadId, requestId, method) => {
+        if (threadId === null) return;
+        const live = bump(threadId);
+        live.approvals.add(requestId);
+        this.emit({ type: 'skipped', threadId, reason: 'waiting for the user', detail: `${method} left to the user's client` });
+        this.touch(threadId);
+      },
+      serverRequestResolved: (threadId, requestId) => {
+        const live = bump(threadId);
+        live.approvals.delete(requestId);
+        this.touch(threadId);
+      },
+      protocolProblem: (message) => this.emit({ type: 'warning', message: `protocol: ${message}` }),
+      closed: (reason) => this.connectionLost(reason, 'disconnected'),
+    };
+    const guarded = {} as Record<keyof DaemonListener, (...args: never[]) => void>;
+    for (const key of Object.keys(handlers) as (keyof DaemonListener)[]) {
+      const handler = handlers[key] as (...args: unknown[]) => void;
+      guarded[key] = (...args: unknown[]) => {
+        if (generation === this.generation && !this.stopped) handler(...args);
+      };
+    }
+    return guarded as unknown as DaemonListener;
+  }
+
+  // ---- resync ----------------------------------------------------------------
+
+  private async resyncOnce(): Promise<void> {
+    const session = this.session;
+    if (!session || this.stopped) return;
+    if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
+    this.resyncTimer = this.deps.clock.setTimer(() => void this.resync(), this.options.resyncMs);
+    let ids: string[];
+    try {
+      ids = await session.listLoaded();
+    } catch (error) {
+      this.readFailed('thread/loaded/list', error);
+      return;
+    }
+    const loaded = new Set(ids);
+    for (const w of this.watches()) {
+      if (!loaded.has(w.threadId)) {
+        this.liveOf(w.threadId).loaded = false;
+        this.markUnloaded(w);
+      }
+    }
+    await Promise.all(ids.map((id) => this.inLane(id, () => this.refresh(session, id))));
+    this.reschedule();
+    await this.persist();
+  }
+
+  /** One RPC for a thread the engine already knows and whose goal did not change. */
+  private async refresh(session: DaemonSession, threadId: string): Promise<void> {
+    const live = this.liveOf(threadId);
+    live.loaded = true;
+    const seq = live.seq;
+    const goal = await session.getGoal(threadId);
+    const w = this.state.watches[threadId];
+    if (live.seq !== seq) return this.evaluate(session, threadId); // events won the race: trust them
+    if (!w) {
+      if (goal) await this.adopt(session, threadId, goal);
+      return;
+    }
+    const before = w.goal;
+    w.goal = goal ? snapshot(goal) : null;
+    const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
+    if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null) return;
+    await this.evaluate(session, threadId);
+  }
+
+  /** First sight of a thread with a goal: arm it only if the goal is active. */
+  private async adopt(session: DaemonSession, threadId: string, goal: ThreadGoal): Promise<void> {
+    const now = this.deps.clock.now();
+    const w = newWatch(threadId, now);
+    w.goal = snapshot(goal);
+    w.title = goal.objective || threadId;
+    this.state.watches[threadId] = w;
+    if (goal.status !== 'active' || !this.options.autoArm) {
+      w.state = { kind: 'notAdopted', status: goal.status };
+      this.changed();
+      return;
+    }
+    await this.arm(session, w);
+  }
+
+  private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
+    const thread = await this.subscribe(session, w.threadId);
+    w.armedAt = this.deps.clock.now();
+    w.armOffset = await this.rolloutSize(w.rolloutPath);
+    w.rolloutOffset = w.armOffset ?? 0;
+    w.lastMarker = null;
+    w.failures = 0;
+    w.lastFailure = null;
+    w.pending = null;
+    this.setState(w, { kind: 'running' });
+    this.emit({ type: 'armed', threadId: w.threadId, title: w.title });
+    const live = this.liveOf(w.threadId);
+    const seq = live.seq;
+    const turn = await session.latestTurn(w.threadId);
+    if (live.seq === seq) {
+      if (thread) live.status = thread.status;
+      live.turn = turn;
+    }
+    await this.decide(session, w);
+  }
+
+  /** `thread/resume` on a loaded thread, once per connection: turn and error events follow. */
+  private async subscribe(session: DaemonSession, threadId: string): Promise<Thread | null> {
+    const live = this.liveOf(threadId);
+    if (live.subscribed || !live.loaded) return null;
+    const thread = await session.resume(threadId);
+    live.subscribed = true;
+    const w = this.state.watches[threadId];
+    if (w) this.applyThread(w, thread);
+    return thread;
+  }
+
+  // ---- evaluation --------------------------------------------------------------
+
+  /** Schedules an evaluation of the thread after the work already queued for it. */
+  private touch(threadId: string): void {
+    this.changed();
+    if (this.queued.has(threadId)) return;
+    this.queued.add(threadId);
+    void this.inLane(threadId, async () => {
+      this.queued.delete(threadId);
+      const session = this.session;
+      if (session) await this.evaluate(session, threadId);
+    });
+  }
+
+  private async evaluate(session: DaemonSession, threadId: string): Promise<void> {
+    const w = this.state.watches[threadId];
+    const live = this.liveOf(threadId);
+    if (!w) {
+      // A goal became active on a thread the engine has not seen: adopt it.
+      const goal = await session.getGoal(threadId);
+      if (goal && !this.state.watches[threadId]) await this.adopt(session, threadId, goal);
+      return;
+    }
+    if (!live.loaded) return this.markUnloaded(w);
+    if (w.goal === null) {
+      // The goal was cleared: nothing left to watch.
+      delete this.state.watches[threadId];
+      this.emit({ type: 'skipped', threadId, reason: 'goal cleared' });
+      this.changed();
+      return;
+    }
+    if (w.state.kind === 'notAdopted') {
+      if (w.goal.status === 'active' && this.options.autoArm && !this.state.disarmed[threadId]) await this.arm(session, w);
+      else w.state = { kind: 'notAdopted', status: w.goal.status };
+      return;
+    }
+    if (!isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
+    await this.decide(session, w);
+  }
+
+  /** Derives the thread's state from what the daemon says; schedules a recovery where one is due. */
+  private async decide(session: DaemonSession, w: WatchedThread): Promise<void> {
+    const threadId = w.threadId;
+    const live = this.liveOf(threadId);
+    const now = this.deps.clock.now();
+    if (this.state.disarmed[threadId] !== undefined) {
+      if (w.state.kind !== 'disarmed') this.setState(w, { kind: 'disarmed', at: this.state.disarmed[threadId]! });
+      return;
+    }
+    await this.readMarkers(w);
+    if (w.state.kind === 'userIntent') return;
+    const goal = w.goal;
+    if (!goal) return;
+
+    if (goal.status === 'blocked' && (live.turn === null || live.turn.status !== 'failed' || w.recovered.includes(live.turn.id))) {
+      // Codex marks the goal blocked before the turn completes, and a turn event may have been
+      // missed (not subscribed yet, a reconnect): read how the newest turn ended.
+      const seq = live.seq;
+      const turn = await session.latestTurn(threadId);
+      if (live.seq === seq) live.turn = turn;
+    }
+    if (w.pending) this.resolvePending(w, live);
+
+    switch (goal.status) {
+      case 'active':
+        return this.setState(w, activeState(live));
+      case 'paused':
+        return this.setState(w, { kind: 'paused' });
+      case 'complete':
+        return this.setState(w, { kind: 'complete' });
+      case 'budgetLimited':
+        return this.setState(w, { kind: 'budgetLimited' });
+      case 'usageLimited':
+        return this.usageLimited(session, w, live);
+      case 'blocked':
+        return this.blocked(w, live, now);
+    }
+  }
+
+  private blocked(w: WatchedThread, live: LiveThread, now: number): void {
+    if (isThreadActive(live.status)) return this.setState(w, activeState(live));
+    if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying });
+    const turn = live.turn;
+    if (!turn || turn.status === 'inProgress') return; // the turn's end is still to come
+    if (turn.status === 'completed') return this.setState(w, { kind: 'modelBlocked' });
+    if (turn.status === 'interrupted') return this.setState(w, { kind: 'interrupted' });
+    if (w.recovered.includes(turn.id)) return; // recovered once already: never again
+    const { code, httpStatus } = describeErrorInfo(turn.error?.codexErrorInfo ?? null);
+    const cls = classifyFailure(turn.error?.codexErrorInfo ?? null);
+    if (cls.kind !== 'transient') {
+      return this.setState(w, { kind: 'needsAttention', code, message: turn.error?.message ?? 'turn failed' });
+    }
+    if (w.lastFailure?.turnId === turn.id && w.lastFailure.dueAt !== null) {
+      // A failure already counted (after a restart, an unload or a called-off attempt).
+      if (w.state.kind === 'backoff' || w.state.kind === 'recovering' || w.state.kind === 'gaveUp') return;
+      if (w.failures > this.options.maxAttempts) return this.giveUp(w, turn.id);
+      return this.setState(w, { kind: 'backoff', dueAt: w.lastFailure.dueAt, attempt: w.failures, failedTurnId: turn.id });
+    }
+    // A new failed turn.
+    if (w.lastFailure && w.recovered.includes(w.lastFailure.turnId)) {
+      addHistory(w, { at: now, failedTurnId: w.lastFailure.turnId, attempt: w.failures, error: w.lastFailure.code, outcome: 'failed-again', detail: code });
+    }
+    w.failures += 1;
+    const failure: TurnFailure = { turnId: turn.id, message: turn.error?.message ?? '', code, httpStatus, at: now, dueAt: null };
+    w.lastFailure = failure;
+    if (w.failures > this.options.maxAttempts) return this.giveUp(w, turn.id);
+    const delayMs = jitteredDelay({ baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs }, w.failures, this.deps.random);
+    failure.dueAt = now + delayMs;
+    this.setState(w, { kind: 'backoff', dueAt: failure.dueAt, attempt: w.failures, failedTurnId: turn.id });
+    this.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId: turn.id, dueAt: failure.dueAt, delayMs, error: code });
+  }
+
+  private giveUp(w: WatchedThread, failedTurnId: string): void {
+    const attempts = this.options.maxAttempts;
+    if (w.state.kind === 'gaveUp') return;
+    addHistory(w, { at: this.deps.clock.now(), failedTurnId, attempt: w.failures, error: w.lastFailure?.code ?? '', outcome: 'gave-up' });
+    this.setState(w, { kind: 'gaveUp', attempts });
+    this.emit({ type: 'gave-up', threadId: w.threadId, attempts, failedTurnId });
+  }
+
+  private async usageLimited(session: DaemonSession, w: WatchedThread, live: LiveThread): Promise<void> {
+    if (!this.options.recoverUsageLimited) {
+      return this.setState(w, { kind: 'needsAttention', code: 'usageLimitExceeded', message: 'usage limit reached (automatic resume is off)' });
+    }
+    if (isThreadActive(live.status)) return this.setState(w, activeState(live));
+    const key = live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
+    if (w.recovered.includes(key)) return;
+    if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
+      if (w.state.kind === 'usageLimited' || w.state.kind === 'recovering') return;
+      return this.setState(w, { kind: 'usageLimited', dueAt: w.lastFailure.dueAt, resetsAt: null });
+    }
+    const now = this.deps.clock.now();
+    let resetsAt: number | null = null;
+    try {
+      resetsAt = await session.rateLimitResetAt();
+    } catch (error) {
+      if (error instanceof ConnectionLostError) throw error;
+      this.emit({ type: 'warning', threadId: w.threadId, message: `rate-limit reset unknown (${errorText(error)}); waiting the maximum delay` });
+    }
+    const due = resetsAt !== null && resetsAt > now ? resetsAt + this.options.usageMarginMs : now + this.options.maxDelayMs;
+    w.lastFailure = { turnId: key, message: 'usage limit reached', code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due };
+    this.setState(w, { kind: 'usageLimited', dueAt: due, resetsAt });
+    this.emit({ type: 'backoff', threadId: w.threadId, attempt: 1, failedTurnId: key, dueAt: due, delayMs: due - now, error: 'usageLimitExceeded' });
+  }
+
+  /** After a crash, a reconnect or an error reply: did the set take effect? The daemon's state says. */
+  private resolvePending(w: WatchedThread, live: LiveThread): boolean {
+    const pending = w.pending;
+    if (!pending) return false;
+    const goal = w.goal;
+    const newerTurn = live.turn !== null && live.turn.id !== pending.failedTurnId;
+    if (goal?.status === 'active' || newerTurn) {
+      this.confirmRecovered(w, pending.failedTurnId, pending.attempt, 'confirmed from the daemon state');
+      return true;
+    }
+    w.pending = null;
+    if (goal && (goal.status === 'blocked' || goal.status === 'usageLimited')) {
+      addHistory(w, { at: this.deps.clock.now(), failedTurnId: pending.failedTurnId, attempt: pending.attempt, error: w.lastFailure?.code ?? '', outcome: 'rejected', detail: 'the set did not take effect' });
+      if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = this.deps.clock.now();
+      // Not in backoff any more: the next decision puts it back, due now.
+      w.state = { kind: 'running' };
+    }
+    return false;
+  }
+
+  private confirmRecovered(w: WatchedThread, failedTurnId: string, attempt: number, how: string): void {
+    w.pending = null;
+    if (w.recovered.includes(failedTurnId)) return;
+    markRecovered(w, failedTurnId);
+    addHistory(w, { at: this.deps.clock.now(), failedTurnId, attempt, error: w.lastFailure?.code ?? '', outcome: 'recovered', detail: how });
+    this.emit({ type: 'recovered', threadId: w.threadId, attempt, failedTurnId, how });
+    this.changed();
+  }
+
+  private async readMarkers(w: WatchedThread): Promise<void> {
+    if (!w.rolloutPath) return;
+    let result;
+    try {
+      result = await scanForMarkers(w.rolloutPath, w.rolloutOffset);
+    } catch (error) {
+      this.emit({ type: 'warning', threadId: w.threadId, message: `could not read the rollout: ${errorText(error)}` });
+      return;
+    }
+    w.rolloutOffset = result.nextOffset;
+    for (const marker of result.markers) {
+      w.lastMarker = marker;
+      if (w.armOffset !== null && marker.offset < w.armOffset) continue; // older than the arming
+      const now = this.deps.clock.now();
+      if (marker.status === 'active') {
+        if (w.state.kind === 'userIntent') {
+          w.armedAt = now;
+          w.armOffset = marker.offset;
+          this.setState(w, { kind: 'running' });
+          this.emit({ type: 'rearmed', threadId: w.threadId, reason: 'the user set the goal active' });
+        }
+      } else if (!(w.state.kind === 'userIntent' && w.state.requested === marker.status)) {
+        w.pending = null;
+        this.setState(w, { kind: 'userIntent', requested: marker.status, at: now });
+        this.emit({ type: 'disarmed', threadId: w.threadId, reason: `the user set the goal ${marker.status}` });
+      }
+    }
+  }
+
+  private markUnloaded(w: WatchedThread): void {
+    const keep = isDisarmed(w.state) || ['complete', 'budgetLimited', 'modelBlocked', 'notAdopted', 'gaveUp', 'needsAttention', 'unloaded'].includes(w.state.kind);
+    if (!keep) this.setState(w, { kind: 'unloaded' });
+  }
+
+  // ---- recovery ----------------------------------------------------------------
+
+  private reschedule(): void {
+    if (this.dueTimer) this.deps.clock.clearTimer(this.dueTimer);
+    this.dueTimer = null;
+    if (this.stopped) return;
+    const next = this.nextDueAt();
+    if (next === null) return;
+    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.deps.clock.now()));
+  }
+
+  private fireDue(): void {
+    this.dueTimer = null;
+    if (this.stopped || this.state.pausedAt !== null) return;
+    const now = this.deps.clock.now();
+    const due = this.watches()
+      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now; })
+      .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
+    for (const w of due) {
+      const wait = this.limiter.take(now);
+      if (wait > 0) {
+        this.limitedUntil = now + wait;
+        this.emit({ type: 'skipped', threadId: w.threadId, reason: 'global rate limit', detail: `next recovery slot in ${Math.ceil(wait / 1000)} s` });
+        break;
+      }
+      this.limitedUntil = 0;
+      const session = this.session;
+      if (!session) {
+        this.limiter.giveBack();
+        break; // reconnecting: the resync after it reschedules
+      }
+      void this.inLane(w.threadId, () => this.attempt(session, w.threadId));
+    }
+    this.reschedule();
+  }
+
+  /** Re-reads everything, checks nothing changed, persists the intent, then sends the set. */
+  private async attempt(session: DaemonSession, threadId: string): Promise<void> {
+    const w = this.state.watches[threadId];
+    if (!w) return;
+    const scheduled = w.state;
+    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now()) return;
+    const failedTurnId = scheduled.kind === 'backoff' ? scheduled.failedTurnId : w.lastFailure?.turnId ?? '';
+    const expectedStatus = scheduled.kind === 'backoff' ? 'blocked' : 'usageLimited';
+    const attempt = scheduled.kind === 'backoff' ? scheduled.attempt : 1;
+    const live = this.liveOf(threadId);
+    try {
+      const seq = live.seq;
+      const goal = await session.getGoal(threadId);
+      this.unchanged(live, seq, 'the goal changed while it was read');
+      w.goal = goal ? snapshot(goal) : null;
+      const thread = await session.readThread(threadId);
+      this.unchanged(live, seq, 'the thread changed while it was read');
+      live.status = thread.status;
+      this.applyThread(w, thread);
+      const turn = await session.latestTurn(threadId);
+      this.unchanged(live, seq, 'a turn event arrived while the turns were read');
+      live.turn = turn;
+      await this.readMarkers(w);
+      this.check(w, live, expectedStatus, failedTurnId);
+      // Write-ahead: the intent is on disk before the set can take effect.
+      w.pending = { failedTurnId, attempt, sentAt: this.deps.clock.now() };
+      this.setState(w, { kind: 'recovering', attempt, failedTurnId, sentAt: w.pending.sentAt });
+      await this.persist();
+      this.unchanged(live, seq, 'an event arrived while the intent was saved');
+      this.check(w, live, expectedStatus, failedTurnId);
+    } catch (error) {
+      if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
+      this.limiter.giveBack();
+      if (error instanceof Abort) {
+        this.emit({ type: 'skipped', threadId, reason: error.message });
+        if (w.state.kind === 'recovering') w.state = scheduled;
+        return this.evaluateAfterAbort(session, w);
+      }
+      if (w.state.kind === 'recovering') w.state = scheduled;
+      throw error;
+    }
+    this.emit({ type: 'recovering', threadId, attempt, failedTurnId });
+    try {
+      const result = await session.setGoalActive(threadId);
+      if (result) w.goal = snapshot(result);
+      if (result?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {
+        this.confirmRecovered(w, failedTurnId, attempt, 'thread/goal/set accepted');
+      }
+    } catch (error) {
+      if (error instanceof ConnectionLostError) {
+        // Lost reply: the intent stays on disk; the state after reconnecting decides.
+        this.emit({ type: 'warning', threadId, message: `${error.message}; the outcome is read back after reconnecting` });
+        await this.persist();
+        throw error;
+      }
+      this.emit({ type: 'warning', threadId, message: `${errorText(error)}; reading the daemon's state to see whether it took effect` });
+      await this.afterSetError(session, w, failedTurnId, attempt, error);
+    }
+    await this.decide(session, w);
+    this.reschedule();
+    await this.persist();
+  }
+
+  private unchanged(live: LiveThread, seq: number, reason: string): void {
+    if (live.seq !== seq) throw new Abort(reason);
+  }
+
+  /** The conditions under which an automatic set is allowed, checked on fresh reads. */
+  private check(w: WatchedThread, live: LiveThread, expectedStatus: 'blocked' | 'usageLimited', failedTurnId: string): void {
+    if (this.stopped) throw new Abort('stopping');
+    if (this.state.pausedAt !== null) throw new Abort('auto-recovery is paused');
+    if (this.state.disarmed[w.threadId] !== undefined) throw new Abort('disarmed by the user');
+    if (w.state.kind === 'userIntent') throw new Abort(`the user set the goal ${w.state.requested}`);
+    if (!w.goal) throw new Abort('the goal was cleared');
+    if (w.goal.status !== expectedStatus) throw new Abort(`the goal is ${w.goal.status} now`);
+    if (isThreadActive(live.status)) throw new Abort(waitsForPerson(live) ? 'waiting for approval' : 'a turn is running');
+    if (live.approvals.size > 0) throw new Abort('waiting for approval');
+    if (live.retrying) throw new Abort('Codex is retrying');
+    if (expectedStatus === 'blocked') {
+      if (!live.turn || live.turn.id !== failedTurnId) throw new Abort('a newer turn exists');
+      if (live.turn.status !== 'failed') throw new Abort(`the latest turn is ${live.turn.status}`);
+    }
+    if (w.recovered.includes(failedTurnId)) throw new Abort('this failed turn was recovered already');
+  }
+
+  private async evaluateAfterAbort(session: DaemonSession, w: WatchedThread): Promise<void> {
+    await this.decide(session, w);
+    this.reschedule();
+    await this.persist();
+  }
+
+  /** An error reply: if events or state show the goal went active, it counts as success. */
+  private async afterSetError(session: DaemonSession, w: WatchedThread, failedTurnId: string, attempt: number, error: unknown): Promise<void> {
+    const live = this.liveOf(w.threadId);
+    const seq = live.seq;
+    const [goal, turn] = await Promise.all([session.getGoal(w.threadId), session.latestTurn(w.threadId)]);
+    if (live.seq === seq) {
+      w.goal = goal ? snapshot(goal) : null;
+      live.turn = turn;
+    }
+    if (w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {
+      this.confirmRecovered(w, failedTurnId, attempt, `took effect despite the error reply (${errorText(error)})`);
+      return;
+    }
+    w.pending = null;
+    addHistory(w, { at: this.deps.clock.now(), failedTurnId, attempt, error: w.lastFailure?.code ?? '', outcome: 'rejected', detail: errorText(error) });
+    // A rejected set counts as a failed attempt: back off further, give up after the limit.
+    w.failures += 1;
+    if (w.failures > this.options.maxAttempts) return this.giveUp(w, failedTurnId);
+    const delayMs = jitteredDelay({ baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs }, w.failures, this.deps.random);
+    const due = this.deps.clock.now() + delayMs;
+    if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
+    this.setState(w, { kind: 'backoff', dueAt: due, attempt: w.failures, failedTurnId });
+    this.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error: 'set rejected' });
+  }
+
+  // ---- helpers -------------------------------------------------------------------
+
+  private liveOf(threadId: string): LiveThread {
+    let live = this.live.get(threadId);
+    if (!live) {
+      live = newLive();
+      this.live.set(threadId, live);
+    }
+    return live;
+  }
+
+  private applyThread(w: WatchedThread, thread: Thread): void {
+    if (thread.path && thread.path !== w.rolloutPath) {
+      w.rolloutPath = thread.path;
+      if (w.armOffset === null) w.rolloutOffset = 0;
+    }
+    const title = thread.name || thread.preview || w.goal?.objective;
+    if (title) w.title = title.length > 120 ? `${title.slice(0, 117)}…` : title;
+  }
+
+  private async rolloutSize(path: string | null): Promise<number | null> {
+    if (!path) return null;
+    try {
+      return (await fs.stat(path)).size;
+    } catch {
+      return null;
+    }
+  }
+
+  private setState(w: WatchedThread, state: WatchState): void {
+    if (sameState(w.state, state)) return;
+    w.state = state;
+    w.updatedAt = this.deps.clock.now();
+    this.reschedule();
+    this.changed();
+  }
+
+  /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */
+  private inLane(threadId: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.lanes.get(threadId) ?? Promise.resolve();
+    const next = previous.then(work).catch((error: unknown) => this.readFailed(threadId, error));
+    this.lanes.set(threadId, next);
+    void next.then(() => { if (this.lanes.get(threadId) === next) this.lanes.delete(threadId); });
+    return this.track(next);
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    void promise.then(() => this.inFlight.delete(promise), () => this.inFlight.delete(promise));
+    return promise;
+  }
+
+  private readFailed(what: string, error: unknown): void {
+    if (error instanceof ConnectionLostError) return; // the reconnect and its resync take over
+    const message = error instanceof RpcError ? error.message : errorText(error);
+    this.emit({ type: 'warning', message: `${what}: ${message}` });
+  }
+
+  /** Saves the whole state; saves are serialized and the last one wins. */
+  private persist(): Promise<void> {
+    const run = this.saving.then(() => this.deps.store.save(this.state)).catch((error: unknown) => {
+      this.emit({ type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` });
+    });
+    this.saving = run;
+    return run;
+  }
+
+  private emit(decision: Decision): void {
+    this.deps.onDecision(decision);
+  }
+
+  private changed(): void {
+    this.deps.onChange?.();
+  }
+}
+
+function activeState(live: LiveThread): WatchState {
+  if (waitsForPerson(live)) return { kind: 'waitingApproval' };
+  if (live.retrying) return { kind: 'codexRetrying', detail: live.retrying };
+  if (isThreadActive(live.status) || live.turn?.status === 'inProgress') return { kind: 'running' };
+  if (live.turn?.status === 'interrupted') return { kind: 'interrupted' };
+  return live.status === null ? { kind: 'running' } : { kind: 'idle' };
+}
+
+function snapshot(goal: ThreadGoal): GoalSnapshot {
+  return { status: goal.status, objective: goal.objective, tokensUsed: goal.tokensUsed, tokenBudget: goal.tokenBudget, updatedAt: goal.updatedAt };
+}
+
+function sameState(a: WatchState, b: WatchState): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+

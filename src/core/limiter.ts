@@ -1,0 +1,42 @@
+// A global token bucket, so one outage over many threads does not stampede the
+// provider: a burst of `burst` recoveries, then one every `intervalMs`.
+
+export interface LimiterPolicy {
+  burst: number;
+  intervalMs: number;
+}
+
+export class RecoveryLimiter {
+  private tokens: number;
+  private updatedAt: number | null = null;
+
+  constructor(private readonly policy: LimiterPolicy) {
+    this.tokens = policy.burst;
+  }
+
+  /** Takes a token if one is free at `now` and returns 0; otherwise the ms until one is. */
+  take(now: number): number {
+    this.refill(now);
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil((1 - this.tokens) * this.policy.intervalMs);
+  }
+
+  /** Gives back a token taken for a recovery that was not sent after all. */
+  giveBack(): void {
+    this.tokens = Math.min(this.policy.burst, this.tokens + 1);
+  }
+
+  private refill(now: number): void {
+    if (this.updatedAt === null || now < this.updatedAt) {
+      // First use, or the wall clock jumped back: start from here, never from the past.
+      this.updatedAt = now;
+      return;
+    }
+    const elapsed = now - this.updatedAt;
+    this.tokens = Math.min(this.policy.burst, this.tokens + elapsed / this.policy.intervalMs);
+    this.updatedAt = now;
+  }
+}

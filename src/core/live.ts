@@ -1,0 +1,33 @@
+// What the engine knows of a thread right now, from the daemon's events and reads.
+// Never persisted: after a restart or a reconnect it is read again.
+import type { RequestId, ThreadStatus, Turn } from '../protocol/daemon';
+
+export interface LiveThread {
+  /** Last known thread status, or null when not known on this connection. */
+  status: ThreadStatus | null;
+  /** The newest turn known (from turn events or `thread/turns/list`). */
+  turn: Turn | null;
+  /** Set while Codex retries the turn itself (`error` with `willRetry: true`). */
+  retrying: string | null;
+  /** Server requests (approvals, user input) waiting for the user's client. */
+  approvals: Set<RequestId>;
+  /** Bumped by every event about the thread: a check that spans reads acts only if it is unchanged. */
+  seq: number;
+  /** Resumed (subscribed to turn events) on the current connection. */
+  subscribed: boolean;
+  loaded: boolean;
+}
+
+export function newLive(): LiveThread {
+  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, loaded: true };
+}
+
+export function isThreadActive(status: ThreadStatus | null): boolean {
+  return status?.type === 'active';
+}
+
+export function waitsForPerson(live: LiveThread): boolean {
+  if (live.approvals.size > 0) return true;
+  const status = live.status;
+  return status !== null && status.type === 'active' && 'activeFlags' in status && status.activeFlags.length > 0;
+}

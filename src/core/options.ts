@@ -1,0 +1,38 @@
+// The engine's tunables, with the defaults the product ships.
+
+export interface EngineOptions {
+  /** Backoff base: the first recovery waits between half and all of it. */
+  baseDelayMs: number;
+  /** Backoff cap. Also the wait for a usage limit whose reset time is unknown. */
+  maxDelayMs: number;
+  /** Consecutive failed recoveries before giving up ("needs attention"). */
+  maxAttempts: number;
+  /** Global limiter: this many recoveries at once, then one per `limiterIntervalMs`. */
+  limiterBurst: number;
+  limiterIntervalMs: number;
+  /** Slow resync that catches what notifications missed (e.g. after a daemon restart). */
+  resyncMs: number;
+  /** Added to a usage-limit reset time before the goal is resumed. */
+  usageMarginMs: number;
+  /** Resume `usageLimited` goals after the reset. */
+  recoverUsageLimited: boolean;
+  /** Arm goals that become active; when false only threads the user arms are watched. */
+  autoArm: boolean;
+  /** Reconnect backoff after the daemon's socket is missing or closes. */
+  reconnectBaseMs: number;
+  reconnectMaxMs: number;
+}
+
+export const DEFAULT_OPTIONS: EngineOptions = {
+  baseDelayMs: 30_000,
+  maxDelayMs: 30 * 60_000,
+  maxAttempts: 6,
+  limiterBurst: 3,
+  limiterIntervalMs: 10_000,
+  resyncMs: 60_000,
+  usageMarginMs: 60_000,
+  recoverUsageLimited: true,
+  autoArm: true,
+  reconnectBaseMs: 500,
+  reconnectMaxMs: 30_000,
+};

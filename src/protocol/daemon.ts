@@ -1,0 +1,70 @@
+// The daemon as the engine sees it: a session of typed calls, and the events it
+// delivers. The JSON-RPC client implements it; the engine depends only on this.
+import type { GoalStatus } from '../model/watch';
+import type { Thread, ThreadGoal, ThreadStatus, Turn, TurnError } from './schema';
+
+export type { Thread, ThreadGoal, ThreadStatus, Turn, TurnError };
+export type RequestId = string | number;
+
+/** Events, delivered in wire order, synchronously; a reply is handled after every earlier event. */
+export interface DaemonListener {
+  goalUpdated(threadId: string, goal: ThreadGoal, turnId: string | null): void;
+  goalCleared(threadId: string): void;
+  threadStatus(threadId: string, status: ThreadStatus): void;
+  threadStarted(thread: Thread): void;
+  threadClosed(threadId: string): void;
+  turnStarted(threadId: string, turn: Turn): void;
+  turnCompleted(threadId: string, turn: Turn): void;
+  error(threadId: string, turnId: string | null, error: TurnError, willRetry: boolean): void;
+  /** A server-to-client request (an approval, user input). Never answered by this client. */
+  serverRequest(threadId: string | null, requestId: RequestId, method: string): void;
+  serverRequestResolved(threadId: string, requestId: RequestId): void;
+  /** A frame or message that could not be read; the connection keeps serving. */
+  protocolProblem(message: string): void;
+  /** The connection ended; every call still waiting rejects with `ConnectionLostError`. */
+  closed(reason: string): void;
+}
+
+export interface DaemonSession {
+  readonly describe: string;
+  listLoaded(): Promise<string[]>;
+  getGoal(threadId: string): Promise<ThreadGoal | null>;
+  readThread(threadId: string): Promise<Thread>;
+  /** The newest turn of the thread, or null when it has none. */
+  latestTurn(threadId: string): Promise<Turn | null>;
+  /** Subscribes this connection to the thread's turn events. Only for loaded threads. */
+  resume(threadId: string): Promise<Thread>;
+  /** Exactly `thread/goal/set {threadId, status: "active", origin: "automatic"}`. */
+  setGoalActive(threadId: string): Promise<ThreadGoal | null>;
+  /** `origin: "user"`: only when a person pressed a button that says so. */
+  setGoalStatusAsUser(threadId: string, status: GoalStatus): Promise<ThreadGoal | null>;
+  /** The soonest known rate-limit reset (ms since the epoch), or null when unknown. */
+  rateLimitResetAt(): Promise<number | null>;
+  close(): Promise<void>;
+}
+
+export type Connector = (listener: DaemonListener) => Promise<DaemonSession>;
+
+/** The daemon answered with an error. It may still have acted: decide from its state. */
+export class RpcError extends Error {
+  constructor(readonly method: string, readonly code: number, message: string) {
+    super(`${method} failed (${code}): ${message}`);
+    this.name = 'RpcError';
+  }
+}
+
+/** No reply came: the connection closed or the call timed out. Never means "it did not happen". */
+export class ConnectionLostError extends Error {
+  constructor(readonly method: string, readonly reason: string) {
+    super(`${method}: no reply (${reason})`);
+    this.name = 'ConnectionLostError';
+  }
+}
+
+/** A reply or notification that does not have the shape the engine relies on. */
+export class ProtocolError extends Error {
+  constructor(readonly method: string, detail: string) {
+    super(`${method}: unexpected reply: ${detail}`);
+    this.name = 'ProtocolError';
+  }
+}

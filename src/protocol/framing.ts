@@ -1,0 +1,555 @@
+/**
+ * Message framing for the Codex app-server.
+ *
+ * Two wire formats, both carrying JSON-RPC 2.0 shaped objects WITHOUT the `jsonrpc` field:
+ *  - newline-delimited JSON (stdio `codex app-server`),
+ *  - one JSON message per WebSocket frame (`--listen ws://…` and the daemon's control socket).
+ *
+ * Readers never throw and never stop on malformed input: each bad frame fires `onError` with a
+ * short excerpt, bumps `malformedCount`, and the next frame is read normally.
+ */
+import type { WebSocket, RawData } from 'ws';
+import {
+  AbstractMessageReader,
+  AbstractMessageWriter,
+  Emitter,
+  type DataCallback,
+  type Disposable,
+  type Event,
+  type Message,
+  type MessageReader,
+  type MessageWriter,
+} from 'vscode-jsonrpc/node';
+
+/** Default cap for one line / one frame: 64 MiB. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+const EXCERPT_CHARS = 120;
+
+/** A short, single-line excerpt of a bad frame for error messages. */
+export function excerpt(text: string, max = EXCERPT_CHARS): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}
+
+export type ValidationResult = { ok: true; message: Message } | { ok: false; reason: string };
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Checks that a parsed JSON value is a request, a response or a notification, and returns a copy
+ * with `jsonrpc: "2.0"` added. Extra top-level fields (e.g. `emittedAtMs`) are kept.
+ */
+export function validateMessage(value: unknown): ValidationResult {
+  if (!isPlainObject(value)) {
+    const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+    return { ok: false, reason: `JSON-RPC message must be an object, got ${kind}` };
+  }
+  const hasId = Object.prototype.hasOwnProperty.call(value, 'id') && value.id !== undefined;
+  const id = value.id;
+  const params = value.params;
+  if (params !== undefined && params !== null && typeof params !== 'object') {
+    return { ok: false, reason: `"params" must be an object or array, got ${typeof params}` };
+  }
+  if (Object.prototype.hasOwnProperty.call(value, 'method')) {
+    if (typeof value.method !== 'string' || value.method.length === 0) {
+      return { ok: false, reason: `"method" must be a non-empty string, got ${describeType(value.method)}` };
+    }
+    if (hasId && typeof id !== 'string' && typeof id !== 'number') {
+      return { ok: false, reason: `request "id" must be a string or number, got ${describeType(id)}` };
+    }
+    return { ok: true, message: { ...value, jsonrpc: '2.0' } as Message };
+  }
+  // No method: must be a response.
+  if (!hasId) {
+    return { ok: false, reason: 'object is neither a request, a response nor a notification (no "method", no "id")' };
+  }
+  if (typeof id !== 'string' && typeof id !== 'number' && id !== null) {
+    return { ok: false, reason: `response "id" must be a string, number or null, got ${describeType(id)}` };
+  }
+  const hasResult = Object.prototype.hasOwnProperty.call(value, 'result') && value.result !== undefined;
+  const hasError = value.error !== undefined && value.error !== null;
+  if (!hasResult && !hasError) {
+    return { ok: false, reason: 'response has neither "result" nor "error"' };
+  }
+  if (hasError) {
+    const err = value.error;
+    if (!isPlainObject(err) || typeof err.code !== 'number' || typeof err.message !== 'string') {
+      return { ok: false, reason: 'response "error" must be an object with a numeric "code" and a string "message"' };
+    }
+  }
+  return { ok: true, message: { ...value, jsonrpc: '2.0' } as Message };
+}
+
+function describeType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
+
+/**
+ * Shared logic for both readers: parse, validate, count, dispatch; never throws.
+ * `onMessageReceived` fires for every valid message before it is handed to the connection, with
+ * all top-level fields intact (vscode-jsonrpc passes only `params` to notification handlers, so
+ * this is where `emittedAtMs` can be observed).
+ */
+abstract class FramedMessageReader extends AbstractMessageReader implements MessageReader {
+  private _malformedCount = 0;
+  private _messageCount = 0;
+  private callback: DataCallback | undefined;
+  private closed = false;
+  private readonly receivedEmitter = new Emitter<Message>();
+
+  /** Frames that were dropped (bad JSON, bad shape, over the size cap). */
+  get malformedCount(): number {
+    return this._malformedCount;
+  }
+
+  /** Valid messages delivered. */
+  get messageCount(): number {
+    return this._messageCount;
+  }
+
+  get onMessageReceived(): Event<Message> {
+    return this.receivedEmitter.event;
+  }
+
+  protected get isListening(): boolean {
+    return this.callback !== undefined;
+  }
+
+  protected setCallback(cb: DataCallback | undefined): void {
+    this.callback = cb;
+  }
+
+  protected reportMalformed(reason: string, frame?: string): void {
+    this._malformedCount++;
+    const suffix = frame === undefined ? '' : `: ${JSON.stringify(excerpt(frame))}`;
+    this.safeFireError(new Error(`${this.label}: dropped malformed frame (${reason})${suffix}`));
+  }
+
+  protected safeFireError(err: unknown): void {
+    try {
+      this.fireError(err instanceof Error ? err : new Error(String(err)));
+    } catch {
+      // emitter already disposed
+    }
+  }
+
+  protected fireCloseOnce(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.fireClose();
+    } catch {
+      // emitter already disposed
+    }
+  }
+
+  protected get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Parses one complete frame (already decoded text) and dispatches it. */
+  protected handleFrame(text: string): void {
+    const trimmed = text.trim();
+    if (trimmed.length === 0) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(trimmed);
+    } catch (e) {
+      this.reportMalformed(`invalid JSON: ${(e as Error).message}`, trimmed);
+      return;
+    }
+    const v = validateMessage(value);
+    if (!v.ok) {
+      this.reportMalformed(v.reason, trimmed);
+      return;
+    }
+    this._messageCount++;
+    try {
+      this.receivedEmitter.fire(v.message);
+    } catch {
+      // listeners' exceptions are already swallowed by Emitter; disposed emitter lands here
+    }
+    const cb = this.callback;
+    if (!cb) return;
+    try {
+      cb(v.message);
+    } catch (e) {
+      this.safeFireError(new Error(`${this.label}: message handler threw: ${(e as Error)?.message ?? String(e)}`));
+    }
+  }
+
+  protected abstract get label(): string;
+
+  override dispose(): void {
+    this.callback = undefined;
+    this.receivedEmitter.dispose();
+    super.dispose();
+  }
+}
+
+export interface LineReaderOptions {
+  /** Longest accepted line in bytes (without the newline). Default 64 MiB. */
+  maxLineBytes?: number;
+}
+
+/** Newline-delimited JSON reader (stdio `codex app-server`). */
+export class LineMessageReader extends FramedMessageReader {
+  private readonly maxLineBytes: number;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** True while skipping the rest of an over-long line. */
+  private discarding = false;
+  private discardedBytes = 0;
+  private detach: (() => void) | undefined;
+
+  constructor(
+    private readonly readable: NodeJS.ReadableStream,
+    options: LineReaderOptions = {},
+  ) {
+    super();
+    this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  protected get label(): string {
+    return 'line reader';
+  }
+
+  listen(callback: DataCallback): Disposable {
+    if (this.isListening) {
+      throw new Error('LineMessageReader.listen may be called only once');
+    }
+    this.setCallback(callback);
+    const onData = (chunk: Buffer | string) => this.onData(chunk);
+    const onEnd = () => this.onEnd();
+    const onError = (err: unknown) => this.safeFireError(err);
+    this.readable.on('data', onData);
+    this.readable.on('end', onEnd);
+    this.readable.on('close', onEnd);
+    this.readable.on('error', onError);
+    this.detach = () => {
+      this.readable.removeListener('data', onData);
+      this.readable.removeListener('end', onEnd);
+      this.readable.removeListener('close', onEnd);
+      this.readable.removeListener('error', onError);
+    };
+    return {
+      dispose: () => {
+        this.detach?.();
+        this.detach = undefined;
+        this.setCallback(undefined);
+      },
+    };
+  }
+
+  private onData(chunk: Buffer | string): void {
+    try {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+      let start = 0;
+      while (start < buf.length) {
+        const nl = buf.indexOf(0x0a, start);
+        if (nl === -1) {
+          this.append(buf.subarray(start));
+          break;
+        }
+        this.append(buf.subarray(start, nl));
+        this.endOfLine();
+        start = nl + 1;
+      }
+    } catch (e) {
+      // Defensive: nothing above should throw, but a reader must never die.
+      this.safeFireError(e);
+      this.resetLine();
+    }
+  }
+
+  private append(part: Buffer): void {
+    if (part.length === 0) return;
+    if (this.discarding) {
+      this.discardedBytes += part.length;
+      return;
+    }
+    if (this.pendingBytes + part.length > this.maxLineBytes) {
+      const head = Buffer.concat([...this.pending, part.subarray(0, EXCERPT_CHARS)]).toString('utf8');
+      this.discarding = true;
+      this.discardedBytes = this.pendingBytes + part.length;
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.reportMalformed(`line longer than ${this.maxLineBytes} bytes; skipping to the next newline`, head);
+      return;
+    }
+    // Copy: the chunk buffer may be a slice of a pooled buffer reused by the stream.
+    this.pending.push(Buffer.from(part));
+    this.pendingBytes += part.length;
+  }
+
+  private endOfLine(): void {
+    if (this.discarding) {
+      this.discarding = false;
+      this.discardedBytes = 0;
+      return;
+    }
+    const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.resetLine();
+    // `trim` in handleFrame also removes a trailing CR (CRLF line endings).
+    this.handleFrame(line.toString('utf8'));
+  }
+
+  private resetLine(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.discarding = false;
+    this.discardedBytes = 0;
+  }
+
+  private onEnd(): void {
+    if (this.isClosed) return;
+    // A final line without a trailing newline is still a frame.
+    if (this.pendingBytes > 0 && !this.discarding) {
+      this.endOfLine();
+    }
+    this.resetLine();
+    this.fireCloseOnce();
+  }
+
+  override dispose(): void {
+    this.detach?.();
+    this.detach = undefined;
+    this.resetLine();
+    super.dispose();
+  }
+}
+
+/** Shared writer logic: serialize, report failures as events + rejected promises, never throw. */
+abstract class FramedMessageWriter extends AbstractMessageWriter implements MessageWriter {
+  private errorCount = 0;
+  private closed = false;
+
+  protected fail(error: unknown, msg: Message | undefined): Error {
+    const err = error instanceof Error ? error : new Error(String(error));
+    this.errorCount++;
+    try {
+      this.fireError(err, msg, this.errorCount);
+    } catch {
+      // disposed
+    }
+    return err;
+  }
+
+  protected fireCloseOnce(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.fireClose();
+    } catch {
+      // disposed
+    }
+  }
+
+  protected get isClosed(): boolean {
+    return this.closed;
+  }
+
+  protected serialize(msg: Message): string | Error {
+    try {
+      const text = JSON.stringify(msg);
+      if (typeof text !== 'string') return new Error('message is not serializable to JSON');
+      return text;
+    } catch (e) {
+      return new Error(`cannot serialize message: ${(e as Error).message}`);
+    }
+  }
+
+  abstract write(msg: Message): Promise<void>;
+  abstract end(): void;
+}
+
+/** Newline-delimited JSON writer (stdio `codex app-server`). */
+export class LineMessageWriter extends FramedMessageWriter {
+  private readonly onStreamError = (err: unknown) => {
+    this.fail(err, undefined);
+  };
+  private readonly onStreamClose = () => this.fireCloseOnce();
+
+  constructor(private readonly writable: NodeJS.WritableStream) {
+    super();
+    // An 'error' listener is required: without one, EPIPE on a dead child's stdin would crash us.
+    this.writable.on('error', this.onStreamError);
+    this.writable.on('close', this.onStreamClose);
+    this.writable.on('finish', this.onStreamClose);
+  }
+
+  write(msg: Message): Promise<void> {
+    const text = this.serialize(msg);
+    if (text instanceof Error) return Promise.reject(this.fail(text, msg));
+    return new Promise<void>((resolve, reject) => {
+      const w = this.writable as NodeJS.WritableStream & { destroyed?: boolean; writableEnded?: boolean };
+      if (this.isClosed || w.destroyed || w.writableEnded) {
+        reject(this.fail(new Error('cannot write: the stream is closed'), msg));
+        return;
+      }
+      let settled = false;
+      try {
+        w.write(`${text}\n`, (err?: Error | null) => {
+          if (settled) return;
+          settled = true;
+          if (err) reject(this.fail(err, msg));
+          else resolve();
+        });
+      } catch (e) {
+        if (!settled) {
+          settled = true;
+          reject(this.fail(e, msg));
+        }
+      }
+    });
+  }
+
+  end(): void {
+    try {
+      this.writable.end();
+    } catch {
+      // already ended / destroyed
+    }
+  }
+
+  override dispose(): void {
+    this.writable.removeListener('close', this.onStreamClose);
+    this.writable.removeListener('finish', this.onStreamClose);
+    // Keep a no-op error listener so a late EPIPE cannot become an uncaught exception.
+    this.writable.removeListener('error', this.onStreamError);
+    this.writable.on('error', noop);
+    super.dispose();
+  }
+}
+
+function noop(): void {}
+
+function rawDataToString(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data as ArrayBuffer).toString('utf8');
+}
+
+const WS_OPEN = 1;
+
+/**
+ * One JSON-RPC message per WebSocket frame (text; binary frames are decoded as UTF-8 too).
+ * The size cap is the socket's own `maxPayload` (ws closes the socket with 1009 when exceeded;
+ * that surfaces here as an error then close).
+ */
+export class WebSocketMessageReader extends FramedMessageReader {
+  private detach: (() => void) | undefined;
+
+  constructor(private readonly ws: WebSocket) {
+    super();
+  }
+
+  protected get label(): string {
+    return 'websocket reader';
+  }
+
+  listen(callback: DataCallback): Disposable {
+    if (this.isListening) {
+      throw new Error('WebSocketMessageReader.listen may be called only once');
+    }
+    this.setCallback(callback);
+    const onMessage = (data: RawData) => {
+      let text: string;
+      try {
+        text = rawDataToString(data);
+      } catch (e) {
+        this.reportMalformed(`undecodable frame: ${(e as Error).message}`);
+        return;
+      }
+      this.handleFrame(text);
+    };
+    const onClose = () => this.fireCloseOnce();
+    const onError = (err: unknown) => this.safeFireError(err);
+    this.ws.on('message', onMessage);
+    this.ws.on('close', onClose);
+    this.ws.on('error', onError);
+    this.detach = () => {
+      this.ws.removeListener('message', onMessage);
+      this.ws.removeListener('close', onClose);
+      this.ws.removeListener('error', onError);
+    };
+    if (this.ws.readyState > WS_OPEN) {
+      // Already closing/closed: the 'close' event may have fired before listen().
+      queueMicrotask(() => {
+        if (this.ws.readyState === 3) this.fireCloseOnce();
+      });
+    }
+    return {
+      dispose: () => {
+        this.detach?.();
+        this.detach = undefined;
+        this.setCallback(undefined);
+      },
+    };
+  }
+
+  override dispose(): void {
+    this.detach?.();
+    this.detach = undefined;
+    super.dispose();
+  }
+}
+
+export class WebSocketMessageWriter extends FramedMessageWriter {
+  private readonly onWsError = (err: unknown) => {
+    this.fail(err, undefined);
+  };
+  private readonly onWsClose = () => this.fireCloseOnce();
+
+  constructor(private readonly ws: WebSocket) {
+    super();
+    this.ws.on('error', this.onWsError);
+    this.ws.on('close', this.onWsClose);
+  }
+
+  write(msg: Message): Promise<void> {
+    const text = this.serialize(msg);
+    if (text instanceof Error) return Promise.reject(this.fail(text, msg));
+    return new Promise<void>((resolve, reject) => {
+      if (this.ws.readyState !== WS_OPEN) {
+        reject(this.fail(new Error(`cannot write: WebSocket is not open (readyState ${this.ws.readyState})`), msg));
+        return;
+      }
+      let settled = false;
+      try {
+        this.ws.send(text, { binary: false }, (err?: Error) => {
+          if (settled) return;
+          settled = true;
+          if (err) reject(this.fail(err, msg));
+          else resolve();
+        });
+      } catch (e) {
+        if (!settled) {
+          settled = true;
+          reject(this.fail(e, msg));
+        }
+      }
+    });
+  }
+
+  /** Ends writing by closing the socket normally. */
+  end(): void {
+    try {
+      if (this.ws.readyState === WS_OPEN || this.ws.readyState === 0) this.ws.close(1000, 'client end');
+    } catch {
+      // ignore
+    }
+  }
+
+  override dispose(): void {
+    this.ws.removeListener('error', this.onWsError);
+    this.ws.removeListener('close', this.onWsClose);
+    this.ws.on('error', noop);
+    super.dispose();
+  }
+}

@@ -1,0 +1,131 @@
+// zod schemas for every message the engine reads from the Codex app-server
+// (checked against `codex app-server generate-ts` of @openai/codex 0.169.0).
+// Unknown fields are tolerated and dropped; a missing or mistyped field the
+// engine relies on is a protocol error, reported with the method's name.
+import { z } from 'zod';
+import { GoalStatusSchema } from '../model/watch';
+
+export const ThreadGoalSchema = z.object({
+  threadId: z.string(),
+  objective: z.string(),
+  status: GoalStatusSchema,
+  tokenBudget: z.number().nullable().optional().transform((v) => v ?? null),
+  tokensUsed: z.number().catch(0),
+  timeUsedSeconds: z.number().catch(0),
+  createdAt: z.number().catch(0),
+  updatedAt: z.number().catch(0),
+});
+export type ThreadGoal = z.infer<typeof ThreadGoalSchema>;
+
+export const ThreadStatusSchema = z.union([
+  z.object({ type: z.literal('active'), activeFlags: z.array(z.string()).catch([]) }),
+  z.object({ type: z.enum(['notLoaded', 'idle', 'systemError']) }),
+  // A status this version does not know: keep its name, treat it as not active.
+  z.object({ type: z.string() }),
+]);
+export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
+
+export const TurnErrorSchema = z.object({
+  message: z.string().catch(''),
+  codexErrorInfo: z.unknown().optional().transform((v) => v ?? null),
+  additionalDetails: z.string().nullable().optional().transform((v) => v ?? null),
+});
+export type TurnError = z.infer<typeof TurnErrorSchema>;
+
+export const TurnSchema = z.object({
+  id: z.string(),
+  status: z.string(), // completed | interrupted | failed | inProgress (others tolerated)
+  error: TurnErrorSchema.nullable().optional().transform((v) => v ?? null),
+});
+export type Turn = z.infer<typeof TurnSchema>;
+
+export const ThreadSchema = z.object({
+  id: z.string(),
+  status: ThreadStatusSchema,
+  path: z.string().nullable().optional().transform((v) => v ?? null),
+  preview: z.string().catch(''),
+  name: z.string().nullable().optional().transform((v) => v ?? null),
+});
+export type Thread = z.infer<typeof ThreadSchema>;
+
+// Results.
+export const InitializeResultSchema = z.object({ userAgent: z.string().catch(''), codexHome: z.string().optional() });
+export const LoadedListResultSchema = z.object({ data: z.array(z.string()), nextCursor: z.string().nullable().optional() });
+export const GoalResultSchema = z.object({ goal: ThreadGoalSchema.nullable() });
+export const ThreadResultSchema = z.object({ thread: ThreadSchema });
+export const TurnsListResultSchema = z.object({ data: z.array(TurnSchema) });
+const RateLimitWindowSchema = z.object({ usedPercent: z.number().catch(0), resetsAt: z.number().nullable().optional() }).nullable().optional();
+const RateLimitSnapshotSchema = z.object({ primary: RateLimitWindowSchema, secondary: RateLimitWindowSchema });
+export const RateLimitsResultSchema = z.object({
+  rateLimits: RateLimitSnapshotSchema.nullable().optional(),
+  rateLimitsByLimitId: z.record(z.string(), RateLimitSnapshotSchema.nullable().optional()).nullable().optional(),
+});
+export type RateLimitsResult = z.infer<typeof RateLimitsResultSchema>;
+
+// Notifications.
+export const GoalUpdatedSchema = z.object({ threadId: z.string(), turnId: z.string().nullable().optional(), goal: ThreadGoalSchema });
+export const ThreadIdSchema = z.object({ threadId: z.string() });
+export const ThreadStatusChangedSchema = z.object({ threadId: z.string(), status: ThreadStatusSchema });
+export const ThreadStartedSchema = z.object({ thread: ThreadSchema });
+export const TurnNotificationSchema = z.object({ threadId: z.string(), turn: TurnSchema });
+export const ErrorNotificationSchema = z.object({
+  threadId: z.string(),
+  turnId: z.string().nullable().optional(),
+  willRetry: z.boolean(),
+  error: TurnErrorSchema,
+});
+export const ServerRequestResolvedSchema = z.object({ threadId: z.string(), requestId: z.union([z.string(), z.number()]) });
+export const ServerRequestParamsSchema = z.object({ threadId: z.string() });
+
+/** Notifications the engine reads; everything else is opted out or ignored. */
+export const READ_NOTIFICATIONS = [
+  'thread/goal/updated',
+  'thread/goal/cleared',
+  'thread/status/changed',
+  'thread/started',
+  'thread/closed',
+  'thread/name/updated',
+  'turn/started',
+  'turn/completed',
+  'error',
+  'serverRequest/resolved',
+] as const;
+
+/** High-volume notifications the engine never reads: the daemon is asked not to send them. */
+export const OPT_OUT_NOTIFICATIONS = [
+  'item/agentMessage/delta',
+  'item/reasoning/textDelta',
+  'item/reasoning/summaryTextDelta',
+  'item/reasoning/summaryPartAdded',
+  'item/commandExecution/outputDelta',
+  'item/commandExecution/terminalInteraction',
+  'item/fileChange/outputDelta',
+  'item/fileChange/patchUpdated',
+  'item/plan/delta',
+  'item/mcpToolCall/progress',
+  'item/started',
+  'item/completed',
+  'rawResponseItem/completed',
+  'rawResponse/completed',
+  'command/exec/outputDelta',
+  'process/outputDelta',
+  'thread/tokenUsage/updated',
+  'turn/diff/updated',
+  'turn/plan/updated',
+  'thread/realtime/outputAudio/delta',
+  'thread/realtime/transcript/delta',
+  'thread/realtime/item/transcript/delta',
+  'fuzzyFileSearch/sessionUpdated',
+  'fs/changed',
+] as const;
+
+/** Server-to-client requests: they belong to the user's client and are never answered. */
+export const SERVER_REQUEST_METHODS = [
+  'item/commandExecution/requestApproval',
+  'item/fileChange/requestApproval',
+  'item/permissions/requestApproval',
+  'item/tool/requestUserInput',
+  'mcpServer/elicitation/request',
+  'applyPatchApproval',
+  'execCommandApproval',
+] as const;

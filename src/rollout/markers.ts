@@ -1,0 +1,370 @@
+// Finds the human goal-status markers in a Codex rollout (`thread.path`).
+//
+// A rollout is a JSON-lines file that can reach hundreds of megabytes, with single lines
+// (tool outputs) of many megabytes. Nothing here reads a whole file or a whole line into
+// memory: files are read with positioned FileHandle reads in fixed chunks, and a line
+// longer than `maxLineBytes` is skipped without being buffered (marker lines are well
+// under 2 KiB). Memory is bounded by `chunkSize + maxLineBytes`, whatever the file.
+//
+// Only complete lines (ending in "\n") count: a trailing partial line is being written
+// and is read again next time (`nextOffset` stops at its start).
+import { promises as fsp } from 'node:fs';
+import { GOAL_STATUSES, type GoalStatus, type Marker } from '../model/watch';
+
+export const DEFAULT_CHUNK_BYTES = 64 * 1024;
+export const DEFAULT_MAX_LINE_BYTES = 256 * 1024;
+/** `scanForMarkers` keeps at most this many markers (the last ones) by default. */
+export const DEFAULT_MAX_MARKERS = 100;
+
+export interface ScanOptions {
+  /** Bytes per read; default 64 KiB. */
+  chunkSize?: number;
+  /** Lines longer than this (bytes, without the "\n") cannot be markers and are skipped; default 256 KiB. */
+  maxLineBytes?: number;
+  /** Called before each read, with its file position and length (tests, diagnostics). */
+  onRead?: (position: number, length: number) => void;
+}
+
+export interface IncrementalScanOptions extends ScanOptions {
+  /** Keep at most this many markers (the most recent); default 100. */
+  maxMarkers?: number;
+}
+
+export interface LastMarkerResult {
+  /** The last complete user goal-status marker line in the file, or null. */
+  marker: Marker | null;
+  /** File size when the lookup started. */
+  size: number;
+  /**
+   * End of the last complete line (= `size` unless the file ends in a partial line).
+   * Store this, not `size`, as "scanned up to": a partial line is read again next time.
+   */
+  nextOffset: number;
+  /** Bytes read from the file. */
+  bytesRead: number;
+}
+
+export interface IncrementalScanResult {
+  /** Markers found in the scanned range, in file order (at most `maxMarkers`, the last ones). */
+  markers: Marker[];
+  last: Marker | null;
+  /** Where the next scan starts: the start of a trailing partial line, or the file size. */
+  nextOffset: number;
+  /** File size when the scan started. */
+  size: number;
+  /**
+   * The file is smaller than `fromOffset`, or `fromOffset` is no longer at a line start
+   * (the rollout was truncated or rewritten): the scan restarted from offset 0, so
+   * `markers` covers the whole file.
+   */
+  truncated: boolean;
+  /** Bytes read from the file. */
+  bytesRead: number;
+}
+
+/** A rollout could not be read. `code` is the fs error code (ENOENT, EACCES, ...) when there is one. */
+export class RolloutReadError extends Error {
+  override readonly name = 'RolloutReadError';
+  constructor(
+    readonly path: string,
+    readonly code: string | undefined,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const NL = 0x0a;
+const PREFILTER = 'user.goal';
+const MARKER_KINDS = new Set(['user.goal', 'user.goal.omitted']);
+/** Codex writes `User set goal status: "<status>".` on a line of its own, after any objective line. */
+const STATUS_SENTENCE = /^User set goal status: "([A-Za-z]+)"\.[ \t\r]*$/gm;
+const VALID_STATUSES: ReadonlySet<string> = new Set(GOAL_STATUSES);
+
+/**
+ * The status a person requested, if `line` is a user goal-status marker; null otherwise
+ * (any other line, an objective-only marker, "User cleared the goal.", invalid JSON, an
+ * unknown status). Cheap for non-markers: a substring test comes before JSON.parse.
+ */
+export function parseMarkerLine(line: string): GoalStatus | null {
+  if (!line.includes(PREFILTER)) return null;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (!isRecord(obj) || obj.type !== 'response_item') return null;
+  const payload = obj.payload;
+  if (!isRecord(payload) || payload.type !== 'message' || payload.role !== 'user') return null;
+  const meta = payload.internal_chat_message_metadata_passthrough;
+  if (!isRecord(meta) || !Array.isArray(meta.content_item_kinds)) return null;
+  const kinds: unknown[] = meta.content_item_kinds;
+  if (!kinds.some((k) => typeof k === 'string' && MARKER_KINDS.has(k))) return null;
+  if (!Array.isArray(payload.content)) return null;
+  const content: unknown[] = payload.content;
+  // When kinds parallel the content items, read only the goal items.
+  const parallel = kinds.length === content.length;
+  let status: GoalStatus | null = null;
+  content.forEach((item, i) => {
+    if (parallel && !(typeof kinds[i] === 'string' && MARKER_KINDS.has(kinds[i] as string))) return;
+    if (!isRecord(item) || item.type !== 'input_text' || typeof item.text !== 'string') return;
+    const found = statusIn(item.text);
+    if (found !== null) status = found;
+  });
+  return status;
+}
+
+/** The status in the last `User set goal status: "X".` line of a marker's text, if X is valid. */
+function statusIn(text: string): GoalStatus | null {
+  let last: string | null = null;
+  for (const m of text.matchAll(STATUS_SENTENCE)) last = m[1] ?? null;
+  return last !== null && VALID_STATUSES.has(last) ? (last as GoalStatus) : null;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function parseMarkerBytes(line: Buffer): GoalStatus | null {
+  if (line.indexOf(PREFILTER) < 0) return null;
+  return parseMarkerLine(line.toString('utf8'));
+}
+
+/**
+ * Cold lookup: the last user goal-status marker, reading backwards from the end of the
+ * file in chunks until one is found or the start is reached.
+ * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
+ */
+export async function findLastMarker(path: string, opts: ScanOptions = {}): Promise<LastMarkerResult> {
+  const { chunkSize, cap } = limits(path, opts);
+  const fh = await openRollout(path);
+  try {
+    const size = await fileSize(fh, path);
+    const buf = Buffer.allocUnsafe(chunkSize);
+    let bytesRead = 0;
+    // End of the last complete line + 1; null until the last "\n" is seen.
+    let nextOffset: number | null = null;
+    // The end part of the line being assembled (it starts before the current chunk).
+    let pieces: Buffer[] = [];
+    let piecesLen = 0;
+    let overlong = false;
+    let pos = size;
+    while (pos > 0) {
+      const start = Math.max(0, pos - chunkSize);
+      const len = pos - start;
+      opts.onRead?.(start, len);
+      await readExactly(fh, buf, len, start, path);
+      bytesRead += len;
+      const view = buf.subarray(0, len);
+      let cursor = len; // view[cursor..] is processed
+      while (cursor > 0) {
+        const nl = view.lastIndexOf(NL, cursor - 1);
+        if (nl < 0) break;
+        if (nextOffset === null) {
+          nextOffset = start + nl + 1; // bytes after the last "\n" are a partial line
+        } else if (!overlong) {
+          const seg = view.subarray(nl + 1, cursor);
+          const total = seg.length + piecesLen;
+          if (total <= cap) {
+            const line = piecesLen > 0 ? Buffer.concat([seg, ...pieces], total) : seg;
+            const status = parseMarkerBytes(line);
+            if (status !== null) {
+              return { marker: { status, offset: start + nl + 1 }, size, nextOffset, bytesRead };
+            }
+          }
+        }
+        pieces = [];
+        piecesLen = 0;
+        overlong = false;
+        cursor = nl;
+      }
+      // view[0..cursor) continues a line that starts in an earlier chunk.
+      if (nextOffset !== null && !overlong && cursor > 0) {
+        if (piecesLen + cursor > cap) {
+          overlong = true;
+          pieces = [];
+          piecesLen = 0;
+        } else {
+          pieces.unshift(Buffer.from(view.subarray(0, cursor)));
+          piecesLen += cursor;
+        }
+      }
+      pos = start;
+    }
+    // The file's first line.
+    if (nextOffset !== null && !overlong && piecesLen > 0) {
+      const status = parseMarkerBytes(Buffer.concat(pieces, piecesLen));
+      if (status !== null) return { marker: { status, offset: 0 }, size, nextOffset, bytesRead };
+    }
+    return { marker: null, size, nextOffset: nextOffset ?? 0, bytesRead };
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Incremental lookup: the markers in the complete lines from `fromOffset` (a line start,
+ * normally the previous `nextOffset`) to the end of the file. Reads only those bytes,
+ * plus the one byte before `fromOffset` to check it still ends a line.
+ * If the file shrank below `fromOffset` or was rewritten, rescans from 0 (`truncated`).
+ * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
+ */
+export async function scanForMarkers(
+  path: string,
+  fromOffset: number,
+  opts: IncrementalScanOptions = {},
+): Promise<IncrementalScanResult> {
+  const { chunkSize, cap } = limits(path, opts);
+  const maxMarkers = opts.maxMarkers ?? DEFAULT_MAX_MARKERS;
+  if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) {
+    throw new RangeError(`scanForMarkers(${path}): fromOffset must be a non-negative integer, got ${fromOffset}`);
+  }
+  const fh = await openRollout(path);
+  try {
+    const size = await fileSize(fh, path);
+    const buf = Buffer.allocUnsafe(chunkSize);
+    let bytesRead = 0;
+    let truncated = size < fromOffset;
+    let begin = truncated ? 0 : fromOffset;
+
+    restart: while (true) {
+      const markers: Marker[] = [];
+      let lineStart = begin;
+      let pieces: Buffer[] = [];
+      let piecesLen = 0;
+      let overlong = false;
+      // Read the byte before `begin` too: it must be a "\n" if `begin` is still a line start.
+      let pos = begin > 0 && begin < size ? begin - 1 : begin;
+      let checkBoundary = pos < begin;
+      while (pos < size) {
+        const len = Math.min(chunkSize, size - pos);
+        opts.onRead?.(pos, len);
+        await readExactly(fh, buf, len, pos, path);
+        bytesRead += len;
+        const view = buf.subarray(0, len);
+        let segStart = 0;
+        if (checkBoundary) {
+          checkBoundary = false;
+          if (view[0] !== NL) {
+            truncated = true; // rewritten: `fromOffset` is inside a line now
+            begin = 0;
+            continue restart;
+          }
+          segStart = 1;
+        }
+        while (segStart <= len) {
+          const nl = view.indexOf(NL, segStart);
+          if (nl < 0) break;
+          if (!overlong) {
+            const seg = view.subarray(segStart, nl);
+            const total = seg.length + piecesLen;
+            if (total <= cap) {
+              const line = piecesLen > 0 ? Buffer.concat([...pieces, seg], total) : seg;
+              const status = parseMarkerBytes(line);
+              if (status !== null) {
+                markers.push({ status, offset: lineStart });
+                if (markers.length > maxMarkers) markers.splice(0, markers.length - maxMarkers);
+              }
+            }
+          }
+          pieces = [];
+          piecesLen = 0;
+          overlong = false;
+          lineStart = pos + nl + 1;
+          segStart = nl + 1;
+        }
+        // view[segStart..] starts (or continues) a line that ends in a later chunk.
+        const rest = len - segStart;
+        if (rest > 0 && !overlong) {
+          if (piecesLen + rest > cap) {
+            overlong = true;
+            pieces = [];
+            piecesLen = 0;
+          } else {
+            pieces.push(Buffer.from(view.subarray(segStart)));
+            piecesLen += rest;
+          }
+        }
+        pos += len;
+      }
+      return {
+        markers,
+        last: markers.length > 0 ? markers[markers.length - 1]! : null,
+        nextOffset: lineStart,
+        size,
+        truncated,
+        bytesRead,
+      };
+    }
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+function limits(path: string, opts: ScanOptions): { chunkSize: number; cap: number } {
+  const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_BYTES;
+  const cap = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+  if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
+    throw new RangeError(`rollout ${path}: chunkSize must be a positive integer, got ${chunkSize}`);
+  }
+  if (!Number.isSafeInteger(cap) || cap < 1) {
+    throw new RangeError(`rollout ${path}: maxLineBytes must be a positive integer, got ${cap}`);
+  }
+  return { chunkSize, cap };
+}
+
+async function openRollout(path: string): Promise<fsp.FileHandle> {
+  try {
+    return await fsp.open(path, 'r');
+  } catch (err) {
+    throw readError(path, err, 'cannot open');
+  }
+}
+
+async function fileSize(fh: fsp.FileHandle, path: string): Promise<number> {
+  let st;
+  try {
+    st = await fh.stat();
+  } catch (err) {
+    throw readError(path, err, 'cannot stat');
+  }
+  if (!st.isFile()) throw new RolloutReadError(path, 'EISDIR', `rollout ${path} is not a regular file`);
+  return st.size;
+}
+
+async function readExactly(fh: fsp.FileHandle, buf: Buffer, len: number, position: number, path: string): Promise<void> {
+  let got = 0;
+  while (got < len) {
+    let n: number;
+    try {
+      ({ bytesRead: n } = await fh.read(buf, got, len - got, position + got));
+    } catch (err) {
+      throw readError(path, err, 'cannot read');
+    }
+    if (n === 0) {
+      throw new RolloutReadError(
+        path,
+        'ESHRUNK',
+        `rollout ${path} shrank while being read (expected ${len} bytes at offset ${position}, got ${got})`,
+      );
+    }
+    got += n;
+  }
+}
+
+const REASONS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EISDIR: 'is a directory',
+  ENOTDIR: 'a parent is not a directory',
+  EMFILE: 'too many open files',
+};
+
+function readError(path: string, err: unknown, what: string): RolloutReadError {
+  const code = typeof (err as NodeJS.ErrnoException)?.code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
+  const detail = (code && REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
+  return new RolloutReadError(path, code, `${what} rollout ${path}: ${detail}${code ? ` (${code})` : ''}`, { cause: err });
+}

@@ -1,0 +1,239 @@
+// A fake Codex app-server for unit tests of the core, speaking the real wire format:
+// newline-delimited JSON-RPC (no "jsonrpc" field, notifications with emittedAtMs) to the
+// product's real client over in-memory streams. Modelled on the seed's fakeDaemon: hooks
+// run before a reply (`before`), replies can be lost (`lostReply`) or errors (`setError`).
+import { PassThrough } from 'node:stream';
+import * as readline from 'node:readline';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { startSession } from '../../src/protocol/client';
+import type { Connector, DaemonSession } from '../../src/protocol/daemon';
+import type { GoalStatus } from '../../src/model/watch';
+import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
+import type { Transport } from '../../src/protocol/transport';
+
+export interface FakeGoal {
+  threadId: string;
+  objective: string;
+  status: GoalStatus;
+  tokenBudget: number | null;
+  tokensUsed: number;
+  timeUsedSeconds: number;
+  createdAt: number;
+  updatedAt: number;
+}
+export interface FakeTurn { id: string; status: string; error: { message: string; codexErrorInfo: unknown; additionalDetails: null } | null }
+export interface FakeThread {
+  id: string;
+  goal: FakeGoal | null;
+  turn: FakeTurn;
+  status: { type: string; activeFlags?: string[] };
+  path: string;
+  loaded: boolean;
+  name: string | null;
+}
+export interface WireMessage { id?: string | number; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown }
+
+let goalClock = 1_000;
+
+export function testGoal(threadId: string, status: GoalStatus): FakeGoal {
+  goalClock += 1;
+  return { threadId, objective: 'ship the feature', status, tokenBudget: null, tokensUsed: 100, timeUsedSeconds: 5, createdAt: 1, updatedAt: goalClock };
+}
+
+export function testTurn(id: string, status: string, codexErrorInfo: unknown = 'internalServerError'): FakeTurn {
+  return { id, status, error: status === 'failed' ? { message: 'synthetic failure', codexErrorInfo, additionalDetails: null } : null };
+}
+
+class FakeConnection {
+  readonly toClient = new PassThrough();
+  readonly fromClient = new PassThrough();
+  private closeCallbacks: ((reason: string) => void)[] = [];
+  closedReason: string | null = null;
+  subscribed = new Set<string>();
+
+  transport(): Transport {
+    return {
+      reader: new LineMessageReader(this.toClient),
+      writer: new LineMessageWriter(this.fromClient),
+      describe: 'fake daemon',
+      onClose: (cb) => {
+        if (this.closedReason !== null) cb(this.closedReason);
+        else this.closeCallbacks.push(cb);
+      },
+      close: async () => this.close('closed by client'),
+    };
+  }
+
+  send(message: WireMessage & { emittedAtMs?: number }): void {
+    if (this.closedReason === null) this.toClient.write(`${JSON.stringify(message)}\n`);
+  }
+
+  close(reason: string): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = reason;
+    this.toClient.end();
+    for (const cb of this.closeCallbacks) cb(reason);
+    this.closeCallbacks = [];
+  }
+}
+
+export class FakeDaemon {
+  readonly threads = new Map<string, FakeThread>();
+  readonly requests: WireMessage[] = [];
+  /** Broken rules seen on the wire: a set beyond {threadId,status,origin}, a reply to a server request. */
+  readonly violations: string[] = [];
+  before: ((m: WireMessage) => void) | null = null;
+  lostReply = false;
+  setError: { code: number; message: string } | null = null;
+  rateLimitResetSeconds: number | null = null;
+  /** Refuse new connections (a daemon that is down). */
+  down = false;
+  private readonly connections: FakeConnection[] = [];
+  private readonly serverRequestIds = new Set<string | number>();
+
+  constructor(readonly dir: string) {}
+
+  /** A loaded thread with a goal, like the seed's default: goal active, turn running. */
+  addThread(id = 'thread-1', goal: GoalStatus = 'active', turn: FakeTurn = testTurn('turn-1', 'inProgress'), status = 'systemError'): FakeThread {
+    const rollout = path.join(this.dir, `rollout-${id}.jsonl`);
+    fs.appendFileSync(rollout, '');
+    const thread: FakeThread = { id, goal: testGoal(id, goal), turn, status: { type: status }, path: rollout, loaded: true, name: null };
+    this.threads.set(id, thread);
+    return thread;
+  }
+
+  thread(id = 'thread-1'): FakeThread {
+    const t = this.threads.get(id);
+    if (!t) throw new Error(`no fake thread ${id}`);
+    return t;
+  }
+
+  /** The seed's fail(): the goal blocked and its turn failed with a transient error. */
+  fail(id = 'thread-1', turnId?: string, codexErrorInfo: unknown = 'internalServerError'): void {
+    const t = this.thread(id);
+    t.goal = testGoal(id, 'blocked');
+    t.turn = testTurn(turnId ?? t.turn.id, 'failed', codexErrorInfo);
+    t.status = { type: 'systemError' };
+  }
+
+  connector(options: { requestTimeoutMs?: number } = {}): Connector {
+    return async (listener): Promise<DaemonSession> => {
+      if (this.down) throw new Error('fake daemon is down');
+      const connection = new FakeConnection();
+      this.connections.push(connection);
+      const lines = readline.createInterface({ input: connection.fromClient });
+      lines.on('line', (line) => this.receive(connection, line));
+      return startSession(connection.transport(), listener, { clientVersion: 'test', requestTimeoutMs: options.requestTimeoutMs ?? 5_000 });
+    };
+  }
+
+  count(method: string): number {
+    return this.requests.filter((m) => m.method === method).length;
+  }
+
+  /** A notification to every open connection. */
+  notify(method: string, params: unknown): void {
+    for (const c of this.open()) c.send({ method, params: params as Record<string, unknown>, emittedAtMs: Date.now() });
+  }
+
+  /** A server-to-client request (an approval) to every connection subscribed to the thread. */
+  serverRequest(id: string | number, method: string, params: Record<string, unknown>): void {
+    this.serverRequestIds.add(id);
+    for (const c of this.open()) c.send({ id, method, params });
+  }
+
+  /** Drops every open connection, like a daemon that died. */
+  disconnect(reason = 'EOF'): void {
+    for (const c of this.open()) c.close(reason);
+  }
+
+  /** What the seed's `human(g)` does: a user marker in the rollout, then the goal notification. */
+  human(id: string, status: GoalStatus): void {
+    const t = this.thread(id);
+    fs.appendFileSync(t.path, intentLine(status));
+    t.goal = testGoal(id, status);
+    this.notify('thread/goal/updated', { threadId: id, turnId: null, goal: t.goal });
+  }
+
+  private open(): FakeConnection[] {
+    return this.connections.filter((c) => c.closedReason === null);
+  }
+
+  private receive(connection: FakeConnection, line: string): void {
+    const m = JSON.parse(line) as WireMessage;
+    if (m.method === undefined) {
+      if (m.id !== undefined && this.serverRequestIds.has(m.id)) this.violations.push(`answered server request ${String(m.id)}: ${line}`);
+      return;
+    }
+    if (m.id === undefined) return; // `initialized`
+    this.requests.push(m);
+    this.before?.(m);
+    const reply = (result: unknown) => connection.send({ id: m.id, result });
+    const fail = (code: number, message: string) => connection.send({ id: m.id, error: { code, message } });
+    const p = m.params ?? {};
+    const t = typeof p.threadId === 'string' ? this.threads.get(p.threadId) : undefined;
+    switch (m.method) {
+      case 'initialize':
+        return reply({ userAgent: 'fake/1', codexHome: this.dir, platformFamily: 'unix', platformOs: 'linux' });
+      case 'thread/loaded/list':
+        return reply({ data: [...this.threads.values()].filter((x) => x.loaded).map((x) => x.id), nextCursor: null });
+      case 'thread/goal/get':
+        return t ? reply({ goal: t.goal }) : fail(-32600, 'thread not found');
+      case 'thread/read':
+        return t ? reply({ thread: this.threadJson(t) }) : fail(-32600, 'thread not found');
+      case 'thread/turns/list':
+        return t ? reply({ data: [t.turn], nextCursor: null, backwardsCursor: null }) : fail(-32600, 'thread not found');
+      case 'thread/resume':
+        if (!t || !t.loaded) return fail(-32600, 'thread not loaded');
+        connection.subscribed.add(t.id);
+        reply({ thread: this.threadJson(t) });
+        if (t.goal) this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
+        return;
+      case 'account/rateLimits/read':
+        return reply({ rateLimits: { primary: this.rateLimitResetSeconds === null ? null : { usedPercent: 100, resetsAt: this.rateLimitResetSeconds }, secondary: null }, rateLimitsByLimitId: null });
+      case 'thread/goal/set':
+        return this.set(connection, m, t);
+      default:
+        this.violations.push(`unexpected RPC: ${line}`);
+        return fail(-32600, `unknown method ${m.method}`);
+    }
+  }
+
+  private set(connection: FakeConnection, m: WireMessage, t: FakeThread | undefined): void {
+    const p = m.params ?? {};
+    const keys = Object.keys(p).sort().join(',');
+    if (p.origin === 'automatic' && (keys !== 'origin,status,threadId' || p.status !== 'active')) {
+      this.violations.push(`goal changed beyond status: ${JSON.stringify(p)}`);
+    }
+    if (this.setError) return connection.send({ id: m.id, error: this.setError });
+    if (!t || !t.goal) return connection.send({ id: m.id, error: { code: -32600, message: 'synthetic missing goal' } });
+    t.goal = { ...t.goal, status: p.status as GoalStatus, updatedAt: t.goal.updatedAt + 1 };
+    if (t.goal.status === 'active') {
+      const n = Number(t.turn.id.split('-')[1] ?? '1') + 1;
+      t.turn = testTurn(`turn-${Number.isFinite(n) ? n : 2}`, 'inProgress');
+      t.status = { type: 'active', activeFlags: [] };
+    }
+    if (this.lostReply) return connection.close('EOF');
+    connection.send({ id: m.id, result: { goal: t.goal } });
+    this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
+  }
+
+  private threadJson(t: FakeThread) {
+    return { id: t.id, status: t.loaded ? t.status : { type: 'notLoaded' }, path: t.path, preview: 'fake thread', name: t.name, cwd: this.dir, turns: [] };
+  }
+}
+
+/** A user goal-status marker line, as the seed's intentLine writes it. */
+export function intentLine(status: GoalStatus): string {
+  const body = `\nUser set goal status: ${JSON.stringify(status)}.\n`;
+  return `${JSON.stringify({
+    type: 'response_item',
+    payload: {
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: body }],
+      internal_chat_message_metadata_passthrough: { content_item_kinds: ['user.goal'] },
+    },
+  })}\n`;
+}

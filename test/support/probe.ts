@@ -1,0 +1,551 @@
+/**
+ * Re-measures the daemon facts recorded in docs/daemon-behaviour.md against the real `codex`
+ * binary from node_modules and the project's mock model.
+ *
+ *   npx tsc -p . && node out/test/support/probe.js [--json out.json] [--only a,b,c]
+ *
+ * Prints one section per question (a–h) with the exact notification order seen by the user
+ * client. Starts its own mock model, CODEX_HOME and daemon and removes all of them at the end.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawn } from 'node:child_process';
+import { startMockModel, type MockMode, type MockModel } from './mockModel';
+import {
+  codexBinary,
+  codexEnv,
+  codexShim,
+  controlSocketPath,
+  daemonPid,
+  killAllTracked,
+  makeCodexHome,
+  restartDaemon,
+  sleep,
+  startDaemon,
+  stopDaemon,
+  stopProcessGroup,
+  timeVersion,
+  trackedAlive,
+  type CodexHome,
+} from './codex';
+import { about, describe, startThreadWithGoal, UserClient, waitTurnCompleted, type Json, type LogEntry } from './userClient';
+
+const args = process.argv.slice(2);
+const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;
+const only = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1].split(',')) : undefined;
+const want = (k: string) => !only || only.has(k);
+
+const results: Record<string, Json> = {};
+const tempDirs: string[] = [];
+
+function out(line = ''): void {
+  process.stdout.write(line + '\n');
+}
+
+function section(title: string): void {
+  out('');
+  out(`## ${title}`);
+}
+
+/** Log entries about `threadId` (and replies) after `since`, rendered with `describe`. */
+function order(c: UserClient, threadId: string, since: number, filter?: (e: LogEntry) => boolean): string[] {
+  return c.log
+    .filter((e) => e.seq > since && (e.kind === 'response' || e.params?.threadId === threadId) && (!filter || filter(e)))
+    .map(describe);
+}
+
+const KEY_METHODS = new Set([
+  'thread/goal/updated',
+  'thread/goal/cleared',
+  'thread/status/changed',
+  'error',
+  'turn/started',
+  'turn/completed',
+  'serverRequest/resolved',
+]);
+const keyOnly = (e: LogEntry) => e.kind !== 'notification' || KEY_METHODS.has(e.method);
+
+async function tempCwd(): Promise<string> {
+  const d = await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-probe-cwd-'));
+  tempDirs.push(d);
+  return d;
+}
+
+interface FailureCase {
+  mode: MockMode;
+  threadId: string;
+  ms: number;
+  mockRequests: number;
+  order: string[];
+  errors: Json[];
+  turnStatus: string;
+  turnError: Json;
+  rateLimitsUpdated: Json[];
+  goalAfter: Json;
+  threadStatusAfter: Json;
+}
+
+async function failureCase(c: UserClient, mock: MockModel, mode: MockMode): Promise<FailureCase> {
+  mock.setMode(mode);
+  const before = mock.requests;
+  const t0 = Date.now();
+  const t = await startThreadWithGoal(c, `probe ${mode}`, { cwd: await tempCwd() });
+  const done = await waitTurnCompleted(c, t.threadId, undefined, 90_000, t.goalSetSeq);
+  const ms = Date.now() - t0;
+  await sleep(400); // trailing notifications
+  const goal = (await c.request('thread/goal/get', { threadId: t.threadId })).goal;
+  const thread = (await c.request('thread/read', { threadId: t.threadId })).thread;
+  const errors = c.notifications
+    .filter((n) => n.seq > t.goalSetSeq && n.method === 'error' && n.params?.threadId === t.threadId)
+    .map((n) => ({ willRetry: n.params.willRetry, message: n.params.error?.message, codexErrorInfo: n.params.error?.codexErrorInfo, additionalDetails: n.params.error?.additionalDetails }));
+  const rateLimitsUpdated = c.notifications
+    .filter((n) => n.seq > t.goalSetSeq && n.seq <= done.seq && n.method === 'account/rateLimits/updated')
+    .map((n) => n.params);
+  return {
+    mode,
+    rateLimitsUpdated,
+    threadId: t.threadId,
+    ms,
+    mockRequests: mock.requests - before,
+    order: order(c, t.threadId, t.goalSetSeq, keyOnly),
+    errors,
+    turnStatus: done.params.turn.status,
+    turnError: done.params.turn.error,
+    goalAfter: goal?.status,
+    threadStatusAfter: thread.status,
+  };
+}
+
+async function rolloutLines(file: string): Promise<string[]> {
+  try {
+    return (await fs.readFile(file, 'utf8')).split('\n').filter((l) => l.trim());
+  } catch {
+    return [];
+  }
+}
+
+/** Rollout lines that mention goals, with long strings shortened. */
+function goalLines(lines: string[]): string[] {
+  return lines.filter((l) => /goal/i.test(l));
+}
+
+async function measureBinaries(home: CodexHome): Promise<Json> {
+  const res: Json = { native: codexBinary(), shim: codexShim(), version: {}, initialize: {} };
+  for (const [name, bin] of [
+    ['native', codexBinary()],
+    ['shim', codexShim()],
+  ] as const) {
+    const v: number[] = [];
+    for (let i = 0; i < 5; i++) v.push(Math.round(timeVersion(bin).ms));
+    res.version[name] = v;
+    const init: number[] = [];
+    const procs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      const child = spawn(bin, ['app-server'], { env: codexEnv(home.dir), detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      const c = await UserClient.overStdio(child);
+      init.push(Date.now() - t0);
+      // processes in the child's group: the shim on Node 20 is node + native codex
+      procs.push(countGroup(child.pid ?? 0));
+      const exitP = new Promise<string>((r) => child.once('exit', (code, sig) => r(`${code ?? sig}`)));
+      await c.close(); // stdin EOF
+      const how = await Promise.race([exitP, sleep(3000).then(() => 'still running 3 s after stdin EOF')]);
+      await stopProcessGroup(child);
+      res.exitOnStdinEof = how;
+    }
+    res.initialize[name] = init;
+    res[`${name}ProcessesInGroup`] = procs;
+  }
+  return res;
+}
+
+function countGroup(pgid: number): number {
+  let n = 0;
+  for (const e of require('node:fs').readdirSync('/proc') as string[]) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const s = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      if (Number(rest[2]) === pgid && rest[0] !== 'Z') n++;
+    } catch {
+      /* gone */
+    }
+  }
+  return n;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const mock = await startMockModel();
+  const home = await makeCodexHome(mock.url);
+  const clients: UserClient[] = [];
+  try {
+    out(`# Probe: codex ${timeVersion(codexBinary()).out}, CODEX_HOME ${home.dir}, mock ${mock.url}`);
+
+    if (want('bin')) {
+      section('binary: native vs .bin shim');
+      results.binary = await measureBinaries(home);
+      out(JSON.stringify(results.binary, null, 1));
+    }
+
+    const t0 = Date.now();
+    const report = await startDaemon(home.dir);
+    out(`daemon start: ${Date.now() - t0} ms, ${JSON.stringify(report)}`);
+    const a = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-a' });
+    clients.push(a);
+
+    // (d) ------------------------------------------------------------------------------------
+    if (want('d')) {
+      section('(d) account/rateLimits/read with the mock provider, no auth');
+      try {
+        results.d = { result: await a.request('account/rateLimits/read', {}) };
+      } catch (e) {
+        results.d = { error: e instanceof Error ? e.message : String(e), code: (e as { code?: number }).code };
+      }
+      try {
+        results.d.accountRead = await a.request('account/read', {});
+      } catch (e) {
+        results.d.accountReadError = (e as Error).message;
+      }
+      const rl = a.notifications.filter((n) => n.method === 'account/rateLimits/updated');
+      results.d.rateLimitsUpdatedSeenSoFar = rl.length;
+      out(JSON.stringify(results.d));
+    }
+
+    // (a) ------------------------------------------------------------------------------------
+    const cases: Record<string, FailureCase> = {};
+    const modes: MockMode[] = ['http500', 'dropStream', 'responseFailed', 'http429', 'http400', 'contextOverflow', 'usageLimit'];
+    if (want('a') || want('b') || want('c') || want('f')) {
+      section('(a) failing modes: order on the wire (thread-scoped, key methods + replies) and codexErrorInfo');
+      for (const m of want('a') ? modes : (['http500', 'dropStream'] as MockMode[])) {
+        const fc = await failureCase(a, mock, m);
+        cases[m] = fc;
+        out(`### ${m}: ${fc.ms} ms, ${fc.mockRequests} model requests; turn ${fc.turnStatus}; goal → ${fc.goalAfter}; thread → ${JSON.stringify(fc.threadStatusAfter)}`);
+        out(`order: ${fc.order.join(' → ')}`);
+        out(`turn.error: ${JSON.stringify(fc.turnError)}`);
+        out(`error notifications: ${JSON.stringify(fc.errors)}`);
+        if (m === 'usageLimit' || m === 'http429') out(`account/rateLimits/updated during the turn: ${JSON.stringify(fc.rateLimitsUpdated)}`);
+      }
+      results.a = cases;
+      // the goal-updated notifications of a rate-limit / usage-limit turn
+    }
+
+    // (b) part 1 -----------------------------------------------------------------------------
+    const failedThread = cases.http500?.threadId;
+    if (failedThread && want('b')) {
+      section('(b) thread/turns/list right after the http500 failure');
+      const turns = await a.request('thread/turns/list', { threadId: failedThread });
+      const read = await a.request('thread/read', { threadId: failedThread });
+      results.b1 = {
+        turns: turns.data.map((t: Json) => ({ id: t.id, status: t.status, error: t.error, items: t.items?.length })),
+        nextCursor: turns.nextCursor,
+        threadStatus: read.thread.status,
+        path: read.thread.path,
+      };
+      out(JSON.stringify(results.b1, null, 1));
+    }
+
+    // (c) ------------------------------------------------------------------------------------
+    const blockedThread = cases.dropStream?.threadId;
+    if (blockedThread && want('c')) {
+      section('(c) thread/goal/set {status:active, origin:automatic} on a blocked goal (mock: goalComplete)');
+      mock.setMode('goalComplete');
+      const turnsBefore = (await a.request('thread/turns/list', { threadId: blockedThread })).data.map((t: Json) => t.id);
+      const since = a.lastSeq;
+      const reply = await a.requestEntry('thread/goal/set', { threadId: blockedThread, status: 'active', origin: 'automatic' });
+      await a.waitFor(about(blockedThread, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, since);
+      await waitTurnCompleted(a, blockedThread, undefined, 30_000, since);
+      await sleep(400);
+      const turnsAfter = (await a.request('thread/turns/list', { threadId: blockedThread })).data;
+      results.c = {
+        reply: reply.result,
+        replySeq: reply.seq,
+        order: order(a, blockedThread, since, keyOnly),
+        fullOrder: order(a, blockedThread, since),
+        turnIdsBefore: turnsBefore,
+        turnsAfter: turnsAfter.map((t: Json) => ({ id: t.id, status: t.status, error: t.error?.codexErrorInfo ?? null })),
+      };
+      out(`reply: ${JSON.stringify(reply.result)}`);
+      out(`order: ${results.c.order.join(' → ')}`);
+      out(`full: ${results.c.fullOrder.join(' → ')}`);
+      out(`turns before: ${JSON.stringify(turnsBefore)}; after: ${JSON.stringify(results.c.turnsAfter)}`);
+
+      // Same call on a goal that is already complete.
+      const since2 = a.lastSeq;
+      mock.setMode('goalComplete');
+      const r2 = await a.requestEntry('thread/goal/set', { threadId: blockedThread, status: 'active', origin: 'automatic' });
+      await sleep(3000);
+      results.c_onComplete = { reply: r2.result?.goal?.status, order: order(a, blockedThread, since2, keyOnly) };
+      out(`on a complete goal: reply goal.status=${results.c_onComplete.reply}; ${results.c_onComplete.order.join(' → ')}`);
+    }
+
+    // (e) ------------------------------------------------------------------------------------
+    if (want('e')) {
+      section('(e) what a second connection that called thread/resume receives (B), vs one that did not (C)');
+      mock.setMode('http500');
+      const approvalFile = path.join(await tempCwd(), 'approved-by-b');
+      const t = await startThreadWithGoal(a, 'probe second connection', { cwd: await tempCwd(), approvalPolicy: 'untrusted' });
+      await waitTurnCompleted(a, t.threadId, 'failed', 60_000, t.goalSetSeq);
+      const b = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-b' });
+      const cc = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-c' });
+      clients.push(b, cc);
+      const resumed = await b.request('thread/resume', { threadId: t.threadId, excludeTurns: true });
+      const bSince = b.lastSeq;
+      const cSince = cc.lastSeq;
+      const aSince = a.lastSeq;
+      // 1) failing turn started by A's automatic re-activation
+      await a.request('thread/goal/set', { threadId: t.threadId, status: 'active', origin: 'automatic' });
+      await waitTurnCompleted(a, t.threadId, 'failed', 60_000, aSince);
+      await sleep(400);
+      const bFail = order(b, t.threadId, bSince);
+      const cFail = order(cc, t.threadId, cSince);
+      // 2) approval
+      mock.setMode('approval', { file: approvalFile });
+      const bSince2 = b.lastSeq;
+      const cSince2 = cc.lastSeq;
+      const aSince2 = a.lastSeq;
+      await a.request('thread/goal/set', { threadId: t.threadId, status: 'active', origin: 'automatic' });
+      const reqB = await b.waitForServerRequest(undefined, 30_000, bSince2);
+      const reqA = await a.waitForServerRequest(undefined, 5_000, aSince2).catch(() => undefined);
+      const statusWaiting = await a.request('thread/read', { threadId: t.threadId });
+      const goalWaiting = await a.request('thread/goal/get', { threadId: t.threadId });
+      mock.setMode('goalComplete');
+      b.respond(reqB.id as number, { decision: 'accept' });
+      await a.waitFor(about(t.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, aSince2);
+      await waitTurnCompleted(a, t.threadId, undefined, 30_000, a.lastSeq - 1).catch(() => undefined);
+      await sleep(600);
+      await sleep(500);
+      results.e = {
+        resumeResult: { status: resumed.thread?.status, turns: resumed.thread?.turns?.length },
+        bOnFailure: bFail,
+        cOnFailure: cFail,
+        bServerRequest: { method: reqB.method, id: reqB.id, paramsKeys: Object.keys(reqB.params ?? {}) },
+        aServerRequestSameId: reqA ? reqA.id === reqB.id : 'A got none',
+        threadStatusWhileWaiting: statusWaiting.thread.status,
+        goalWhileWaiting: goalWaiting.goal?.status,
+        bOnApproval: order(b, t.threadId, bSince2, keyOnly),
+        cOnApproval: order(cc, t.threadId, cSince2),
+        aOnApproval: order(a, t.threadId, aSince2, keyOnly),
+        cGotServerRequest: cc.serverRequests.length,
+        approvalFileExists: existsSync(approvalFile),
+        commandItem: a.notifications
+          .filter((n) => n.seq > aSince2 && n.method === 'item/completed' && n.params?.item?.type === 'commandExecution')
+          .map((n) => ({ status: n.params.item.status, exitCode: n.params.item.exitCode, command: n.params.item.command })),
+      };
+      out(JSON.stringify(results.e, null, 1));
+      await b.close();
+      await cc.close();
+    }
+
+    // (h) ------------------------------------------------------------------------------------
+    let pausedThread: string | undefined;
+    if (want('h') || want('g')) {
+      section('(h) turn/interrupt during a running goal turn (mock: slow)');
+      mock.setMode('slow', { delayMs: 20_000 });
+      const t = await startThreadWithGoal(a, 'probe interrupt', { cwd: await tempCwd() });
+      const ts = await a.waitFor(about(t.threadId, 'turn/started'), 15_000, t.goalSetSeq);
+      await mock.waitForRequests(mock.requests + 0, 1000).catch(() => undefined);
+      await sleep(500);
+      const since = a.lastSeq;
+      const reqBefore = mock.requests;
+      const reply = await a.requestEntry('turn/interrupt', { threadId: t.threadId, turnId: ts.params.turn.id });
+      await waitTurnCompleted(a, t.threadId, undefined, 15_000, since);
+      await sleep(3000);
+      const goal = (await a.request('thread/goal/get', { threadId: t.threadId })).goal;
+      const thread = (await a.request('thread/read', { threadId: t.threadId })).thread;
+      results.h = {
+        reply: reply.result,
+        order: order(a, t.threadId, since),
+        goal: goal?.status,
+        threadStatus: thread.status,
+        newModelRequestsWithin3s: mock.requests - reqBefore,
+        newTurnStarted: a.notifications.some((n) => n.seq > since && n.method === 'turn/started' && n.params.threadId === t.threadId),
+      };
+      out(JSON.stringify(results.h, null, 1));
+      pausedThread = t.threadId;
+    }
+
+    // (g) ------------------------------------------------------------------------------------
+    if (pausedThread && want('g')) {
+      section('(g) rollout lines written by thread/goal/set (user paused, then automatic active)');
+      const thread = (await a.request('thread/read', { threadId: pausedThread })).thread;
+      const file: string = thread.path;
+      const before = await rolloutLines(file);
+      const since = a.lastSeq;
+      const r = await a.request('thread/goal/set', { threadId: pausedThread, status: 'paused', origin: 'user' });
+      await sleep(800);
+      const afterPause = await rolloutLines(file);
+      const pausedOrder = order(a, pausedThread, since);
+      mock.setMode('goalComplete');
+      const since2 = a.lastSeq;
+      await a.request('thread/goal/set', { threadId: pausedThread, status: 'active', origin: 'automatic' });
+      await a.waitFor(about(pausedThread, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, since2).catch(() => undefined);
+      await sleep(800);
+      const afterAuto = await rolloutLines(file);
+      const since3 = a.lastSeq;
+      await a.request('thread/goal/set', { threadId: pausedThread, status: 'paused' });
+      await sleep(800);
+      const afterNoOrigin = await rolloutLines(file);
+      const since4 = a.lastSeq;
+      await a.request('thread/goal/set', { threadId: pausedThread, status: 'paused', objective: 'probe interrupt, reworded', origin: 'user' });
+      await sleep(800);
+      const afterUserObjective = await rolloutLines(file);
+      results.g = {
+        userObjectiveNewLines: afterUserObjective.slice(afterNoOrigin.length),
+        userObjectiveNotifications: order(a, pausedThread, since4),
+        path: file,
+        reply: r.goal?.status,
+        notifications: pausedOrder,
+        userPausedNewLines: afterPause.slice(before.length),
+        automaticActiveGoalLines: goalLines(afterAuto.slice(afterPause.length)),
+        noOriginPausedNewLines: afterNoOrigin.slice(afterAuto.length),
+        noOriginNotifications: order(a, pausedThread, since3),
+      };
+      out(`path: ${file}`);
+      out('user paused → new rollout lines:');
+      for (const l of results.g.userPausedNewLines) out('  ' + l);
+      out('automatic active → goal-related new lines:');
+      for (const l of results.g.automaticActiveGoalLines) out('  ' + l);
+      out('no origin paused → new lines:');
+      for (const l of results.g.noOriginPausedNewLines) out('  ' + l);
+      out('user paused + objective (second user set) → new lines:');
+      for (const l of results.g.userObjectiveNewLines) out('  ' + l);
+    }
+
+    // (b) part 2 + (f) -----------------------------------------------------------------------
+    if (failedThread && (want('b') || want('f'))) {
+      section('(b)/(f) after `daemon restart`');
+      const oldPid = daemonPid(home.dir);
+      const aClosed = new Promise<number>((r) => {
+        const t0r = Date.now();
+        const iv = setInterval(() => {
+          if (a.closed) {
+            clearInterval(iv);
+            r(Date.now() - t0r);
+          }
+        }, 20);
+      });
+      const t1 = Date.now();
+      const rr = await restartDaemon(home.dir);
+      const restartMs = Date.now() - t1;
+      const aClosedAfter = await Promise.race([aClosed, sleep(3000).then(() => -1)]);
+      const d = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-d' });
+      clients.push(d);
+      const loaded = await d.request('thread/loaded/list', {});
+      const readBefore = await d.request('thread/read', { threadId: failedThread });
+      const goalBefore = await d.request('thread/goal/get', { threadId: failedThread });
+      let turnsBefore: Json;
+      try {
+        turnsBefore = (await d.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => ({ id: t.id, status: t.status, error: t.error }));
+      } catch (e) {
+        turnsBefore = { error: (e as Error).message };
+      }
+      const dSince = d.lastSeq;
+      const resumed = await d.request('thread/resume', { threadId: failedThread });
+      await sleep(500);
+      const turnsAfter = (await d.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => ({ id: t.id, status: t.status, error: t.error }));
+      const readAfter = await d.request('thread/read', { threadId: failedThread });
+      const loadedAfter = await d.request('thread/loaded/list', {});
+      results.bf = {
+        oldPid,
+        newPid: rr.pid,
+        restartMs,
+        oldConnectionSawCloseAfterMs: aClosedAfter,
+        loadedListAfterRestart: loaded,
+        threadReadBeforeResume: readBefore.thread.status,
+        goalBeforeResume: goalBefore.goal?.status,
+        turnsListBeforeResume: turnsBefore,
+        resumeThreadStatus: resumed.thread?.status,
+        resumeTurns: resumed.thread?.turns?.map((t: Json) => ({ id: t.id, status: t.status, error: t.error?.codexErrorInfo ?? null })),
+        notificationsOnResume: order(d, failedThread, dSince),
+        turnsListAfterResume: turnsAfter,
+        threadReadAfterResume: readAfter.thread.status,
+        loadedListAfterResume: loadedAfter,
+      };
+      out(JSON.stringify(results.bf, null, 1));
+      await d.close();
+
+      // Variants: `daemon stop` + `daemon start`, and SIGKILL of the daemon + `daemon start`.
+      for (const variant of ['stop+start', 'SIGKILL+start'] as const) {
+        const pidBefore = daemonPid(home.dir);
+        if (variant === 'stop+start') await stopDaemon(home.dir);
+        else if (pidBefore) {
+          process.kill(-pidBefore, 'SIGKILL');
+          await sleep(300);
+        }
+        const t2 = Date.now();
+        const rep = await startDaemon(home.dir);
+        const startMs = Date.now() - t2;
+        const e = await UserClient.overSocket(controlSocketPath(home.dir), { name: `probe-user-${variant}` });
+        clients.push(e);
+        const l = await e.request('thread/loaded/list', {});
+        const st = (await e.request('thread/read', { threadId: failedThread })).thread.status;
+        const g = (await e.request('thread/goal/get', { threadId: failedThread })).goal?.status;
+        const tl = (await e.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => `${t.status}:${JSON.stringify(t.error?.codexErrorInfo ?? null)}`);
+        results[`bf_${variant}`] = { pidBefore, pidAfter: rep.pid, startReportStatus: rep.status, startMs, loadedCount: l.data.length, threadStatus: st, goal: g, turns: tl };
+        out(`${variant}: ${JSON.stringify(results[`bf_${variant}`])}`);
+        await e.close();
+      }
+    }
+
+    // (i) ------------------------------------------------------------------------------------
+    if (want('i')) {
+      section('(i) a goal turn in flight (mock: slow) across `daemon restart` and across stop+start');
+      for (const variant of ['restart', 'stop+start'] as const) {
+        const c1 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i1' });
+        clients.push(c1);
+        mock.setMode('slow', { delayMs: 60_000 });
+        const t = await startThreadWithGoal(c1, `probe in-flight ${variant}`, { cwd: await tempCwd() });
+        const ts = await c1.waitFor(about(t.threadId, 'turn/started'), 15_000, t.goalSetSeq);
+        await sleep(800);
+        const reqBefore = mock.requests;
+        if (variant === 'restart') await restartDaemon(home.dir);
+        else {
+          await stopDaemon(home.dir);
+          await startDaemon(home.dir);
+        }
+        const c2 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i2' });
+        clients.push(c2);
+        await sleep(3000);
+        const loaded = (await c2.request('thread/loaded/list', {})).data.includes(t.threadId);
+        const st = (await c2.request('thread/read', { threadId: t.threadId })).thread.status;
+        const g = (await c2.request('thread/goal/get', { threadId: t.threadId })).goal?.status;
+        const tl = (await c2.request('thread/turns/list', { threadId: t.threadId })).data.map((x: Json) => ({ same: x.id === ts.params.turn.id, status: x.status, error: x.error?.codexErrorInfo ?? null }));
+        results[`i_${variant}`] = {
+          loaded,
+          threadStatus: st,
+          goal: g,
+          turns: tl,
+          modelRequestsIn3sAfter: mock.requests - reqBefore,
+          c2Saw: order(c2, t.threadId, 0),
+        };
+        out(`${variant}: ${JSON.stringify(results[`i_${variant}`])}`);
+        // stop the goal so the next variant starts clean
+        await c2.request('thread/goal/set', { threadId: t.threadId, status: 'paused' }).catch(() => undefined);
+        await c1.close();
+        await c2.close();
+      }
+    }
+
+    results.totalMs = Date.now() - started;
+    out('');
+    out(`total ${results.totalMs} ms`);
+  } finally {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await stopDaemon(home.dir).catch(() => undefined);
+    await home.cleanup();
+    await mock.close();
+    await killAllTracked();
+    for (const d of tempDirs) await fs.rm(d, { recursive: true, force: true });
+    const left = trackedAlive();
+    if (left.length) out(`LEFT RUNNING: ${JSON.stringify(left)}`);
+    if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2));
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`probe failed: ${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exitCode = 1;
+});

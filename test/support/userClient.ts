@@ -1,0 +1,412 @@
+/**
+ * A deliberately small raw JSON-RPC client that plays "the user's own Codex client" in tests
+ * (the VS Code Codex extension, the TUI...). It is NOT the product's client.
+ *
+ * Transports: stdio of a `codex app-server` child (one JSON object per line), or the daemon's
+ * control socket (WebSocket over the Unix socket, one JSON message per text frame).
+ *
+ * Everything received is appended to `log` with a global arrival sequence number, so tests can
+ * assert on the order of notifications relative to each other and to replies. Server requests
+ * (approvals) are recorded and never answered unless the test calls `respond`/`respondError`.
+ */
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import WebSocket from 'ws';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export type Json = any;
+
+export interface LogEntry {
+  /** Arrival order across everything this client received (1, 2, 3...). */
+  seq: number;
+  /** Date.now() at arrival. */
+  at: number;
+  kind: 'notification' | 'serverRequest' | 'response';
+  /** Notification / server-request method, or for a response the method of the request it answers. */
+  method: string;
+  /** JSON-RPC id (server requests and responses). */
+  id?: number | string;
+  params?: Json;
+  result?: Json;
+  error?: { code: number; message: string; data?: Json };
+}
+
+export type Notification = LogEntry & { kind: 'notification' };
+export type ServerRequest = LogEntry & { kind: 'serverRequest' };
+
+export class RpcError extends Error {
+  constructor(
+    readonly method: string,
+    readonly code: number,
+    message: string,
+    readonly data?: Json,
+  ) {
+    super(`${method}: ${code} ${message}`);
+  }
+}
+
+interface Transport {
+  send(text: string): void;
+  close(): void;
+  onMessage(cb: (text: string) => void): void;
+  onClose(cb: () => void): void;
+}
+
+function stdioTransport(child: ChildProcessWithoutNullStreams): Transport {
+  let buf = '';
+  const listeners: ((t: string) => void)[] = [];
+  const closers: (() => void)[] = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
+    buf += d;
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i).trim();
+      buf = buf.slice(i + 1);
+      if (line) for (const l of listeners) l(line);
+    }
+  });
+  child.stdout.on('close', () => closers.forEach((c) => c()));
+  child.stdin.on('error', () => undefined);
+  return {
+    send: (t) => {
+      if (!child.stdin.destroyed) child.stdin.write(t + '\n');
+    },
+    close: () => child.stdin.end(),
+    onMessage: (cb) => listeners.push(cb),
+    onClose: (cb) => closers.push(cb),
+  };
+}
+
+function wsTransport(ws: WebSocket): Transport {
+  return {
+    send: (t) => {
+      if (ws.readyState === WebSocket.OPEN) ws.send(t);
+    },
+    close: () => ws.close(),
+    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(data.toString())),
+    onClose: (cb) => ws.on('close', () => cb()),
+  };
+}
+
+export interface UserClientOptions {
+  /** clientInfo.name (default "test-user-client"). */
+  name?: string;
+  /** Skip the initialize handshake (to test "Not initialized"). */
+  noInitialize?: boolean;
+  /** capabilities.optOutNotificationMethods */
+  optOutNotificationMethods?: string[];
+}
+
+export class UserClient {
+  /** Everything received, in arrival order. */
+  readonly log: LogEntry[] = [];
+  /** The initialize result. */
+  initializeResult: Json;
+  closed = false;
+  private seq = 0;
+  private nextId = 1;
+  private readonly pending = new Map<number | string, { method: string; resolve: (v: LogEntry) => void; reject: (e: Error) => void }>();
+  private readonly watchers = new Set<() => void>();
+
+  private constructor(private readonly transport: Transport) {
+    transport.onMessage((text) => this.onMessage(text));
+    transport.onClose(() => {
+      this.closed = true;
+      for (const [, p] of this.pending) p.reject(new Error(`connection closed before reply to ${p.method}`));
+      this.pending.clear();
+      this.poke();
+    });
+  }
+
+  /** Connect over a `codex app-server` child's stdio and do the handshake. */
+  static async overStdio(child: ChildProcessWithoutNullStreams, opts: UserClientOptions = {}): Promise<UserClient> {
+    const c = new UserClient(stdioTransport(child));
+    if (!opts.noInitialize) await c.initialize(opts);
+    return c;
+  }
+
+  /** Connect to the daemon's control socket (WebSocket over a Unix socket) and do the handshake. */
+  static async overSocket(socketPath: string, opts: UserClientOptions = {}): Promise<UserClient> {
+    const ws = new WebSocket(`ws+unix://${socketPath}:/`);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.on('error', () => undefined);
+    const c = new UserClient(wsTransport(ws));
+    if (!opts.noInitialize) await c.initialize(opts);
+    return c;
+  }
+
+  async initialize(opts: UserClientOptions = {}): Promise<Json> {
+    const capabilities: Json = { experimentalApi: true };
+    if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
+    this.initializeResult = await this.request('initialize', {
+      clientInfo: { name: opts.name ?? 'test-user-client', title: 'Test user client', version: '0.0.0' },
+      capabilities,
+    });
+    this.notify('initialized');
+    return this.initializeResult;
+  }
+
+  /** Send a request; resolves with `result`, rejects with RpcError or on timeout / close. */
+  async request<T = Json>(method: string, params?: Json, timeoutMs = 15_000): Promise<T> {
+    const entry = await this.requestEntry(method, params, timeoutMs);
+    return entry.result as T;
+  }
+
+  /** Like `request`, but resolves with the reply's log entry (its `seq` orders it among notifications). */
+  requestEntry(method: string, params?: Json, timeoutMs = 15_000): Promise<LogEntry> {
+    if (this.closed) return Promise.reject(new Error(`connection closed; cannot send ${method}`));
+    const id = this.nextId++;
+    return new Promise<LogEntry>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`${method} timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, {
+        method,
+        resolve: (e) => {
+          clearTimeout(timer);
+          if (e.error) reject(new RpcError(method, e.error.code, e.error.message, e.error.data));
+          else resolve(e);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      });
+      this.transport.send(JSON.stringify(params === undefined ? { id, method } : { id, method, params }));
+    });
+  }
+
+  notify(method: string, params?: Json): void {
+    this.transport.send(JSON.stringify(params === undefined ? { method } : { method, params }));
+  }
+
+  /** Answer a server request (e.g. an approval: `{decision:"accept"}`). */
+  respond(id: number | string, result: Json): void {
+    this.transport.send(JSON.stringify({ id, result }));
+  }
+
+  respondError(id: number | string, code: number, message: string): void {
+    this.transport.send(JSON.stringify({ id, error: { code, message } }));
+  }
+
+  get notifications(): Notification[] {
+    return this.log.filter((e): e is Notification => e.kind === 'notification');
+  }
+
+  get serverRequests(): ServerRequest[] {
+    return this.log.filter((e): e is ServerRequest => e.kind === 'serverRequest');
+  }
+
+  /** Current last sequence number; pass it as `since` to wait only for later messages. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /**
+   * Resolves with the first log entry (any kind, seq > since) matching `predicate`, looking at
+   * what already arrived first. Rejects after timeoutMs, or when the connection closes.
+   */
+  waitForEntry(predicate: (e: LogEntry) => boolean, timeoutMs = 15_000, since = 0, what = 'entry'): Promise<LogEntry> {
+    const find = () => this.log.find((e) => e.seq > since && predicate(e));
+    const hit = find();
+    if (hit) return Promise.resolve(hit);
+    return new Promise<LogEntry>((resolve, reject) => {
+      const check = () => {
+        const h = find();
+        if (h) {
+          done();
+          resolve(h);
+        } else if (this.closed) {
+          done();
+          reject(new Error(`connection closed while waiting for ${what}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got: ${this.summary(since)}`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.watchers.delete(check);
+      };
+      this.watchers.add(check);
+    });
+  }
+
+  /** Wait for a notification matching predicate (or, given a string, with that method). */
+  async waitFor(predicate: ((n: Notification) => boolean) | string, timeoutMs = 15_000, since = 0): Promise<Notification> {
+    const pred = typeof predicate === 'string' ? (n: Notification) => n.method === predicate : predicate;
+    const what = typeof predicate === 'string' ? predicate : 'notification';
+    return (await this.waitForEntry((e) => e.kind === 'notification' && pred(e as Notification), timeoutMs, since, what)) as Notification;
+  }
+
+  /** Wait for a server request (approval...) matching predicate / method. */
+  async waitForServerRequest(predicate: ((r: ServerRequest) => boolean) | string = () => true, timeoutMs = 15_000, since = 0): Promise<ServerRequest> {
+    const pred = typeof predicate === 'string' ? (r: ServerRequest) => r.method === predicate : predicate;
+    return (await this.waitForEntry((e) => e.kind === 'serverRequest' && pred(e as ServerRequest), timeoutMs, since, 'server request')) as ServerRequest;
+  }
+
+  /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
+  summary(since = 0, threadId?: string): string {
+    return this.log
+      .filter((e) => e.seq > since && (!threadId || e.params?.threadId === undefined || e.params.threadId === threadId))
+      .map(describe)
+      .join(' | ');
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => resolve(), 1000);
+      this.transport.onClose(() => {
+        clearTimeout(t);
+        resolve();
+      });
+      this.transport.close();
+    });
+  }
+
+  private poke(): void {
+    for (const w of [...this.watchers]) w();
+  }
+
+  private onMessage(text: string): void {
+    let msg: Json;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return;
+    }
+    const base = { seq: ++this.seq, at: Date.now() };
+    if (msg.method !== undefined && msg.id !== undefined) {
+      this.log.push({ ...base, kind: 'serverRequest', method: msg.method, id: msg.id, params: msg.params });
+    } else if (msg.method !== undefined) {
+      this.log.push({ ...base, kind: 'notification', method: msg.method, params: msg.params });
+    } else if (msg.id !== undefined) {
+      const p = this.pending.get(msg.id);
+      const entry: LogEntry = { ...base, kind: 'response', method: p?.method ?? '?', id: msg.id, result: msg.result, ...(msg.error ? { error: msg.error } : {}) };
+      this.log.push(entry);
+      if (p) {
+        this.pending.delete(msg.id);
+        p.resolve(entry);
+      }
+    }
+    this.poke();
+  }
+}
+
+/** One short line for a log entry: method plus the fields that matter for goal recovery. */
+export function describe(e: LogEntry): string {
+  const p = e.params ?? {};
+  switch (e.kind) {
+    case 'response':
+      return `#${e.seq} reply(${e.method})${e.error ? ` ERROR ${e.error.code} ${e.error.message}` : ''}`;
+    case 'serverRequest':
+      return `#${e.seq} request ${e.method} id=${String(e.id)}`;
+    default:
+      break;
+  }
+  switch (e.method) {
+    case 'thread/goal/updated':
+      return `#${e.seq} thread/goal/updated(${p.goal?.status}${p.turnId ? `, turn ${short(p.turnId)}` : ''})`;
+    case 'thread/status/changed':
+      return `#${e.seq} thread/status/changed(${p.status?.type}${p.status?.activeFlags?.length ? ':' + p.status.activeFlags.join(',') : ''})`;
+    case 'error':
+      return `#${e.seq} error(willRetry ${p.willRetry}, ${JSON.stringify(p.error?.codexErrorInfo)})`;
+    case 'turn/started':
+      return `#${e.seq} turn/started(${short(p.turn?.id)})`;
+    case 'turn/completed':
+      return `#${e.seq} turn/completed(${p.turn?.status}${p.turn?.error ? ', ' + JSON.stringify(p.turn.error.codexErrorInfo) : ''})`;
+    case 'item/started':
+    case 'item/completed':
+      return `#${e.seq} ${e.method}(${p.item?.type})`;
+    default:
+      return `#${e.seq} ${e.method}`;
+  }
+}
+
+function short(id: unknown): string {
+  return typeof id === 'string' ? id.slice(-6) : String(id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread + goal helpers
+
+export interface StartThreadOptions {
+  /** Working directory (default: a new temp dir, removed by `cleanup`). */
+  cwd?: string;
+  /** e.g. "untrusted" so exec_command asks for approval; default: config (never). */
+  approvalPolicy?: string;
+  /** thread/start `sandbox` (default: config). */
+  sandbox?: string;
+  tokenBudget?: number;
+  /** Goal origin (default "user"). */
+  origin?: 'user' | 'automatic';
+  timeoutMs?: number;
+}
+
+export interface StartedGoalThread {
+  threadId: string;
+  /** thread/start result `thread`. */
+  thread: Json;
+  /** thread/goal/set result `goal`. */
+  goal: Json;
+  cwd: string;
+  /** log seq just before thread/goal/set was sent. */
+  goalSetSeq: number;
+  /** Removes the temp cwd (if this helper made it). */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * thread/start (cwd = a fresh temp dir) then thread/goal/set {status:"active", objective, origin}.
+ * Measured with 0.169.0: no first turn is needed; setting an active goal on the idle, freshly
+ * started thread starts a turn at once (turn/started follows the goal/set reply), and that
+ * first turn is what creates the rollout (thread/resume works only after it).
+ */
+export async function startThreadWithGoal(client: UserClient, objective: string, opts: StartThreadOptions = {}): Promise<StartedGoalThread> {
+  const madeCwd = opts.cwd === undefined;
+  const cwd = opts.cwd ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-thread-cwd-')));
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  const params: Json = { cwd };
+  if (opts.approvalPolicy) params.approvalPolicy = opts.approvalPolicy;
+  if (opts.sandbox) params.sandbox = opts.sandbox;
+  const started = await client.request('thread/start', params, timeoutMs);
+  const threadId: string = started.thread.id;
+  const goalSetSeq = client.lastSeq;
+  const goalParams: Json = { threadId, status: 'active', objective, origin: opts.origin ?? 'user' };
+  if (opts.tokenBudget !== undefined) goalParams.tokenBudget = opts.tokenBudget;
+  const set = await client.request('thread/goal/set', goalParams, timeoutMs);
+  return {
+    threadId,
+    thread: started.thread,
+    goal: set.goal,
+    cwd,
+    goalSetSeq,
+    cleanup: async () => {
+      if (madeCwd) await fs.rm(cwd, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Predicate: a notification about `threadId` with `method` (and optional extra check). */
+export function about(threadId: string, method: string, extra: (p: Json) => boolean = () => true): (n: Notification) => boolean {
+  return (n) => n.method === method && n.params?.threadId === threadId && extra(n.params);
+}
+
+/** Wait for thread/goal/updated with goal.status === status for threadId. */
+export function waitGoalStatus(client: UserClient, threadId: string, status: string, timeoutMs = 30_000, since = 0): Promise<Notification> {
+  return client.waitFor(about(threadId, 'thread/goal/updated', (p) => p.goal?.status === status), timeoutMs, since);
+}
+
+/** Wait for turn/completed for threadId (optionally with a given turn status). */
+export function waitTurnCompleted(client: UserClient, threadId: string, status?: string, timeoutMs = 30_000, since = 0): Promise<Notification> {
+  return client.waitFor(about(threadId, 'turn/completed', (p) => status === undefined || p.turn?.status === status), timeoutMs, since);
+}

@@ -1,0 +1,543 @@
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { promises as fsp } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import {
+  findLastMarker,
+  parseMarkerLine,
+  scanForMarkers,
+  RolloutReadError,
+  DEFAULT_MAX_LINE_BYTES,
+} from '../../src/rollout/markers';
+import { GOAL_STATUSES, type GoalStatus, type Marker } from '../../src/model/watch';
+
+// ---------------------------------------------------------------- line builders
+
+let clock = Date.parse('2025-06-01T10:00:00Z');
+function ts(): string {
+  clock += 137;
+  return new Date(clock).toISOString();
+}
+
+/** A marker line as Codex writes it (wrapper, turn id, provenance). */
+function realMarker(status: GoalStatus | null, opts: { objective?: string; omitted?: boolean; pad?: number } = {}): string {
+  let body = '\n';
+  if (opts.omitted) body += 'User set the goal: [objective omitted; exceeds the evidence limit].\n';
+  else if (opts.objective !== undefined) body += `User set the goal: ${JSON.stringify(opts.objective)}\n`;
+  if (status) body += `User set goal status: ${JSON.stringify(status)}.\n`;
+  const line: Record<string, unknown> = {
+    timestamp: ts(),
+    type: 'response_item',
+    payload: {
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: `<codex_internal_context source="user_goal">${body}</codex_internal_context>` }],
+      internal_chat_message_metadata_passthrough: {
+        turn_id: 'auto-compact-2',
+        content_item_kinds: [opts.omitted ? 'user.goal.omitted' : 'user.goal'],
+        content_item_metadata: [{ provenance: { type: 'harness', hook: false } }],
+      },
+    },
+    metadata: { client_authored: false },
+  };
+  if (opts.pad) line.padding = 'p'.repeat(opts.pad);
+  return JSON.stringify(line);
+}
+
+/** The seed spec's simpler marker. */
+function seedMarker(status: string): string {
+  return JSON.stringify({
+    type: 'response_item',
+    payload: {
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: `\nUser set goal status: "${status}".\n` }],
+      internal_chat_message_metadata_passthrough: { content_item_kinds: ['user.goal'] },
+    },
+  });
+}
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+function b64(rand: () => number, n: number): string {
+  const start = Math.floor(rand() * 64);
+  return (B64.slice(start) + B64.repeat(Math.ceil(n / 64) + 1)).slice(0, n);
+}
+
+/** A realistic non-marker rollout line; `big` lines are tool outputs of hundreds of KB. */
+function noiseLine(rand: () => number, big = false): string {
+  const r = rand();
+  const callId = `call_${Math.floor(rand() * 1e9).toString(36)}`;
+  if (big) {
+    const out = ('drwxr-xr-x  2 root root 4096 Nov 30 08:54 src\n' + 'x'.repeat(200) + '\n').repeat(Math.floor(300 + rand() * 1500));
+    return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call_output', call_id: callId, output: out } });
+  }
+  if (r < 0.25) {
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'response_item',
+      payload: { type: 'reasoning', summary: [{ type: 'summary_text', text: '**Planning the fix**' }], content: null, encrypted_content: b64(rand, 2000 + Math.floor(rand() * 6000)) },
+    });
+  }
+  if (r < 0.45) {
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'response_item',
+      payload: { type: 'function_call', name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', 'rg -n user.goal src'], workdir: '/repo' }), call_id: callId },
+    });
+  }
+  if (r < 0.6) {
+    // A tool output that quotes a marker line verbatim (the agent grepped a rollout): not a marker.
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'response_item',
+      payload: { type: 'function_call_output', call_id: callId, output: `rollout.jsonl:12:${realMarker('paused')}\n` + 'y'.repeat(Math.floor(rand() * 20000)) },
+    });
+  }
+  if (r < 0.7) {
+    return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: { input_tokens: Math.floor(rand() * 1e6) } } } });
+  }
+  if (r < 0.8) {
+    // Automatic goal change: event only, and it mentions the goal.
+    return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'active', objective: 'user.goal test' } } });
+  }
+  if (r < 0.9) {
+    // A person typed the sentence: no user.goal kind, not a marker.
+    return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'User set goal status: "paused". (about user.goal)' }] } });
+  }
+  return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done. ' + 'z'.repeat(Math.floor(rand() * 3000)) }] } });
+}
+
+/** Every marker in complete lines of `content` no longer than `cap`, the obvious way. */
+function reference(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from = 0): { markers: Marker[]; nextOffset: number } {
+  const markers: Marker[] = [];
+  let start = from;
+  for (;;) {
+    const nl = content.indexOf(0x0a, start);
+    if (nl < 0) break;
+    if (nl - start <= cap) {
+      const status = parseMarkerLine(content.subarray(start, nl).toString('utf8'));
+      if (status) markers.push({ status, offset: start });
+    }
+    start = nl + 1;
+  }
+  return { markers, nextOffset: start };
+}
+
+function lineStarts(content: Buffer): number[] {
+  const starts = [0];
+  for (let i = content.indexOf(0x0a); i >= 0 && i + 1 < content.length; i = content.indexOf(0x0a, i + 1)) starts.push(i + 1);
+  return starts;
+}
+
+// ---------------------------------------------------------------- fixtures
+
+let dir: string;
+before(async () => {
+  dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'markers-test-'));
+});
+after(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+let fileNo = 0;
+async function write(content: string | Buffer): Promise<string> {
+  const p = path.join(dir, `rollout-${++fileNo}.jsonl`);
+  await fsp.writeFile(p, content);
+  return p;
+}
+
+// ---------------------------------------------------------------- parseMarkerLine
+
+describe('parseMarkerLine', () => {
+  test('the real Codex marker, every status', () => {
+    for (const s of GOAL_STATUSES) assert.equal(parseMarkerLine(realMarker(s)), s);
+  });
+
+  test('the line from the docs, verbatim', () => {
+    const line = '{"timestamp":"2025-06-01T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<codex_internal_context source=\\"user_goal\\">\\nUser set goal status: \\"paused\\".\\n</codex_internal_context>"}],"internal_chat_message_metadata_passthrough":{"turn_id":"auto-compact-2","content_item_kinds":["user.goal"],"content_item_metadata":[{"provenance":{"type":"harness","hook":false}}]}},"metadata":{"client_authored":false}}';
+    assert.equal(parseMarkerLine(line), 'paused');
+  });
+
+  test('the seed spec marker', () => {
+    assert.equal(parseMarkerLine(seedMarker('paused')), 'paused');
+    assert.equal(parseMarkerLine(seedMarker('usageLimited')), 'usageLimited');
+  });
+
+  test('objective and status; omitted objective', () => {
+    assert.equal(parseMarkerLine(realMarker('active', { objective: 'Ship the report' })), 'active');
+    assert.equal(parseMarkerLine(realMarker('complete', { omitted: true })), 'complete');
+  });
+
+  test('an objective quoting a status sentence does not fool it', () => {
+    const tricky = 'do this\nUser set goal status: "complete".\n';
+    assert.equal(parseMarkerLine(realMarker('paused', { objective: tricky })), 'paused');
+    assert.equal(parseMarkerLine(realMarker(null, { objective: tricky })), null);
+  });
+
+  test('not status markers', () => {
+    assert.equal(parseMarkerLine(realMarker(null, { objective: 'only an objective' })), null);
+    assert.equal(parseMarkerLine(realMarker(null, { omitted: true })), null);
+    const cleared = JSON.parse(realMarker('paused'));
+    cleared.payload.content[0].text = '<codex_internal_context source="user_goal">\nUser cleared the goal.\n</codex_internal_context>';
+    assert.equal(parseMarkerLine(JSON.stringify(cleared)), null);
+    assert.equal(parseMarkerLine(seedMarker('stopped')), null, 'unknown status');
+    assert.equal(parseMarkerLine(seedMarker('Paused')), null, 'status is case-sensitive');
+    assert.equal(parseMarkerLine(realMarker('paused').slice(0, -5)), null, 'truncated JSON');
+    assert.equal(parseMarkerLine(''), null);
+    assert.equal(parseMarkerLine('{"type":"response_item"}'), null);
+  });
+
+  test('every field is checked', () => {
+    const variants: Array<(o: any) => void> = [
+      (o) => (o.type = 'event_msg'),
+      (o) => (o.payload.type = 'function_call_output'),
+      (o) => (o.payload.role = 'assistant'),
+      (o) => (o.payload.role = 'developer'),
+      (o) => delete o.payload.internal_chat_message_metadata_passthrough,
+      (o) => (o.payload.internal_chat_message_metadata_passthrough.content_item_kinds = ['user.text']),
+      (o) => (o.payload.internal_chat_message_metadata_passthrough.content_item_kinds = 'user.goal'),
+      (o) => (o.payload.content[0].type = 'output_text'),
+      (o) => (o.payload.content = 'User set goal status: "paused".'),
+      (o) => (o.payload = null),
+    ];
+    for (const [i, mutate] of variants.entries()) {
+      const o = JSON.parse(realMarker('paused'));
+      mutate(o);
+      assert.equal(parseMarkerLine(JSON.stringify(o)), null, `variant ${i}`);
+    }
+  });
+
+  test('non-marker rollout lines', () => {
+    const rand = rng(1);
+    for (let i = 0; i < 200; i++) assert.equal(parseMarkerLine(noiseLine(rand)), null);
+  });
+
+  test('a CRLF line still parses', () => {
+    assert.equal(parseMarkerLine(realMarker('blocked') + '\r'), 'blocked');
+  });
+});
+
+// ---------------------------------------------------------------- multi-MB rollouts
+
+describe('findLastMarker / scanForMarkers on a multi-MB rollout', () => {
+  let nearEnd: { path: string; content: Buffer; offset: number };
+  let nearStart: { path: string; content: Buffer; offset: number };
+
+  /** ~8 MB of realistic lines, with big outputs, and one marker after `markerAfter` lines. */
+  async function rollout(seed: number, total: number, markerAfter: number, status: GoalStatus) {
+    const rand = rng(seed);
+    const parts: string[] = [JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } })];
+    let offset = -1;
+    let bytes = Buffer.byteLength(parts[0]!) + 1;
+    for (let i = 0; i < total; i++) {
+      if (i === markerAfter) {
+        offset = bytes;
+        parts.push(realMarker(status, { objective: 'Keep the build green' }));
+      } else {
+        parts.push(noiseLine(rand, i % 17 === 5));
+      }
+      bytes += Buffer.byteLength(parts[parts.length - 1]!) + 1;
+    }
+    const content = Buffer.from(parts.join('\n') + '\n');
+    return { path: await write(content), content, offset };
+  }
+
+  before(async () => {
+    nearEnd = await rollout(7, 700, 695, 'paused');
+    nearStart = await rollout(8, 700, 3, 'complete');
+  });
+
+  test('the files are realistic: several MB, lines over the cap', () => {
+    for (const f of [nearEnd, nearStart]) {
+      assert.ok(f.content.length > 4 * 1024 * 1024, `size ${f.content.length}`);
+      const lines = f.content.toString('utf8').split('\n');
+      assert.ok(lines.some((l) => Buffer.byteLength(l) > DEFAULT_MAX_LINE_BYTES));
+      assert.equal(reference(f.content).markers.length, 1);
+    }
+  });
+
+  test('marker near the end: found after reading only the tail', async () => {
+    const reads: Array<[number, number]> = [];
+    const r = await findLastMarker(nearEnd.path, { onRead: (p, l) => reads.push([p, l]) });
+    assert.deepEqual(r.marker, { status: 'paused', offset: nearEnd.offset });
+    assert.equal(r.size, nearEnd.content.length);
+    assert.equal(r.nextOffset, nearEnd.content.length);
+    assert.ok(r.bytesRead < nearEnd.content.length - nearEnd.offset + 64 * 1024);
+    assert.ok(reads.every(([, l]) => l <= 64 * 1024));
+    assert.equal(parseMarkerLine(nearEnd.content.subarray(r.marker!.offset, nearEnd.content.indexOf(0x0a, r.marker!.offset)).toString()), 'paused');
+  });
+
+  test('marker near the start: found reading backwards through the whole file in chunks', async () => {
+    const reads: Array<[number, number]> = [];
+    const r = await findLastMarker(nearStart.path, { onRead: (p, l) => reads.push([p, l]) });
+    assert.deepEqual(r.marker, { status: 'complete', offset: nearStart.offset });
+    assert.ok(reads.every(([, l]) => l <= 64 * 1024));
+    assert.ok(reads.length > 60);
+  });
+
+  test('forward scan of the whole file agrees with the reference', async () => {
+    for (const f of [nearEnd, nearStart]) {
+      const reads: Array<[number, number]> = [];
+      const r = await scanForMarkers(f.path, 0, { onRead: (p, l) => reads.push([p, l]) });
+      assert.deepEqual(r.markers, reference(f.content).markers);
+      assert.deepEqual(r.last, reference(f.content).markers[0]);
+      assert.equal(r.nextOffset, f.content.length);
+      assert.equal(r.truncated, false);
+      assert.equal(r.bytesRead, f.content.length);
+      assert.ok(reads.every(([, l]) => l <= 64 * 1024));
+    }
+  });
+
+  test('no marker at all: null after reading everything', async () => {
+    const rand = rng(9);
+    const content = Array.from({ length: 60 }, (_, i) => noiseLine(rand, i % 10 === 0)).join('\n') + '\n';
+    const p = await write(content);
+    const r = await findLastMarker(p);
+    assert.equal(r.marker, null);
+    assert.equal(r.bytesRead, Buffer.byteLength(content));
+    assert.deepEqual((await scanForMarkers(p, 0)).markers, []);
+  });
+});
+
+// ---------------------------------------------------------------- chunk boundaries, line cap
+
+describe('chunk boundaries', () => {
+  test('any chunk size and line cap gives the reference answer', async () => {
+    const rand = rng(42);
+    // The first line is a marker; then one over and one under the small cap below.
+    const parts: string[] = [realMarker('active'), realMarker('budgetLimited', { pad: 220 }), realMarker('paused', { pad: 60 })];
+    const statuses = GOAL_STATUSES;
+    for (let i = 0; i < 40; i++) {
+      const r = rand();
+      if (r < 0.3) parts.push(i % 2 ? seedMarker(statuses[i % 6]!) : realMarker(statuses[i % 6]!, { objective: 'x'.repeat(i * 3) }));
+      else if (r < 0.45) parts.push(realMarker('paused', { pad: 100 + i * 4 })); // around the small cap below
+      else if (r < 0.5) parts.push('');
+      else parts.push(JSON.stringify({ type: 'event_msg', payload: { text: 'é€😀'.repeat(Math.floor(rand() * 20)) } }));
+    }
+    parts.push(realMarker('blocked'));
+    const smallCap = Buffer.byteLength(realMarker('paused', { pad: 180 }));
+    // Tiny chunks (one read per byte or so) on the first six lines only, to stay fast.
+    const whole = Buffer.from(parts.join('\n') + '\n');
+    const prefix = Buffer.from(parts.slice(0, 6).join('\n') + '\n');
+    for (const [content, chunkSizes] of [[prefix, [1, 2, 5]], [whole, [17, 64, 333, 4096, 65536]]] as const) {
+      const p = await write(content);
+      const starts = lineStarts(content);
+      for (const cap of [DEFAULT_MAX_LINE_BYTES, smallCap]) {
+        const all = reference(content, cap).markers;
+        assert.ok(all.length > 2);
+        for (const chunkSize of chunkSizes) {
+          const label = `chunk ${chunkSize} cap ${cap} size ${content.length}`;
+          const last = await findLastMarker(p, { chunkSize, maxLineBytes: cap });
+          assert.deepEqual(last.marker, all[all.length - 1], label);
+          assert.equal(last.nextOffset, content.length, label);
+          const fwd = await scanForMarkers(p, 0, { chunkSize, maxLineBytes: cap });
+          assert.deepEqual(fwd.markers, all, label);
+          const froms = chunkSize < 5 ? [starts[2]!] : [starts[1]!, starts[Math.floor(starts.length / 2)]!, starts[starts.length - 1]!];
+          for (const from of froms) {
+            const part = await scanForMarkers(p, from, { chunkSize, maxLineBytes: cap });
+            assert.deepEqual(part.markers, reference(content, cap, from).markers, `${label} from ${from}`);
+            assert.equal(part.truncated, false, label);
+          }
+        }
+      }
+    }
+    // The small cap really drops some markers the default one keeps, in both files.
+    for (const content of [prefix, whole]) {
+      assert.ok(reference(content, smallCap).markers.length < reference(content).markers.length);
+    }
+  });
+
+  test('backward scans agree with the reference whatever the file length below the marker', async () => {
+    // The last marker, then trailing noise of every length from 0 to 70 bytes: the chunk
+    // boundary falls at every position of the marker line.
+    const marker = realMarker('usageLimited');
+    for (let n = 0; n <= 70; n += 1) {
+      const tail = n === 0 ? '' : 'z'.repeat(n - 1) + '\n';
+      const content = Buffer.from(`${seedMarker('paused')}\n${marker}\n${tail}`);
+      const p = await write(content);
+      const r = await findLastMarker(p, { chunkSize: 64 });
+      assert.deepEqual(r.marker, reference(content).markers.at(-1), `tail ${n}`);
+    }
+  });
+
+  test('the backward scan finds a marker that is the first line of the file', async () => {
+    const content = realMarker('paused') + '\n' + noiseLine(rng(3)) + '\n';
+    const p = await write(content);
+    for (const chunkSize of [1, 10, 65536]) {
+      assert.deepEqual((await findLastMarker(p, { chunkSize })).marker, { status: 'paused', offset: 0 });
+    }
+  });
+
+  test('a marker line longer than the cap is skipped; at exactly the cap it counts', async () => {
+    const early = seedMarker('paused');
+    const huge = realMarker('complete', { pad: DEFAULT_MAX_LINE_BYTES + 10 });
+    const p = await write(`${early}\n${huge}\n${noiseLine(rng(4))}\n`);
+    assert.deepEqual((await findLastMarker(p)).marker, { status: 'paused', offset: 0 });
+    const fwd = await scanForMarkers(p, 0);
+    assert.deepEqual(fwd.markers, [{ status: 'paused', offset: 0 }]);
+
+    const m = realMarker('blocked', { pad: 500 });
+    const len = Buffer.byteLength(m);
+    const q = await write(`${early}\n${m}\n`);
+    const at = Buffer.byteLength(early) + 1;
+    for (const chunkSize of [5, 100, 65536]) {
+      assert.deepEqual((await findLastMarker(q, { chunkSize, maxLineBytes: len })).marker, { status: 'blocked', offset: at });
+      assert.deepEqual((await findLastMarker(q, { chunkSize, maxLineBytes: len - 1 })).marker, { status: 'paused', offset: 0 });
+      assert.deepEqual((await scanForMarkers(q, 0, { chunkSize, maxLineBytes: len })).last, { status: 'blocked', offset: at });
+      assert.deepEqual((await scanForMarkers(q, 0, { chunkSize, maxLineBytes: len - 1 })).last, { status: 'paused', offset: 0 });
+    }
+  });
+
+  test('a single 20 MB line is skipped in constant-size reads', async () => {
+    const big = JSON.stringify({ type: 'response_item', payload: { type: 'function_call_output', output: 'user.goal '.repeat(2 * 1024 * 1024) } });
+    const p = await write(`${seedMarker('paused')}\n${big}\n`);
+    let maxRead = 0;
+    const r = await findLastMarker(p, { onRead: (_, l) => (maxRead = Math.max(maxRead, l)) });
+    assert.deepEqual(r.marker, { status: 'paused', offset: 0 });
+    const f = await scanForMarkers(p, 0, { onRead: (_, l) => (maxRead = Math.max(maxRead, l)) });
+    assert.deepEqual(f.markers, [{ status: 'paused', offset: 0 }]);
+    assert.ok(maxRead <= 64 * 1024);
+  });
+
+  test('maxMarkers keeps the last ones', async () => {
+    const lines = GOAL_STATUSES.map((s) => seedMarker(s));
+    const p = await write(lines.join('\n') + '\n');
+    const r = await scanForMarkers(p, 0, { maxMarkers: 2 });
+    assert.deepEqual(r.markers.map((m) => m.status), ['budgetLimited', 'complete']);
+    assert.equal(r.last?.status, 'complete');
+  });
+});
+
+// ---------------------------------------------------------------- appends, partial lines, truncation
+
+describe('incremental scanning', () => {
+  test('a partial trailing line is not read as a marker until it is complete', async () => {
+    const head = noiseLine(rng(5)) + '\n';
+    const marker = realMarker('paused');
+    const p = await write(head + marker); // no final newline yet
+    const headLen = Buffer.byteLength(head);
+
+    const cold = await findLastMarker(p);
+    assert.equal(cold.marker, null);
+    assert.equal(cold.size, headLen + Buffer.byteLength(marker));
+    assert.equal(cold.nextOffset, headLen);
+
+    const first = await scanForMarkers(p, 0);
+    assert.deepEqual(first.markers, []);
+    assert.equal(first.nextOffset, headLen);
+
+    await fsp.appendFile(p, '\n' + noiseLine(rng(6)) + '\n');
+    const second = await scanForMarkers(p, first.nextOffset);
+    assert.deepEqual(second.markers, [{ status: 'paused', offset: headLen }]);
+    assert.equal(second.truncated, false);
+    assert.equal(second.nextOffset, (await fsp.stat(p)).size);
+    assert.deepEqual((await findLastMarker(p)).marker, { status: 'paused', offset: headLen });
+  });
+
+  test('after appends, only the new bytes are read', async () => {
+    const rand = rng(10);
+    const initial = Array.from({ length: 200 }, (_, i) => noiseLine(rand, i % 50 === 1)).join('\n') + '\n';
+    const p = await write(initial);
+    const base = await scanForMarkers(p, 0);
+    assert.equal(base.nextOffset, Buffer.byteLength(initial));
+
+    const appended = [noiseLine(rand), realMarker('paused', { objective: 'a' }), noiseLine(rand), seedMarker('active'), noiseLine(rand, true)].join('\n') + '\n';
+    await fsp.appendFile(p, appended);
+    const reads: Array<[number, number]> = [];
+    const r = await scanForMarkers(p, base.nextOffset, { onRead: (pos, len) => reads.push([pos, len]) });
+    const all = reference(await fsp.readFile(p)).markers;
+    assert.deepEqual(r.markers, all);
+    assert.equal(r.markers.length, 2);
+    assert.equal(r.last?.status, 'active');
+    assert.equal(r.truncated, false);
+    // The new bytes, plus the one byte before them that checks the line boundary.
+    assert.equal(r.bytesRead, Buffer.byteLength(appended) + 1);
+    assert.equal(reads[0]![0], base.nextOffset - 1);
+    assert.equal(r.nextOffset, base.nextOffset + Buffer.byteLength(appended));
+
+    const again = await scanForMarkers(p, r.nextOffset, { onRead: () => assert.fail('nothing new to read') });
+    assert.deepEqual(again.markers, []);
+    assert.equal(again.bytesRead, 0);
+    assert.equal(again.nextOffset, r.nextOffset);
+  });
+
+  test('a truncated file is rescanned from 0 and says so', async () => {
+    const p = await write(noiseLine(rng(11)) + '\n' + seedMarker('paused') + '\n' + noiseLine(rng(12), true) + '\n');
+    const full = await scanForMarkers(p, 0);
+    const replacement = seedMarker('blocked') + '\n';
+    await fsp.writeFile(p, replacement);
+    const r = await scanForMarkers(p, full.nextOffset);
+    assert.equal(r.truncated, true);
+    assert.deepEqual(r.markers, [{ status: 'blocked', offset: 0 }]);
+    assert.equal(r.nextOffset, Buffer.byteLength(replacement));
+  });
+
+  test('a rewritten file whose offset now falls inside a line is rescanned from 0', async () => {
+    const first = noiseLine(rng(13)) + '\n';
+    const p = await write(first + seedMarker('paused') + '\n');
+    const r0 = await scanForMarkers(p, 0);
+    await fsp.writeFile(p, 'X' + first + seedMarker('complete') + '\n' + noiseLine(rng(14)) + '\n');
+    const r = await scanForMarkers(p, Buffer.byteLength(first));
+    assert.equal(r.truncated, true);
+    assert.deepEqual(r.markers, [{ status: 'complete', offset: Buffer.byteLength(first) + 1 }]);
+    assert.notEqual(r.nextOffset, r0.nextOffset);
+  });
+
+  test('empty file, and a file that is one partial line', async () => {
+    const e = await write('');
+    assert.deepEqual(await findLastMarker(e), { marker: null, size: 0, nextOffset: 0, bytesRead: 0 });
+    const es = await scanForMarkers(e, 0);
+    assert.deepEqual([es.markers, es.nextOffset, es.truncated], [[], 0, false]);
+    const partial = await write(seedMarker('paused'));
+    assert.equal((await findLastMarker(partial)).marker, null);
+    assert.equal((await findLastMarker(partial)).nextOffset, 0);
+    assert.equal((await scanForMarkers(partial, 0)).nextOffset, 0);
+  });
+});
+
+// ---------------------------------------------------------------- errors
+
+describe('errors', () => {
+  test('a missing file rejects with a RolloutReadError naming the path', async () => {
+    const p = path.join(dir, 'does-not-exist.jsonl');
+    for (const run of [() => findLastMarker(p), () => scanForMarkers(p, 0)]) {
+      await assert.rejects(run(), (err: unknown) => {
+        assert.ok(err instanceof RolloutReadError);
+        assert.equal(err.code, 'ENOENT');
+        assert.equal(err.path, p);
+        assert.match(err.message, /does-not-exist\.jsonl/);
+        return true;
+      });
+    }
+  });
+
+  test('a directory rejects with a RolloutReadError', async () => {
+    await assert.rejects(findLastMarker(dir), RolloutReadError);
+    await assert.rejects(scanForMarkers(dir, 0), RolloutReadError);
+  });
+
+  test('an unreadable file rejects with EACCES', { skip: process.platform === 'win32' || process.getuid?.() === 0 }, async () => {
+    const p = await write(seedMarker('paused') + '\n');
+    await fsp.chmod(p, 0o000);
+    await assert.rejects(findLastMarker(p), (err: unknown) => err instanceof RolloutReadError && err.code === 'EACCES' && err.message.includes(p));
+  });
+
+  test('a bad offset or option is a RangeError', async () => {
+    const p = await write('\n');
+    await assert.rejects(scanForMarkers(p, -1), RangeError);
+    await assert.rejects(scanForMarkers(p, 1.5), RangeError);
+    await assert.rejects(findLastMarker(p, { chunkSize: 0 }), RangeError);
+  });
+});
