@@ -25,6 +25,14 @@ export interface ScanOptions {
   onRead?: (position: number, length: number) => void;
 }
 
+export interface LastMarkerOptions extends ScanOptions {
+  /**
+   * Look no further back than this offset (a line start, e.g. the arming offset): a marker
+   * before it is not returned and the bytes before it are not read. Default 0.
+   */
+  minOffset?: number;
+}
+
 export interface IncrementalScanOptions extends ScanOptions {
   /** Keep at most this many markers (the most recent); default 100. */
   maxMarkers?: number;
@@ -137,8 +145,12 @@ function parseMarkerBytes(line: Buffer): GoalStatus | null {
  * file in chunks until one is found or the start is reached.
  * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
  */
-export async function findLastMarker(path: string, opts: ScanOptions = {}): Promise<LastMarkerResult> {
+export async function findLastMarker(path: string, opts: LastMarkerOptions = {}): Promise<LastMarkerResult> {
   const { chunkSize, cap } = limits(path, opts);
+  const minOffset = opts.minOffset ?? 0;
+  if (!Number.isSafeInteger(minOffset) || minOffset < 0) {
+    throw new RangeError(`findLastMarker(${path}): minOffset must be a non-negative integer, got ${minOffset}`);
+  }
   const fh = await openRollout(path);
   try {
     const size = await fileSize(fh, path);
@@ -151,8 +163,8 @@ export async function findLastMarker(path: string, opts: ScanOptions = {}): Prom
     let piecesLen = 0;
     let overlong = false;
     let pos = size;
-    while (pos > 0) {
-      const start = Math.max(0, pos - chunkSize);
+    while (pos > minOffset) {
+      const start = Math.max(minOffset, pos - chunkSize);
       const len = pos - start;
       opts.onRead?.(start, len);
       await readExactly(fh, buf, len, start, path);
@@ -193,12 +205,12 @@ export async function findLastMarker(path: string, opts: ScanOptions = {}): Prom
       }
       pos = start;
     }
-    // The file's first line.
+    // The file's first line (or the one at minOffset).
     if (nextOffset !== null && !overlong && piecesLen > 0) {
       const status = parseMarkerBytes(Buffer.concat(pieces, piecesLen));
-      if (status !== null) return { marker: { status, offset: 0 }, size, nextOffset, bytesRead };
+      if (status !== null) return { marker: { status, offset: minOffset }, size, nextOffset, bytesRead };
     }
-    return { marker: null, size, nextOffset: nextOffset ?? 0, bytesRead };
+    return { marker: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
   } finally {
     await fh.close().catch(() => undefined);
   }

@@ -96,9 +96,9 @@ export class JsonFileStore implements StateStore {
   save(state: PersistedState): Promise<void> {
     let json: string;
     try {
-      json = JSON.stringify(state, null, 2) + '\n';
-      const check = parsePersisted(JSON.parse(json));
+      const check = parsePersisted(state);
       if ('error' in check) throw new Error(`refusing to save an invalid state to ${this.path}: ${check.error}`);
+      json = JSON.stringify(check.state, null, 2) + '\n';
     } catch (err) {
       return Promise.reject(err);
     }

@@ -411,6 +411,29 @@ describe('chunk boundaries', () => {
     assert.ok(maxRead <= 64 * 1024);
   });
 
+  test('minOffset bounds the backward scan', async () => {
+    const a = seedMarker('paused') + '\n';
+    const b = noiseLine(rng(15)) + '\n';
+    const c = realMarker('active') + '\n';
+    const d = noiseLine(rng(16)) + '\n';
+    const p = await write(a + b + c + d);
+    const [la, lb, lc] = [a, b, c].map((x) => Buffer.byteLength(x)) as [number, number, number];
+    const size = la + lb + lc + Buffer.byteLength(d);
+    for (const chunkSize of [3, 64, 65536]) {
+      assert.deepEqual((await findLastMarker(p, { chunkSize, minOffset: la + lb })).marker, { status: 'active', offset: la + lb });
+      const past = await findLastMarker(p, { chunkSize, minOffset: la + lb + lc });
+      assert.equal(past.marker, null);
+      assert.equal(past.bytesRead, size - (la + lb + lc));
+      assert.deepEqual((await findLastMarker(p, { chunkSize, minOffset: la })).marker, { status: 'active', offset: la + lb });
+    }
+    const onlyA = await write(a + b);
+    assert.equal((await findLastMarker(onlyA, { minOffset: la })).marker, null);
+    assert.deepEqual((await findLastMarker(onlyA, { minOffset: 0 })).marker, { status: 'paused', offset: 0 });
+    const beyond = await findLastMarker(onlyA, { minOffset: 10 * size });
+    assert.deepEqual([beyond.marker, beyond.bytesRead], [null, 0]);
+    await assert.rejects(findLastMarker(p, { minOffset: -1 }), RangeError);
+  });
+
   test('maxMarkers keeps the last ones', async () => {
     const lines = GOAL_STATUSES.map((s) => seedMarker(s));
     const p = await write(lines.join('\n') + '\n');

@@ -1,0 +1,254 @@
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { promises as fsp } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { parsePersisted } from '../../src/store/store';
+import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
+
+const posix = process.platform !== 'win32';
+
+let root: string;
+before(async () => {
+  root = await fsp.mkdtemp(path.join(os.tmpdir(), 'store-test-'));
+});
+after(async () => {
+  await fsp.rm(root, { recursive: true, force: true });
+});
+let n = 0;
+async function freshDir(): Promise<string> {
+  const d = path.join(root, `case-${++n}`);
+  await fsp.mkdir(d);
+  return d;
+}
+
+function sampleState(pausedAt: number | null = null): PersistedState {
+  const s = emptyState();
+  s.pausedAt = pausedAt;
+  const w = newWatch('thr_1', 1_700_000_000_000);
+  w.title = 'Fix the build';
+  w.rolloutPath = '/home/u/.codex/sessions/rollout-1.jsonl';
+  w.rolloutOffset = 123_456;
+  w.armOffset = 1000;
+  w.lastMarker = { status: 'paused', offset: 99_000 };
+  w.goal = { status: 'blocked', objective: 'Keep CI green', tokensUsed: 1234, tokenBudget: null, updatedAt: 1_700_000_000_500 };
+  w.state = { kind: 'backoff', dueAt: 1_700_000_060_000, attempt: 2, failedTurnId: 'turn-9' };
+  w.history.push({ at: 1, failedTurnId: 'turn-8', attempt: 1, error: 'internalServerError', outcome: 'failed-again' });
+  w.recovered.push('turn-7');
+  s.watches[w.threadId] = w;
+  s.disarmed['thr_2'] = 1_700_000_000_100;
+  return s;
+}
+
+async function listDir(d: string): Promise<string[]> {
+  return (await fsp.readdir(d)).sort();
+}
+
+describe('parsePersisted', () => {
+  test('accepts a current state', () => {
+    const s = sampleState(5);
+    const r = parsePersisted(JSON.parse(JSON.stringify(s)));
+    assert.ok('state' in r);
+    assert.deepEqual(r.state, s);
+  });
+
+  test('rejects what is not a state, never resetting silently', () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [null, /not a state object/],
+      [[1, 2], /array/],
+      ['x', /string/],
+      [{ watches: {} }, /no "version"/],
+      [{ ...emptyState(), version: '1' }, /not an integer/],
+      [{ ...emptyState(), version: STATE_VERSION + 1 }, /newer version/],
+      [{ ...emptyState(), version: 0 }, /unknown state version 0/],
+      [{ version: 1, pausedAt: null, watches: { a: { threadId: 'a' } }, disarmed: {} }, /schema: watches\.a\./],
+      [{ version: 1, pausedAt: 'yesterday', watches: {}, disarmed: {} }, /pausedAt/],
+    ];
+    for (const [raw, re] of cases) {
+      const r = parsePersisted(raw);
+      assert.ok('error' in r, JSON.stringify(raw));
+      assert.match(r.error, re);
+    }
+  });
+});
+
+describe('JsonFileStore', () => {
+  test('a missing file loads as the empty state, with no problem and no file created', async () => {
+    const d = await freshDir();
+    const store = new JsonFileStore(path.join(d, 'state.json'));
+    assert.deepEqual(await store.load(), { state: emptyState(), problem: null });
+    assert.deepEqual(await listDir(d), []);
+    assert.equal(store.location, path.join(d, 'state.json'));
+  });
+
+  test('round trip; no temp file left; mode 0600; parent created 0700', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'nested', 'deeper', 'state.json');
+    const store = new JsonFileStore(file);
+    const s = sampleState(42);
+    await store.save(s);
+    assert.deepEqual(await new JsonFileStore(file).load(), { state: s, problem: null });
+    assert.deepEqual(await listDir(path.dirname(file)), ['state.json']);
+    if (posix) {
+      assert.equal((await fsp.stat(file)).mode & 0o777, 0o600);
+      assert.equal((await fsp.stat(path.join(d, 'nested'))).mode & 0o777, 0o700);
+      assert.equal((await fsp.stat(path.dirname(file))).mode & 0o777, 0o700);
+    }
+  });
+
+  test('save captures the state at the time of the call', async () => {
+    const file = path.join(await freshDir(), 'state.json');
+    const store = new JsonFileStore(file);
+    const s = sampleState(1);
+    const saving = store.save(s);
+    s.pausedAt = 2;
+    delete s.watches['thr_1'];
+    await saving;
+    const loaded = (await store.load()).state;
+    assert.equal(loaded.pausedAt, 1);
+    assert.ok(loaded.watches['thr_1']);
+  });
+
+  test('an existing 0644 file is replaced by a 0600 one', { skip: !posix }, async () => {
+    const file = path.join(await freshDir(), 'state.json');
+    await fsp.writeFile(file, JSON.stringify(emptyState()), { mode: 0o644 });
+    await fsp.chmod(file, 0o644);
+    await new JsonFileStore(file).save(sampleState());
+    assert.equal((await fsp.stat(file)).mode & 0o777, 0o600);
+  });
+
+  const unusable: Array<[string, string, RegExp]> = [
+    ['garbage', 'not json at all {', /invalid JSON/],
+    ['truncated JSON', JSON.stringify(sampleState()).slice(0, 150), /invalid JSON/],
+    ['empty file', '', /empty file/],
+    ['foreign JSON', JSON.stringify({ name: 'some-other-tool', settings: [1, 2] }), /no "version"/],
+    ['a JSON array', '[1,2,3]', /array/],
+    ['a newer version', JSON.stringify({ ...sampleState(), version: STATE_VERSION + 1 }), /newer version/],
+    ['a wrong version', JSON.stringify({ ...sampleState(), version: 0 }), /unknown state version/],
+    ['a schema mismatch', JSON.stringify({ ...emptyState(), watches: { x: { threadId: 'x', state: { kind: 'nope' } } } }), /schema/],
+  ];
+  for (const [label, content, reason] of unusable) {
+    test(`${label}: kept aside, reported, and the store starts clean`, async () => {
+      const d = await freshDir();
+      const file = path.join(d, 'state.json');
+      await fsp.writeFile(file, content);
+      const store = new JsonFileStore(file, { now: () => Date.parse('2025-06-01T10:20:30.456Z') });
+      const r = await store.load();
+      assert.deepEqual(r.state, emptyState());
+      const aside = `${file}.corrupt-2025-06-01T10-20-30-456Z`;
+      assert.ok(r.problem);
+      assert.match(r.problem, reason);
+      assert.ok(r.problem.includes(file), r.problem);
+      assert.ok(r.problem.includes(aside), r.problem);
+      assert.equal(await fsp.readFile(aside, 'utf8'), content, 'the file is kept, unchanged');
+      assert.deepEqual(await listDir(d), [path.basename(aside)]);
+      // Next load: nothing there, no problem; then a save works.
+      assert.deepEqual(await store.load(), { state: emptyState(), problem: null });
+      await store.save(sampleState(7));
+      assert.equal((await store.load()).state.pausedAt, 7);
+    });
+  }
+
+  test('a file over the size cap is kept aside without being read', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const big = JSON.stringify({ ...sampleState(), padding: 'x'.repeat(4096) });
+    await fsp.writeFile(file, big);
+    const r = await new JsonFileStore(file, { maxBytes: 1024 }).load();
+    assert.deepEqual(r.state, emptyState());
+    assert.match(r.problem ?? '', /more than the 1024-byte limit/);
+    const names = await listDir(d);
+    assert.equal(names.length, 1);
+    assert.match(names[0]!, /^state\.json\.corrupt-/);
+    assert.equal(await fsp.readFile(path.join(d, names[0]!), 'utf8'), big);
+  });
+
+  test('two corrupt files in the same millisecond get distinct aside names', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file, { now: () => 0 });
+    await fsp.writeFile(file, 'one');
+    const a = await store.load();
+    await fsp.writeFile(file, 'two');
+    const b = await store.load();
+    assert.notEqual(a.problem, b.problem);
+    const names = await listDir(d);
+    assert.deepEqual(names, ['state.json.corrupt-1970-01-01T00-00-00-000Z', 'state.json.corrupt-1970-01-01T00-00-00-000Z-1']);
+    assert.equal(await fsp.readFile(path.join(d, names[0]!), 'utf8'), 'one');
+    assert.equal(await fsp.readFile(path.join(d, names[1]!), 'utf8'), 'two');
+  });
+
+  test('concurrent saves never interleave and end with the last state', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file);
+    const saves: Promise<void>[] = [];
+    for (let i = 1; i <= 40; i++) saves.push(store.save(sampleState(i)));
+    await Promise.all(saves);
+    const r = await new JsonFileStore(file).load();
+    assert.equal(r.problem, null);
+    assert.deepEqual(r.state, sampleState(40));
+    assert.deepEqual(await listDir(d), ['state.json']);
+
+    // Saves from several stores on the same file: still a valid file, one of the states.
+    const others = [1, 2, 3].map(() => new JsonFileStore(file));
+    await Promise.all(others.flatMap((s, k) => [s.save(sampleState(100 + k)), s.save(sampleState(200 + k))]));
+    const after = await new JsonFileStore(file).load();
+    assert.equal(after.problem, null);
+    assert.ok([200, 201, 202].includes(after.state.pausedAt!));
+    assert.deepEqual(await listDir(d), ['state.json']);
+  });
+
+  test('a rejected save does not block the next one', async () => {
+    const file = path.join(await freshDir(), 'state.json');
+    const store = new JsonFileStore(file);
+    const bad = { ...emptyState(), pausedAt: 'never' } as unknown as PersistedState;
+    await assert.rejects(store.save(bad), /refusing to save an invalid state/);
+    await assert.rejects(store.save({ ...emptyState(), pausedAt: Number.NaN }), /invalid state/);
+    await store.save(sampleState(3));
+    assert.equal((await store.load()).state.pausedAt, 3);
+  });
+
+  test('a save that cannot write rejects with a message naming the path', async () => {
+    const d = await freshDir();
+    await fsp.writeFile(path.join(d, 'blocker'), 'a file where a directory should be');
+    const file = path.join(d, 'blocker', 'state.json');
+    const store = new JsonFileStore(file);
+    await assert.rejects(store.save(sampleState()), (err: unknown) => err instanceof Error && err.message.includes(file));
+    // The queue is not stuck: a later save to a good path on another store still works.
+    const ok = new JsonFileStore(path.join(d, 'ok.json'));
+    await ok.save(sampleState(9));
+    assert.equal((await ok.load()).state.pausedAt, 9);
+  });
+
+  test('temp files left by a crashed writer are ignored and cleaned', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file);
+    await store.save(sampleState(5));
+    const deadPid = 2 ** 22 + 12345; // above Linux pid_max: no such process
+    const leftover = `${file}.tmp-${deadPid}-1-abc`;
+    await fsp.writeFile(leftover, '{"half": ');
+    const live = `${file}.tmp-${process.pid}-999-xyz`; // ours, fresh: may be in flight, left alone
+    await fsp.writeFile(live, '{');
+    const r = await store.load();
+    assert.equal(r.problem, null);
+    assert.equal(r.state.pausedAt, 5);
+    assert.deepEqual(await listDir(d), [path.basename(file), path.basename(live)]);
+  });
+
+  test('a state file that cannot be read makes load reject, leaving it in place', { skip: !posix || process.getuid?.() === 0 }, async () => {
+    const file = path.join(await freshDir(), 'state.json');
+    await fsp.writeFile(file, JSON.stringify(emptyState()));
+    await fsp.chmod(file, 0o000);
+    await assert.rejects(new JsonFileStore(file).load(), /cannot read state file/);
+    await fsp.chmod(file, 0o600);
+  });
+
+  test('a directory at the state path makes load reject', async () => {
+    const d = await freshDir();
+    await fsp.mkdir(path.join(d, 'state.json'));
+    await assert.rejects(new JsonFileStore(path.join(d, 'state.json')).load(), /not a regular file/);
+  });
+});
