@@ -209,7 +209,6 @@ export class Engine {
         if (generation !== this.generation || this.stopped) return session.close();
         this.session = session;
         this.reconnectAttempt = 0;
-        for (const live of this.live.values()) live.subscribed = false;
         this.connection = { kind: 'connected', detail: session.describe };
         this.emit({ type: 'connection', state: 'connected', detail: session.describe });
         this.changed();
@@ -225,7 +224,8 @@ export class Engine {
   private connectionLost(reason: string, kind: 'error' | 'disconnected'): void {
     this.generation += 1; // whatever the old connection still delivers is dropped
     this.session = null;
-    for (const live of this.live.values()) live.subscribed = false;
+    // What the old connection told is stale: it is read again after reconnecting.
+    this.live.clear();
     if (this.stopped) return;
     const delay = Math.min(this.options.reconnectMaxMs, this.options.reconnectBaseMs * 2 ** this.reconnectAttempt);
     this.reconnectAttempt += 1;
@@ -465,12 +465,16 @@ export class Engine {
     const goal = w.goal;
     if (!goal) return;
 
-    if (goal.status === 'blocked' && (live.turn === null || live.turn.status !== 'failed' || w.recovered.includes(live.turn.id))) {
-      // Codex marks the goal blocked before the turn completes, and a turn event may have been
-      // missed (not subscribed yet, a reconnect): read how the newest turn ended.
+    if (goal.status === 'blocked' || goal.status === 'usageLimited') {
+      // Codex marks the goal blocked before the turn completes, and an event may have been
+      // missed (not subscribed yet, a reconnect): read the thread and how its newest turn ended.
       const seq = live.seq;
-      const turn = await session.latestTurn(threadId);
-      if (live.seq === seq) live.turn = turn;
+      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId)]);
+      if (live.seq === seq) {
+        live.status = thread.status;
+        live.turn = turn;
+        this.applyThread(w, thread);
+      }
     }
     if (w.pending) this.resolvePending(w, live);
 

@@ -436,6 +436,9 @@ function rawDataToString(data: RawData): string {
 }
 
 const WS_OPEN = 1;
+const WS_CLOSED = 3;
+/** Cap on frames buffered before listen() is called. */
+const MAX_EARLY_EVENTS = 10_000;
 
 /**
  * One JSON-RPC message per WebSocket frame (text; binary frames are decoded as UTF-8 too).
@@ -443,33 +446,33 @@ const WS_OPEN = 1;
  * that surfaces here as an error then close).
  */
 export class WebSocketMessageReader extends FramedMessageReader {
+  /** Frames/events that arrived before listen(), replayed in order by listen(). */
+  private early: Array<{ kind: 'frame'; data: RawData } | { kind: 'error'; err: unknown } | { kind: 'close' }> | undefined = [];
+  private earlyDropped = 0;
   private detach: (() => void) | undefined;
 
+  /**
+   * Subscribes to the socket at once: ws may deliver frames that arrived together with the
+   * upgrade response before the owner gets to call listen(); those are buffered, not lost.
+   */
   constructor(private readonly ws: WebSocket) {
     super();
-  }
-
-  protected get label(): string {
-    return 'websocket reader';
-  }
-
-  listen(callback: DataCallback): Disposable {
-    if (this.isListening) {
-      throw new Error('WebSocketMessageReader.listen may be called only once');
-    }
-    this.setCallback(callback);
     const onMessage = (data: RawData) => {
-      let text: string;
-      try {
-        text = rawDataToString(data);
-      } catch (e) {
-        this.reportMalformed(`undecodable frame: ${(e as Error).message}`);
+      if (this.early) {
+        if (this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
+        else this.early.push({ kind: 'frame', data });
         return;
       }
-      this.handleFrame(text);
+      this.onFrame(data);
     };
-    const onClose = () => this.fireCloseOnce();
-    const onError = (err: unknown) => this.safeFireError(err);
+    const onClose = () => {
+      if (this.early) this.early.push({ kind: 'close' });
+      else this.fireCloseOnce();
+    };
+    const onError = (err: unknown) => {
+      if (this.early) this.early.push({ kind: 'error', err });
+      else this.safeFireError(err);
+    };
     this.ws.on('message', onMessage);
     this.ws.on('close', onClose);
     this.ws.on('error', onError);
@@ -477,12 +480,40 @@ export class WebSocketMessageReader extends FramedMessageReader {
       this.ws.removeListener('message', onMessage);
       this.ws.removeListener('close', onClose);
       this.ws.removeListener('error', onError);
+      this.ws.on('error', noop);
     };
-    if (this.ws.readyState > WS_OPEN) {
-      // Already closing/closed: the 'close' event may have fired before listen().
-      queueMicrotask(() => {
-        if (this.ws.readyState === 3) this.fireCloseOnce();
-      });
+    if (this.ws.readyState === WS_CLOSED) this.early?.push({ kind: 'close' });
+  }
+
+  protected get label(): string {
+    return 'websocket reader';
+  }
+
+  private onFrame(data: RawData): void {
+    let text: string;
+    try {
+      text = rawDataToString(data);
+    } catch (e) {
+      this.reportMalformed(`undecodable frame: ${(e as Error).message}`);
+      return;
+    }
+    this.handleFrame(text);
+  }
+
+  listen(callback: DataCallback): Disposable {
+    if (this.isListening) {
+      throw new Error('WebSocketMessageReader.listen may be called only once');
+    }
+    this.setCallback(callback);
+    const early = this.early ?? [];
+    this.early = undefined;
+    if (this.earlyDropped > 0) {
+      this.reportMalformed(`${this.earlyDropped} frames arrived before listen() beyond the buffer of ${MAX_EARLY_EVENTS} and were dropped`);
+    }
+    for (const ev of early) {
+      if (ev.kind === 'frame') this.onFrame(ev.data);
+      else if (ev.kind === 'error') this.safeFireError(ev.err);
+      else this.fireCloseOnce();
     }
     return {
       dispose: () => {
@@ -496,6 +527,7 @@ export class WebSocketMessageReader extends FramedMessageReader {
   override dispose(): void {
     this.detach?.();
     this.detach = undefined;
+    this.early = undefined;
     super.dispose();
   }
 }

@@ -97,7 +97,10 @@ export interface CodexHomeOptions {
 export interface CodexHome {
   /** Absolute path of the private CODEX_HOME. */
   dir: string;
-  /** Stops a daemon started on this home (if any), kills tracked processes using it, removes the dir. */
+  /**
+   * Kills a daemon started on this home (if any, with SIGKILL: no drain of in-flight turns) and
+   * tracked processes using it, removes the daemon's socket files and the dir.
+   */
   cleanup(): Promise<void>;
 }
 
@@ -143,7 +146,7 @@ export async function makeCodexHome(modelUrl: string, extraToml = '', opts: Code
       if (cleaned) return;
       cleaned = true;
       if (existsSync(path.join(dir, 'app-server-daemon'))) {
-        await stopDaemon(dir).catch(() => undefined);
+        await stopDaemon(dir, { force: true }).catch(() => undefined);
       }
       await killTracked((t) => t.codexHome === dir);
       removeDaemonRuntimeFiles(dir);
@@ -259,8 +262,19 @@ export async function stopProcessGroup(child: { pid?: number } | number, timeout
   tracked.delete(pid);
 }
 
+/** Guard against PID reuse: the group's leader, or some member, is still a codex process. */
+function groupLooksOurs(pid: number): boolean {
+  if (process.platform !== 'linux') return isAlive(pid);
+  if (isAlive(pid)) return cmdline(pid).includes('codex');
+  return processGroupMembers(pid).some((m) => cmdline(m).includes('codex'));
+}
+
 async function killTracked(filter: (t: Tracked) => boolean): Promise<void> {
   for (const t of [...tracked.values()].filter(filter)) {
+    if (!groupLooksOurs(t.pid)) {
+      tracked.delete(t.pid);
+      continue;
+    }
     if (t.group) await stopProcessGroup(t.pid, 2000);
     else {
       if (isAlive(t.pid)) {
@@ -283,7 +297,7 @@ export function trackedAlive(): { pid: number; what: string }[] {
 }
 
 process.on('exit', () => {
-  for (const t of tracked.values()) signal(t.pid, 'SIGKILL', t.group);
+  for (const t of tracked.values()) if (groupLooksOurs(t.pid)) signal(t.pid, 'SIGKILL', t.group);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -460,32 +474,46 @@ export async function startDaemon(codexHome: string, opts: StartDaemonOptions = 
 }
 
 /**
- * `codex app-server daemon stop`, then make sure nothing of this CODEX_HOME is left: the
+ * `codex app-server daemon stop` (graceful: waits for in-flight turns, up to the CLI's 60 s grace
+ * period), then make sure nothing of this CODEX_HOME is left: the
  * daemon's process group and the `pid-update-loop` helper (found by the PID it wrote to
  * daemon-updater.pid, verified by start time and cmdline; it is its own group leader) are
- * SIGTERMed, then SIGKILLed.
+ * SIGTERMed, then SIGKILLed. `force`: skip the CLI and its drain, SIGKILL at once (teardown).
  */
-export async function stopDaemon(codexHome: string): Promise<DaemonReport | undefined> {
+export async function stopDaemon(codexHome: string, opts: { force?: boolean } = {}): Promise<DaemonReport | undefined> {
   const before = daemonPid(codexHome);
   const knownGroups = [...tracked.values()].filter((t) => t.codexHome === codexHome && t.what !== 'app-server stdio');
   let report: DaemonReport | undefined;
-  if (existsSync(codexBinary())) {
-    const r = await daemonCli(codexHome, ['stop'], 20_000).catch(() => undefined);
+  if (opts.force) {
+    // Teardown: no drain. SIGKILL the daemon's and the updater's process groups.
+    for (const pid of new Set<number>([...knownGroups.map((t) => t.pid), ...(before ? [before] : [])])) {
+      if (groupLooksOurs(pid)) signal(pid, 'SIGKILL', true);
+    }
+  } else if (existsSync(codexBinary())) {
+    const r = await daemonCli(codexHome, ['stop'], 90_000).catch(() => undefined);
     report = r?.report;
   }
   const pids = new Set<number>(knownGroups.map((t) => t.pid));
   if (before) pids.add(before);
   const updater = daemonUpdaterPid(codexHome);
   if (updater) pids.add(updater);
-  for (const pid of pids) await stopProcessGroup(pid, 3000);
+  for (const pid of pids) {
+    if (groupLooksOurs(pid)) await stopProcessGroup(pid, 3000);
+    else tracked.delete(pid);
+  }
   removeDaemonRuntimeFiles(codexHome);
   return report;
 }
 
-/** `codex app-server daemon restart` (a new daemon PID; in-flight turns are lost). */
+/**
+ * `codex app-server daemon restart`: SIGTERM to the old app-server, which drains running turns
+ * (the CLI SIGKILLs it after a 60 s grace period), then a new one. Measured with 0.169.0: it
+ * returns only when in-flight turns have finished (up to ~60 s, e.g. a turn awaiting approval),
+ * and the new daemon re-loads the threads that were loaded and continues their active goals.
+ */
 export async function restartDaemon(codexHome: string): Promise<DaemonReport> {
   const old = daemonPid(codexHome);
-  const r = await daemonCli(codexHome, ['restart'], 60_000);
+  const r = await daemonCli(codexHome, ['restart'], 90_000);
   if (r.code !== 0 || !r.report) throw new Error(`daemon restart failed (${r.code}): ${r.stdout}\n${r.stderr}`);
   if (old && old !== r.report.pid) {
     await stopProcessGroup(old, 3000);

@@ -217,6 +217,10 @@ export class FakeDaemon {
     if (this.lostReply) return connection.close('EOF');
     connection.send({ id: m.id, result: { goal: t.goal } });
     this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
+    if (t.goal.status === 'active') {
+      this.notify('thread/status/changed', { threadId: t.id, status: t.status });
+      this.notify('turn/started', { threadId: t.id, turn: t.turn });
+    }
   }
 
   private threadJson(t: FakeThread) {

@@ -111,6 +111,10 @@ export interface MockModel {
   setMode(mode: MockMode, opts?: MockModeOptions): void;
   /** Queue modes consumed one per request, before falling back to the current mode. */
   script(modes: MockMode[]): void;
+  /** Scripted modes not consumed yet. */
+  readonly scripted: number;
+  /** Drop the scripted modes not consumed yet. */
+  clearScript(): void;
   /** Resolves once `requests` reaches n (or rejects after timeoutMs). */
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -395,6 +399,12 @@ export async function startMockModel(): Promise<MockModel> {
     },
     script(modes: MockMode[]) {
       queue.push(...modes);
+    },
+    get scripted() {
+      return queue.length;
+    },
+    clearScript() {
+      queue = [];
     },
     waitForRequests(n: number, timeoutMs = 30_000) {
       if (requests >= n) return Promise.resolve();

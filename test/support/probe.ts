@@ -4,10 +4,11 @@
  *
  *   npx tsc -p . && node out/test/support/probe.js [--json out.json] [--only a,b,c]
  *
- * Prints one section per question (a–h) with the exact notification order seen by the user
- * client. Starts its own mock model, CODEX_HOME and daemon and removes all of them at the end.
+ * Prints one section per question (a–j, plus `bin`: native binary vs shim) with the exact
+ * notification order seen by the user client (~2 min; `i` alone ~70 s because of the 60 s
+ * stop grace period). Starts its own mock model, CODEX_HOME and daemon and removes all of them at the end.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -126,9 +127,22 @@ async function rolloutLines(file: string): Promise<string[]> {
   }
 }
 
-/** Rollout lines that mention goals, with long strings shortened. */
+/** Rollout lines that mention goals. */
 function goalLines(lines: string[]): string[] {
   return lines.filter((l) => /goal/i.test(l));
+}
+
+/** `type/payload.type` of each rollout line (a compact shape of what was appended). */
+function lineTypes(lines: string[]): string[] {
+  return lines.map((l) => {
+    try {
+      const j = JSON.parse(l) as { type?: string; payload?: { type?: string; role?: string; content?: { text?: string }[] } };
+      const src = /source=\\?"([a-z_]+)\\?"/.exec(j.payload?.content?.[0]?.text ?? '')?.[1];
+      return `${j.type}/${j.payload?.type}${j.payload?.role ? ':' + j.payload.role : ''}${src ? `(source=${src})` : ''}`;
+    } catch {
+      return '?';
+    }
+  });
 }
 
 async function measureBinaries(home: CodexHome): Promise<Json> {
@@ -163,7 +177,7 @@ async function measureBinaries(home: CodexHome): Promise<Json> {
 
 function countGroup(pgid: number): number {
   let n = 0;
-  for (const e of require('node:fs').readdirSync('/proc') as string[]) {
+  for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const s = readFileSync(`/proc/${e}/stat`, 'utf8');
@@ -174,6 +188,206 @@ function countGroup(pgid: number): number {
     }
   }
   return n;
+}
+
+// (j) --------------------------------------------------------------------------------------------
+
+/** `idle`, `systemError`, `active:waitingOnApproval` … */
+function statusText(st: Json): string {
+  return `${st?.type}${st?.activeFlags?.length ? ':' + st.activeFlags.join(',') : ''}`;
+}
+
+/** Notifications too noisy to list in the (j) orders. */
+const NOISE = new Set(['thread/tokenUsage/updated', 'account/rateLimits/updated', 'warning', 'thread/readState/changed', 'item/agentMessage/delta']);
+
+/**
+ * (j) thread/resume {threadId, excludeTurns:true} from a SECOND, fresh connection on a thread the
+ * user's connection `u` has loaded (started): does it start a turn, and what does each side see?
+ * Reuses the probe's daemon and CODEX_HOME; one user connection for every case, one fresh
+ * resuming connection per case (case 8 re-uses case 1's).
+ */
+async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient[]): Promise<Json> {
+  const WINDOW_MS = 5000;
+  const res: Json = {};
+  const sock = controlSocketPath(home.dir);
+  const u = await UserClient.overSocket(sock, { name: 'probe-user-j' });
+  clients.push(u);
+  let n = 0;
+  const second = async () => {
+    const r = await UserClient.overSocket(sock, { name: `probe-resumer-j${++n}` });
+    clients.push(r);
+    return r;
+  };
+  const state = async (threadId: string) => ({
+    goal: (await u.request('thread/goal/get', { threadId })).goal?.status as string,
+    thread: statusText((await u.request('thread/read', { threadId })).thread.status),
+  });
+  /** Waits for `threadId`'s thread status (via thread/read polling) to satisfy `ok`. */
+  const waitStatus = async (threadId: string, ok: (s: string) => boolean, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const s = statusText((await u.request('thread/read', { threadId })).thread.status);
+      if (ok(s) || Date.now() > deadline) return s;
+      await sleep(100);
+    }
+  };
+  /** Resume from `r`, watch WINDOW_MS, report. `mode` is what the mock answers during the window. */
+  const resumeAndWatch = async (r: UserClient, threadId: string, mode: MockMode, windowMs = WINDOW_MS) => {
+    mock.setMode(mode);
+    const before = await state(threadId);
+    const uSince = u.lastSeq;
+    const rSince = r.lastSeq;
+    const req0 = mock.requests;
+    const t0 = Date.now();
+    const reply = await r.requestEntry('thread/resume', { threadId, excludeTurns: true });
+    await sleep(windowMs);
+    const after = await state(threadId);
+    const isStart = (x: LogEntry) => x.method === 'turn/started' && x.params?.threadId === threadId;
+    const started = [...u.notifications.filter((x) => x.seq > uSince && isStart(x)), ...r.notifications.filter((x) => x.seq > rSince && isStart(x))];
+    const turnIds = [...new Set(started.map((x) => x.params.turn.id as string))];
+    const rs = r.serverRequests.filter((x) => x.seq > rSince);
+    return {
+      mode,
+      before,
+      resumeReply: {
+        afterMs: reply.at - t0,
+        threadStatus: statusText(reply.result?.thread?.status),
+        turns: reply.result?.thread?.turns?.length,
+        approvalPolicy: reply.result?.approvalPolicy,
+      },
+      after,
+      newTurnStarted: turnIds.length > 0,
+      newTurnIds: turnIds.map((id) => id.slice(-6)),
+      firstTurnStartedAfterMs: started.length ? Math.min(...started.map((x) => x.at)) - t0 : null,
+      modelRequestsInWindow: mock.requests - req0,
+      modelRequestLog: mock.requestLog.slice(req0).map((x) => `${x.answered}${x.lastInputType ? '<' + x.lastInputType : ''}`),
+      secondConnectionSaw: order(r, threadId, rSince, (e) => !NOISE.has(e.method)),
+      secondConnectionServerRequests: rs.map((x) => ({ method: x.method, id: x.id, itemId: x.params?.itemId, turnId: x.params?.turnId })),
+      userConnectionSaw: order(u, threadId, uSince, (e) => !NOISE.has(e.method)),
+    };
+  };
+  const show = (label: string, rec: Json) => {
+    res[label] = rec;
+    out(`### ${label}`);
+    out(JSON.stringify(rec, null, 1));
+  };
+
+  // 1. goal active, thread idle after the user's turn/interrupt ------------------------------
+  mock.setMode('slow', { delayMs: 20_000 });
+  const t1 = await startThreadWithGoal(u, 'probe j1 interrupted', { cwd: await tempCwd() });
+  const ts1 = await u.waitFor(about(t1.threadId, 'turn/started'), 15_000, t1.goalSetSeq);
+  await mock.waitForRequests(mock.requests + 1, 5000).catch(() => undefined);
+  await sleep(300);
+  await u.request('turn/interrupt', { threadId: t1.threadId, turnId: ts1.params.turn.id });
+  await waitTurnCompleted(u, t1.threadId, 'interrupted', 15_000, t1.goalSetSeq);
+  await sleep(1000);
+  const r1 = await second();
+  show('j1_activeInterrupted', await resumeAndWatch(r1, t1.threadId, 'goalComplete'));
+
+  // 8. the same second connection calls thread/resume again ----------------------------------
+  show('j8_secondResumeSameConnection', await resumeAndWatch(r1, t1.threadId, 'goalComplete'));
+  await r1.close();
+  // A third, fresh connection after the second one closed (does "a new subscriber" matter?).
+  const r1b = await second();
+  show('j1b_freshConnectionAfterFirstClosed', await resumeAndWatch(r1b, t1.threadId, 'goalComplete', 3000));
+  await r1b.close();
+  if ((await state(t1.threadId)).goal === 'active') await u.request('thread/goal/set', { threadId: t1.threadId, status: 'paused' });
+
+  // 2. goal blocked after a failed turn (http500), thread systemError ------------------------
+  mock.setMode('http500');
+  const t2 = await startThreadWithGoal(u, 'probe j2 blocked', { cwd: await tempCwd() });
+  await waitTurnCompleted(u, t2.threadId, 'failed', 60_000, t2.goalSetSeq);
+  await sleep(500);
+  const r2 = await second();
+  show('j2_blockedSystemError', await resumeAndWatch(r2, t2.threadId, 'goalComplete'));
+  await r2.close();
+
+  // 3. goal paused by the user (origin user), thread idle ------------------------------------
+  mock.setMode('slow', { delayMs: 20_000 });
+  const t3 = await startThreadWithGoal(u, 'probe j3 paused', { cwd: await tempCwd() });
+  const ts3 = await u.waitFor(about(t3.threadId, 'turn/started'), 15_000, t3.goalSetSeq);
+  await sleep(500);
+  await u.request('turn/interrupt', { threadId: t3.threadId, turnId: ts3.params.turn.id });
+  await waitTurnCompleted(u, t3.threadId, 'interrupted', 15_000, t3.goalSetSeq);
+  await u.request('thread/goal/set', { threadId: t3.threadId, status: 'paused', origin: 'user' });
+  await sleep(800);
+  const r3 = await second();
+  show('j3_pausedByUser', await resumeAndWatch(r3, t3.threadId, 'goalComplete'));
+  await r3.close();
+
+  // 4. goal complete ------------------------------------------------------------------------
+  mock.setMode('goalComplete');
+  const t4 = await startThreadWithGoal(u, 'probe j4 complete', { cwd: await tempCwd() });
+  await u.waitFor(about(t4.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, t4.goalSetSeq);
+  await waitTurnCompleted(u, t4.threadId, undefined, 30_000, t4.goalSetSeq);
+  await waitStatus(t4.threadId, (s) => s === 'idle');
+  await sleep(500);
+  const r4 = await second();
+  show('j4_complete', await resumeAndWatch(r4, t4.threadId, 'goalComplete'));
+  await r4.close();
+
+  // 5. goal active with a turn running (slow) ------------------------------------------------
+  mock.setMode('slow', { delayMs: 9000 });
+  const t5 = await startThreadWithGoal(u, 'probe j5 running', { cwd: await tempCwd() });
+  const ts5 = await u.waitFor(about(t5.threadId, 'turn/started'), 15_000, t5.goalSetSeq);
+  await mock.waitForRequests(mock.requests + 1, 5000).catch(() => undefined);
+  await sleep(500);
+  const r5 = await second();
+  const rSince5 = r5.lastSeq;
+  const rec5: Json = await resumeAndWatch(r5, t5.threadId, 'goalComplete');
+  rec5.runningTurnId = String(ts5.params.turn.id).slice(-6);
+  // Let the slow turn end by itself (then the goal continues with goalComplete: normal behaviour).
+  const end5 = await waitTurnCompleted(u, t5.threadId, undefined, 30_000, t5.goalSetSeq);
+  await u.waitFor(about(t5.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, t5.goalSetSeq).catch(() => undefined);
+  await sleep(800);
+  rec5.runningTurnEnded = { id: String(end5.params.turn.id).slice(-6), status: end5.params.turn.status };
+  rec5.secondConnectionSawWholeRun = order(r5, t5.threadId, rSince5, keyOnly);
+  rec5.userConnectionWholeRun = order(u, t5.threadId, t5.goalSetSeq, keyOnly);
+  show('j5_activeTurnRunning', rec5);
+  await r5.close();
+
+  // 6. goal active, thread waiting on approval (untrusted) ----------------------------------
+  const approvalFile = path.join(await tempCwd(), 'never-approved-j6');
+  mock.setMode('approval', { file: approvalFile });
+  const t6 = await startThreadWithGoal(u, 'probe j6 approval', { cwd: await tempCwd(), approvalPolicy: 'untrusted' });
+  const req6 = await u.waitForServerRequest(undefined, 30_000, t6.goalSetSeq);
+  await sleep(500);
+  const r6 = await second();
+  const rSince6 = r6.lastSeq;
+  const rec6: Json = await resumeAndWatch(r6, t6.threadId, 'goalComplete');
+  rec6.userServerRequest = { method: req6.method, id: req6.id, itemId: req6.params?.itemId };
+  const rGot = r6.serverRequests.find((x) => x.seq > rSince6);
+  rec6.secondConnectionGotSameRequestId = rGot ? rGot.id === req6.id : false;
+  // Decline from the FIRST connection only now.
+  const uDecl = u.lastSeq;
+  const rDecl = r6.lastSeq;
+  u.respond(req6.id as number, { decision: 'decline' });
+  await u.waitFor(about(t6.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, uDecl).catch(() => undefined);
+  await sleep(800);
+  rec6.afterUserDecline = {
+    secondConnectionSaw: order(r6, t6.threadId, rDecl, keyOnly),
+    userConnectionSaw: order(u, t6.threadId, uDecl, keyOnly),
+    state: await state(t6.threadId),
+    approvalFileExists: existsSync(approvalFile),
+  };
+  show('j6_waitingOnApproval', rec6);
+  await r6.close();
+
+  // 7. goal usageLimited ---------------------------------------------------------------------
+  mock.setMode('usageLimit');
+  const t7 = await startThreadWithGoal(u, 'probe j7 usage limited', { cwd: await tempCwd() });
+  await waitTurnCompleted(u, t7.threadId, 'failed', 30_000, t7.goalSetSeq);
+  await sleep(500);
+  const r7 = await second();
+  show('j7_usageLimited', await resumeAndWatch(r7, t7.threadId, 'goalComplete'));
+  await r7.close();
+
+  // Leave nothing active behind.
+  for (const t of [t1, t2, t3, t4, t5, t6, t7]) {
+    if ((await state(t.threadId)).goal === 'active') await u.request('thread/goal/set', { threadId: t.threadId, status: 'paused' }).catch(() => undefined);
+  }
+  await u.close();
+  return res;
 }
 
 async function main(): Promise<void> {
@@ -285,7 +499,7 @@ async function main(): Promise<void> {
     if (want('e')) {
       section('(e) what a second connection that called thread/resume receives (B), vs one that did not (C)');
       mock.setMode('http500');
-      const approvalFile = path.join(await tempCwd(), 'approved-by-b');
+      const approvalFile = path.join(await tempCwd(), 'declined-by-b');
       const t = await startThreadWithGoal(a, 'probe second connection', { cwd: await tempCwd(), approvalPolicy: 'untrusted' });
       await waitTurnCompleted(a, t.threadId, 'failed', 60_000, t.goalSetSeq);
       const b = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-b' });
@@ -312,7 +526,9 @@ async function main(): Promise<void> {
       const statusWaiting = await a.request('thread/read', { threadId: t.threadId });
       const goalWaiting = await a.request('thread/goal/get', { threadId: t.threadId });
       mock.setMode('goalComplete');
-      b.respond(reqB.id as number, { decision: 'accept' });
+      // Decline (accepting would run the command through the bundled bubblewrap sandbox, which
+      // leaves /tmp/codex-bwrap-synthetic-mount-targets-<uid> behind).
+      b.respond(reqB.id as number, { decision: 'decline' });
       await a.waitFor(about(t.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, aSince2);
       await waitTurnCompleted(a, t.threadId, undefined, 30_000, a.lastSeq - 1).catch(() => undefined);
       await sleep(600);
@@ -329,7 +545,7 @@ async function main(): Promise<void> {
         cOnApproval: order(cc, t.threadId, cSince2),
         aOnApproval: order(a, t.threadId, aSince2, keyOnly),
         cGotServerRequest: cc.serverRequests.length,
-        approvalFileExists: existsSync(approvalFile),
+        approvalFileExistsAfterDecline: existsSync(approvalFile),
         commandItem: a.notifications
           .filter((n) => n.seq > aSince2 && n.method === 'item/completed' && n.params?.item?.type === 'commandExecution')
           .map((n) => ({ status: n.params.item.status, exitCode: n.params.item.exitCode, command: n.params.item.command })),
@@ -393,13 +609,21 @@ async function main(): Promise<void> {
       await sleep(800);
       const afterUserObjective = await rolloutLines(file);
       results.g = {
+        lineTypesLater: {
+          noOriginPaused: lineTypes(afterNoOrigin.slice(afterAuto.length)),
+          userPausedWithObjective: lineTypes(afterUserObjective.slice(afterNoOrigin.length)),
+        },
         userObjectiveNewLines: afterUserObjective.slice(afterNoOrigin.length),
         userObjectiveNotifications: order(a, pausedThread, since4),
         path: file,
         reply: r.goal?.status,
         notifications: pausedOrder,
         userPausedNewLines: afterPause.slice(before.length),
-        automaticActiveGoalLines: goalLines(afterAuto.slice(afterPause.length)),
+        automaticActiveGoalLines: goalLines(afterAuto.slice(afterPause.length)).filter((l) => !/"function_call_output"|source=\\"goal\\"/.test(l)),
+        lineTypes: {
+          userPaused: lineTypes(afterPause.slice(before.length)),
+          automaticActive: lineTypes(afterAuto.slice(afterPause.length)),
+        },
         noOriginPausedNewLines: afterNoOrigin.slice(afterAuto.length),
         noOriginNotifications: order(a, pausedThread, since3),
       };
@@ -410,6 +634,7 @@ async function main(): Promise<void> {
       for (const l of results.g.automaticActiveGoalLines) out('  ' + l);
       out('no origin paused → new lines:');
       for (const l of results.g.noOriginPausedNewLines) out('  ' + l);
+      out(`appended line types: ${JSON.stringify({ ...results.g.lineTypes, ...results.g.lineTypesLater })}`);
       out('user paused + objective (second user set) → new lines:');
       for (const l of results.g.userObjectiveNewLines) out('  ' + l);
     }
@@ -492,41 +717,76 @@ async function main(): Promise<void> {
 
     // (i) ------------------------------------------------------------------------------------
     if (want('i')) {
-      section('(i) a goal turn in flight (mock: slow) across `daemon restart` and across stop+start');
-      for (const variant of ['restart', 'stop+start'] as const) {
+      section('(i) daemon stop/restart while a goal turn is in flight (stop = SIGTERM, drains turns; SIGKILL after 60 s)');
+      const variants = ['restart', 'stop+start', 'restart-awaiting-approval'] as const;
+      for (const variant of variants) {
         const c1 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i1' });
         clients.push(c1);
-        mock.setMode('slow', { delayMs: 60_000 });
-        const t = await startThreadWithGoal(c1, `probe in-flight ${variant}`, { cwd: await tempCwd() });
+        const approval = variant === 'restart-awaiting-approval';
+        if (approval) mock.setMode('approval', { file: path.join(await tempCwd(), 'never-approved') });
+        else mock.setMode('slow', { delayMs: 5000 });
+        const t = await startThreadWithGoal(c1, `probe in-flight ${variant}`, { cwd: await tempCwd(), ...(approval ? { approvalPolicy: 'untrusted' } : {}) });
         const ts = await c1.waitFor(about(t.threadId, 'turn/started'), 15_000, t.goalSetSeq);
-        await sleep(800);
+        if (approval) await c1.waitForServerRequest(undefined, 15_000, t.goalSetSeq);
+        await sleep(300);
+        mock.setMode('goalComplete');
         const reqBefore = mock.requests;
-        if (variant === 'restart') await restartDaemon(home.dir);
-        else {
+        const t0i = Date.now();
+        let closedAt = -1;
+        const iv = setInterval(() => {
+          if (c1.closed && closedAt < 0) closedAt = Date.now() - t0i;
+        }, 20);
+        let lifecycleMs: Json;
+        if (variant === 'stop+start') {
           await stopDaemon(home.dir);
+          lifecycleMs = { stop: Date.now() - t0i };
+          const t1 = Date.now();
           await startDaemon(home.dir);
+          lifecycleMs.start = Date.now() - t1;
+        } else {
+          await restartDaemon(home.dir);
+          lifecycleMs = { restart: Date.now() - t0i };
         }
+        clearInterval(iv);
+        const lastOnOld = c1.log.filter((e) => e.params?.threadId === t.threadId).slice(-3).map(describe);
         const c2 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i2' });
         clients.push(c2);
-        await sleep(3000);
+        await sleep(2500);
         const loaded = (await c2.request('thread/loaded/list', {})).data.includes(t.threadId);
         const st = (await c2.request('thread/read', { threadId: t.threadId })).thread.status;
         const g = (await c2.request('thread/goal/get', { threadId: t.threadId })).goal?.status;
-        const tl = (await c2.request('thread/turns/list', { threadId: t.threadId })).data.map((x: Json) => ({ same: x.id === ts.params.turn.id, status: x.status, error: x.error?.codexErrorInfo ?? null }));
-        results[`i_${variant}`] = {
-          loaded,
+        const tl = (await c2.request('thread/turns/list', { threadId: t.threadId })).data.map((x: Json) => ({ inFlightTurn: x.id === ts.params.turn.id, status: x.status, error: x.error?.codexErrorInfo ?? null }));
+        const rec: Json = {
+          lifecycleMs,
+          oldConnectionClosedAfterMs: closedAt,
+          lastThreadEventsOnOldConnection: lastOnOld,
+          modelRequestsAfterLifecycle: mock.requests - reqBefore,
+          loadedAfter: loaded,
           threadStatus: st,
           goal: g,
           turns: tl,
-          modelRequestsIn3sAfter: mock.requests - reqBefore,
-          c2Saw: order(c2, t.threadId, 0),
+          newConnectionSaw: order(c2, t.threadId, 0),
         };
-        out(`${variant}: ${JSON.stringify(results[`i_${variant}`])}`);
-        // stop the goal so the next variant starts clean
+        if (!loaded && g === 'active') {
+          const s0 = c2.lastSeq;
+          await c2.request('thread/resume', { threadId: t.threadId, excludeTurns: true });
+          await waitTurnCompleted(c2, t.threadId, undefined, 15_000, s0).catch(() => undefined);
+          await sleep(300);
+          rec.onResume = order(c2, t.threadId, s0, keyOnly);
+          rec.goalAfterResume = (await c2.request('thread/goal/get', { threadId: t.threadId })).goal?.status;
+        }
+        results[`i_${variant}`] = rec;
+        out(`### ${variant}`);
+        out(JSON.stringify(rec, null, 1));
         await c2.request('thread/goal/set', { threadId: t.threadId, status: 'paused' }).catch(() => undefined);
         await c1.close();
         await c2.close();
       }
+    }
+
+    if (want('j')) {
+      section('(j) thread/resume {excludeTurns:true} from a second, fresh connection on a loaded thread');
+      results.j = await probeResume(home, mock, clients);
     }
 
     results.totalMs = Date.now() - started;

@@ -369,7 +369,9 @@ export interface StartedGoalThread {
  * thread/start (cwd = a fresh temp dir) then thread/goal/set {status:"active", objective, origin}.
  * Measured with 0.169.0: no first turn is needed; setting an active goal on the idle, freshly
  * started thread starts a turn at once (turn/started follows the goal/set reply), and that
- * first turn is what creates the rollout (thread/resume works only after it).
+ * first turn is what creates the rollout. Before it, `thread/resume` fails (-32600 "no rollout
+ * found for thread id …") and `thread/turns/list` fails (-32600 "… is not materialized yet …"),
+ * although `thread.path` is already reported.
  */
 export async function startThreadWithGoal(client: UserClient, objective: string, opts: StartThreadOptions = {}): Promise<StartedGoalThread> {
   const madeCwd = opts.cwd === undefined;

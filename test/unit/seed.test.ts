@@ -4,7 +4,7 @@
 //   TestRecovery           -> "recovers after backoff, once, and doubles the backoff on the next failure"
 //   TestOldBlocked         -> "never adopts a goal that was blocked before the engine saw it"
 //   TestPauseDuringRead    -> "a human pause that arrives during <method> wins" (goal/get, turns/list, read)
-//   TestLiveActivity       -> "never competes with a live turn or a pending approval"
+//   TestLiveActivity       -> "never competes with a live turn" and "... a pending approval that arrives during the pre-set read"
 //   TestRestartPending     -> "a pending recovery survives a restart"
 //   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again"
 //   TestResetSetError      -> "a set that errors while notifications show success counts as success"
@@ -141,23 +141,40 @@ describe('seed scenarios', () => {
     });
   }
 
-  it('never competes with a live turn or a pending approval (TestLiveActivity)', async () => {
+  it('never competes with a live turn (TestLiveActivity, thread active from the start)', async () => {
     const dir = tmp();
     const daemon = failedDaemon(dir);
     daemon.thread().status = { type: 'active', activeFlags: [] };
     const clock = new FakeClock();
-    const store = new MemoryStore(stateWith(failedWatch(clock.now() + 5_000, daemon.thread().path)));
+    const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))) });
+    await h.advance(60_000);
+    await h.reconcile();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with active turn');
+    assert.equal(w.state.kind, 'running');
+    assert.equal(dueAt(w.state), null);
+  });
+
+  it('never competes with a pending approval that arrives during the pre-set read (TestLiveActivity)', async () => {
+    const dir = tmp();
+    const daemon = failedDaemon(dir);
+    const clock = new FakeClock();
+    const due = clock.now() + 5_000;
+    const store = new MemoryStore(stateWith(failedWatch(due, daemon.thread().path)));
     const h = await harness({ dir, daemon, clock, store });
+    let injected = false;
     daemon.before = (m) => {
-      if (m.method === 'thread/read') {
-        daemon.before = null;
+      if (m.method === 'thread/read' && clock.now() >= due && !injected) {
+        injected = true;
+        daemon.thread().status = { type: 'active', activeFlags: ['waitingOnApproval'] };
         daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', { threadId: 'thread-1', itemId: 'i', turnId: 'turn-1' });
       }
     };
     await h.advance(5_000);
+    assert.ok(injected, 'the attempt never read the thread');
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
-    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with active turn or approval');
+    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with a pending approval');
     assert.equal(w.state.kind, 'waitingApproval');
     assert.equal(dueAt(w.state), null);
     assert.deepEqual(daemon.violations, [], 'answered the approval');

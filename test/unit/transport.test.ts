@@ -288,18 +288,36 @@ test('url transport errors: non-loopback, refused, upgrade rejected, handshake t
   for (const s of sockets) s.destroy();
   await closeServer(silent);
 
-  // A frame above maxMessageBytes: ws closes with 1009; onClose reports it.
+});
+
+test('url transport: a frame above maxMessageBytes closes with 1009 and is reported, even if sent right after the upgrade', async () => {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((r) => wss.once('listening', () => r()));
-  wss.on('connection', (ws) => ws.send(JSON.stringify({ method: 'big', params: { x: 'x'.repeat(4096) } })));
-  const t = await openTransport({ kind: 'url', url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}` }, { maxMessageBytes: 1024 });
-  const readerErrors: Error[] = [];
-  t.reader.onError((e) => readerErrors.push(e));
-  t.reader.listen(() => assert.fail('oversize message delivered'));
-  const reason = await new Promise<string>((r) => t.onClose(r));
-  assert.match(reason, /1009|payload/i);
-  assert.ok(readerErrors.some((e) => /payload/i.test(e.message)));
-  await closeServer(wss);
+  // Sent immediately on connection: may arrive in the same packet as the 101 response,
+  // i.e. before the caller could call reader.listen(); the reader buffers it.
+  wss.on('connection', (ws) => {
+    ws.send(JSON.stringify({ method: 'first', params: {} }));
+    ws.send(JSON.stringify({ method: 'big', params: { x: 'x'.repeat(4096) } }));
+  });
+  try {
+    const t = await openTransport(
+      { kind: 'url', url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}` },
+      { maxMessageBytes: 1024 },
+    );
+    const readerErrors: Error[] = [];
+    const got: string[] = [];
+    t.reader.onError((e) => readerErrors.push(e));
+    const readerClosed = new Promise<void>((r) => t.reader.onClose(() => r()));
+    t.reader.listen((m) => got.push((m as unknown as { method: string }).method));
+    const reason = await new Promise<string>((r) => t.onClose(r));
+    await readerClosed;
+    assert.match(reason, /1009|payload/i);
+    assert.deepEqual(got, ['first']);
+    assert.ok(readerErrors.some((e) => /payload/i.test(e.message)), readerErrors.map(String).join());
+  } finally {
+    for (const ws of wss.clients) ws.terminate();
+    await closeServer(wss);
+  }
 });
 
 // ---------------------------------------------------------------- stdio transport

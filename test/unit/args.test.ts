@@ -1,0 +1,67 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { parseCli, UsageError } from '../../src/runner/args';
+import { engineOptions } from '../../src/runner/cli';
+
+const env = { HOME: '/home/u' } as NodeJS.ProcessEnv;
+
+describe('runner command line', () => {
+  it('watch defaults to the daemon socket under ~/.codex', () => {
+    const a = parseCli(['watch'], env);
+    assert.equal(a.command, 'watch');
+    if (a.command !== 'watch') return;
+    assert.deepEqual(a.target, { kind: 'socket', path: '/home/u/.codex/app-server-control/app-server-control.sock' });
+    assert.equal(a.statePath, '/home/u/.local/state/codex-goal-recovery/state.json');
+    assert.equal(a.json, false);
+  });
+
+  it('honours CODEX_HOME and --codex-home', () => {
+    const a = parseCli(['watch'], { ...env, CODEX_HOME: '/x/codex' });
+    assert.equal(a.command === 'watch' && a.target.kind === 'socket' && a.target.path, '/x/codex/app-server-control/app-server-control.sock');
+    const b = parseCli(['watch', '--codex-home', '/y'], env);
+    assert.equal(b.command === 'watch' && b.target.kind === 'socket' && b.target.path, '/y/app-server-control/app-server-control.sock');
+  });
+
+  it('takes --socket, --url, --stdio, fractional delays and --json', () => {
+    const a = parseCli(['watch', '--socket', 's.sock', '--state', 'st.json', '--base-delay', '0.25', '--max-delay', '2', '--max-attempts', '3', '--json'], env);
+    assert.ok(a.command === 'watch');
+    if (a.command !== 'watch') return;
+    assert.deepEqual(a.target, { kind: 'socket', path: path.resolve('s.sock') });
+    assert.equal(a.statePath, path.resolve('st.json'));
+    assert.deepEqual([a.baseDelayMs, a.maxDelayMs, a.maxAttempts, a.json], [250, 2000, 3, true]);
+    const opts = engineOptions(a, {});
+    assert.deepEqual([opts.baseDelayMs, opts.maxDelayMs, opts.maxAttempts], [250, 2000, 3]);
+    const u = parseCli(['watch', '--url', 'ws://127.0.0.1:4500'], env);
+    assert.deepEqual(u.command === 'watch' && u.target, { kind: 'url', url: 'ws://127.0.0.1:4500' });
+    const s = parseCli(['watch', '--stdio', '--codex-home', '/h'], { ...env, CODEX_GOAL_RECOVERY_CODEX: '/bin/codex' });
+    assert.ok(s.command === 'watch' && s.target.kind === 'stdio');
+    if (s.command === 'watch' && s.target.kind === 'stdio') {
+      assert.equal(s.target.command, '/bin/codex');
+      assert.deepEqual(s.target.args, ['app-server']);
+      assert.equal(s.target.env?.CODEX_HOME, '/h');
+    }
+  });
+
+  it('refuses conflicting or malformed flags with a usage error', () => {
+    for (const argv of [
+      ['watch', '--socket', 'a', '--url', 'ws://127.0.0.1:1'],
+      ['watch', '--socket', 'a', '--codex-home', 'b'],
+      ['watch', '--base-delay', '-1'],
+      ['watch', '--base-delay', 'soon'],
+      ['watch', '--max-attempts', '1.5'],
+      ['watch', '--max-attempts', '0'],
+      ['watch', '--url', 'ws://192.168.1.4:80'],
+      ['watch', '--url', 'http://127.0.0.1:80'],
+      ['watch', '--frobnicate'],
+      ['status', '--json', '--socket', 'x'],
+      ['destroy'],
+    ]) {
+      assert.throws(() => parseCli(argv, env), UsageError, argv.join(' '));
+    }
+  });
+
+  it('status takes --state', () => {
+    assert.deepEqual(parseCli(['status', '--state', '/s.json'], env), { command: 'status', statePath: '/s.json', json: false });
+  });
+});

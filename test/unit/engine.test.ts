@@ -1,0 +1,270 @@
+// Engine rules beyond the seed: what is never touched, give-up, usage limits, the global
+// limiter, user intent from the extension, events in the real daemon's order, reconnects.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { dueAt } from '../../src/model/watch';
+import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
+import { makeHarness, type Harness } from '../support/engineHarness';
+import { MemoryStore } from '../support/memoryStore';
+
+const harnesses: Harness[] = [];
+after(async () => {
+  for (const h of harnesses) await h.cleanup();
+});
+
+async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['thread-1']): Promise<Harness> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+  const daemon = init.daemon ?? new FakeDaemon(dir);
+  for (const id of threads) daemon.addThread(id);
+  const h = await makeHarness({ dir, ...init, daemon });
+  harnesses.push(h);
+  for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', `${id} not armed`);
+  return h;
+}
+
+/** The real daemon's order: goal blocked and systemError first, then the final error and turn/completed(failed). */
+function failByEvents(d: FakeDaemon, id: string, turnId: string, codexErrorInfo: unknown = 'internalServerError'): void {
+  const t = d.thread(id);
+  t.goal = testGoal(id, 'blocked');
+  t.turn = testTurn(turnId, 'failed', codexErrorInfo);
+  t.status = { type: 'systemError' };
+  d.notify('thread/goal/updated', { threadId: id, turnId, goal: t.goal });
+  d.notify('thread/status/changed', { threadId: id, status: t.status });
+  d.notify('error', { threadId: id, turnId, willRetry: false, error: t.turn.error });
+  d.notify('turn/completed', { threadId: id, turn: t.turn });
+}
+
+describe('engine', () => {
+  it('reacts to events in the real order without a resync, and fires exactly at the due time', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'backoff');
+    assert.equal(dueAt(w.state), h.clock.now() + 1_000);
+    const before = h.daemon.requests.length;
+    await h.advance(999);
+    assert.equal(h.daemon.requests.length, before, 'polled while waiting for the due time');
+    await h.advance(1);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    // The pre-set reads, then the set.
+    assert.deepEqual(h.daemon.requests.slice(before, before + 4).map((m) => m.method), ['thread/goal/get', 'thread/read', 'thread/turns/list', 'thread/goal/set']);
+  });
+
+  it('sends no RPC between resyncs while threads are healthy, and one per thread per resync', async () => {
+    const h = await armed({}, ['a', 'b', 'c']);
+    const n = h.daemon.requests.length;
+    await h.advance(59_999);
+    assert.equal(h.daemon.requests.length, n, 'polled between resyncs');
+    await h.advance(1);
+    const resync = h.daemon.requests.slice(n).map((m) => m.method);
+    assert.deepEqual(resync.sort(), ['thread/goal/get', 'thread/goal/get', 'thread/goal/get', 'thread/loaded/list']);
+  });
+
+  for (const [name, goal, turn, expected] of [
+    ['a model-set block', 'blocked', testTurn('turn-1', 'completed'), 'modelBlocked'],
+    ['a complete goal', 'complete', testTurn('turn-1', 'completed'), 'complete'],
+    ['a budget-limited goal', 'budgetLimited', testTurn('turn-1', 'completed'), 'budgetLimited'],
+    ['a paused goal', 'paused', testTurn('turn-1', 'completed'), 'paused'],
+    ['an interrupted turn', 'blocked', testTurn('turn-1', 'interrupted'), 'interrupted'],
+    ['a context window overflow', 'blocked', testTurn('turn-1', 'failed', 'contextWindowExceeded'), 'needsAttention'],
+    ['a 400', 'blocked', testTurn('turn-1', 'failed', { responseTooManyFailedAttempts: { httpStatusCode: 400 } }), 'needsAttention'],
+    ['a 401', 'blocked', testTurn('turn-1', 'failed', 'unauthorized'), 'needsAttention'],
+  ] as const) {
+    it(`never touches ${name}`, async () => {
+      const h = await armed();
+      const t = h.daemon.thread();
+      t.goal = testGoal('thread-1', goal);
+      t.turn = turn;
+      t.status = { type: 'idle' };
+      h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
+      h.daemon.notify('turn/completed', { threadId: 'thread-1', turn });
+      await h.settle();
+      await h.advance(2 * 60 * 60_000);
+      assert.equal(h.engine.watch('thread-1')!.state.kind, expected);
+      assert.equal(h.daemon.count('thread/goal/set'), 0);
+    });
+  }
+
+  it('gives up after max attempts of consecutive failures; a successful turn resets the count', async () => {
+    const h = await armed({ options: { maxAttempts: 3 } });
+    let turn = 1;
+    const failAndWait = async () => {
+      failByEvents(h.daemon, 'thread-1', `turn-${turn++}`);
+      await h.settle();
+      await h.advance(60_000);
+    };
+    await failAndWait();
+    await failAndWait();
+    assert.equal(h.engine.watch('thread-1')!.failures, 2);
+    // A turn that completes successfully resets the count.
+    h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: testTurn(`turn-${turn++}`, 'completed') });
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.failures, 0);
+    for (let i = 0; i < 3; i++) await failAndWait();
+    assert.equal(h.daemon.count('thread/goal/set'), 5);
+    failByEvents(h.daemon, 'thread-1', `turn-${turn++}`);
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.deepEqual(w.state, { kind: 'gaveUp', attempts: 3 });
+    assert.ok(h.decisions.some((d) => d.type === 'gave-up'));
+    await h.advance(2 * 60 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 5, 'kept trying after giving up');
+    // Retry now is the user's explicit request: one more try.
+    await h.engine.retryNow('thread-1');
+    await h.settle();
+    assert.equal(h.daemon.count('thread/goal/set'), 6);
+  });
+
+  it('resumes a usage-limited goal after the reset plus the margin, and only then', async () => {
+    const h = await armed({ options: { usageMarginMs: 60_000 } });
+    h.daemon.rateLimitResetSeconds = Math.floor(h.clock.now() / 1000) + 3600;
+    const t = h.daemon.thread();
+    t.goal = testGoal('thread-1', 'usageLimited');
+    t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
+    t.status = { type: 'idle' };
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
+    h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'usageLimited');
+    assert.equal(dueAt(w.state), h.daemon.rateLimitResetSeconds * 1000 + 60_000);
+    await h.advance(3600_000 + 59_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'resumed before the reset');
+    await h.advance(1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+  });
+
+  it('waits the maximum delay for a usage limit whose reset is unknown', async () => {
+    const h = await armed({ options: { maxDelayMs: 120_000 } });
+    const t = h.daemon.thread();
+    t.goal = testGoal('thread-1', 'usageLimited');
+    t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
+    await h.settle();
+    assert.equal(dueAt(h.engine.watch('thread-1')!.state), h.clock.now() + 120_000);
+  });
+
+  it('limits recoveries globally: a burst, then one per interval', async () => {
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    const h = await armed({ options: { limiterBurst: 3, limiterIntervalMs: 10_000 } }, ids);
+    for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
+    await h.settle();
+    await h.advance(1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 3, 'the burst');
+    assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'));
+    await h.advance(9_999);
+    assert.equal(h.daemon.count('thread/goal/set'), 3);
+    await h.advance(1);
+    assert.equal(h.daemon.count('thread/goal/set'), 4);
+    await h.advance(10_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 5);
+  });
+
+  it('pausing auto-recovery holds every recovery; resuming lets it run', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    await h.engine.pauseAll();
+    await h.advance(10 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+    assert.equal(h.engine.nextDueAt(), null);
+    await h.engine.resumeAll();
+    await h.settle();
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+
+  it("the extension's disarm marker survives a restart; re-arm clears it", async () => {
+    const store = new MemoryStore();
+    const h = await armed({ store });
+    await h.engine.disarm('thread-1');
+    await h.engine.stop();
+    const h2 = await makeHarness({ dir: h.dir, daemon: h.daemon, store, clock: h.clock });
+    harnesses.push(h2);
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h2.reconcile();
+    assert.equal(h2.engine.watch('thread-1')!.state.kind, 'disarmed');
+    await h2.advance(10 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered a disarmed thread');
+    await h2.engine.rearm('thread-1');
+    await h2.settle();
+    // Re-armed after the failure: the failure predates the arming, but it is the user's own request.
+    assert.equal(h2.engine.watch('thread-1')!.state.kind, 'backoff');
+    await h2.advance(1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+
+  it('never answers a server request, and resumes watching after the approval resolves', async () => {
+    const h = await armed();
+    const t = h.daemon.thread();
+    t.status = { type: 'active', activeFlags: ['waitingOnApproval'] };
+    h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    h.daemon.serverRequest(7, 'item/commandExecution/requestApproval', { threadId: 'thread-1', turnId: 'turn-1', itemId: 'x' });
+    h.daemon.serverRequest('r-8', 'item/tool/requestUserInput', { threadId: 'thread-1', turnId: 'turn-1', itemId: 'y' });
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'waitingApproval');
+    await h.advance(5 * 60_000);
+    assert.deepEqual(h.daemon.violations, [], 'a server request was answered');
+    h.daemon.notify('serverRequest/resolved', { threadId: 'thread-1', requestId: 7 });
+    h.daemon.notify('serverRequest/resolved', { threadId: 'thread-1', requestId: 'r-8' });
+    t.status = { type: 'active', activeFlags: [] };
+    h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+  });
+
+  it('reconnects after the daemon drops, re-subscribes and recovers what failed meanwhile', async () => {
+    const h = await armed();
+    assert.equal(h.daemon.count('thread/resume'), 1);
+    h.daemon.disconnect();
+    await h.settle();
+    assert.equal(h.engine.connectionState().kind, 'disconnected');
+    h.daemon.fail('thread-1', 'turn-1');
+    await h.advance(500);
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.equal(h.daemon.count('thread/resume'), 2, 'did not re-subscribe');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
+    await h.advance(1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+
+  it('a thread unloaded during backoff keeps its failure, and is recovered once when loaded again', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const due = dueAt(h.engine.watch('thread-1')!.state);
+    h.daemon.thread().loaded = false;
+    await h.reconcile();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'unloaded');
+    await h.advance(5_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'acted on an unloaded thread');
+    assert.equal(h.daemon.requests.filter((m) => m.method === 'thread/resume').length, 1, 'resumed an unloaded thread');
+    // Another client loads it again (resume re-emits the goal to everyone).
+    h.daemon.thread().loaded = true;
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: h.daemon.thread().goal });
+    await h.settle();
+    assert.ok(due !== null);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    await h.reconcile();
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+
+  it('starts clean and says so when the stored state is corrupt', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const file = path.join(dir, 'state.json');
+    fs.writeFileSync(file, '{"version": 1, "watches": [trunc');
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    const h = await makeHarness({ dir, daemon, store: new JsonFileStore(file) });
+    harnesses.push(h);
+    const warning = h.decisions.find((d) => d.type === 'warning');
+    assert.ok(warning && warning.type === 'warning' && /corrupt|not valid|kept aside/i.test(warning.message), JSON.stringify(warning));
+    assert.ok(fs.readdirSync(dir).some((f) => f.startsWith('state.json.corrupt-')), 'the corrupt file was not kept aside');
+    assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
+  });
+});
