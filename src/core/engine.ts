@@ -33,6 +33,7 @@ import type { Clock, TimerHandle } from './clock';
 import { RecoveryLimiter } from './limiter';
 import { isThreadActive, type LiveThread, newLive, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
+import { resetFromMessage } from './usageReset';
 
 export interface EngineDeps {
   connect: Connector;
@@ -404,7 +405,16 @@ export class Engine {
   private async subscribe(session: DaemonSession, threadId: string): Promise<Thread | null> {
     const live = this.liveOf(threadId);
     if (live.subscribed || !live.loaded) return null;
-    const thread = await session.resume(threadId);
+    let thread: Thread;
+    try {
+      thread = await session.resume(threadId);
+    } catch (error) {
+      // e.g. a brand-new thread whose rollout does not exist yet: try again on its next event.
+      if (!(error instanceof RpcError)) throw error;
+      if (!live.subscribeFailed) this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
+      live.subscribeFailed = true;
+      return null;
+    }
     live.subscribed = true;
     const w = this.state.watches[threadId];
     if (w) this.applyThread(w, thread);
@@ -552,8 +562,9 @@ export class Engine {
       resetsAt = await session.rateLimitResetAt();
     } catch (error) {
       if (error instanceof ConnectionLostError) throw error;
-      this.emit({ type: 'warning', threadId: w.threadId, message: `rate-limit reset unknown (${errorText(error)}); waiting the maximum delay` });
+      this.emit({ type: 'warning', threadId: w.threadId, message: `could not read the rate limits (${errorText(error)}); using the reset time in the error message, if any` });
     }
+    if (resetsAt === null && live.turn?.error) resetsAt = resetFromMessage(live.turn.error.message, now);
     const due = resetsAt !== null && resetsAt > now ? resetsAt + this.options.usageMarginMs : now + this.options.maxDelayMs;
     w.lastFailure = { turnId: key, message: 'usage limit reached', code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due };
     this.setState(w, { kind: 'usageLimited', dueAt: due, resetsAt });

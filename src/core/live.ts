@@ -15,11 +15,13 @@ export interface LiveThread {
   seq: number;
   /** Resumed (subscribed to turn events) on the current connection. */
   subscribed: boolean;
+  /** A resume was refused on this connection (already reported once). */
+  subscribeFailed: boolean;
   loaded: boolean;
 }
 
 export function newLive(): LiveThread {
-  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, loaded: true };
+  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, subscribeFailed: false, loaded: true };
 }
 
 export function isThreadActive(status: ThreadStatus | null): boolean {

@@ -13,7 +13,7 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
-import { startMockModel, type MockMode, type MockModel } from './mockModel';
+import { startMockModel, type MockMode, type MockModeOptions, type MockModel } from './mockModel';
 import {
   codexBinary,
   codexEnv,
@@ -232,8 +232,8 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
     }
   };
   /** Resume from `r`, watch WINDOW_MS, report. `mode` is what the mock answers during the window. */
-  const resumeAndWatch = async (r: UserClient, threadId: string, mode: MockMode, windowMs = WINDOW_MS) => {
-    mock.setMode(mode);
+  const resumeAndWatch = async (r: UserClient, threadId: string, mode: MockMode, windowMs = WINDOW_MS, modeOpts?: MockModeOptions) => {
+    mock.setMode(mode, modeOpts);
     const before = await state(threadId);
     const uSince = u.lastSeq;
     const rSince = r.lastSeq;
@@ -273,24 +273,64 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   };
 
   // 1. goal active, thread idle after the user's turn/interrupt ------------------------------
-  mock.setMode('slow', { delayMs: 20_000 });
+  // The mock answers `slow` during the window, so a turn that resume starts stays observable
+  // and can be interrupted again by the user, which brings the thread back to the case-1 state
+  // for case 8 and the variants.
+  const SLOW = { delayMs: 20_000 };
+  /** The user interrupts the last turn started on `threadId` after `since`, if any; returns its end status. */
+  const interruptStarted = async (threadId: string, since: number): Promise<string | null> => {
+    const st = u.notifications.filter((x) => x.seq > since && x.method === 'turn/started' && x.params?.threadId === threadId).pop();
+    if (!st) return null;
+    const id = st.params.turn.id as string;
+    const done = u.log.find((x) => x.seq > st.seq && x.method === 'turn/completed' && x.params?.turn?.id === id);
+    if (done) return `${done.params.turn.status} (ended by itself)`;
+    await u.request('turn/interrupt', { threadId, turnId: id });
+    const end = await u.waitFor(about(threadId, 'turn/completed', (p) => p.turn?.id === id), 15_000, st.seq);
+    await sleep(1000);
+    return end.params.turn.status as string;
+  };
+  mock.setMode('slow', SLOW);
   const t1 = await startThreadWithGoal(u, 'probe j1 interrupted', { cwd: await tempCwd() });
   const ts1 = await u.waitFor(about(t1.threadId, 'turn/started'), 15_000, t1.goalSetSeq);
   await mock.waitForRequests(mock.requests + 1, 5000).catch(() => undefined);
   await sleep(300);
   await u.request('turn/interrupt', { threadId: t1.threadId, turnId: ts1.params.turn.id });
   await waitTurnCompleted(u, t1.threadId, 'interrupted', 15_000, t1.goalSetSeq);
-  await sleep(1000);
+  // Control: nothing happens by itself on the interrupted thread.
+  const ctlSeq = u.lastSeq;
+  const ctlReq = mock.requests;
+  await sleep(3000);
+  const control = {
+    windowMs: 3000,
+    modelRequests: mock.requests - ctlReq,
+    turnStarted: u.notifications.some((x) => x.seq > ctlSeq && x.method === 'turn/started' && x.params?.threadId === t1.threadId),
+  };
   const r1 = await second();
-  show('j1_activeInterrupted', await resumeAndWatch(r1, t1.threadId, 'goalComplete'));
+  let s0 = u.lastSeq;
+  const rec1: Json = await resumeAndWatch(r1, t1.threadId, 'slow', WINDOW_MS, SLOW);
+  rec1.controlWithoutResume = control;
+  rec1.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
+  rec1.stateAfterUserInterrupt = await state(t1.threadId);
+  show('j1_activeInterrupted', rec1);
 
-  // 8. the same second connection calls thread/resume again ----------------------------------
-  show('j8_secondResumeSameConnection', await resumeAndWatch(r1, t1.threadId, 'goalComplete'));
+  // 8. the same second connection calls thread/resume again (thread back in the case-1 state) -
+  s0 = u.lastSeq;
+  const rec8: Json = await resumeAndWatch(r1, t1.threadId, 'slow', WINDOW_MS, SLOW);
+  rec8.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
+  show('j8_secondResumeSameConnection', rec8);
   await r1.close();
-  // A third, fresh connection after the second one closed (does "a new subscriber" matter?).
+
+  // 1b. a fresh connection after the first resumer closed; 1c. the user's own connection resumes.
   const r1b = await second();
-  show('j1b_freshConnectionAfterFirstClosed', await resumeAndWatch(r1b, t1.threadId, 'goalComplete', 3000));
+  s0 = u.lastSeq;
+  const rec1b: Json = await resumeAndWatch(r1b, t1.threadId, 'slow', 3000, SLOW);
+  rec1b.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
+  show('j1b_freshConnectionAfterFirstClosed', rec1b);
   await r1b.close();
+  s0 = u.lastSeq;
+  const rec1c: Json = await resumeAndWatch(u, t1.threadId, 'slow', 3000, SLOW);
+  rec1c.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
+  show('j1c_userConnectionItselfResumes', rec1c);
   if ((await state(t1.threadId)).goal === 'active') await u.request('thread/goal/set', { threadId: t1.threadId, status: 'paused' });
 
   // 2. goal blocked after a failed turn (http500), thread systemError ------------------------
@@ -341,7 +381,7 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   await u.waitFor(about(t5.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, t5.goalSetSeq).catch(() => undefined);
   await sleep(800);
   rec5.runningTurnEnded = { id: String(end5.params.turn.id).slice(-6), status: end5.params.turn.status };
-  rec5.secondConnectionSawWholeRun = order(r5, t5.threadId, rSince5, keyOnly);
+  rec5.secondConnectionSawWholeRun = order(r5, t5.threadId, rSince5, (e) => !NOISE.has(e.method));
   rec5.userConnectionWholeRun = order(u, t5.threadId, t5.goalSetSeq, keyOnly);
   show('j5_activeTurnRunning', rec5);
   await r5.close();
