@@ -393,7 +393,11 @@ export class Engine {
     this.emit({ type: 'armed', threadId: w.threadId, title: w.title });
     const live = this.liveOf(w.threadId);
     const seq = live.seq;
-    const turn = await session.latestTurn(w.threadId);
+    // A brand-new thread has no turn to list yet ("not materialized"): its events tell.
+    const turn = await session.latestTurn(w.threadId).catch((error: unknown) => {
+      if (error instanceof RpcError) return null;
+      throw error;
+    });
     if (live.seq === seq) {
       if (thread) live.status = thread.status;
       live.turn = turn;
@@ -610,7 +614,15 @@ export class Engine {
       return;
     }
     w.rolloutOffset = result.nextOffset;
-    for (const marker of result.markers) {
+    let markers = result.markers;
+    if (result.truncated) {
+      // The rollout was rewritten: offsets from before mean nothing now. Only its last marker
+      // can still speak for the user.
+      this.emit({ type: 'warning', threadId: w.threadId, message: `the rollout ${w.rolloutPath} was truncated or rewritten; re-read from the start` });
+      w.armOffset = 0;
+      markers = result.last ? [result.last] : [];
+    }
+    for (const marker of markers) {
       w.lastMarker = marker;
       if (w.armOffset !== null && marker.offset < w.armOffset) continue; // older than the arming
       const now = this.deps.clock.now();

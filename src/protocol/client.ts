@@ -11,7 +11,7 @@ import {
   type Event,
   ResponseError,
 } from 'vscode-jsonrpc/node';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { GoalStatus } from '../model/watch';
 import {
   ConnectionLostError,
@@ -50,6 +50,7 @@ export interface ClientOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
+const UnknownSchema = z.unknown();
 
 /** Opens a transport, performs the handshake and returns a session. */
 export async function connectDaemon(
@@ -165,6 +166,10 @@ class JsonRpcDaemon implements DaemonSession {
 
   async rateLimitResetAt(): Promise<number | null> {
     return soonestReset(await this.call('account/rateLimits/read', {}, RateLimitsResultSchema));
+  }
+
+  request(method: string, params: object): Promise<unknown> {
+    return this.call(method, params, UnknownSchema);
   }
 
   async close(): Promise<void> {

@@ -40,6 +40,8 @@ export interface DaemonSession {
   setGoalStatusAsUser(threadId: string, status: GoalStatus): Promise<ThreadGoal | null>;
   /** The soonest known rate-limit reset (ms since the epoch), or null when unknown. */
   rateLimitResetAt(): Promise<number | null>;
+  /** Any other call, unvalidated: for actions a person asked for explicitly (and for tests). */
+  request(method: string, params: object): Promise<unknown>;
   close(): Promise<void>;
 }
 

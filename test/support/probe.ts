@@ -320,17 +320,15 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   show('j8_secondResumeSameConnection', rec8);
   await r1.close();
 
-  // 1b. a fresh connection after the first resumer closed; 1c. the user's own connection resumes.
+  // 1b. a third resume, from a fresh connection after the first resumer closed. The thread now
+  // has three interrupted goal turns without output in a row (the user's, then one per resume).
   const r1b = await second();
   s0 = u.lastSeq;
   const rec1b: Json = await resumeAndWatch(r1b, t1.threadId, 'slow', 3000, SLOW);
   rec1b.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
-  show('j1b_freshConnectionAfterFirstClosed', rec1b);
+  rec1b.turns = (await u.request('thread/turns/list', { threadId: t1.threadId })).data.map((x: Json) => `${String(x.id).slice(-6)}:${x.status}`);
+  show('j1b_thirdResumeAfterThreeInterruptedTurns', rec1b);
   await r1b.close();
-  s0 = u.lastSeq;
-  const rec1c: Json = await resumeAndWatch(u, t1.threadId, 'slow', 3000, SLOW);
-  rec1c.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
-  show('j1c_userConnectionItselfResumes', rec1c);
   if ((await state(t1.threadId)).goal === 'active') await u.request('thread/goal/set', { threadId: t1.threadId, status: 'paused' });
 
   // 2. goal blocked after a failed turn (http500), thread systemError ------------------------
