@@ -409,6 +409,19 @@ export class Engine {
   private async subscribe(session: DaemonSession, threadId: string): Promise<Thread | null> {
     const live = this.liveOf(threadId);
     if (live.subscribed || !live.loaded) return null;
+    const w = this.state.watches[threadId];
+    const running = () => isThreadActive(live.status) || live.turn?.status === 'inProgress';
+    if (w?.goal?.status === 'active' && !running()) {
+      // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
+      // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
+      const seq = live.seq;
+      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(() => null)]);
+      if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
+      live.status = thread.status;
+      live.turn = turn;
+      this.applyThread(w, thread);
+      if (!running()) return null;
+    }
     let thread: Thread;
     try {
       thread = await session.resume(threadId);
@@ -420,8 +433,8 @@ export class Engine {
       return null;
     }
     live.subscribed = true;
-    const w = this.state.watches[threadId];
-    if (w) this.applyThread(w, thread);
+    const watched = this.state.watches[threadId];
+    if (watched) this.applyThread(watched, thread);
     return thread;
   }
 

@@ -233,6 +233,30 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
+    const h = await armed();
+    const t = h.daemon.thread();
+    t.turn = testTurn('turn-1', 'interrupted');
+    t.status = { type: 'idle' };
+    h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'interrupted');
+    h.daemon.disconnect();
+    await h.advance(500);
+    await h.reconcile();
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.equal(h.daemon.count('thread/resume'), 1, 'resumed an interrupted thread with an active goal');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'interrupted');
+    // The user starts a turn: now the engine subscribes.
+    t.turn = testTurn('turn-2', 'inProgress');
+    t.status = { type: 'active', activeFlags: [] };
+    h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    await h.settle();
+    assert.equal(h.daemon.count('thread/resume'), 2);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+  });
+
   it('a thread unloaded during backoff keeps its failure, and is recovered once when loaded again', async () => {
     const h = await armed();
     failByEvents(h.daemon, 'thread-1', 'turn-1');

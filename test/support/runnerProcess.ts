@@ -1,0 +1,105 @@
+// The headless runner (dist/cli.js) as a child process, with its --json decisions parsed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+
+export interface RunnerDecision {
+  ts: string;
+  type: string;
+  threadId?: string;
+  attempt?: number;
+  failedTurnId?: string;
+  reason?: string;
+  how?: string;
+  state?: string;
+  detail?: string;
+  message?: string;
+  [key: string]: unknown;
+}
+
+export const CLI = path.resolve(__dirname, '..', '..', '..', 'dist', 'cli.js');
+
+export class RunnerProcess {
+  readonly decisions: RunnerDecision[] = [];
+  readonly stderr: string[] = [];
+  readonly child: ChildProcess;
+  exitCode: number | null = null;
+  private readonly exited: Promise<number | null>;
+  private waiters = new Set<() => void>();
+
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+    this.child = spawn(process.execPath, [CLI, 'watch', ...args, '--json'], {
+      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    readline.createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      try {
+        this.decisions.push(JSON.parse(line) as RunnerDecision);
+      } catch {
+        this.stderr.push(`unparsable stdout line: ${line}`);
+      }
+      this.poke();
+    });
+    readline.createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code) => {
+      this.exitCode = code;
+      this.poke();
+      resolve(code);
+    }));
+  }
+
+  of(type: string, threadId?: string): RunnerDecision[] {
+    return this.decisions.filter((d) => d.type === type && (threadId === undefined || d.threadId === threadId));
+  }
+
+  /** Waits until a decision matches; fails with the log so far. */
+  async waitFor(match: (d: RunnerDecision) => boolean, timeoutMs: number, what = 'decision'): Promise<RunnerDecision> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.decisions.find(match);
+      if (found) return found;
+      if (this.exitCode !== null) throw new Error(`runner exited (${this.exitCode}) before ${what}\n${this.transcript()}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}\n${this.transcript()}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.add(() => { clearTimeout(t); resolve(); });
+      });
+    }
+  }
+
+  connected(timeoutMs = 15_000): Promise<RunnerDecision> {
+    return this.waitFor((d) => d.type === 'connection' && d.state === 'connected', timeoutMs, 'connection');
+  }
+
+  /** SIGINT: the runner saves its state and exits 0. */
+  async stop(): Promise<number | null> {
+    if (this.exitCode === null) this.signal('SIGINT');
+    return this.exited;
+  }
+
+  /** SIGKILL: a crash, no chance to save. */
+  async kill(): Promise<void> {
+    if (this.exitCode === null) this.signal('SIGKILL');
+    await this.exited;
+  }
+
+  transcript(): string {
+    return [...this.decisions.map((d) => JSON.stringify(d)), ...this.stderr.map((l) => `stderr: ${l}`)].join('\n');
+  }
+
+  private signal(sig: NodeJS.Signals): void {
+    try {
+      process.kill(-this.child.pid!, sig);
+    } catch {
+      // already gone
+    }
+  }
+
+  private poke(): void {
+    const w = this.waiters;
+    this.waiters = new Set();
+    for (const f of w) f();
+  }
+}
