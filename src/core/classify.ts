@@ -7,7 +7,12 @@ export type FailureClass =
   | { kind: 'permanent'; code: string; httpStatus: number | null };
 
 /** `codexErrorInfo` strings that a later attempt can get past. */
-const TRANSIENT_CODES = new Set(['internalServerError', 'serverOverloaded', 'other', 'rateLimitExceeded']);
+const TRANSIENT_CODES = new Set(['internalServerError', 'serverOverloaded', 'rateLimitExceeded']);
+/**
+ * `other` covers a dropped stream and `response.failed` (transient), but also a plain HTTP 400
+ * (not): measured with 0.169.0, only the message tells them apart.
+ */
+const TRANSIENT_OTHER_MESSAGE = /stream disconnected|network error|connection (reset|closed|refused)|timed out|timeout|temporarily unavailable|overloaded|high demand/i;
 /** Variants with an `httpStatusCode`: transient unless the status says the request itself is wrong. */
 const TRANSIENT_VARIANTS = new Set([
   'responseStreamDisconnected',
@@ -31,10 +36,13 @@ export function describeErrorInfo(info: unknown): { code: string; httpStatus: nu
   return { code: 'unknown', httpStatus: null };
 }
 
-export function classifyFailure(info: unknown): FailureClass {
+export function classifyFailure(info: unknown, message = ''): FailureClass {
   const { code, httpStatus } = describeErrorInfo(info);
   if (USAGE_CODES.has(code)) return { kind: 'usageLimit', code, httpStatus };
   if (TRANSIENT_CODES.has(code)) return { kind: 'transient', code, httpStatus };
+  if (code === 'other') {
+    return TRANSIENT_OTHER_MESSAGE.test(message) ? { kind: 'transient', code, httpStatus } : { kind: 'permanent', code, httpStatus };
+  }
   if (TRANSIENT_VARIANTS.has(code)) {
     return isClientErrorStatus(httpStatus) ? { kind: 'permanent', code, httpStatus } : { kind: 'transient', code, httpStatus };
   }

@@ -530,7 +530,7 @@ export class Engine {
     if (turn.status === 'interrupted') return this.setState(w, { kind: 'interrupted' });
     if (w.recovered.includes(turn.id)) return; // recovered once already: never again
     const { code, httpStatus } = describeErrorInfo(turn.error?.codexErrorInfo ?? null);
-    const cls = classifyFailure(turn.error?.codexErrorInfo ?? null);
+    const cls = classifyFailure(turn.error?.codexErrorInfo ?? null, turn.error?.message ?? '');
     if (cls.kind !== 'transient') {
       return this.setState(w, { kind: 'needsAttention', code, message: turn.error?.message ?? 'turn failed' });
     }

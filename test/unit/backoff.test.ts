@@ -54,7 +54,6 @@ describe('failure classification', () => {
   const cases: [unknown, string][] = [
     ['internalServerError', 'transient'],
     ['serverOverloaded', 'transient'],
-    ['other', 'transient'],
     [{ responseStreamDisconnected: { httpStatusCode: null } }, 'transient'],
     [{ responseTooManyFailedAttempts: { httpStatusCode: 502 } }, 'transient'],
     [{ responseTooManyFailedAttempts: { httpStatusCode: 429 } }, 'transient'],
@@ -74,6 +73,13 @@ describe('failure classification', () => {
   for (const [info, kind] of cases) {
     it(`${JSON.stringify(info)} is ${kind}`, () => assert.equal(classifyFailure(info).kind, kind));
   }
+
+  it('"other" is transient only for a dropped stream, not for a plain 400 (measured messages)', () => {
+    assert.equal(classifyFailure('other', 'stream disconnected before completion: Transport error: network error: error decoding response body').kind, 'transient');
+    assert.equal(classifyFailure('other', 'stream disconnected before completion: upstream exploded').kind, 'transient');
+    assert.equal(classifyFailure('other', '{"error":{"type":"invalid_request_error","message":"bad request"}}').kind, 'permanent');
+    assert.equal(classifyFailure('other').kind, 'permanent');
+  });
 
   it('names the variant and its HTTP status', () => {
     assert.deepEqual(describeErrorInfo({ responseStreamDisconnected: { httpStatusCode: 502 } }), { code: 'responseStreamDisconnected', httpStatus: 502 });
