@@ -62,6 +62,8 @@ export class Engine {
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly queued = new Set<string>();
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Threads whose recovery attempt is under way: not due again until it ends. */
+  private readonly attempting = new Set<string>();
   private dueTimer: TimerHandle | null = null;
   private resyncTimer: TimerHandle | null = null;
   private reconnectTimer: TimerHandle | null = null;
@@ -129,7 +131,7 @@ export class Engine {
     let soonest: number | null = null;
     for (const w of this.watches()) {
       const due = dueAt(w.state);
-      if (due !== null && (soonest === null || due < soonest)) soonest = due;
+      if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
     return soonest === null ? null : Math.max(soonest, this.limitedUntil);
   }
@@ -675,7 +677,7 @@ export class Engine {
     if (this.stopped || this.state.pausedAt !== null) return;
     const now = this.deps.clock.now();
     const due = this.watches()
-      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now; })
+      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now && !this.attempting.has(w.threadId); })
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
       const wait = this.limiter.take(now);
@@ -690,7 +692,15 @@ export class Engine {
         this.limiter.giveBack();
         break; // reconnecting: the resync after it reschedules
       }
-      void this.inLane(w.threadId, () => this.attempt(session, w.threadId));
+      this.attempting.add(w.threadId);
+      void this.inLane(w.threadId, async () => {
+        try {
+          await this.attempt(session, w.threadId);
+        } finally {
+          this.attempting.delete(w.threadId);
+          this.reschedule();
+        }
+      });
     }
     this.reschedule();
   }

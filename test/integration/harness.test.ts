@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readlinkSync } from 'node:fs';
-import { startMockModel, type MockModel } from '../support/mockModel';
+import { startMockModel, type MockModel } from '../../src/demo/mockModel';
 import {
   codexBinary,
   controlSocketPath,
@@ -20,8 +20,8 @@ import {
   trackedAlive,
   type CodexHome,
   type StdioAppServer,
-} from '../support/codex';
-import { about, startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../support/userClient';
+} from '../../src/demo/codexProcesses';
+import { about, startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
 
 const T = 30_000;
 

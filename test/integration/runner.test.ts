@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startMockModel, type MockModel } from '../support/mockModel';
-import { controlSocketPath, killAllTracked, makeCodexHome, restartDaemon, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../support/codex';
-import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../support/userClient';
+import { startMockModel, type MockModel } from '../../src/demo/mockModel';
+import { controlSocketPath, killAllTracked, makeCodexHome, restartDaemon, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
+import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
 import { CLI, RunnerProcess } from '../support/runnerProcess';
 import { spawnSync } from 'node:child_process';
 

@@ -13,7 +13,7 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
-import { startMockModel, type MockMode, type MockModeOptions, type MockModel } from './mockModel';
+import { startMockModel, type MockMode, type MockModeOptions, type MockModel } from '../../src/demo/mockModel';
 import {
   codexBinary,
   codexEnv,
@@ -30,8 +30,8 @@ import {
   timeVersion,
   trackedAlive,
   type CodexHome,
-} from './codex';
-import { about, describe, startThreadWithGoal, UserClient, waitTurnCompleted, type Json, type LogEntry } from './userClient';
+} from '../../src/demo/codexProcesses';
+import { about, describe, startThreadWithGoal, UserClient, waitTurnCompleted, type Json, type LogEntry } from '../../src/demo/userClient';
 
 const args = process.argv.slice(2);
 const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;

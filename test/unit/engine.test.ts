@@ -14,6 +14,7 @@ import { MemoryStore } from '../support/memoryStore';
 const harnesses: Harness[] = [];
 after(async () => {
   for (const h of harnesses) await h.cleanup();
+  for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
 });
 
 async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['thread-1']): Promise<Harness> {
@@ -164,6 +165,15 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 4);
     await h.advance(10_000);
     assert.equal(h.daemon.count('thread/goal/set'), 5);
+  });
+
+  it('an attempt under way does not fall due again nor spend the limiter twice', async () => {
+    const h = await armed({ options: { limiterBurst: 1, limiterIntervalMs: 60_000 } });
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    await h.advance(1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    assert.ok(!h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'), 'the attempt spent more than one token');
   });
 
   it('pausing auto-recovery holds every recovery; resuming lets it run', async () => {

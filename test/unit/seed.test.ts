@@ -33,6 +33,7 @@ import { FakeClock } from '../support/fakeClock';
 const harnesses: Harness[] = [];
 after(async () => {
   for (const h of harnesses) await h.cleanup();
+  for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
 });
 async function harness(init: Parameters<typeof makeHarness>[0] = {}): Promise<Harness> {
   const h = await makeHarness(init);

@@ -110,6 +110,7 @@ export class UserClient {
   private nextId = 1;
   private readonly pending = new Map<number | string, { method: string; resolve: (v: LogEntry) => void; reject: (e: Error) => void }>();
   private readonly watchers = new Set<() => void>();
+  private readonly listeners = new Set<(n: Notification) => void>();
 
   private constructor(private readonly transport: Transport) {
     transport.onMessage((text) => this.onMessage(text));
@@ -119,6 +120,11 @@ export class UserClient {
       this.pending.clear();
       this.poke();
     });
+  }
+
+  /** Calls `listener` for every notification from now on. */
+  onNotification(listener: (n: Notification) => void): void {
+    this.listeners.add(listener);
   }
 
   /** Connect over a `codex app-server` child's stdio and do the handshake. */
@@ -288,7 +294,9 @@ export class UserClient {
     if (msg.method !== undefined && msg.id !== undefined) {
       this.log.push({ ...base, kind: 'serverRequest', method: msg.method, id: msg.id, params: msg.params });
     } else if (msg.method !== undefined) {
-      this.log.push({ ...base, kind: 'notification', method: msg.method, params: msg.params });
+      const entry: Notification = { ...base, kind: 'notification', method: msg.method, params: msg.params };
+      this.log.push(entry);
+      for (const listener of this.listeners) listener(entry);
     } else if (msg.id !== undefined) {
       const p = this.pending.get(msg.id);
       const entry: LogEntry = { ...base, kind: 'response', method: p?.method ?? '?', id: msg.id, result: msg.result, ...(msg.error ? { error: msg.error } : {}) };

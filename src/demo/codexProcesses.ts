@@ -1,5 +1,6 @@
 /**
- * Helpers to run the real `codex` binary (from the `@openai/codex` devDependency) in tests:
+ * Helpers to run the real `codex` binary (from the `@openai/codex` devDependency) for the demo
+ * and the tests:
  * a private CODEX_HOME pointed at the mock model, a stdio app-server child, and the managed
  * daemon (`codex app-server daemon start|stop|restart`) with nothing left behind.
  *
@@ -23,7 +24,7 @@ const PLATFORM_TARGETS: Record<string, { pkg: string; triple: string }> = {
 };
 
 function projectRoot(): string {
-  // out/test/support/codex.js or test/support/codex.ts → project root three levels up
+  // out/src/demo/*.js, src/demo/*.ts or the dist/ bundle: the first folder up with package.json and node_modules
   let dir = __dirname;
   for (let i = 0; i < 6; i++) {
     if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'node_modules'))) return dir;
