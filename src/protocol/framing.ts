@@ -364,7 +364,38 @@ abstract class FramedMessageWriter extends AbstractMessageWriter implements Mess
     }
   }
 
-  abstract write(msg: Message): Promise<void>;
+  /**
+   * Serializes `msg` and hands it to `send` (once), settling on its callback. Never throws:
+   * every failure is reported through the error event and a rejected promise.
+   */
+  write(msg: Message): Promise<void> {
+    const text = this.serialize(msg);
+    if (text instanceof Error) return Promise.reject(this.fail(text, msg));
+    return new Promise<void>((resolve, reject) => {
+      const notReady = this.notWritable();
+      if (notReady !== null) {
+        reject(this.fail(new Error(`cannot write: ${notReady}`), msg));
+        return;
+      }
+      let settled = false;
+      const done = (err?: Error | null) => {
+        if (settled) return;
+        settled = true;
+        if (err) reject(this.fail(err, msg));
+        else resolve();
+      };
+      try {
+        this.send(text, done);
+      } catch (e) {
+        done(e instanceof Error ? e : new Error(String(e)));
+      }
+    });
+  }
+
+  /** Why nothing can be written now, or null. */
+  protected abstract notWritable(): string | null;
+  /** Writes one serialized message; calls `done` when it is out (or failed). */
+  protected abstract send(text: string, done: (err?: Error | null) => void): void;
   abstract end(): void;
 }
 
@@ -383,30 +414,13 @@ export class LineMessageWriter extends FramedMessageWriter {
     this.writable.on('finish', this.onStreamClose);
   }
 
-  write(msg: Message): Promise<void> {
-    const text = this.serialize(msg);
-    if (text instanceof Error) return Promise.reject(this.fail(text, msg));
-    return new Promise<void>((resolve, reject) => {
-      const w = this.writable as NodeJS.WritableStream & { destroyed?: boolean; writableEnded?: boolean };
-      if (this.isClosed || w.destroyed || w.writableEnded) {
-        reject(this.fail(new Error('cannot write: the stream is closed'), msg));
-        return;
-      }
-      let settled = false;
-      try {
-        w.write(`${text}\n`, (err?: Error | null) => {
-          if (settled) return;
-          settled = true;
-          if (err) reject(this.fail(err, msg));
-          else resolve();
-        });
-      } catch (e) {
-        if (!settled) {
-          settled = true;
-          reject(this.fail(e, msg));
-        }
-      }
-    });
+  protected notWritable(): string | null {
+    const w = this.writable as NodeJS.WritableStream & { destroyed?: boolean; writableEnded?: boolean };
+    return this.isClosed || w.destroyed || w.writableEnded ? 'the stream is closed' : null;
+  }
+
+  protected send(text: string, done: (err?: Error | null) => void): void {
+    this.writable.write(`${text}\n`, done);
   }
 
   end(): void {
@@ -544,29 +558,12 @@ export class WebSocketMessageWriter extends FramedMessageWriter {
     this.ws.on('close', this.onWsClose);
   }
 
-  write(msg: Message): Promise<void> {
-    const text = this.serialize(msg);
-    if (text instanceof Error) return Promise.reject(this.fail(text, msg));
-    return new Promise<void>((resolve, reject) => {
-      if (this.ws.readyState !== WS_OPEN) {
-        reject(this.fail(new Error(`cannot write: WebSocket is not open (readyState ${this.ws.readyState})`), msg));
-        return;
-      }
-      let settled = false;
-      try {
-        this.ws.send(text, { binary: false }, (err?: Error) => {
-          if (settled) return;
-          settled = true;
-          if (err) reject(this.fail(err, msg));
-          else resolve();
-        });
-      } catch (e) {
-        if (!settled) {
-          settled = true;
-          reject(this.fail(e, msg));
-        }
-      }
-    });
+  protected notWritable(): string | null {
+    return this.ws.readyState === WS_OPEN ? null : `WebSocket is not open (readyState ${this.ws.readyState})`;
+  }
+
+  protected send(text: string, done: (err?: Error | null) => void): void {
+    this.ws.send(text, { binary: false }, done);
   }
 
   /** Ends writing by closing the socket normally. */
