@@ -3,8 +3,10 @@
 // connection, the store, the clock and randomness are injected.
 import { promises as fs } from 'node:fs';
 import type { Decision } from '../model/decision';
+import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import {
   addHistory,
+  describeErrorCode,
   dueAt,
   emptyState,
   type GoalSnapshot,
@@ -37,6 +39,8 @@ import { resetFromMessage } from './usageReset';
 
 export interface EngineDeps {
   connect: Connector;
+  /** Where `connect` goes, for messages and views. */
+  target?: string;
   store: StateStore;
   clock: Clock;
   random: Random;
@@ -44,11 +48,6 @@ export interface EngineDeps {
   /** Called after any change a view may show. */
   onChange?: () => void;
 }
-
-export type ConnectionState =
-  | { kind: 'connecting'; detail: string }
-  | { kind: 'connected'; detail: string }
-  | { kind: 'disconnected'; detail: string; retryAt: number | null };
 
 /** Why an attempt was called off just before the set: data, logged as `skipped`. */
 class Abort extends Error {}
@@ -58,7 +57,6 @@ export class Engine {
   private readonly live = new Map<string, LiveThread>();
   private session: DaemonSession | null = null;
   private connection: ConnectionState = { kind: 'disconnected', detail: 'not started', retryAt: null };
-  private readonly limiter: RecoveryLimiter;
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly queued = new Set<string>();
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -73,8 +71,25 @@ export class Engine {
   private stopped = true;
   private saving: Promise<void> = Promise.resolve();
 
-  constructor(private readonly options: EngineOptions, private readonly deps: EngineDeps) {
+  private options: EngineOptions;
+  private limiter: RecoveryLimiter;
+
+  constructor(options: EngineOptions, private readonly deps: EngineDeps) {
+    this.options = { ...options };
     this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
+  }
+
+  /** Applies new settings at once: delays already scheduled keep their due time. */
+  updateOptions(options: EngineOptions): void {
+    const limiterChanged = options.limiterBurst !== this.options.limiterBurst || options.limiterIntervalMs !== this.options.limiterIntervalMs;
+    this.options = { ...options };
+    if (limiterChanged) this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
+    if (!this.stopped && this.session) {
+      if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
+      this.resyncTimer = this.deps.clock.setTimer(() => void this.resync(), this.options.resyncMs);
+    }
+    this.reschedule();
+    this.changed();
   }
 
   // ---- lifecycle -------------------------------------------------------------
@@ -123,6 +138,19 @@ export class Engine {
 
   isPaused(): boolean {
     return this.state.pausedAt !== null;
+  }
+
+  /** Everything a view shows, as one value (deep-copied: safe to keep and to send). */
+  snapshot(): EngineSnapshot {
+    return structuredClone({
+      at: this.deps.clock.now(),
+      connection: this.connection,
+      target: this.deps.target ?? '',
+      pausedAt: this.state.pausedAt,
+      maxAttempts: this.options.maxAttempts,
+      nextDueAt: this.nextDueAt(),
+      watches: this.watches() as WatchedThread[],
+    });
   }
 
   /** The soonest time the engine will act, or null. */
@@ -194,8 +222,38 @@ export class Engine {
     await this.persist();
   }
 
+  /**
+   * "Pause goal": `thread/goal/set {status: "paused", origin: "user"}`, so Codex itself records
+   * the user's intent in the rollout. Only ever called when a person pressed that button.
+   */
+  async pauseGoal(threadId: string): Promise<void> {
+    const session = this.session;
+    if (!session) throw new Error(`not connected to the Codex daemon (${this.connection.detail})`);
+    const goal = await session.setGoalStatusAsUser(threadId, 'paused');
+    const w = this.state.watches[threadId];
+    if (w && goal) w.goal = snapshot(goal);
+    this.touch(threadId);
+  }
+
+  /** Forgets every watched thread and every intent marker (the user asked, and confirmed). */
+  async reset(): Promise<void> {
+    this.state = emptyState();
+    this.reschedule();
+    this.changed();
+    await this.persist();
+    await this.resync();
+  }
+
   /** A full pass over the daemon's loaded threads (also run every `resyncMs`). */
   async resync(): Promise<void> {
+    if (!this.session && !this.stopped && this.connection.kind === 'disconnected') {
+      // Asked to look now (e.g. the daemon was just started): do not wait for the reconnect backoff.
+      if (this.reconnectTimer) this.deps.clock.clearTimer(this.reconnectTimer);
+      this.reconnectAttempt = 0;
+      this.connectNow();
+      await this.idle();
+      return;
+    }
     await this.track(this.resyncOnce());
   }
 
@@ -534,6 +592,7 @@ export class Engine {
     const { code, httpStatus } = describeErrorInfo(turn.error?.codexErrorInfo ?? null);
     const cls = classifyFailure(turn.error?.codexErrorInfo ?? null, turn.error?.message ?? '');
     if (cls.kind !== 'transient') {
+      if (w.state.kind !== 'needsAttention') this.emit({ type: 'attention', threadId: w.threadId, reason: `${describeErrorCode(code)} (${turn.error?.message ?? 'turn failed'})` });
       return this.setState(w, { kind: 'needsAttention', code, message: turn.error?.message ?? 'turn failed' });
     }
     if (w.lastFailure?.turnId === turn.id && w.lastFailure.dueAt !== null) {

@@ -10,6 +10,7 @@ export type Decision =
   | { type: 'disarmed'; threadId: string; reason: string }
   | { type: 'rearmed'; threadId: string; reason: string }
   | { type: 'gave-up'; threadId: string; attempts: number; failedTurnId: string }
+  | { type: 'attention'; threadId: string; reason: string }
   | { type: 'connection'; state: 'connecting' | 'connected' | 'disconnected' | 'error'; detail: string }
   | { type: 'warning'; message: string; threadId?: string };
 

@@ -9,7 +9,7 @@ import { JsonFileStore } from '../store/jsonFileStore';
 import { parsePersisted } from '../store/store';
 import { VERSION } from '../version';
 import { parseCli, UsageError, USAGE, type StatusArgs, type WatchArgs } from './args';
-import { decisionJson, decisionLine } from './format';
+import { decisionJson, decisionLine } from '../model/decisionText';
 
 export async function main(argv: string[]): Promise<number> {
   let args;

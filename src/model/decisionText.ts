@@ -1,6 +1,6 @@
 // How the runner prints the engine's decisions: a readable line, or one JSON object per line.
-import type { Decision } from '../model/decision';
-import { formatDuration } from '../model/watch';
+import type { Decision } from './decision';
+import { formatDuration } from './watch';
 
 export function decisionJson(decision: Decision, now: number): string {
   const extra = 'dueAt' in decision ? { dueAtIso: new Date(decision.dueAt).toISOString() } : {};
@@ -19,6 +19,7 @@ export function decisionLine(d: Decision, now: number): string {
     case 'disarmed': return `${ts} disarmed${t}: ${d.reason}`;
     case 'rearmed': return `${ts} re-armed${t}: ${d.reason}`;
     case 'gave-up': return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
+    case 'attention': return `${ts} needs attention${t}: ${d.reason}`;
     case 'connection': return `${ts} connection ${d.state}: ${d.detail}`;
     case 'warning': return `${ts} warning${t}: ${d.message}`;
   }

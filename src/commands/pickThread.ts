@@ -1,0 +1,29 @@
+// Which thread a command acts on: the tree row it was run from, or a quick pick.
+import * as vscode from 'vscode';
+import type { EngineSnapshot } from '../model/snapshot';
+import { describeState, type WatchedThread } from '../model/watch';
+import { sortWatches } from '../views/watchTree';
+
+/** What a tree row passes to its commands. */
+export interface ThreadArg { threadId: string }
+
+export async function pickThread(
+  arg: unknown,
+  snapshot: EngineSnapshot,
+  title: string,
+  applies: (w: WatchedThread) => boolean,
+): Promise<WatchedThread | undefined> {
+  const fromTree = typeof arg === 'object' && arg !== null && typeof (arg as ThreadArg).threadId === 'string' ? (arg as ThreadArg).threadId : undefined;
+  if (fromTree) return snapshot.watches.find((w) => w.threadId === fromTree);
+  const candidates = sortWatches(snapshot.watches).filter(applies);
+  if (candidates.length === 0) {
+    void vscode.window.showInformationMessage(`${title}: no watched thread this applies to.`);
+    return undefined;
+  }
+  const now = Date.now();
+  const picked = await vscode.window.showQuickPick(
+    candidates.map((w) => ({ label: w.title, description: describeState(w.state, now, snapshot.maxAttempts), detail: w.threadId, w })),
+    { title, placeHolder: 'Choose a watched thread', matchOnDetail: true },
+  );
+  return picked?.w;
+}

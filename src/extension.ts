@@ -1,0 +1,97 @@
+// The extension's entry point: wires the window's role (engine here, or following the
+// window that runs it), the views, the commands and the settings. Activation never waits for
+// the daemon: the connection starts in the background.
+import * as vscode from 'vscode';
+import { registerCommands, VIEW_ID } from './commands/register';
+import { readSettings, SECTION } from './config/settings';
+import { WindowRole } from './host/windowRole';
+import { Countdown } from './views/countdown';
+import { Notifier } from './views/notifier';
+import { RecoveryStatusBar } from './views/statusBar';
+import { WatchTree } from './views/watchTree';
+import type { EngineSnapshot } from './model/snapshot';
+
+let role: WindowRole | undefined;
+
+/** What the extension offers other extensions and its tests: the state it shows, and how. */
+export interface CodexGoalRecoveryApi {
+  snapshot(): EngineSnapshot;
+  role(): 'leader' | 'follower';
+  /** The tree's top-level rows as rendered now. */
+  rows(): { threadId: string; label: string; description: string; contextValue: string; icon: string }[];
+  onDidChange(listener: () => void): vscode.Disposable;
+}
+
+export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi {
+  performance.mark('codexGoalRecovery.activate.start');
+  const log = vscode.window.createOutputChannel('Codex Goal Recovery', { log: true });
+  let settings = readSettings();
+  // Machine state is never synced; no preference lives in globalState.
+  context.globalState.setKeysForSync([]);
+
+  const notifier = new Notifier(() => settings.notifications);
+  role = new WindowRole(context, settings, { log, notify: (d, snap) => notifier.decided(d, snap) });
+  const service = () => role!.service();
+
+  const tree = new WatchTree(() => service().snapshot());
+  const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true });
+  const status = new RecoveryStatusBar(`${VIEW_ID}.focus`);
+  const countdown = new Countdown();
+
+  const render = () => {
+    const snap = service().snapshot();
+    const ticking = status.render(snap);
+    countdown.set(ticking && view.visible ? true : ticking);
+    view.message = snap.pausedAt !== null ? 'Auto-recovery is paused: nothing is retried until you resume it.' : undefined;
+    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.paused', snap.pausedAt !== null);
+    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.connected', snap.connection.kind === 'connected');
+    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.noDaemon', snap.connection.kind === 'disconnected');
+    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.socketPath', snap.target);
+  };
+  const onChange = () => {
+    tree.refresh();
+    render();
+  };
+
+  context.subscriptions.push(
+    log,
+    view,
+    tree,
+    status,
+    countdown,
+    countdown.onTick(onChange),
+    role.onDidChange(onChange),
+    ...registerCommands({ service, settings: () => settings, log }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration(SECTION)) return;
+      settings = readSettings();
+      log.info('settings changed: applied');
+      void role?.applySettings(settings);
+    }),
+  );
+  role.start();
+  onChange();
+  performance.mark('codexGoalRecovery.activate.end');
+  const measure = performance.measure('codexGoalRecovery.activate', 'codexGoalRecovery.activate.start', 'codexGoalRecovery.activate.end');
+  log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(context.extension.packageJSON.version)})`);
+  return {
+    snapshot: () => service().snapshot(),
+    role: () => service().role,
+    rows: () => tree.getChildren().map((node) => {
+      const item = tree.getTreeItem(node);
+      return {
+        threadId: node.threadId,
+        label: typeof item.label === 'string' ? item.label : item.label?.label ?? '',
+        description: typeof item.description === 'string' ? item.description : '',
+        contextValue: item.contextValue ?? '',
+        icon: item.iconPath instanceof vscode.ThemeIcon ? item.iconPath.id : '',
+      };
+    }),
+    onDidChange: (listener) => role!.onDidChange(listener),
+  };
+}
+
+export async function deactivate(): Promise<void> {
+  await role?.dispose();
+  role = undefined;
+}

@@ -1,0 +1,113 @@
+// The leader window's service: runs the engine here, against the daemon the settings name,
+// with its state in globalState; logs every decision and notifies only where it earns it.
+import type * as vscode from 'vscode';
+import { systemClock } from '../core/clock';
+import { Engine } from '../core/engine';
+import type { Decision } from '../model/decision';
+import { decisionLine } from '../model/decisionText';
+import type { EngineSnapshot } from '../model/snapshot';
+import { connectDaemon } from '../protocol/client';
+import { GlobalStateStore, type MementoLike } from '../store/globalStateStore';
+import type { Settings } from '../config/settings';
+import { targetOf } from '../config/settings';
+import { VERSION } from '../version';
+import type { RecoveryService, ServiceCommand } from './service';
+import { Throttle } from './throttle';
+
+export interface HostIo {
+  log: vscode.LogOutputChannel;
+  /** Shows a notification for a decision worth it (the caller applies the notification level). */
+  notify(decision: Decision, snapshot: EngineSnapshot): void;
+}
+
+export class EngineHost implements RecoveryService {
+  readonly role = 'leader' as const;
+  private engine: Engine;
+  private readonly listeners = new Set<() => void>();
+  private readonly throttle = new Throttle(100, () => this.emitChange());
+  private cached: EngineSnapshot;
+
+  constructor(private settings: Settings, private readonly globalState: MementoLike, private readonly io: HostIo) {
+    this.engine = this.makeEngine();
+    this.cached = this.engine.snapshot();
+  }
+
+  /** Loads the state and connects in the background; never blocks activation. */
+  start(): void {
+    void this.engine.start().catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
+  }
+
+  /** New settings apply at once; a new daemon target restarts the engine. */
+  async applySettings(settings: Settings): Promise<void> {
+    const moved = targetOf(settings).kind !== targetOf(this.settings).kind || settings.socketPath !== this.settings.socketPath;
+    this.settings = settings;
+    if (!moved) {
+      this.engine.updateOptions(settings.options);
+      return;
+    }
+    this.io.log.info(`daemon target changed to ${settings.socketPath}: reconnecting`);
+    await this.engine.stop();
+    this.engine = this.makeEngine();
+    this.start();
+  }
+
+  snapshot(): EngineSnapshot {
+    return this.cached;
+  }
+
+  onDidChange(listener: () => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  async run(command: ServiceCommand, threadId?: string): Promise<void> {
+    const need = (): string => {
+      if (!threadId) throw new Error(`${command} needs a thread`);
+      return threadId;
+    };
+    switch (command) {
+      case 'pauseAll': return this.engine.pauseAll();
+      case 'resumeAll': return this.engine.resumeAll();
+      case 'pauseGoal': return this.engine.pauseGoal(need());
+      case 'disarm': return this.engine.disarm(need());
+      case 'rearm': return this.engine.rearm(need());
+      case 'retryNow': return this.engine.retryNow(need());
+      case 'refresh': return this.engine.resync();
+      case 'reset': return this.engine.reset();
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.throttle.dispose();
+    await this.engine.stop();
+  }
+
+  private makeEngine(): Engine {
+    const target = targetOf(this.settings);
+    return new Engine(this.settings.options, {
+      connect: (listener) => connectDaemon(target, listener, {
+        clientVersion: VERSION,
+        onStderr: (line) => this.io.log.debug(`codex: ${line}`),
+      }),
+      target: this.settings.socketPath,
+      store: new GlobalStateStore(this.globalState),
+      clock: systemClock,
+      random: Math.random,
+      onDecision: (d) => this.decided(d),
+      onChange: () => this.throttle.poke(),
+    });
+  }
+
+  private decided(d: Decision): void {
+    const line = decisionLine(d, Date.now());
+    if (d.type === 'warning' || d.type === 'attention' || d.type === 'gave-up' || (d.type === 'connection' && d.state !== 'connected')) this.io.log.warn(line);
+    else this.io.log.info(line);
+    this.cached = this.engine.snapshot();
+    this.io.notify(d, this.cached);
+  }
+
+  private emitChange(): void {
+    this.cached = this.engine.snapshot();
+    for (const l of this.listeners) l();
+  }
+}

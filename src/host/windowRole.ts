@@ -1,0 +1,141 @@
+// Which window runs the engine. Every VS Code window has its own extension host; exactly one
+// of them (the leader, elected through an exclusive Unix-socket listen in a private directory)
+// runs the engine against a daemon. The others follow it: same tree, same countdown, and their
+// commands go to the leader. When the leader's window closes, another takes over.
+import { createHash } from 'node:crypto';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type * as vscode from 'vscode';
+import type { Settings } from '../config/settings';
+import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
+import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
+import { EngineHost, type HostIo } from './engineHost';
+import { FollowerHost } from './followerHost';
+import { isServiceCommand, type RecoveryService, type ServiceCommand } from './service';
+
+/** Before the election has decided: nothing to show yet. */
+class Starting implements RecoveryService {
+  readonly role = 'follower' as const;
+  private readonly snap: EngineSnapshot;
+  constructor(target: string) {
+    this.snap = emptySnapshot(target, Date.now());
+  }
+  snapshot(): EngineSnapshot { return this.snap; }
+  onDidChange(): { dispose(): void } { return { dispose: () => undefined }; }
+  async run(command: ServiceCommand): Promise<void> {
+    throw new Error(`${command}: still starting, try again in a moment`);
+  }
+}
+
+export function electionDir(env: NodeJS.ProcessEnv = process.env): string {
+  const runtime = env.XDG_RUNTIME_DIR?.trim();
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  return runtime ? path.join(runtime, 'codex-goal-recovery') : path.join(os.tmpdir(), `codex-goal-recovery-${uid}`);
+}
+
+/** One election per daemon: windows watching different daemons do not compete. */
+export function electionName(settings: Settings): string {
+  return `leader-${createHash('sha256').update(settings.socketPath).digest('hex').slice(0, 16)}`;
+}
+
+export class WindowRole {
+  private current: RecoveryService;
+  private engine: EngineHost | null = null;
+  private election: LeaderElection | null = null;
+  private readonly listeners = new Set<() => void>();
+  private readonly subscriptions: { dispose(): void }[] = [];
+
+  constructor(private readonly context: vscode.ExtensionContext, private settings: Settings, private readonly io: HostIo) {
+    this.current = new Starting(settings.socketPath);
+  }
+
+  service(): RecoveryService {
+    return this.current;
+  }
+
+  onDidChange(listener: () => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Joins the election in the background. */
+  start(): void {
+    const election = new LeaderElection({ dir: electionDir(), name: electionName(this.settings) });
+    this.election = election;
+    election.onLeader((server) => this.lead(server));
+    election.onFollower((conn) => this.follow(conn));
+    election.start().catch((error: unknown) => {
+      // No election possible (e.g. an unsafe directory): run the engine here, and say so.
+      this.io.log.warn(`leader election unavailable (${error instanceof Error ? error.message : String(error)}); this window runs the engine`);
+      this.lead(null);
+    });
+  }
+
+  async applySettings(settings: Settings): Promise<void> {
+    const moved = electionName(settings) !== electionName(this.settings);
+    this.settings = settings;
+    if (moved) {
+      await this.stop();
+      this.start();
+    } else {
+      await this.engine?.applySettings(settings);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    this.listeners.clear();
+  }
+
+  private lead(server: LeaderServer | null): void {
+    this.clearRole();
+    const host = new EngineHost(this.settings, this.context.globalState, this.io);
+    this.engine = host;
+    this.io.log.info(server ? 'this window runs the engine (leader)' : 'this window runs the engine');
+    if (server) {
+      server.onCommand(async (name, args) => {
+        if (!isServiceCommand(name)) throw new Error(`unknown command ${name}`);
+        const threadId = typeof args[0] === 'string' ? args[0] : undefined;
+        await host.run(name, threadId);
+      });
+      this.subscriptions.push(host.onDidChange(() => server.broadcast(host.snapshot())));
+    }
+    this.swap(host);
+    host.start();
+    server?.broadcast(host.snapshot());
+  }
+
+  private follow(conn: FollowerConnection): void {
+    this.clearRole();
+    this.io.log.info('another window runs the engine: following it');
+    this.swap(new FollowerHost(conn, this.settings.socketPath, (m) => this.io.log.warn(m)));
+  }
+
+  private swap(service: RecoveryService): void {
+    this.current = service;
+    this.subscriptions.push(service.onDidChange(() => this.fire()));
+    this.fire();
+  }
+
+  private clearRole(): void {
+    for (const s of this.subscriptions.splice(0)) s.dispose();
+    const engine = this.engine;
+    this.engine = null;
+    if (engine) void engine.dispose();
+  }
+
+  private async stop(): Promise<void> {
+    for (const s of this.subscriptions.splice(0)) s.dispose();
+    const engine = this.engine;
+    this.engine = null;
+    await engine?.dispose();
+    await this.election?.stop();
+    this.election = null;
+    this.current = new Starting(this.settings.socketPath);
+    this.fire();
+  }
+
+  private fire(): void {
+    for (const l of this.listeners) l();
+  }
+}

@@ -1,0 +1,203 @@
+// The wire format between a follower window and the leader window: newline-delimited JSON
+// over the leader's Unix socket (see election.ts).
+//
+//   follower → leader   {type:'hello', version, pid}
+//                       {type:'command', id, name, args}
+//   leader → follower   {type:'welcome', leaderPid, version?}
+//                       {type:'state', snapshot}         (pushed on every change; the latest only)
+//                       {type:'result', id, ok, error?, value?}
+//
+// The zod schemas are the single definition; the types are inferred from them. Decoding never
+// throws: a malformed line (bad JSON, wrong shape, longer than the cap) is reported through a
+// callback and skipped, and the next line is read normally.
+import { z } from 'zod';
+
+/** Version of this protocol; a leader and a follower of different versions log the mismatch. */
+export const LEADER_PROTOCOL_VERSION = 1;
+
+/** Longest accepted line, in bytes, without the newline: 16 MiB. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+export const CommandIdSchema = z.union([z.number().int(), z.string().min(1)]);
+export type CommandId = z.infer<typeof CommandIdSchema>;
+
+export const HelloSchema = z.object({
+  type: z.literal('hello'),
+  version: z.number().int(),
+  pid: z.number().int(),
+});
+export const CommandSchema = z.object({
+  type: z.literal('command'),
+  id: CommandIdSchema,
+  name: z.string().min(1),
+  args: z.array(z.unknown()),
+});
+export const FollowerMessageSchema = z.discriminatedUnion('type', [HelloSchema, CommandSchema]);
+export type HelloMessage = z.infer<typeof HelloSchema>;
+export type CommandMessage = z.infer<typeof CommandSchema>;
+export type FollowerMessage = z.infer<typeof FollowerMessageSchema>;
+
+export const WelcomeSchema = z.object({
+  type: z.literal('welcome'),
+  leaderPid: z.number().int(),
+  version: z.number().int().optional(),
+});
+export const StateSchema = z.object({
+  type: z.literal('state'),
+  snapshot: z.unknown(),
+});
+export const ResultSchema = z.object({
+  type: z.literal('result'),
+  id: CommandIdSchema,
+  ok: z.boolean(),
+  error: z.string().optional(),
+  value: z.unknown().optional(),
+});
+export const LeaderMessageSchema = z.discriminatedUnion('type', [WelcomeSchema, StateSchema, ResultSchema]);
+export type WelcomeMessage = z.infer<typeof WelcomeSchema>;
+export type StateMessage = z.infer<typeof StateSchema>;
+export type ResultMessage = z.infer<typeof ResultSchema>;
+export type LeaderMessage = z.infer<typeof LeaderMessageSchema>;
+
+/** Called for each dropped line, with why and a short excerpt. */
+export type MalformedCallback = (reason: string) => void;
+
+const EXCERPT_CHARS = 120;
+
+export function excerpt(text: string, max = EXCERPT_CHARS): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}
+
+/**
+ * One message as a line (JSON + `\n`). Throws when the value cannot be serialized or the line
+ * would exceed `maxLineBytes` (the other side would drop it).
+ */
+export function encodeMessage(msg: FollowerMessage | LeaderMessage, maxLineBytes = MAX_LINE_BYTES): string {
+  const text = JSON.stringify(msg);
+  if (typeof text !== 'string') throw new Error(`message ${msg.type} is not serializable to JSON`);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxLineBytes) {
+    throw new Error(`message ${msg.type} is ${bytes} bytes, over the ${maxLineBytes}-byte line cap`);
+  }
+  return `${text}\n`;
+}
+
+/**
+ * Splits a byte stream into lines, parses and validates each with `schema`, and hands valid
+ * messages to `onMessage`. Never throws: bad lines go to `onMalformed`; an exception from
+ * `onMessage` is reported there too.
+ */
+export class LineDecoder<T> {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** True while skipping the rest of an over-long line. */
+  private discarding = false;
+  private _malformed = 0;
+
+  constructor(
+    private readonly schema: z.ZodType<T>,
+    private readonly onMessage: (msg: T) => void,
+    private readonly onMalformed: MalformedCallback,
+    private readonly maxLineBytes = MAX_LINE_BYTES,
+  ) {}
+
+  /** Lines dropped so far. */
+  get malformedCount(): number {
+    return this._malformed;
+  }
+
+  push(chunk: Buffer | string): void {
+    try {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+      let start = 0;
+      while (start < buf.length) {
+        const nl = buf.indexOf(0x0a, start);
+        if (nl === -1) {
+          this.append(buf.subarray(start));
+          break;
+        }
+        this.append(buf.subarray(start, nl));
+        this.endOfLine();
+        start = nl + 1;
+      }
+    } catch (e) {
+      this.malformed(`decoder error: ${(e as Error)?.message ?? String(e)}`);
+      this.reset();
+    }
+  }
+
+  /** End of stream: a last line without a newline still counts. */
+  end(): void {
+    if (this.pendingBytes > 0 && !this.discarding) this.endOfLine();
+    this.reset();
+  }
+
+  private append(part: Buffer): void {
+    if (part.length === 0) return;
+    if (this.discarding) return;
+    if (this.pendingBytes + part.length > this.maxLineBytes) {
+      const head = Buffer.concat([...this.pending, part]).subarray(0, EXCERPT_CHARS).toString('utf8');
+      this.reset();
+      this.discarding = true;
+      this.malformed(`line longer than ${this.maxLineBytes} bytes, skipped: ${JSON.stringify(excerpt(head))}`);
+      return;
+    }
+    // Copy: the chunk may be a slice of a pooled buffer the stream reuses.
+    this.pending.push(Buffer.from(part));
+    this.pendingBytes += part.length;
+  }
+
+  private endOfLine(): void {
+    if (this.discarding) {
+      this.discarding = false;
+      return;
+    }
+    const line = Buffer.concat(this.pending, this.pendingBytes).toString('utf8');
+    this.reset();
+    this.handleLine(line);
+  }
+
+  private reset(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.discarding = false;
+  }
+
+  private handleLine(raw: string): void {
+    const text = raw.trim();
+    if (text.length === 0) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      this.malformed(`invalid JSON (${(e as Error).message}): ${JSON.stringify(excerpt(text))}`);
+      return;
+    }
+    const parsed = this.schema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
+      this.malformed(`unexpected message${where} (${issue?.message ?? 'invalid'}): ${JSON.stringify(excerpt(text))}`);
+      return;
+    }
+    try {
+      this.onMessage(parsed.data);
+    } catch (e) {
+      this.report(`message handler threw: ${(e as Error)?.message ?? String(e)}`);
+    }
+  }
+
+  private malformed(reason: string): void {
+    this._malformed++;
+    this.report(reason);
+  }
+
+  private report(reason: string): void {
+    try {
+      this.onMalformed(reason);
+    } catch {
+      // a logging callback must not break the reader
+    }
+  }
+}

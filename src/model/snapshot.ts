@@ -1,0 +1,30 @@
+// What every view shows: the leader's engine state, as one serializable value, so a window
+// that runs the engine and a window that follows it render exactly the same thing.
+import { z } from 'zod';
+import { WatchedThreadSchema } from './watch';
+
+export const ConnectionStateSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('connecting'), detail: z.string() }),
+  z.object({ kind: z.literal('connected'), detail: z.string() }),
+  z.object({ kind: z.literal('disconnected'), detail: z.string(), retryAt: z.number().nullable() }),
+]);
+export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
+
+export const EngineSnapshotSchema = z.object({
+  /** When the snapshot was taken (ms). */
+  at: z.number(),
+  connection: ConnectionStateSchema,
+  /** Where the engine connects (a socket path, a URL, a command): shown when it cannot. */
+  target: z.string(),
+  /** Auto-recovery paused by the user, since when. */
+  pausedAt: z.number().nullable(),
+  maxAttempts: z.number().int().positive(),
+  /** The soonest time the engine will act, or null. */
+  nextDueAt: z.number().nullable(),
+  watches: z.array(WatchedThreadSchema),
+});
+export type EngineSnapshot = z.infer<typeof EngineSnapshotSchema>;
+
+export function emptySnapshot(target: string, now: number): EngineSnapshot {
+  return { at: now, connection: { kind: 'connecting', detail: 'starting' }, target, pausedAt: null, maxAttempts: 6, nextDueAt: null, watches: [] };
+}

@@ -1,0 +1,50 @@
+// The extension's store: the watch state in VS Code's globalState (a Memento), under a
+// namespaced, versioned key. Machine state is never synced across machines. A value that
+// cannot be read is kept aside under its own key and reported, never silently dropped.
+import type { PersistedState } from '../model/watch';
+import { emptyState } from '../model/watch';
+import { parsePersisted, type LoadResult, type StateStore } from './store';
+
+/** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
+export interface MementoLike {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): PromiseLike<void>;
+  keys(): readonly string[];
+}
+
+export const STATE_KEY = 'codexGoalRecovery.state';
+export const CORRUPT_PREFIX = 'codexGoalRecovery.state.corrupt.';
+/** A larger value is not loaded (globalState lives in memory in every window). */
+export const MAX_STATE_CHARS = 16 * 1024 * 1024;
+
+export class GlobalStateStore implements StateStore {
+  readonly location = `VS Code globalState "${STATE_KEY}"`;
+
+  constructor(private readonly memento: MementoLike, private readonly now: () => number = Date.now) {}
+
+  async load(): Promise<LoadResult> {
+    const raw = this.memento.get<unknown>(STATE_KEY);
+    if (raw === undefined) return { state: emptyState(), problem: null };
+    let error: string | null = null;
+    let size = 0;
+    try {
+      size = JSON.stringify(raw)?.length ?? 0;
+    } catch (e) {
+      error = `not serializable (${e instanceof Error ? e.message : String(e)})`;
+    }
+    if (error === null && size > MAX_STATE_CHARS) error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
+    if (error === null) {
+      const parsed = parsePersisted(raw);
+      if ('state' in parsed) return { state: parsed.state, problem: null };
+      error = parsed.error;
+    }
+    const aside = `${CORRUPT_PREFIX}${new Date(this.now()).toISOString()}`;
+    await this.memento.update(aside, raw);
+    await this.memento.update(STATE_KEY, undefined);
+    return { state: emptyState(), problem: `the stored watch state could not be used: ${error}; kept aside as "${aside}"; starting clean` };
+  }
+
+  async save(state: PersistedState): Promise<void> {
+    await this.memento.update(STATE_KEY, structuredClone(state));
+  }
+}

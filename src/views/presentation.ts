@@ -1,0 +1,66 @@
+// How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
+import * as vscode from 'vscode';
+import { describeErrorCode, describeState, formatClock, type WatchedThread, type WatchStateKind } from '../model/watch';
+
+const ICONS: Record<WatchStateKind, [string, string?]> = {
+  running: ['sync~spin', 'charts.green'],
+  idle: ['circle-outline'],
+  waitingApproval: ['bell', 'charts.yellow'],
+  codexRetrying: ['sync', 'charts.blue'],
+  backoff: ['history', 'charts.orange'],
+  recovering: ['debug-restart', 'charts.blue'],
+  usageLimited: ['watch', 'charts.yellow'],
+  userIntent: ['debug-pause'],
+  disarmed: ['circle-slash'],
+  paused: ['debug-pause'],
+  complete: ['pass', 'charts.green'],
+  budgetLimited: ['credit-card'],
+  modelBlocked: ['stop-circle'],
+  interrupted: ['debug-stop'],
+  needsAttention: ['warning', 'list.warningForeground'],
+  gaveUp: ['error', 'list.errorForeground'],
+  notAdopted: ['circle-large-outline'],
+  unloaded: ['cloud-offline'],
+};
+
+export function stateIcon(kind: WatchStateKind): vscode.ThemeIcon {
+  const [id, color] = ICONS[kind];
+  return new vscode.ThemeIcon(id, color ? new vscode.ThemeColor(color) : undefined);
+}
+
+/**
+ * `thread` plus one word per action that applies, matched by the menus' `when` clauses
+ * (`viewItem =~ /\bretry\b/` and so on).
+ */
+export function contextValue(w: WatchedThread): string {
+  const k = w.state.kind;
+  const words = ['thread', k];
+  if (k === 'backoff' || k === 'usageLimited' || k === 'gaveUp') words.push('retry');
+  if (w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited') words.push('pausable');
+  if (k === 'disarmed' || k === 'userIntent') words.push('rearm');
+  else words.push('disarm');
+  if (w.rolloutPath) words.push('rollout');
+  return words.join(' ');
+}
+
+export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vscode.MarkdownString {
+  const md = new vscode.MarkdownString(undefined, true);
+  md.appendMarkdown(`**${escape(w.title)}**\n\n`);
+  md.appendMarkdown(`$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w.state, now, maxAttempts))}\n\n`);
+  const rows: [string, string][] = [];
+  if (w.goal) {
+    rows.push(['Objective', w.goal.objective]);
+    rows.push(['Goal status', w.goal.status]);
+    rows.push(['Tokens used', w.goal.tokenBudget ? `${w.goal.tokensUsed.toLocaleString('en-US')} of ${w.goal.tokenBudget.toLocaleString('en-US')}` : w.goal.tokensUsed.toLocaleString('en-US')]);
+  }
+  if (w.lastFailure) rows.push(['Last error', `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`]);
+  if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') rows.push(['Next try', formatClock(w.state.dueAt, now)]);
+  if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
+  rows.push(['Thread', w.threadId]);
+  md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));
+  return md;
+}
+
+function escape(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
+}

@@ -1,0 +1,51 @@
+// The status-bar item: the soonest retry as a live countdown, "recovery paused", the
+// warning background while a thread needs attention, a summary tooltip; a click shows the tree.
+import * as vscode from 'vscode';
+import type { EngineSnapshot } from '../model/snapshot';
+import { formatDuration, needsAttention } from '../model/watch';
+
+export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
+
+export class RecoveryStatusBar {
+  private readonly item: vscode.StatusBarItem;
+
+  constructor(focusCommand: string) {
+    this.item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Left, 50);
+    this.item.name = 'Codex Goal Recovery';
+    this.item.command = focusCommand;
+  }
+
+  /** Renders the snapshot; returns whether a countdown is shown (the caller ticks only then). */
+  render(snap: EngineSnapshot, now = Date.now()): boolean {
+    const attention = snap.watches.filter((w) => needsAttention(w.state)).length;
+    const scheduled = snap.watches.filter((w) => w.state.kind === 'backoff' || w.state.kind === 'usageLimited').length;
+    const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
+    let countdown = false;
+    if (snap.connection.kind !== 'connected') {
+      this.item.text = snap.connection.kind === 'connecting' ? '$(loading~spin) Codex' : '$(debug-disconnect) Codex: no daemon';
+    } else if (snap.pausedAt !== null) {
+      this.item.text = '$(debug-pause) recovery paused';
+    } else if (snap.nextDueAt !== null) {
+      this.item.text = `$(history) retry in ${formatDuration(snap.nextDueAt - now)}`;
+      countdown = true;
+    } else if (attention > 0) {
+      this.item.text = `$(warning) ${attention} need${attention === 1 ? 's' : ''} attention`;
+    } else {
+      this.item.text = `$(pass) ${snap.watches.filter((w) => w.state.kind !== 'notAdopted').length} watched`;
+    }
+    this.item.backgroundColor = attention > 0 ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    const lines = [
+      'Codex Goal Recovery',
+      snap.connection.kind === 'connected' ? `Connected: ${snap.connection.detail}` : `Not connected (${snap.connection.detail}); daemon: ${snap.target}`,
+      snap.pausedAt !== null ? 'Auto-recovery is paused.' : 'Auto-recovery is on.',
+      `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
+    ];
+    this.item.tooltip = lines.join('\n');
+    this.item.show();
+    return countdown;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

@@ -1,0 +1,86 @@
+// A process that joins a leader election: `node leaderChild.js <dir> <name>`.
+//
+// stdout, one JSON object per line (`t` is process.hrtime in ms: one clock for every process
+// on the machine, so the parent can order events across children):
+//   {ev:'role', role, t}        on every role change (and 'stopped' at the start)
+//   {ev:'sample', role, t}      every 20 ms
+//   {ev:'following', leaderPid, t}  welcomed by a leader, as a follower
+//   {ev:'state', snapshot, t}   a state received as a follower
+//   {ev:'result', id, ok, value?, error?}
+//   {ev:'log', message}
+// stdin, one JSON object per line:
+//   {cmd:'stop'}                          stop the election, then exit 0
+//   {cmd:'broadcast', snapshot}           as leader
+//   {cmd:'command', id, name, args}       as follower
+// As leader it answers every command with {pid, name, args}.
+import * as readline from 'node:readline';
+import { LeaderElection } from '../../src/leader/election';
+
+const [dir, name] = process.argv.slice(2);
+if (!dir || !name) {
+  process.stderr.write('usage: leaderChild <dir> <name>\n');
+  process.exit(2);
+}
+
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const out = (obj: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(obj)}\n`);
+
+const election = new LeaderElection({
+  dir,
+  name,
+  checkMs: 250,
+  log: (message) => out({ ev: 'log', message }),
+});
+election.onRoleChange((role) => out({ ev: 'role', role, t: now() }));
+election.onLeader((server) => {
+  server.onCommand(async (cmd, args) => ({ pid: process.pid, name: cmd, args }));
+});
+election.onFollower((conn) => {
+  conn.welcomed.then(
+    (leaderPid) => out({ ev: 'following', leaderPid, t: now() }),
+    () => undefined,
+  );
+  conn.onState((snapshot) => out({ ev: 'state', snapshot, t: now() }));
+});
+
+const sampler = setInterval(() => out({ ev: 'sample', role: election.role, t: now() }), 20);
+
+const rl = readline.createInterface({ input: process.stdin });
+// The parent went away: leave cleanly rather than linger.
+rl.on('close', () => {
+  clearInterval(sampler);
+  void election.stop().finally(() => process.exit(0));
+});
+rl.on('line', (line) => {
+  let msg: { cmd?: string; snapshot?: unknown; id?: number; name?: string; args?: unknown[] };
+  try {
+    msg = JSON.parse(line) as typeof msg;
+  } catch {
+    return;
+  }
+  if (msg.cmd === 'stop') {
+    clearInterval(sampler);
+    void election.stop().then(() => {
+      out({ ev: 'role', role: election.role, t: now() });
+      process.exit(0);
+    });
+  } else if (msg.cmd === 'broadcast') {
+    election.server?.broadcast(msg.snapshot);
+  } else if (msg.cmd === 'command') {
+    const conn = election.connection;
+    if (!conn) {
+      out({ ev: 'result', id: msg.id, ok: false, error: 'not a follower' });
+      return;
+    }
+    conn.command(msg.name ?? '', msg.args ?? [], 3000).then(
+      (value) => out({ ev: 'result', id: msg.id, ok: true, value }),
+      (e: Error) => out({ ev: 'result', id: msg.id, ok: false, error: e.message }),
+    );
+  }
+});
+
+out({ ev: 'role', role: election.role, t: now() });
+election.start().catch((e: Error) => {
+  out({ ev: 'fatal', message: e.message });
+  process.exit(1);
+});

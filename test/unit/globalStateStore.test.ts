@@ -1,0 +1,54 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptyState, newWatch } from '../../src/model/watch';
+import { CORRUPT_PREFIX, GlobalStateStore, type MementoLike, STATE_KEY } from '../../src/store/globalStateStore';
+
+class Memento implements MementoLike {
+  readonly data = new Map<string, unknown>();
+  get<T>(key: string): T | undefined { return this.data.get(key) as T | undefined; }
+  async update(key: string, value: unknown): Promise<void> {
+    if (value === undefined) this.data.delete(key);
+    else this.data.set(key, JSON.parse(JSON.stringify(value)));
+  }
+  keys(): readonly string[] { return [...this.data.keys()]; }
+}
+
+describe('globalState store', () => {
+  it('round-trips the state under its versioned key', async () => {
+    const m = new Memento();
+    const store = new GlobalStateStore(m);
+    assert.deepEqual(await store.load(), { state: emptyState(), problem: null });
+    const s = emptyState();
+    s.watches['t'] = newWatch('t', 5);
+    s.disarmed['u'] = 7;
+    await store.save(s);
+    s.pausedAt = 99; // later changes are not saved
+    assert.equal((m.get<{ version: number }>(STATE_KEY))?.version, 1);
+    const loaded = await new GlobalStateStore(m).load();
+    assert.equal(loaded.problem, null);
+    assert.equal(loaded.state.pausedAt, null);
+    assert.deepEqual(Object.keys(loaded.state.watches), ['t']);
+    assert.equal(loaded.state.disarmed['u'], 7);
+  });
+
+  for (const [name, value] of [
+    ['a foreign value', 'hello'],
+    ['a wrong shape', { version: 1, watches: 3 }],
+    ['a newer version', { version: 99, watches: {} }],
+    ['a truncated watch', { version: 1, pausedAt: null, disarmed: {}, watches: { t: { threadId: 't' } } }],
+    ['a huge value', { version: 1, blob: 'x'.repeat(17 * 1024 * 1024) }],
+  ] as const) {
+    it(`keeps ${name} aside, reports it and starts clean`, async () => {
+      const m = new Memento();
+      await m.update(STATE_KEY, value);
+      const store = new GlobalStateStore(m, () => Date.UTC(2026, 10, 30));
+      const r = await store.load();
+      assert.deepEqual(r.state, emptyState());
+      assert.match(r.problem ?? '', /could not be used: .+; kept aside as "codexGoalRecovery\.state\.corrupt\.2026-11-30T00:00:00\.000Z"; starting clean/);
+      const aside = m.keys().filter((k) => k.startsWith(CORRUPT_PREFIX));
+      assert.equal(aside.length, 1);
+      assert.deepEqual(m.get(aside[0]!), JSON.parse(JSON.stringify(value)), 'the bad value was not kept');
+      assert.equal(m.get(STATE_KEY), undefined);
+    });
+  }
+});
