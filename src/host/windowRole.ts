@@ -35,7 +35,7 @@ export function electionDir(env: NodeJS.ProcessEnv = process.env): string {
 
 /** One election per daemon: windows watching different daemons do not compete. */
 export function electionName(settings: Settings): string {
-  return `leader-${createHash('sha256').update(settings.socketPath).digest('hex').slice(0, 16)}`;
+  return `leader-${createHash('sha256').update(settings.socketPath).digest('hex').slice(0, 12)}`;
 }
 
 export class WindowRole {
@@ -64,6 +64,10 @@ export class WindowRole {
     this.election = election;
     election.onLeader((server) => this.lead(server));
     election.onFollower((conn) => this.follow(conn));
+    election.onRoleChange((role) => {
+      // Stepped down (its socket was replaced): stop the engine at once, before following.
+      if (role !== 'leader' && this.engine) this.clearRole();
+    });
     election.start().catch((error: unknown) => {
       // No election possible (e.g. an unsafe directory): run the engine here, and say so.
       this.io.log.warn(`leader election unavailable (${error instanceof Error ? error.message : String(error)}); this window runs the engine`);

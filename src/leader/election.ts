@@ -290,6 +290,7 @@ export class LeaderElection {
   private running = false;
   private starting: Promise<void> | undefined;
   private electing: Promise<void> | undefined;
+  private electingGen = 0;
   private electTimer: NodeJS.Timeout | undefined;
   private watchTimer: NodeJS.Timeout | undefined;
   /** Ends the election loop's current pause early (stop). */
@@ -425,14 +426,25 @@ export class LeaderElection {
     const gen = this.generation;
     this.electTimer = setTimeout(() => {
       this.electTimer = undefined;
-      if (gen !== this.generation || !this.running) return;
-      this.elect(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
+      // Neither leading nor following (an election still finishing may have settled it).
+      const go = () => {
+        if (gen !== this.generation || !this.running || this._server || this._connection) return;
+        this.elect(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
+      };
+      if (this.electing) this.electing.then(go, go);
+      else go();
     }, delayMs);
   }
 
-  /** Runs attempts until one decides; single flight. */
+  /** Runs attempts until one decides; single flight per generation. */
   private elect(gen: number, throwErrors: boolean): Promise<void> {
-    if (this.electing) return this.electing;
+    if (this.electing) {
+      if (this.electingGen === gen) return this.electing;
+      // One of an older generation is winding down (it gives up at its next step).
+      const next = () => this.elect(gen, throwErrors);
+      return this.electing.then(next, next);
+    }
+    this.electingGen = gen;
     const run = (async () => {
       let quick = 0;
       while (gen === this.generation && this.running) {
@@ -640,8 +652,10 @@ export class LeaderElection {
   private async relinquish(server: LeaderServer, key: string): Promise<void> {
     const socketPath = this._socketPath!;
     try {
-      const st = await lstatOrNull(socketPath);
       // Nobody else removes a live leader's socket, so it cannot change between check and unlink.
+      // A server already closed (by its user) refuses connections: its file is left to the
+      // takeover protocol, which may be removing it right now.
+      const st = server.closed ? null : await lstatOrNull(socketPath);
       if (st !== null && fileKey(st) === key) await fsp.unlink(socketPath);
     } catch (e) {
       this.log(`leader election: could not remove ${socketPath}: ${(e as Error).message}`);

@@ -1,4 +1,6 @@
-// A process that joins a leader election: `node leaderChild.js <dir> <name>`.
+// A process that joins a leader election: `node leaderChild.js <dir> <name> [--wait-go]`.
+// With --wait-go it prints {ev:'ready'} once loaded and joins only on {cmd:'go'}, so that a test
+// can start several processes at the same instant.
 //
 // stdout, one JSON object per line (`t` is process.hrtime in ms: one clock for every process
 // on the machine, so the parent can order events across children):
@@ -16,7 +18,8 @@
 import * as readline from 'node:readline';
 import { LeaderElection } from '../../src/leader/election';
 
-const [dir, name] = process.argv.slice(2);
+const [dir, name, flag] = process.argv.slice(2);
+const waitGo = flag === '--wait-go';
 if (!dir || !name) {
   process.stderr.write('usage: leaderChild <dir> <name>\n');
   process.exit(2);
@@ -58,7 +61,9 @@ rl.on('line', (line) => {
   } catch {
     return;
   }
-  if (msg.cmd === 'stop') {
+  if (msg.cmd === 'go') {
+    join();
+  } else if (msg.cmd === 'stop') {
     clearInterval(sampler);
     void election.stop().then(() => {
       out({ ev: 'role', role: election.role, t: now() });
@@ -79,8 +84,13 @@ rl.on('line', (line) => {
   }
 });
 
+function join(): void {
+  election.start().catch((e: Error) => {
+    out({ ev: 'fatal', message: e.message });
+    process.exit(1);
+  });
+}
+
 out({ ev: 'role', role: election.role, t: now() });
-election.start().catch((e: Error) => {
-  out({ ev: 'fatal', message: e.message });
-  process.exit(1);
-});
+if (waitGo) out({ ev: 'ready', t: now() });
+else join();

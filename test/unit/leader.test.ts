@@ -143,8 +143,9 @@ class Child {
   exitedAt: number | undefined;
   readonly exited: Promise<void>;
 
-  constructor(readonly label: string, dir: string) {
-    this.proc = spawn(process.execPath, [CHILD, dir, NAME], { stdio: ['pipe', 'pipe', 'pipe'] });
+  constructor(readonly label: string, dir: string, waitGo = false) {
+    const args = [CHILD, dir, NAME, ...(waitGo ? ['--wait-go'] : [])];
+    this.proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     children.add(this);
     readline.createInterface({ input: this.proc.stdout! }).on('line', (line) => {
       let ev: ChildEvent;
@@ -244,6 +245,13 @@ test('(a) first in is leader, the second and third are followers; the leader cou
   }
   assert.equal(a.election.role, 'stopped');
   assert.deepEqual(fs.readdirSync(dir), [], 'the last leader removes its socket');
+  // A stopped election can start again.
+  try {
+    await c.election.start();
+    assert.equal(c.election.role, 'leader');
+  } finally {
+    await c.election.stop();
+  }
 });
 
 test('(a) many candidates at once on a fresh dir: exactly one leader', async () => {
@@ -426,8 +434,11 @@ test('(d) the leader process is SIGKILLed: exactly one survivor takes over withi
 test('(d) four processes start at once over a dead leader\'s socket: exactly one leader', async () => {
   const dir = tempDir();
   await makeStaleSocket(path.join(dir, `${NAME}.sock`));
-  const kids = ['p1', 'p2', 'p3', 'p4'].map((l) => new Child(l, dir));
+  const kids = ['p1', 'p2', 'p3', 'p4'].map((l) => new Child(l, dir, true));
   try {
+    // All loaded first, then all join at the same instant: the takeover lock is what keeps this to one leader.
+    await waitUntil(() => kids.every((k) => k.events.some((e) => e.ev === 'ready')), 8000, 'children loaded');
+    for (const k of kids) k.send({ cmd: 'go' });
     await waitUntil(() => kids.every((k) => k.role === 'leader' || k.role === 'follower'), 8000, `all decided\n${kids.map((k) => k.transcript()).join('\n')}`);
     await sleep(600); // a couple of leader checks, and samples
     assert.equal(kids.filter((k) => k.role === 'leader').length, 1, kids.map((k) => `${k.label}:${k.role}`).join(' '));
@@ -503,6 +514,41 @@ test('(e) a stale socket and a takeover lock left by a dead process: the newcome
     assert.deepEqual(fs.readdirSync(dir).sort(), [`${NAME}.sock`]);
   } finally {
     await a.election.stop();
+  }
+});
+
+test('(e) a live takeover lock is respected; one older than 10 s is broken', async () => {
+  const dir = tempDir();
+  const sock = path.join(dir, `${NAME}.sock`);
+  const lockPath = path.join(dir, `${NAME}.takeover`);
+  await makeStaleSocket(sock);
+  const staleIno = fs.lstatSync(sock).ino;
+  // Held by a live process (this one), fresh: the newcomer must wait, and must not touch the socket.
+  fs.writeFileSync(lockPath, `${process.pid} cafebabe ${Date.now()}\n`);
+  const a = election(dir);
+  try {
+    const started = a.election.start();
+    await sleep(300);
+    assert.equal(a.election.role, 'stopped');
+    assert.equal(fs.lstatSync(sock).ino, staleIno, 'the socket was left alone while the lock was held');
+    assert.ok(fs.existsSync(lockPath));
+    fs.unlinkSync(lockPath);
+    await started;
+    assert.equal(a.election.role, 'leader');
+    assert.notEqual(fs.lstatSync(sock).ino, staleIno);
+  } finally {
+    await a.election.stop();
+  }
+  // Same, but the live owner's lock is 11 s old: stale by age.
+  await makeStaleSocket(sock);
+  fs.writeFileSync(lockPath, `${process.pid} cafebabe ${Date.now() - 11_000}\n`);
+  const b = election(dir);
+  try {
+    await b.election.start();
+    assert.equal(b.election.role, 'leader');
+    assert.ok(b.logs.some((l) => /broke a stale takeover lock .* ms old/.test(l)), b.logs.join('\n'));
+  } finally {
+    await b.election.stop();
   }
 });
 

@@ -4,6 +4,7 @@
 // read a view's tree rows, read a status-bar item, run a command by title through F1, take
 // a screenshot. Everything lands in test-artifacts/ (git-ignored).
 import type { Browser, Locator, Page } from 'playwright-core';
+import { guardProcess } from '../cleanup';
 import { injectSmokeTestDriver, launchChromium, screenshot as takeScreenshot } from '../browser';
 import { startCodeServer, type CodeServer } from '../launch';
 
@@ -47,6 +48,7 @@ export class Workbench {
 
   static async open(options: WorkbenchOptions = {}): Promise<Workbench> {
     const timeout = options.timeoutMs ?? 90_000;
+    guardProcess();
     const server = await startCodeServer({
       ...(options.folder !== undefined && { folder: options.folder }),
       ...(options.extensionDevelopmentPath !== undefined && { extensionDevelopmentPath: options.extensionDevelopmentPath }),
