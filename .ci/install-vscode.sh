@@ -40,7 +40,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "   installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 else
   echo "   already installed"
 fi

@@ -51,6 +51,12 @@ export function parseArgs(argv: string[]): ShimArgs {
 }
 
 const verbose = process.env.CGR_VSCODE_VERBOSE === '1';
+/** Set by the first line the suite prints. */
+let suiteStarted = false;
+/** The workbench's recent error messages, shown when the run fails. */
+const workbenchErrors: string[] = [];
+/** Errors any offline code-server logs: the extension gallery and GitHub sign-in. */
+const OFFLINE_NOISE = /ENOTFOUND|open-vsx\.org|authentication provider 'github'/;
 
 export async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
@@ -68,6 +74,8 @@ export async function main(argv: string[]): Promise<number> {
 
   const extensionEnvironment = parseEnv(process.env[EXTENSION_ENV_VAR]);
   const timeoutMs = Number(process.env.CGR_VSCODE_TIMEOUT_MS) || 10 * 60_000;
+  const startTimeoutMs = Number(process.env.CGR_VSCODE_START_TIMEOUT_MS) || 3 * 60_000;
+  suiteStarted = false;
   const started = Date.now();
 
   let server: CodeServer | undefined;
@@ -130,16 +138,29 @@ export async function main(argv: string[]): Promise<number> {
 
     await page.goto(server.workbenchUrl(payload), { waitUntil: 'domcontentloaded' });
     let timer: NodeJS.Timeout | undefined;
+    let startTimer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<{ code: number; logs: unknown }>((resolve) => {
       timer = setTimeout(() => {
         log(`no result after ${timeoutMs} ms (CGR_VSCODE_TIMEOUT_MS): giving up`);
         resolve({ code: 1, logs: undefined });
       }, timeoutMs);
+      // A workbench that never gets to the tests (the extension host did not start, the tests
+      // module did not load) fails in minutes, not at the overall timeout.
+      startTimer = setTimeout(() => {
+        if (suiteStarted) return;
+        log(`the extension host did not start the tests within ${startTimeoutMs} ms (CGR_VSCODE_START_TIMEOUT_MS); ` +
+          'rerun with CGR_VSCODE_VERBOSE=1 to see the workbench log');
+        resolve({ code: 1, logs: undefined });
+      }, startTimeoutMs);
     });
     const result = await Promise.race([exit, timedOut]);
     clearTimeout(timer);
+    clearTimeout(startTimer);
     log(`extension tests finished with code ${result.code} in ${Date.now() - started} ms`);
     if (result.code !== 0) {
+      if (workbenchErrors.length > 0 && !verbose) {
+        log(`the workbench's last errors:\n  ${workbenchErrors.slice(-5).join('\n').replace(/\n/g, '\n  ')}`);
+      }
       const png = await screenshot(page, 'vscode-extension-tests');
       if (png) log(`screenshot: ${png}`);
       const dir = saveLogs('vscode-extension-tests', result.logs as Array<{ relativePath: string; contents: string }>);
@@ -168,9 +189,15 @@ export async function main(argv: string[]): Promise<number> {
  * sign-in noise, mostly) only with CGR_VSCODE_VERBOSE=1.
  */
 function forwardLine(message: string, level: string): void {
+  if (level === 'error' && !message.includes(TEST_OUTPUT_PREFIX) && !message.includes(EXTHOST_OUTPUT_PREFIX)
+      && !OFFLINE_NOISE.test(message)) {
+    workbenchErrors.push(message.split('\n').slice(0, 8).join('\n'));
+    if (workbenchErrors.length > 10) workbenchErrors.shift();
+  }
   for (const line of message.split('\n')) {
     let at = line.indexOf(TEST_OUTPUT_PREFIX);
     if (at >= 0) {
+      suiteStarted = true;
       process.stdout.write(line.slice(at + TEST_OUTPUT_PREFIX.length) + '\n');
       continue;
     }

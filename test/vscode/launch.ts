@@ -84,14 +84,16 @@ export interface CodeServer {
 export async function startCodeServer(options: StartOptions = {}): Promise<CodeServer> {
   assertInstalled({ codeServer: true });
 
-  const tempRoot = makeTempDir('cgr-code-server-');
+  // Short: the extension host's os.tmpdir() is in here, and Unix socket paths max out at 107.
+  const tempRoot = makeTempDir('cgr-cs-');
   const userDataDir = options.userDataDir ?? path.join(tempRoot, 'user-data');
   const extensionsDir = options.extensionsDir ?? path.join(tempRoot, 'extensions');
   const folder = path.resolve(options.folder ?? path.join(tempRoot, 'workspace'));
   const xdgData = path.join(tempRoot, 'xdg-data');
+  const xdgCache = path.join(tempRoot, 'xdg-cache');
   const tmpDir = path.join(tempRoot, 'tmp');
   const configFile = path.join(tempRoot, 'config.yaml');
-  for (const dir of [path.join(userDataDir, 'User'), extensionsDir, folder, xdgData, tmpDir]) {
+  for (const dir of [path.join(userDataDir, 'User'), extensionsDir, folder, xdgData, xdgCache, tmpDir]) {
     fs.mkdirSync(dir, { recursive: true });
   }
   const settingsFile = path.join(userDataDir, 'User', 'settings.json');
@@ -121,9 +123,11 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
   ];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    // code-server keeps logs and a heartbeat in $XDG_DATA_HOME/code-server; the server and its
-    // extension hosts leave vscode-ipc-*.sock, vscode-typescript*/ … in $TMPDIR.
+    // code-server keeps logs and a heartbeat in $XDG_DATA_HOME/code-server, a device id in
+    // $XDG_CACHE_HOME/Microsoft; the server and its extension hosts leave vscode-ipc-*.sock,
+    // vscode-typescript*/ … in $TMPDIR. None of it belongs in the user's home.
     XDG_DATA_HOME: xdgData,
+    XDG_CACHE_HOME: xdgCache,
     TMPDIR: tmpDir,
     ...options.env,
   };

@@ -8,6 +8,7 @@
 //   CGR_EXTENSION_PATH     the extension to load (default: the repository root)
 //   CGR_TEST_GREP          only tests whose full title matches this regular expression
 //   CGR_VSCODE_TIMEOUT_MS  give up after this long (default 10 minutes)
+//   CGR_VSCODE_START_TIMEOUT_MS  give up if the suite has printed nothing by then (default 3 min)
 //   CGR_VSCODE_VERBOSE=1   also print code-server's output, the browser console and every
 //                          extension-host log line
 import { runTests, TestRunFailedError } from '@vscode/test-electron';

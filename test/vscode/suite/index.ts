@@ -70,7 +70,10 @@ export function run(): Promise<void> {
     ...(process.env.CGR_TEST_GREP ? { grep: process.env.CGR_TEST_GREP } : {}),
   });
   const files = findTests(__dirname);
-  if (files.length === 0) return Promise.reject(new Error(`no *.test.js under ${__dirname}`));
+  if (files.length === 0) {
+    print('no *.test.js under %s', __dirname);
+    return Promise.reject(new Error(`no *.test.js under ${__dirname}`));
+  }
   for (const file of files) mocha.addFile(file);
   print('extension host: node %s, VS Code %s, %d test file(s)', process.version, vscode.version, files.length);
 

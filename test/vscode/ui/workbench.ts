@@ -7,6 +7,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { guardProcess } from '../cleanup';
 import { injectSmokeTestDriver, launchChromium, screenshot as takeScreenshot } from '../browser';
 import { startCodeServer, type CodeServer } from '../launch';
+import { assertInstalled } from '../paths';
 
 export interface WorkbenchOptions {
   /** An extension to load in development mode (e.g. REPO_ROOT; its `main` must be built). */
@@ -48,6 +49,7 @@ export class Workbench {
 
   static async open(options: WorkbenchOptions = {}): Promise<Workbench> {
     const timeout = options.timeoutMs ?? 90_000;
+    assertInstalled({ codeServer: true, chromium: true, playwright: true });
     guardProcess();
     const server = await startCodeServer({
       ...(options.folder !== undefined && { folder: options.folder }),
