@@ -41,12 +41,13 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   const render = () => {
     const snap = service().snapshot();
     const ticking = status.render(snap);
-    countdown.set(ticking && view.visible ? true : ticking);
-    view.message = snap.pausedAt !== null ? 'Auto-recovery is paused: nothing is retried until you resume it.' : undefined;
+    countdown.set(ticking);
+    view.message = snap.connection.kind === 'disconnected'
+      ? `Not connected: ${snap.connection.detail}`
+      : snap.pausedAt !== null ? 'Auto-recovery is paused: nothing is retried until you resume it.' : undefined;
     void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.paused', snap.pausedAt !== null);
     void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.connected', snap.connection.kind === 'connected');
     void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.noDaemon', snap.connection.kind === 'disconnected');
-    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.socketPath', snap.target);
   };
   const onChange = () => {
     tree.refresh();
