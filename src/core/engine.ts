@@ -584,6 +584,7 @@ export class Engine {
   private blocked(w: WatchedThread, live: LiveThread, now: number): void {
     if (isThreadActive(live.status)) return this.setState(w, activeState(live));
     if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying });
+    if (w.modelBlockOffset !== null) return this.setState(w, { kind: 'modelBlocked' }); // even if its turn then failed
     const turn = live.turn;
     if (!turn || turn.status === 'inProgress') return; // the turn's end is still to come
     if (turn.status === 'completed') return this.setState(w, { kind: 'modelBlocked' });
@@ -695,6 +696,11 @@ export class Engine {
       this.emit({ type: 'warning', threadId: w.threadId, message: `the rollout ${w.rolloutPath} was truncated or rewritten; re-read from the start` });
       w.armOffset = 0;
       markers = result.last ? [result.last] : [];
+    }
+    for (const line of result.goalLines) {
+      if (w.armOffset !== null && line.offset < w.armOffset) continue;
+      if (line.by === 'model' && line.status === 'blocked') w.modelBlockOffset = line.offset;
+      else if (line.by === 'event' && line.status === 'active' && (w.modelBlockOffset === null || line.offset > w.modelBlockOffset)) w.modelBlockOffset = null;
     }
     for (const marker of markers) {
       w.lastMarker = marker;
@@ -837,6 +843,7 @@ export class Engine {
     if (this.state.pausedAt !== null) throw new Abort('auto-recovery is paused');
     if (this.state.disarmed[w.threadId] !== undefined) throw new Abort('disarmed by the user');
     if (w.state.kind === 'userIntent') throw new Abort(`the user set the goal ${w.state.requested}`);
+    if (w.modelBlockOffset !== null && expectedStatus === 'blocked') throw new Abort('the model blocked the goal itself');
     if (!w.goal) throw new Abort('the goal was cleared');
     if (w.goal.status !== expectedStatus) throw new Abort(`the goal is ${w.goal.status} now`);
     if (isThreadActive(live.status)) throw new Abort(waitsForPerson(live) ? 'waiting for approval' : 'a turn is running');

@@ -119,6 +119,11 @@ export const WatchedThreadSchema = z.object({
   /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
   rolloutOffset: z.number().int().nonnegative(),
   lastMarker: MarkerSchema.nullable(),
+  /**
+   * Rollout offset of the model's own `update_goal {status: "blocked"}` call since the goal was
+   * last set active: a block the model chose, even if its turn then failed. Never recovered.
+   */
+  modelBlockOffset: z.number().int().nonnegative().nullable().default(null),
   goal: GoalSnapshotSchema.nullable(),
   /** Consecutive failed turns; a turn that completes successfully resets it. */
   failures: z.number().int().nonnegative(),
@@ -159,6 +164,7 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     rolloutPath: null,
     rolloutOffset: 0,
     lastMarker: null,
+    modelBlockOffset: null,
     goal: null,
     failures: 0,
     lastFailure: null,

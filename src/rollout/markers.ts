@@ -52,9 +52,22 @@ export interface LastMarkerResult {
   bytesRead: number;
 }
 
+/**
+ * A goal change that is not a person's: the model's own `update_goal` call (`by: "model"`), or
+ * Codex's `thread_goal_updated` event, which it writes for every `thread/goal/set` (user or
+ * automatic) but not for the model's call nor for a failure-induced block (measured, 0.169.0).
+ */
+export interface GoalLine {
+  by: 'model' | 'event';
+  status: GoalStatus;
+  offset: number;
+}
+
 export interface IncrementalScanResult {
   /** Markers found in the scanned range, in file order (at most `maxMarkers`, the last ones). */
   markers: Marker[];
+  /** Model goal calls and goal events in the scanned range, in file order (at most `maxMarkers`, the last ones). */
+  goalLines: GoalLine[];
   last: Marker | null;
   /** Where the next scan starts: the start of a trailing partial line, or the file size. */
   nextOffset: number;
@@ -133,6 +146,41 @@ function statusIn(text: string): GoalStatus | null {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const GOAL_LINE_PREFILTERS = ['update_goal', 'thread_goal_updated'];
+
+/** A model `update_goal` call or a `thread_goal_updated` event with its status; null otherwise. */
+export function parseGoalLine(line: string): { by: 'model' | 'event'; status: GoalStatus } | null {
+  if (!GOAL_LINE_PREFILTERS.some((p) => line.includes(p))) return null;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (!isRecord(obj) || !isRecord(obj.payload)) return null;
+  const payload = obj.payload;
+  if (obj.type === 'response_item' && payload.type === 'function_call' && payload.name === 'update_goal' && typeof payload.arguments === 'string') {
+    let args: unknown;
+    try {
+      args = JSON.parse(payload.arguments);
+    } catch {
+      return null;
+    }
+    const status = isRecord(args) ? args.status : undefined;
+    return typeof status === 'string' && VALID_STATUSES.has(status) ? { by: 'model', status: status as GoalStatus } : null;
+  }
+  if (obj.type === 'event_msg' && payload.type === 'thread_goal_updated' && isRecord(payload.goal)) {
+    const status = payload.goal.status;
+    return typeof status === 'string' && VALID_STATUSES.has(status) ? { by: 'event', status: status as GoalStatus } : null;
+  }
+  return null;
+}
+
+function parseGoalBytes(line: Buffer): { by: 'model' | 'event'; status: GoalStatus } | null {
+  if (!GOAL_LINE_PREFILTERS.some((p) => line.indexOf(p) >= 0)) return null;
+  return parseGoalLine(line.toString('utf8'));
 }
 
 function parseMarkerBytes(line: Buffer): GoalStatus | null {
@@ -243,6 +291,7 @@ export async function scanForMarkers(
 
     restart: while (true) {
       const markers: Marker[] = [];
+      const goalLines: GoalLine[] = [];
       let lineStart = begin;
       let pieces: Buffer[] = [];
       let piecesLen = 0;
@@ -278,6 +327,12 @@ export async function scanForMarkers(
               if (status !== null) {
                 markers.push({ status, offset: lineStart });
                 if (markers.length > maxMarkers) markers.splice(0, markers.length - maxMarkers);
+              } else {
+                const goal = parseGoalBytes(line);
+                if (goal !== null) {
+                  goalLines.push({ ...goal, offset: lineStart });
+                  if (goalLines.length > maxMarkers) goalLines.splice(0, goalLines.length - maxMarkers);
+                }
               }
             }
           }
@@ -303,6 +358,7 @@ export async function scanForMarkers(
       }
       return {
         markers,
+        goalLines,
         last: markers.length > 0 ? markers[markers.length - 1]! : null,
         nextOffset: lineStart,
         size,

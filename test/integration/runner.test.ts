@@ -103,12 +103,17 @@ describe('runner against the real daemon (control socket)', () => {
     assert.equal(g.status, 'paused');
   });
 
-  it('never touches a model-set block, a complete goal or a budget-limited goal', { timeout: 2 * T }, async () => {
+  it('never touches a model-set block (even if its turn then fails), a complete goal or a budget-limited goal', { timeout: 2 * T }, async () => {
     const r = runner();
     await r.connected();
     env.mock.setMode('goalBlocked');
     const blocked = await goal('the model blocks it');
     await waitGoalStatus(env.user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
+    env.mock.setMode('goalBlocked');
+    const blockedThenFailed = await goal('the model blocks it, then its turn fails');
+    await waitGoalStatus(env.user, blockedThenFailed.threadId, 'blocked', T, blockedThenFailed.goalSetSeq);
+    env.mock.setMode('http500'); // the answer to the tool's output fails: blocked goal, failed turn
+    await waitTurnCompleted(env.user, blockedThenFailed.threadId, 'failed', T, blockedThenFailed.goalSetSeq);
     env.mock.setMode('goalComplete');
     const complete = await goal('the model completes it');
     await waitGoalStatus(env.user, complete.threadId, 'complete', T, complete.goalSetSeq);
@@ -117,7 +122,7 @@ describe('runner against the real daemon (control socket)', () => {
     await waitGoalStatus(env.user, budget.threadId, 'budgetLimited', T, budget.goalSetSeq);
     await sleep(4_000); // twice the maximum delay
     assert.equal(r.of('recovering').length, 0, `touched a goal it must leave alone\n${r.transcript()}`);
-    for (const [t, status] of [[blocked, 'blocked'], [complete, 'complete'], [budget, 'budgetLimited']] as const) {
+    for (const [t, status] of [[blocked, 'blocked'], [blockedThenFailed, 'blocked'], [complete, 'complete'], [budget, 'budgetLimited']] as const) {
       assert.equal((await env.user.request('thread/goal/get', { threadId: t.threadId }, T)).goal.status, status);
     }
     await r.stop();

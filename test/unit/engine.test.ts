@@ -91,6 +91,28 @@ describe('engine', () => {
     });
   }
 
+  it('never recovers a goal the model blocked itself, even when its turn then failed', async () => {
+    const h = await armed();
+    const t = h.daemon.thread();
+    // The model's update_goal call, as Codex writes it into the rollout (no goal event follows).
+    fs.appendFileSync(t.path, `${JSON.stringify({ type: 'response_item', payload: { type: 'function_call', name: 'update_goal', arguments: '{"status":"blocked"}', call_id: 'c1' } })}\n`);
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'modelBlocked');
+    await h.advance(10 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered a block the model chose');
+    // A later activation (a goal event in the rollout) ends that: the next failure is recovered.
+    fs.appendFileSync(t.path, `${JSON.stringify({ type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'active' } } })}\n`);
+    t.goal = testGoal('thread-1', 'active');
+    t.turn = testTurn('turn-2', 'inProgress');
+    t.status = { type: 'active', activeFlags: [] };
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
+    await h.settle();
+    failByEvents(h.daemon, 'thread-1', 'turn-2');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
+  });
+
   it('gives up after max attempts of consecutive failures; a successful turn resets the count', async () => {
     const h = await armed({ options: { maxAttempts: 3 } });
     let turn = 1;

@@ -1,0 +1,116 @@
+// The extension as a person sees it, in a real VS Code (code-server + Chromium), against the
+// real Codex daemon and the project's mock model: the sidebar with threads in several states,
+// the status-bar countdown, and "Pause auto-recovery" from the command palette.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../../src/demo/codexProcesses';
+import { startMockModel, type MockModel } from '../../../src/demo/mockModel';
+import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../../src/demo/userClient';
+import { makeTempDir, removeTempDir } from '../cleanup';
+import { REPO_ROOT } from '../paths';
+import { Workbench } from './workbench';
+
+const STATUS = 'codex-goal-recovery.status';
+const VIEW = 'Watched goals';
+const T = 60_000;
+
+/** Seconds left in "retry in m:ss". */
+function secondsLeft(text: string): number {
+  const m = /retry in (\d+):(\d\d)/.exec(text);
+  assert.ok(m, `no countdown in "${text}"`);
+  return Number(m[1]) * 60 + Number(m[2]);
+}
+
+describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
+  let temp: string;
+  let mock: MockModel;
+  let home: CodexHome;
+  let user: UserClient;
+  let wb: Workbench;
+  const threads: StartedGoalThread[] = [];
+
+  before(async () => {
+    temp = makeTempDir('cgr-ui-ext-');
+    const folder = path.join(temp, 'project');
+    fs.mkdirSync(folder);
+    mock = await startMockModel();
+    home = await makeCodexHome(mock.url);
+    await startDaemon(home.dir);
+    wb = await Workbench.open({
+      extensionDevelopmentPath: REPO_ROOT,
+      folder,
+      settings: {
+        'codexGoalRecovery.codexHome': home.dir,
+        'codexGoalRecovery.baseDelaySeconds': 90,
+        'codexGoalRecovery.maxDelaySeconds': 90,
+        'codexGoalRecovery.notifications': 'none',
+      },
+    });
+    await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+    user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'ui-test-user' });
+    // Three goals, three states: completed by the model, blocked by the model, and blocked by
+    // an outage (waiting to retry).
+    const goal = async (objective: string) => {
+      const t = await startThreadWithGoal(user, objective, { timeoutMs: T });
+      threads.push(t);
+      return t;
+    };
+    mock.setMode('goalComplete');
+    const done = await goal('Write the release notes');
+    await waitGoalStatus(user, done.threadId, 'complete', T, done.goalSetSeq);
+    mock.setMode('goalBlocked');
+    const blocked = await goal('Migrate the billing tables');
+    await waitGoalStatus(user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
+    mock.setMode('http500');
+    const outage = await goal('Fix the flaky integration test');
+    await waitTurnCompleted(user, outage.threadId, 'failed', T, outage.goalSetSeq);
+  }, { timeout: 240_000 });
+
+  after(async () => {
+    await wb?.close();
+    await user?.close().catch(() => undefined);
+    if (home) {
+      await stopDaemon(home.dir, { force: true });
+      await home.cleanup();
+    }
+    await mock?.close();
+    for (const t of threads) await t.cleanup();
+    await killAllTracked();
+    if (temp) removeTempDir(temp);
+  });
+
+  it('shows the watched threads in their states in the sidebar', () =>
+    wb.guard('ui-tree', async () => {
+      await wb.openViewContainer('Codex Goal Recovery');
+      const rows = await wb.waitForTreeRows(VIEW, (r) => r.length >= 3 && r.some((x) => /retry in/.test(x)) && r.some((x) => /blocked by the model/.test(x)) && r.some((x) => /, complete$/.test(x)), T);
+      assert.ok(rows.some((r) => /^Fix the flaky integration test, retry in \d+:\d\d · attempt 1\/6$/.test(r)), rows.join('\n'));
+      assert.ok(rows.includes('Migrate the billing tables, blocked by the model'), rows.join('\n'));
+      assert.ok(rows.includes('Write the release notes, complete'), rows.join('\n'));
+      // The thread waiting to retry comes first.
+      assert.match(rows[0]!, /^Fix the flaky integration test/);
+      const shot = await wb.screenshot('watched-goals');
+      assert.ok(fs.statSync(shot).size > 10_000);
+    }));
+
+  it('counts the next retry down in the status bar', () =>
+    wb.guard('ui-countdown', async () => {
+      const first = await wb.waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t), T);
+      await new Promise((r) => setTimeout(r, 2_500));
+      const second = await wb.statusBarText(STATUS);
+      assert.ok(secondsLeft(second) < secondsLeft(first), `the countdown did not fall: "${first}" then "${second}"`);
+      assert.ok(secondsLeft(first) - secondsLeft(second) <= 4, `the countdown jumped: "${first}" then "${second}"`);
+    }));
+
+  it('"Pause auto-recovery" from the command palette shows in the status bar, and resumes', () =>
+    wb.guard('ui-pause', async () => {
+      await wb.runCommand('Codex Goal Recovery: Pause auto-recovery');
+      await wb.waitForStatusBarText(STATUS, (t) => /recovery paused/.test(t), T);
+      const rows = await wb.waitForTreeRows(VIEW, (r) => r.some((x) => /· recovery paused$/.test(x)), T);
+      assert.ok(rows.some((x) => /^Fix the flaky integration test, retry in .* · recovery paused$/.test(x)), rows.join('\n'));
+      await wb.screenshot('recovery-paused');
+      await wb.runCommand('Codex Goal Recovery: Resume auto-recovery');
+      await wb.waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t), T);
+    }));
+});
