@@ -60,6 +60,8 @@ export class Engine {
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly queued = new Set<string>();
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
+  private readonly seenActive = new Map<string, ThreadGoal>();
   /** Threads whose recovery attempt is under way: not due again until it ends. */
   private readonly attempting = new Set<string>();
   private dueTimer: TimerHandle | null = null;
@@ -170,6 +172,7 @@ export class Engine {
     this.state.pausedAt = this.deps.clock.now();
     this.emit({ type: 'skipped', threadId: '*', reason: 'auto-recovery paused by the user' });
     this.reschedule();
+    this.changed();
     await this.persist();
   }
 
@@ -177,6 +180,7 @@ export class Engine {
     this.state.pausedAt = null;
     this.emit({ type: 'rearmed', threadId: '*', reason: 'auto-recovery resumed by the user' });
     this.reschedule();
+    this.changed();
     await this.persist();
   }
 
@@ -187,6 +191,7 @@ export class Engine {
     if (w) this.setState(w, { kind: 'disarmed', at: now });
     this.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
     this.reschedule();
+    this.changed();
     await this.persist();
   }
 
@@ -311,6 +316,7 @@ export class Engine {
         bump(threadId);
         const w = this.state.watches[threadId];
         if (w) w.goal = snapshot(goal);
+        else if (goal.status === 'active') this.seenActive.set(threadId, goal); // it may block before the engine looks
         if (w || goal.status === 'active') this.touch(threadId);
       },
       goalCleared: (threadId) => {
@@ -426,24 +432,26 @@ export class Engine {
   }
 
   /** First sight of a thread with a goal: arm it only if the goal is active. */
-  private async adopt(session: DaemonSession, threadId: string, goal: ThreadGoal): Promise<void> {
-    const now = this.deps.clock.now();
-    const w = newWatch(threadId, now);
-    w.goal = snapshot(goal);
-    w.title = goal.objective || threadId;
+  /** `seen`: the goal as first seen (a notification may show it active); `now`: as it is. */
+  private async adopt(session: DaemonSession, threadId: string, seen: ThreadGoal, current: ThreadGoal = seen): Promise<void> {
+    const w = newWatch(threadId, this.deps.clock.now());
+    w.goal = snapshot(current);
+    w.title = current.objective || threadId;
     this.state.watches[threadId] = w;
-    if (goal.status !== 'active' || !this.options.autoArm) {
-      w.state = { kind: 'notAdopted', status: goal.status };
+    if (seen.status !== 'active' || !this.options.autoArm) {
+      w.state = { kind: 'notAdopted', status: current.status };
       this.changed();
       return;
     }
-    await this.arm(session, w);
+    // Already changed since it was seen active: the arming is its last activation in the rollout.
+    await this.arm(session, w, current.status !== 'active');
   }
 
-  private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
+  /** `sinceLastActivation`: the goal changed after it was seen active; read its rollout from its last activation. */
+  private async arm(session: DaemonSession, w: WatchedThread, sinceLastActivation = false): Promise<void> {
     const thread = await this.subscribe(session, w.threadId);
     w.armedAt = this.deps.clock.now();
-    w.armOffset = await this.rolloutSize(w.rolloutPath);
+    w.armOffset = sinceLastActivation ? null : await this.rolloutSize(w.rolloutPath);
     w.rolloutOffset = w.armOffset ?? 0;
     w.lastMarker = null;
     w.failures = 0;
@@ -454,10 +462,7 @@ export class Engine {
     const live = this.liveOf(w.threadId);
     const seq = live.seq;
     // A brand-new thread has no turn to list yet ("not materialized"): its events tell.
-    const turn = await session.latestTurn(w.threadId).catch((error: unknown) => {
-      if (error instanceof RpcError) return null;
-      throw error;
-    });
+    const turn = await session.latestTurn(w.threadId).catch(notMaterialized);
     if (live.seq === seq) {
       if (thread) live.status = thread.status;
       live.turn = turn;
@@ -516,9 +521,12 @@ export class Engine {
     const w = this.state.watches[threadId];
     const live = this.liveOf(threadId);
     if (!w) {
-      // A goal became active on a thread the engine has not seen: adopt it.
+      // A goal became active on a thread the engine has not seen: adopt it. It was active when
+      // the notification was sent, even if it is blocked by the time the engine looks.
+      const seen = this.seenActive.get(threadId);
+      this.seenActive.delete(threadId);
       const goal = await session.getGoal(threadId);
-      if (goal && !this.state.watches[threadId]) await this.adopt(session, threadId, goal);
+      if (goal && !this.state.watches[threadId]) await this.adopt(session, threadId, seen ?? goal, goal);
       return;
     }
     if (!live.loaded) return this.markUnloaded(w);
@@ -547,22 +555,22 @@ export class Engine {
       if (w.state.kind !== 'disarmed') this.setState(w, { kind: 'disarmed', at: this.state.disarmed[threadId]! });
       return;
     }
-    await this.readMarkers(w);
-    if (w.state.kind === 'userIntent') return;
     const goal = w.goal;
     if (!goal) return;
-
-    if (goal.status === 'blocked' || goal.status === 'usageLimited') {
+    if (goal.status === 'blocked' || goal.status === 'usageLimited' || w.rolloutPath === null) {
       // Codex marks the goal blocked before the turn completes, and an event may have been
-      // missed (not subscribed yet, a reconnect): read the thread and how its newest turn ended.
+      // missed (not subscribed yet, a reconnect): read the thread (and its rollout's path) and
+      // how its newest turn ended, before the rollout is read.
       const seq = live.seq;
-      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId)]);
+      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)]);
       if (live.seq === seq) {
         live.status = thread.status;
         live.turn = turn;
         this.applyThread(w, thread);
       }
     }
+    await this.readMarkers(w);
+    if (w.state.kind === 'userIntent') return;
     if (w.pending) this.resolvePending(w, live);
 
     switch (goal.status) {
@@ -697,14 +705,20 @@ export class Engine {
       w.armOffset = 0;
       markers = result.last ? [result.last] : [];
     }
+    if (w.armOffset === null) {
+      // Armed from a notification after the goal had already moved on: the arming is the goal's
+      // last activation (Codex writes a goal event for every thread/goal/set).
+      const activations = result.goalLines.filter((l) => l.by === 'event' && l.status === 'active');
+      w.armOffset = activations.at(-1)?.offset ?? 0;
+    }
     for (const line of result.goalLines) {
-      if (w.armOffset !== null && line.offset < w.armOffset) continue;
+      if (line.offset < w.armOffset) continue;
       if (line.by === 'model' && line.status === 'blocked') w.modelBlockOffset = line.offset;
       else if (line.by === 'event' && line.status === 'active' && (w.modelBlockOffset === null || line.offset > w.modelBlockOffset)) w.modelBlockOffset = null;
     }
     for (const marker of markers) {
       w.lastMarker = marker;
-      if (w.armOffset !== null && marker.offset < w.armOffset) continue; // older than the arming
+      if (marker.offset < w.armOffset) continue; // older than the arming
       const now = this.deps.clock.now();
       if (marker.status === 'active') {
         if (w.state.kind === 'userIntent') {
@@ -961,6 +975,12 @@ export class Engine {
   private changed(): void {
     this.deps.onChange?.();
   }
+}
+
+/** A brand-new thread has no turn to list yet ("not materialized"): that is no turn, not an error. */
+function notMaterialized(error: unknown): null {
+  if (error instanceof RpcError) return null;
+  throw error;
 }
 
 function activeState(live: LiveThread): WatchState {

@@ -22,7 +22,7 @@ export interface HostIo {
 
 export class EngineHost implements RecoveryService {
   readonly role = 'leader' as const;
-  private engine: Engine;
+  private readonly engine: Engine;
   private readonly listeners = new Set<() => void>();
   private readonly throttle = new Throttle(100, () => this.emitChange());
   private cached: EngineSnapshot;
@@ -37,18 +37,10 @@ export class EngineHost implements RecoveryService {
     void this.engine.start().catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
   }
 
-  /** New settings apply at once; a new daemon target restarts the engine. */
-  async applySettings(settings: Settings): Promise<void> {
-    const moved = targetOf(settings).kind !== targetOf(this.settings).kind || settings.socketPath !== this.settings.socketPath;
+  /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */
+  applySettings(settings: Settings): void {
     this.settings = settings;
-    if (!moved) {
-      this.engine.updateOptions(settings.options);
-      return;
-    }
-    this.io.log.info(`daemon target changed to ${settings.socketPath}: reconnecting`);
-    await this.engine.stop();
-    this.engine = this.makeEngine();
-    this.start();
+    this.engine.updateOptions(settings.options);
   }
 
   snapshot(): EngineSnapshot {
@@ -104,6 +96,7 @@ export class EngineHost implements RecoveryService {
     else this.io.log.info(line);
     this.cached = this.engine.snapshot();
     this.io.notify(d, this.cached);
+    this.throttle.poke();
   }
 
   private emitChange(): void {

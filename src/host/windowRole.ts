@@ -44,6 +44,7 @@ export class WindowRole {
   private election: LeaderElection | null = null;
   private readonly listeners = new Set<() => void>();
   private readonly subscriptions: { dispose(): void }[] = [];
+  private applying: Promise<void> = Promise.resolve();
 
   constructor(private readonly context: vscode.ExtensionContext, private settings: Settings, private readonly io: HostIo) {
     this.current = new Starting(settings.socketPath);
@@ -60,30 +61,37 @@ export class WindowRole {
 
   /** Joins the election in the background. */
   start(): void {
-    const election = new LeaderElection({ dir: electionDir(), name: electionName(this.settings) });
+    const election = new LeaderElection({ dir: electionDir(), name: electionName(this.settings), log: (m) => this.io.log.debug(`election: ${m}`) });
     this.election = election;
-    election.onLeader((server) => this.lead(server));
-    election.onFollower((conn) => this.follow(conn));
+    // Events of an election this window has left (settings moved it to another daemon) are ignored.
+    const current = () => this.election === election;
+    election.onLeader((server) => current() && this.lead(server));
+    election.onFollower((conn) => current() && this.follow(conn));
     election.onRoleChange((role) => {
       // Stepped down (its socket was replaced): stop the engine at once, before following.
-      if (role !== 'leader' && this.engine) this.clearRole();
+      if (current() && role !== 'leader' && this.engine) this.clearRole();
     });
     election.start().catch((error: unknown) => {
+      if (!current()) return;
       // No election possible (e.g. an unsafe directory): run the engine here, and say so.
       this.io.log.warn(`leader election unavailable (${error instanceof Error ? error.message : String(error)}); this window runs the engine`);
       this.lead(null);
     });
   }
 
-  async applySettings(settings: Settings): Promise<void> {
-    const moved = electionName(settings) !== electionName(this.settings);
-    this.settings = settings;
-    if (moved) {
-      await this.stop();
-      this.start();
-    } else {
-      await this.engine?.applySettings(settings);
-    }
+  /** Applies settings in the order they came: a new daemon means a new election. */
+  applySettings(settings: Settings): Promise<void> {
+    this.applying = this.applying.then(async () => {
+      const moved = electionName(settings) !== electionName(this.settings);
+      this.settings = settings;
+      if (moved) {
+        await this.stop();
+        this.start();
+      } else {
+        this.engine?.applySettings(settings);
+      }
+    });
+    return this.applying;
   }
 
   async dispose(): Promise<void> {
@@ -133,8 +141,9 @@ export class WindowRole {
     const engine = this.engine;
     this.engine = null;
     await engine?.dispose();
-    await this.election?.stop();
+    const election = this.election;
     this.election = null;
+    await election?.stop();
     this.current = new Starting(this.settings.socketPath);
     this.fire();
   }

@@ -41,6 +41,7 @@ export class RecoveryStatusBar {
       `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
     ];
     this.item.tooltip = lines.join('\n');
+    this.item.accessibilityInformation = { label: `${this.item.text.replace(/\$\([^)]*\)\s*/g, '')}. ${lines.slice(1).join('. ')}` };
     this.item.show();
     return countdown;
   }

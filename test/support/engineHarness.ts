@@ -17,6 +17,8 @@ export interface Harness {
   store: StateStore;
   engine: Engine;
   decisions: Decision[];
+  /** How many times the engine told its views that something changed. */
+  changes(): number;
   /** The seed's reconcile(): a full resync, then wait until the engine is idle. */
   reconcile(): Promise<void>;
   /** Moves the fake clock and waits for what fell due. */
@@ -48,12 +50,14 @@ export async function makeHarness(init: {
   const clock = init.clock ?? new FakeClock();
   const store = init.store ?? new MemoryStore();
   const decisions: Decision[] = [];
+  let changes = 0;
   const engine = new Engine({ ...TEST_OPTIONS, ...init.options }, {
     connect: daemon.connector(),
     store,
     clock,
     random: init.random ?? (() => 1), // the seed's jitter(d) = d: the full nominal delay
     onDecision: (d) => decisions.push(d),
+    onChange: () => { changes += 1; },
   });
   const settle = async () => {
     for (let i = 0; i < 5; i++) {
@@ -69,6 +73,7 @@ export async function makeHarness(init: {
     store,
     engine,
     decisions,
+    changes: () => changes,
     reconcile: async () => {
       await settle();
       await engine.resync();

@@ -202,11 +202,15 @@ describe('engine', () => {
     const h = await armed();
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
+    const before = h.changes();
     await h.engine.pauseAll();
+    assert.ok(h.changes() > before, 'pausing did not tell the views');
     await h.advance(10 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 0);
     assert.equal(h.engine.nextDueAt(), null);
+    const paused = h.changes();
     await h.engine.resumeAll();
+    assert.ok(h.changes() > paused, 'resuming did not tell the views');
     await h.settle();
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });

@@ -104,6 +104,11 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
     /* none yet */
   }
   fs.writeFileSync(settingsFile, JSON.stringify({ ...DEFAULT_SETTINGS, ...existing, ...options.settings }, null, 2));
+  // A code-server window is a remote window: machine-scoped settings (where the Codex daemon
+  // is, which executable runs) come from the remote machine's settings, not the user's.
+  const machineDir = path.join(userDataDir, 'Machine');
+  fs.mkdirSync(machineDir, { recursive: true });
+  fs.writeFileSync(path.join(machineDir, 'settings.json'), JSON.stringify(options.settings ?? {}, null, 2));
   // Without --config code-server writes ~/.config/code-server/config.yaml.
   fs.writeFileSync(configFile, 'auth: none\ncert: false\n');
 

@@ -48,7 +48,11 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
         'codexGoalRecovery.notifications': 'none',
       },
     });
-    await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+    await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T).catch(async (error: unknown) => {
+      // Say why: the item's tooltip carries the connection's state.
+      const label = await wb.statusBarAriaLabel(STATUS, 1_000).catch(() => '(no label)');
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\nstatus item: ${label}`);
+    });
     user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'ui-test-user' });
     // Three goals, three states: completed by the model, blocked by the model, and blocked by
     // an outage (waiting to retry).
