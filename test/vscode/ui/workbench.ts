@@ -21,6 +21,8 @@ export interface WorkbenchOptions {
   viewport?: { width: number; height: number };
   /** How long to wait for the workbench (default 90 s). */
   timeoutMs?: number;
+  /** Extra code-server arguments (e.g. `--reconnection-grace-time 1`). */
+  args?: string[];
 }
 
 export interface TreeRow {
@@ -45,7 +47,20 @@ export class Workbench {
     readonly server: CodeServer,
     readonly browser: Browser,
     readonly page: Page,
+    /** A second window shares the first one's code-server and browser: closing it closes only its page. */
+    private readonly owner = true,
   ) {}
+
+  /**
+   * Another window on the same code-server and folder: a workbench of its own, with its own
+   * extension host (as a second VS Code window has).
+   */
+  async openWindow(timeoutMs = 90_000): Promise<Workbench> {
+    const page = await this.browser.newPage({ viewport: this.page.viewportSize() ?? { width: 1400, height: 900 } });
+    const wb = new Workbench(this.server, this.browser, page, false);
+    await loadWorkbench(page, this.server, timeoutMs);
+    return wb;
+  }
 
   static async open(options: WorkbenchOptions = {}): Promise<Workbench> {
     const timeout = options.timeoutMs ?? 90_000;
@@ -56,6 +71,7 @@ export class Workbench {
       ...(options.extensionDevelopmentPath !== undefined && { extensionDevelopmentPath: options.extensionDevelopmentPath }),
       ...(options.env !== undefined && { env: options.env }),
       ...(options.settings !== undefined && { settings: options.settings }),
+      ...(options.args !== undefined && { args: options.args }),
       ...(verbose && { onLog: (line: string) => console.log(`[code-server] ${line}`) }),
     });
     let browser: Browser | undefined;
@@ -72,18 +88,7 @@ export class Workbench {
         }
       });
       page.on('pageerror', (err) => wb.consoleLines.push(`[page error] ${err.message}`));
-      // The smoke-test driver makes the workbench honour the payload (the development
-      // extension) and gives window.driver.whenWorkbenchRestored().
-      await injectSmokeTestDriver(page, server.origin);
-      await page.goto(server.url, { waitUntil: 'domcontentloaded', timeout });
-      // (No DOM lib in this tsconfig: the page's window is globalThis, typed by hand.)
-      await page.waitForFunction(
-        () => typeof (globalThis as unknown as SmokeWindow).driver?.whenWorkbenchRestored === 'function',
-        null,
-        { timeout },
-      );
-      await page.evaluate(() => (globalThis as unknown as SmokeWindow).driver!.whenWorkbenchRestored());
-      await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout });
+      await loadWorkbench(page, server, timeout);
       return wb;
     } catch (err) {
       if (browser) {
@@ -96,8 +101,23 @@ export class Workbench {
     }
   }
 
+  /** Reloads the window (a new extension host), waiting until the workbench is back. */
+  async reload(timeoutMs = 90_000): Promise<void> {
+    await this.page.evaluate(() => (globalThis as unknown as { location: { reload(): void } }).location.reload());
+    await this.page.waitForLoadState('domcontentloaded', { timeout: timeoutMs });
+    await this.page.waitForFunction(() => typeof (globalThis as unknown as SmokeWindow).driver?.whenWorkbenchRestored === 'function', null, { timeout: timeoutMs });
+    await this.page.evaluate(() => (globalThis as unknown as SmokeWindow).driver!.whenWorkbenchRestored());
+    await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: timeoutMs });
+  }
+
+  /** Closes this window only (its page), as a person closes one VS Code window of several. */
+  async closeWindow(): Promise<void> {
+    await this.page.close().catch(() => undefined);
+  }
+
   /** Closes the browser and stops code-server (the whole process group). */
   async close(): Promise<void> {
+    if (!this.owner) return this.closeWindow();
     await this.browser.close().catch(() => undefined);
     await this.server.stop();
   }
@@ -269,6 +289,22 @@ export class Workbench {
 }
 
 /** Polls `read` until `check` accepts its value; the last value is in the timeout error. */
+/** Opens the workbench in `page` and waits until it is restored and shows its status bar. */
+async function loadWorkbench(page: Page, server: CodeServer, timeout: number): Promise<void> {
+  // The smoke-test driver makes the workbench honour the payload (the development
+  // extension) and gives window.driver.whenWorkbenchRestored().
+  await injectSmokeTestDriver(page, server.origin);
+  await page.goto(server.url, { waitUntil: 'domcontentloaded', timeout });
+  // (No DOM lib in this tsconfig: the page's window is globalThis, typed by hand.)
+  await page.waitForFunction(
+    () => typeof (globalThis as unknown as SmokeWindow).driver?.whenWorkbenchRestored === 'function',
+    null,
+    { timeout },
+  );
+  await page.evaluate(() => (globalThis as unknown as SmokeWindow).driver!.whenWorkbenchRestored());
+  await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout });
+}
+
 export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
