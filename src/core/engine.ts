@@ -557,10 +557,10 @@ export class Engine {
     }
     const goal = w.goal;
     if (!goal) return;
-    if (goal.status === 'blocked' || goal.status === 'usageLimited' || w.rolloutPath === null) {
+    if (goal.status === 'blocked' || goal.status === 'usageLimited' || w.rolloutPath === null || w.pending !== null) {
       // Codex marks the goal blocked before the turn completes, and an event may have been
-      // missed (not subscribed yet, a reconnect): read the thread (and its rollout's path) and
-      // how its newest turn ended, before the rollout is read.
+      // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
+      // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
       const seq = live.seq;
       const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)]);
       if (live.seq === seq) {
@@ -662,6 +662,8 @@ export class Engine {
   private resolvePending(w: WatchedThread, live: LiveThread): boolean {
     const pending = w.pending;
     if (!pending) return false;
+    // Undecided until the newest turn is known (a read may have been overtaken by an event).
+    if (live.turn === null && w.goal?.status !== 'active') return false;
     const goal = w.goal;
     const newerTurn = live.turn !== null && live.turn.id !== pending.failedTurnId;
     if (goal?.status === 'active' || newerTurn) {

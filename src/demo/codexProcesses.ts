@@ -413,7 +413,8 @@ export interface StartDaemonOptions {
   timeoutMs?: number;
 }
 
-function seedDaemonPackage(codexHome: string): void {
+/** Links the packaged daemon into CODEX_HOME so `daemon start` skips copying ~370 MB (and starts no updater). */
+export function seedDaemonPackage(codexHome: string): void {
   const vendor = codexVendorDir();
   if (!vendor) return;
   const pkgDir = path.join(codexHome, 'packages', 'app-server-daemon');

@@ -220,6 +220,30 @@ describe('seed scenarios', () => {
     assert.deepEqual(w.recovered, ['turn-1']);
   });
 
+  it('a pending intent is confirmed after a restart even when the goal has completed meanwhile', async () => {
+    const dir = tmp();
+    const statePath = path.join(dir, 'state.json');
+    const clock = new FakeClock();
+    const daemon = failedDaemon(dir);
+    const w = failedWatch(clock.now(), daemon.thread().path);
+    w.pending = { failedTurnId: 'turn-1', attempt: 1, sentAt: clock.now() };
+    w.state = { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: clock.now() };
+    await new JsonFileStore(statePath).save(stateWith(w));
+    // The set took effect before the crash, and the recovery turn then completed the goal.
+    const t = daemon.thread();
+    t.goal = testGoal('thread-1', 'complete');
+    t.turn = testTurn('turn-2', 'completed');
+    t.status = { type: 'idle' };
+    const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
+    await h.reconcile();
+    const after = h.engine.watch('thread-1')!;
+    assert.equal(daemon.count('thread/goal/set'), 0);
+    assert.equal(after.pending, null);
+    assert.deepEqual(after.recovered, ['turn-1']);
+    assert.equal(after.history.at(-1)?.outcome, 'recovered');
+    assert.equal(after.state.kind, 'complete');
+  });
+
   it('a set that errors while notifications show success counts as success (TestResetSetError)', async () => {
     const dir = tmp();
     const clock = new FakeClock();

@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
-import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../../src/demo/codexProcesses';
+import { codexBinary, controlSocketPath, killAllTracked, makeCodexHome, seedDaemonPackage, startDaemon, stopDaemon, type CodexHome } from '../../../src/demo/codexProcesses';
 import { startMockModel, type MockModel } from '../../../src/demo/mockModel';
 import { startThreadWithGoal, UserClient, waitGoalStatus, type StartedGoalThread } from '../../../src/demo/userClient';
 
@@ -58,7 +58,7 @@ suite('recovery in the extension host (real daemon)', function () {
 
   suiteTeardown(async () => {
     await user?.close().catch(() => undefined);
-    for (const key of ['codexHome', 'baseDelaySeconds', 'maxDelaySeconds', 'resyncIntervalSeconds', 'notifications']) await config().update(key, undefined, G);
+    for (const key of ['codexHome', 'codexPath', 'baseDelaySeconds', 'maxDelaySeconds', 'resyncIntervalSeconds', 'notifications']) await config().update(key, undefined, G);
     if (home) {
       await stopDaemon(home.dir, { force: true });
       await home.cleanup();
@@ -122,6 +122,23 @@ suite('recovery in the extension host (real daemon)', function () {
     const goal = (await user.request('thread/goal/get', { threadId: t.threadId }, T)).goal;
     assert.equal(goal.status, 'paused');
     assert.equal(api.snapshot().watches.find((x) => x.threadId === t.threadId)!.history.filter((h) => h.outcome === 'recovered').length, 0);
+  });
+
+  test('Start Codex daemon starts the daemon of the configured Codex home, with the configured executable', async () => {
+    const fresh = await makeCodexHome(mock.url);
+    try {
+      seedDaemonPackage(fresh.dir);
+      await config().update('codexPath', codexBinary(), G);
+      await config().update('codexHome', fresh.dir, G);
+      await until('no daemon there yet', () => api.snapshot().connection.kind === 'disconnected' && api.snapshot().target === controlSocketPath(fresh.dir));
+      await vscode.commands.executeCommand('codexGoalRecovery.startDaemon');
+      await until('the new daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(fresh.dir));
+    } finally {
+      await config().update('codexHome', home.dir, G);
+      await stopDaemon(fresh.dir, { force: true });
+      await fresh.cleanup();
+    }
+    await until('back on the test daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(home.dir));
   });
 
   test('Disarm, Re-arm, Retry now, Pause and Resume auto-recovery, Refresh and Open rollout work', async () => {
