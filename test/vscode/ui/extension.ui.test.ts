@@ -117,4 +117,16 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       await wb.runCommand('Codex Goal Recovery: Resume auto-recovery');
       await wb.waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t), T);
     }));
+
+  it('"Reset state…" asks first, then forgets the watched threads', () =>
+    wb.guard('ui-reset', async () => {
+      await wb.runCommand('Codex Goal Recovery: Reset state…');
+      const dialog = wb.page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ state: 'visible', timeout: T });
+      assert.match((await dialog.textContent()) ?? '', /forgets every watched thread/);
+      await dialog.getByRole('button', { name: 'Reset' }).click();
+      // Seen again after the reset, the goals are no longer active: shown, but not adopted.
+      const rows = await wb.waitForTreeRows(VIEW, (r) => r.length >= 3 && r.every((x) => /not adopted/.test(x)), T);
+      assert.ok(rows.includes('Write the release notes, not adopted (already complete when first seen)'), rows.join('\n'));
+    }));
 });
