@@ -6,9 +6,9 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
-import { codexBinary, controlSocketPath, killAllTracked, makeCodexHome, seedDaemonPackage, startDaemon, stopDaemon, type CodexHome } from '../../../src/demo/codexProcesses';
-import { startMockModel, type MockModel } from '../../../src/demo/mockModel';
-import { startThreadWithGoal, UserClient, waitGoalStatus, type StartedGoalThread } from '../../../src/demo/userClient';
+import { codexBinary, controlSocketPath, makeCodexHome, seedDaemonPackage, stopDaemon } from '../../../src/demo/codexProcesses';
+import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
+import { DaemonLab } from '../../support/daemonLab';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
 const T = 60_000;
@@ -31,10 +31,8 @@ async function until<T>(what: string, probe: () => T | undefined | false, timeou
 suite('recovery in the extension host (real daemon)', function () {
   this.timeout(3 * T);
   let api: CodexGoalRecoveryApi;
-  let mock: MockModel;
-  let home: CodexHome;
+  let lab: DaemonLab;
   let user: UserClient;
-  const threads: StartedGoalThread[] = [];
   /** Every description a thread's row showed, in order. */
   const seen = new Map<string, string[]>();
 
@@ -50,29 +48,20 @@ suite('recovery in the extension host (real daemon)', function () {
   suiteSetup(async () => {
     api = (await vscode.extensions.getExtension<CodexGoalRecoveryApi>(EXTENSION_ID)!.activate());
     await config().update('notifications', 'none', G);
-    mock = await startMockModel();
-    home = await makeCodexHome(mock.url);
-    await startDaemon(home.dir);
+    lab = await DaemonLab.start();
     api.onDidChange(record);
   });
 
   suiteTeardown(async () => {
-    await user?.close().catch(() => undefined);
     for (const key of ['codexHome', 'codexPath', 'baseDelaySeconds', 'maxDelaySeconds', 'resyncIntervalSeconds', 'notifications']) await config().update(key, undefined, G);
-    if (home) {
-      await stopDaemon(home.dir, { force: true });
-      await home.cleanup();
-    }
-    await mock?.close();
-    for (const t of threads) await t.cleanup();
-    await killAllTracked();
+    await lab?.close();
   });
 
   test('shows that no daemon runs where it looks', async () => {
-    await config().update('codexHome', `${home.dir}-missing`, G);
+    await config().update('codexHome', `${lab.home.dir}-missing`, G);
     const snap = await until('the missing daemon', () => {
       const s = api.snapshot();
-      return s.connection.kind === 'disconnected' && s.target.startsWith(`${home.dir}-missing`) ? s : undefined;
+      return s.connection.kind === 'disconnected' && s.target.startsWith(`${lab.home.dir}-missing`) ? s : undefined;
     });
     assert.match(snap.connection.detail, /no Codex daemon socket|daemon is not running/);
   });
@@ -81,19 +70,18 @@ suite('recovery in the extension host (real daemon)', function () {
     await config().update('baseDelaySeconds', 1, G);
     await config().update('maxDelaySeconds', 4, G);
     await config().update('resyncIntervalSeconds', 2, G);
-    await config().update('codexHome', home.dir, G);
-    await until('the connection', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(home.dir));
+    await config().update('codexHome', lab.home.dir, G);
+    await until('the connection', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
     assert.equal(api.role(), 'leader');
-    user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'extension-test-user' });
+    user = await lab.user();
   });
 
   test('the tree follows an outage of two turns and its recovery', async () => {
-    mock.setMode('http500');
-    const t = await startThreadWithGoal(user, 'tree: outage and recovery', { timeoutMs: T });
-    threads.push(t);
+    lab.mock.setMode('http500');
+    const t = await lab.goal('tree: outage and recovery');
     await until('the row', () => row(t.threadId));
     await until('the second backoff', () => (seen.get(t.threadId) ?? []).some((d) => /^retry in \d+:\d\d · attempt 2\/6$/.test(d)));
-    mock.setMode('goalComplete');
+    lab.mock.setMode('goalComplete');
     await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
     await until('the completed row', () => row(t.threadId)?.description === 'complete');
     const shown = seen.get(t.threadId)!;
@@ -107,9 +95,8 @@ suite('recovery in the extension host (real daemon)', function () {
   test('Pause goal writes the user marker into the rollout and stops recovery', async () => {
     await config().update('baseDelaySeconds', 6, G);
     await config().update('maxDelaySeconds', 6, G);
-    mock.setMode('http500');
-    const t = await startThreadWithGoal(user, 'tree: paused by the user', { timeoutMs: T });
-    threads.push(t);
+    lab.mock.setMode('http500');
+    const t = await lab.goal('tree: paused by the user');
     await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
     assert.match(row(t.threadId)!.contextValue, /\bpausable\b/);
     await vscode.commands.executeCommand('codexGoalRecovery.pauseGoal', { threadId: t.threadId });
@@ -125,7 +112,7 @@ suite('recovery in the extension host (real daemon)', function () {
   });
 
   test('Start Codex daemon starts the daemon of the configured Codex home, with the configured executable', async () => {
-    const fresh = await makeCodexHome(mock.url);
+    const fresh = await makeCodexHome(lab.mock.url);
     try {
       seedDaemonPackage(fresh.dir);
       await config().update('codexPath', codexBinary(), G);
@@ -134,19 +121,18 @@ suite('recovery in the extension host (real daemon)', function () {
       await vscode.commands.executeCommand('codexGoalRecovery.startDaemon');
       await until('the new daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(fresh.dir));
     } finally {
-      await config().update('codexHome', home.dir, G);
+      await config().update('codexHome', lab.home.dir, G);
       await stopDaemon(fresh.dir, { force: true });
       await fresh.cleanup();
     }
-    await until('back on the test daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(home.dir));
+    await until('back on the test daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
   });
 
   test('Disarm, Re-arm, Retry now, Pause and Resume auto-recovery, Refresh and Open rollout work', async () => {
     await config().update('baseDelaySeconds', 30, G);
     await config().update('maxDelaySeconds', 30, G);
-    mock.setMode('http500');
-    const t = await startThreadWithGoal(user, 'tree: commands', { timeoutMs: T });
-    threads.push(t);
+    lab.mock.setMode('http500');
+    const t = await lab.goal('tree: commands');
     await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
 
     await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
@@ -161,7 +147,7 @@ suite('recovery in the extension host (real daemon)', function () {
     await until('re-armed', () => row(t.threadId)?.description.startsWith('retry in'));
 
     await vscode.commands.executeCommand('codexGoalRecovery.refresh');
-    mock.setMode('goalComplete');
+    lab.mock.setMode('goalComplete');
     await vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: t.threadId });
     await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
     await until('complete', () => row(t.threadId)?.description === 'complete');

@@ -5,9 +5,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../../src/demo/codexProcesses';
-import { startMockModel, type MockModel } from '../../../src/demo/mockModel';
-import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../../src/demo/userClient';
+import { waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
+import { DaemonLab } from '../../support/daemonLab';
 import { makeTempDir, removeTempDir } from '../cleanup';
 import { REPO_ROOT } from '../paths';
 import { Workbench } from './workbench';
@@ -25,24 +24,20 @@ function secondsLeft(text: string): number {
 
 describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
   let temp: string;
-  let mock: MockModel;
-  let home: CodexHome;
+  let lab: DaemonLab;
   let user: UserClient;
   let wb: Workbench;
-  const threads: StartedGoalThread[] = [];
 
   before(async () => {
     temp = makeTempDir('cgr-ui-ext-');
     const folder = path.join(temp, 'project');
     fs.mkdirSync(folder);
-    mock = await startMockModel();
-    home = await makeCodexHome(mock.url);
-    await startDaemon(home.dir);
+    lab = await DaemonLab.start();
     wb = await Workbench.open({
       extensionDevelopmentPath: REPO_ROOT,
       folder,
       settings: {
-        'codexGoalRecovery.codexHome': home.dir,
+        'codexGoalRecovery.codexHome': lab.home.dir,
         'codexGoalRecovery.baseDelaySeconds': 90,
         'codexGoalRecovery.maxDelaySeconds': 90,
         'codexGoalRecovery.notifications': 'none',
@@ -53,35 +48,23 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       const label = await wb.statusBarAriaLabel(STATUS, 1_000).catch(() => '(no label)');
       throw new Error(`${error instanceof Error ? error.message : String(error)}\nstatus item: ${label}`);
     });
-    user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'ui-test-user' });
+    user = await lab.user();
     // Three goals, three states: completed by the model, blocked by the model, and blocked by
     // an outage (waiting to retry).
-    const goal = async (objective: string) => {
-      const t = await startThreadWithGoal(user, objective, { timeoutMs: T });
-      threads.push(t);
-      return t;
-    };
-    mock.setMode('goalComplete');
-    const done = await goal('Write the release notes');
+    lab.mock.setMode('goalComplete');
+    const done = await lab.goal('Write the release notes');
     await waitGoalStatus(user, done.threadId, 'complete', T, done.goalSetSeq);
-    mock.setMode('goalBlocked');
-    const blocked = await goal('Migrate the billing tables');
+    lab.mock.setMode('goalBlocked');
+    const blocked = await lab.goal('Migrate the billing tables');
     await waitGoalStatus(user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
-    mock.setMode('http500');
-    const outage = await goal('Fix the flaky integration test');
+    lab.mock.setMode('http500');
+    const outage = await lab.goal('Fix the flaky integration test');
     await waitTurnCompleted(user, outage.threadId, 'failed', T, outage.goalSetSeq);
   }, { timeout: 240_000 });
 
   after(async () => {
     await wb?.close();
-    await user?.close().catch(() => undefined);
-    if (home) {
-      await stopDaemon(home.dir, { force: true });
-      await home.cleanup();
-    }
-    await mock?.close();
-    for (const t of threads) await t.cleanup();
-    await killAllTracked();
+    await lab?.close();
     if (temp) removeTempDir(temp);
   });
 

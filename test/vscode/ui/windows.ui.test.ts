@@ -5,9 +5,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../../src/demo/codexProcesses';
-import { startMockModel, type MockModel } from '../../../src/demo/mockModel';
-import { about, startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../../src/demo/userClient';
+import { about, waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
+import { DaemonLab } from '../../support/daemonLab';
 import { makeTempDir, removeTempDir } from '../cleanup';
 import { REPO_ROOT } from '../paths';
 import { Workbench } from './workbench';
@@ -18,18 +17,11 @@ const T = 60_000;
 
 describe('two windows on one daemon', { timeout: 420_000 }, () => {
   let temp: string;
-  let mock: MockModel;
-  let home: CodexHome;
+  let lab: DaemonLab;
   let user: UserClient;
   let first: Workbench;
   let second: Workbench;
-  const threads: StartedGoalThread[] = [];
 
-  const goal = async (objective: string) => {
-    const t = await startThreadWithGoal(user, objective, { timeoutMs: T });
-    threads.push(t);
-    return t;
-  };
   const turnStatuses = async (threadId: string) =>
     ((await user.request('thread/turns/list', { threadId }, T)).data as { status: string }[]).map((x) => x.status).sort();
 
@@ -37,16 +29,14 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
     temp = makeTempDir('cgr-ui-win-');
     const folder = path.join(temp, 'project');
     fs.mkdirSync(folder);
-    mock = await startMockModel();
-    home = await makeCodexHome(mock.url);
-    await startDaemon(home.dir);
+    lab = await DaemonLab.start();
     first = await Workbench.open({
       extensionDevelopmentPath: REPO_ROOT,
       folder,
       // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
       args: ['--reconnection-grace-time', '1'],
       settings: {
-        'codexGoalRecovery.codexHome': home.dir,
+        'codexGoalRecovery.codexHome': lab.home.dir,
         'codexGoalRecovery.baseDelaySeconds': 1,
         'codexGoalRecovery.maxDelaySeconds': 2,
         'codexGoalRecovery.notifications': 'none',
@@ -55,33 +45,26 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
     await first.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
     second = await first.openWindow();
     await second.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
-    user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'ui-windows-user' });
+    user = await lab.user();
   }, { timeout: 240_000 });
 
   after(async () => {
     await second?.close();
     await first?.close(); // stops code-server and the browser
-    await user?.close().catch(() => undefined);
-    if (home) {
-      await stopDaemon(home.dir, { force: true });
-      await home.cleanup();
-    }
-    await mock?.close();
-    for (const t of threads) await t.cleanup();
-    await killAllTracked();
+    await lab?.close();
     if (temp) removeTempDir(temp);
   });
 
   it('recovers each failed turn exactly once, and both windows show it', () =>
     second.guard('ui-two-windows', async () => {
-      mock.setMode('http500');
-      const t = await goal('Two windows, one recovery');
+      lab.mock.setMode('http500');
+      const t = await lab.goal('Two windows, one recovery');
       await user.waitFor(about(t.threadId, 'turn/completed', (p) => p.turn?.status === 'failed'), T, t.goalSetSeq);
       const failed = () => user.notifications.filter((n) => n.method === 'turn/completed' && n.params?.threadId === t.threadId && n.params?.turn?.status === 'failed').length;
       const deadline = Date.now() + T;
       while (failed() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       assert.equal(failed(), 2, 'the first recovery did not happen');
-      mock.setMode('goalComplete');
+      lab.mock.setMode('goalComplete');
       await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
       await new Promise((r) => setTimeout(r, 3_000)); // room for a duplicate to show up
       assert.deepEqual(await turnStatuses(t.threadId), ['completed', 'failed', 'failed'], 'not exactly one new turn per failed turn');
@@ -94,10 +77,10 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
   it('takes over when the window that runs the engine closes', () =>
     second.guard('ui-takeover', async () => {
       await first.closeWindow();
-      mock.setMode('http500');
-      const t = await goal('Recovered after the takeover');
+      lab.mock.setMode('http500');
+      const t = await lab.goal('Recovered after the takeover');
       await user.waitFor(about(t.threadId, 'turn/completed', (p) => p.turn?.status === 'failed'), T, t.goalSetSeq);
-      mock.setMode('goalComplete');
+      lab.mock.setMode('goalComplete');
       const complete = await waitGoalStatus(user, t.threadId, 'complete', 30_000, t.goalSetSeq);
       await waitTurnCompleted(user, t.threadId, 'completed', T, complete.seq);
       assert.deepEqual(await turnStatuses(t.threadId), ['completed', 'failed']);
@@ -106,8 +89,8 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
 
   it('a disarm survives a reload of the window (globalState)', () =>
     second.guard('ui-disarm-reload', async () => {
-      mock.setMode('http500');
-      const t = await goal('Disarmed by the user');
+      lab.mock.setMode('http500');
+      const t = await lab.goal('Disarmed by the user');
       await second.waitForTreeRows(VIEW, (r) => r.some((x) => x.startsWith('Disarmed by the user, retry in')), T);
       await second.runCommand('Codex Goal Recovery: Disarm thread');
       await second.page.keyboard.type('Disarmed by the user');

@@ -1,0 +1,46 @@
+// A real Codex daemon in a private CODEX_HOME, the project's mock model, and a "user" client
+// that gives threads goals: what the extension-host and UI suites run against.
+import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../src/demo/codexProcesses';
+import { startMockModel, type MockModel } from '../../src/demo/mockModel';
+import { startThreadWithGoal, UserClient, type StartedGoalThread, type StartThreadOptions } from '../../src/demo/userClient';
+
+export class DaemonLab {
+  private user_: UserClient | null = null;
+  private readonly threads: StartedGoalThread[] = [];
+
+  private constructor(readonly mock: MockModel, readonly home: CodexHome) {}
+
+  static async start(): Promise<DaemonLab> {
+    const mock = await startMockModel();
+    const home = await makeCodexHome(mock.url);
+    await startDaemon(home.dir);
+    return new DaemonLab(mock, home);
+  }
+
+  get socket(): string {
+    return controlSocketPath(this.home.dir);
+  }
+
+  /** The user's own client on the daemon (connected on first use). */
+  async user(): Promise<UserClient> {
+    this.user_ ??= await UserClient.overSocket(this.socket, { name: 'lab-user' });
+    return this.user_;
+  }
+
+  /** A new thread with an active goal, as the user's client sets it. */
+  async goal(objective: string, opts: StartThreadOptions = {}): Promise<StartedGoalThread> {
+    const t = await startThreadWithGoal(await this.user(), objective, { timeoutMs: 60_000, ...opts });
+    this.threads.push(t);
+    return t;
+  }
+
+  /** Stops everything it started, whatever state it is in. */
+  async close(): Promise<void> {
+    await this.user_?.close().catch(() => undefined);
+    await stopDaemon(this.home.dir, { force: true });
+    await this.home.cleanup();
+    await this.mock.close();
+    for (const t of this.threads) await t.cleanup();
+    await killAllTracked();
+  }
+}
