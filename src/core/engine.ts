@@ -443,16 +443,19 @@ export class Engine {
       this.changed();
       return;
     }
-    // Already changed since it was seen active: the arming is its last activation in the rollout.
-    await this.arm(session, w, current.status !== 'active');
+    await this.arm(session, w);
   }
 
-  /** `sinceLastActivation`: the goal changed after it was seen active; read its rollout from its last activation. */
-  private async arm(session: DaemonSession, w: WatchedThread, sinceLastActivation = false): Promise<void> {
+  /**
+   * The arming is the goal's last activation in the rollout (Codex writes a goal event for every
+   * thread/goal/set): the model may block it, or the user pause it, before the engine has read
+   * anything. The first look at the rollout finds that offset.
+   */
+  private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
     const thread = await this.subscribe(session, w.threadId);
     w.armedAt = this.deps.clock.now();
-    w.armOffset = sinceLastActivation ? null : await this.rolloutSize(w.rolloutPath);
-    w.rolloutOffset = w.armOffset ?? 0;
+    w.armOffset = null;
+    w.rolloutOffset = 0;
     w.lastMarker = null;
     w.failures = 0;
     w.lastFailure = null;
@@ -708,8 +711,7 @@ export class Engine {
       markers = result.last ? [result.last] : [];
     }
     if (w.armOffset === null) {
-      // Armed from a notification after the goal had already moved on: the arming is the goal's
-      // last activation (Codex writes a goal event for every thread/goal/set).
+      // Just armed: the arming is the goal's last activation.
       const activations = result.goalLines.filter((l) => l.by === 'event' && l.status === 'active');
       w.armOffset = activations.at(-1)?.offset ?? 0;
     }
