@@ -11,6 +11,7 @@
 // throws: a malformed line (bad JSON, wrong shape, longer than the cap) is reported through a
 // callback and skipped, and the next line is read normally.
 import { z } from 'zod';
+import { excerpt, LineSplitter } from '../protocol/lineSplitter';
 
 /** Version of this protocol; a leader and a follower of different versions log the mismatch. */
 export const LEADER_PROTOCOL_VERSION = 1;
@@ -62,12 +63,7 @@ export type LeaderMessage = z.infer<typeof LeaderMessageSchema>;
 /** Called for each dropped line, with why and a short excerpt. */
 export type MalformedCallback = (reason: string) => void;
 
-const EXCERPT_CHARS = 120;
-
-export function excerpt(text: string, max = EXCERPT_CHARS): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
-}
+export { excerpt };
 
 /**
  * One message as a line (JSON + `\n`). Throws when the value cannot be serialized or the line
@@ -89,10 +85,7 @@ export function encodeMessage(msg: FollowerMessage | LeaderMessage, maxLineBytes
  * `onMessage` is reported there too.
  */
 export class LineDecoder<T> {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  /** True while skipping the rest of an over-long line. */
-  private discarding = false;
+  private readonly lines: LineSplitter;
   private _malformed = 0;
 
   constructor(
@@ -100,7 +93,10 @@ export class LineDecoder<T> {
     private readonly onMessage: (msg: T) => void,
     private readonly onMalformed: MalformedCallback,
     private readonly maxLineBytes = MAX_LINE_BYTES,
-  ) {}
+  ) {
+    this.lines = new LineSplitter(maxLineBytes, (line) => this.handleLine(line), (head) =>
+      this.malformed(`line longer than ${this.maxLineBytes} bytes, skipped: ${JSON.stringify(excerpt(head))}`));
+  }
 
   /** Lines dropped so far. */
   get malformedCount(): number {
@@ -109,59 +105,16 @@ export class LineDecoder<T> {
 
   push(chunk: Buffer | string): void {
     try {
-      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-      let start = 0;
-      while (start < buf.length) {
-        const nl = buf.indexOf(0x0a, start);
-        if (nl === -1) {
-          this.append(buf.subarray(start));
-          break;
-        }
-        this.append(buf.subarray(start, nl));
-        this.endOfLine();
-        start = nl + 1;
-      }
+      this.lines.push(chunk);
     } catch (e) {
       this.malformed(`decoder error: ${(e as Error)?.message ?? String(e)}`);
-      this.reset();
+      this.lines.reset();
     }
   }
 
   /** End of stream: a last line without a newline still counts. */
   end(): void {
-    if (this.pendingBytes > 0 && !this.discarding) this.endOfLine();
-    this.reset();
-  }
-
-  private append(part: Buffer): void {
-    if (part.length === 0) return;
-    if (this.discarding) return;
-    if (this.pendingBytes + part.length > this.maxLineBytes) {
-      const head = Buffer.concat([...this.pending, part]).subarray(0, EXCERPT_CHARS).toString('utf8');
-      this.reset();
-      this.discarding = true;
-      this.malformed(`line longer than ${this.maxLineBytes} bytes, skipped: ${JSON.stringify(excerpt(head))}`);
-      return;
-    }
-    // Copy: the chunk may be a slice of a pooled buffer the stream reuses.
-    this.pending.push(Buffer.from(part));
-    this.pendingBytes += part.length;
-  }
-
-  private endOfLine(): void {
-    if (this.discarding) {
-      this.discarding = false;
-      return;
-    }
-    const line = Buffer.concat(this.pending, this.pendingBytes).toString('utf8');
-    this.reset();
-    this.handleLine(line);
-  }
-
-  private reset(): void {
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.discarding = false;
+    this.lines.end();
   }
 
   private handleLine(raw: string): void {

@@ -20,17 +20,12 @@ import {
   type MessageReader,
   type MessageWriter,
 } from 'vscode-jsonrpc/node';
+import { excerpt, LineSplitter } from './lineSplitter';
 
 /** Default cap for one line / one frame: 64 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
-const EXCERPT_CHARS = 120;
-
-/** A short, single-line excerpt of a bad frame for error messages. */
-export function excerpt(text: string, max = EXCERPT_CHARS): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
-}
+export { excerpt } from './lineSplitter';
 
 export type ValidationResult = { ok: true; message: Message } | { ok: false; reason: string };
 
@@ -200,11 +195,7 @@ export interface LineReaderOptions {
 /** Newline-delimited JSON reader (stdio `codex app-server`). */
 export class LineMessageReader extends FramedMessageReader {
   private readonly maxLineBytes: number;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  /** True while skipping the rest of an over-long line. */
-  private discarding = false;
-  private discardedBytes = 0;
+  private readonly lines: LineSplitter;
   private detach: (() => void) | undefined;
 
   constructor(
@@ -213,6 +204,9 @@ export class LineMessageReader extends FramedMessageReader {
   ) {
     super();
     this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    // `trim` in handleFrame also removes a trailing CR (CRLF line endings).
+    this.lines = new LineSplitter(this.maxLineBytes, (line) => this.handleFrame(line), (head) =>
+      this.reportMalformed(`line longer than ${this.maxLineBytes} bytes; skipping to the next newline`, head));
   }
 
   protected get label(): string {
@@ -248,78 +242,25 @@ export class LineMessageReader extends FramedMessageReader {
 
   private onData(chunk: Buffer | string): void {
     try {
-      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-      let start = 0;
-      while (start < buf.length) {
-        const nl = buf.indexOf(0x0a, start);
-        if (nl === -1) {
-          this.append(buf.subarray(start));
-          break;
-        }
-        this.append(buf.subarray(start, nl));
-        this.endOfLine();
-        start = nl + 1;
-      }
+      this.lines.push(chunk);
     } catch (e) {
       // Defensive: nothing above should throw, but a reader must never die.
       this.safeFireError(e);
-      this.resetLine();
+      this.lines.reset();
     }
-  }
-
-  private append(part: Buffer): void {
-    if (part.length === 0) return;
-    if (this.discarding) {
-      this.discardedBytes += part.length;
-      return;
-    }
-    if (this.pendingBytes + part.length > this.maxLineBytes) {
-      const head = Buffer.concat([...this.pending, part.subarray(0, EXCERPT_CHARS)]).toString('utf8');
-      this.discarding = true;
-      this.discardedBytes = this.pendingBytes + part.length;
-      this.pending = [];
-      this.pendingBytes = 0;
-      this.reportMalformed(`line longer than ${this.maxLineBytes} bytes; skipping to the next newline`, head);
-      return;
-    }
-    // Copy: the chunk buffer may be a slice of a pooled buffer reused by the stream.
-    this.pending.push(Buffer.from(part));
-    this.pendingBytes += part.length;
-  }
-
-  private endOfLine(): void {
-    if (this.discarding) {
-      this.discarding = false;
-      this.discardedBytes = 0;
-      return;
-    }
-    const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    this.resetLine();
-    // `trim` in handleFrame also removes a trailing CR (CRLF line endings).
-    this.handleFrame(line.toString('utf8'));
-  }
-
-  private resetLine(): void {
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.discarding = false;
-    this.discardedBytes = 0;
   }
 
   private onEnd(): void {
     if (this.isClosed) return;
     // A final line without a trailing newline is still a frame.
-    if (this.pendingBytes > 0 && !this.discarding) {
-      this.endOfLine();
-    }
-    this.resetLine();
+    this.lines.end();
     this.fireCloseOnce();
   }
 
   override dispose(): void {
     this.detach?.();
     this.detach = undefined;
-    this.resetLine();
+    this.lines.reset();
     super.dispose();
   }
 }
