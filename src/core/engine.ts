@@ -72,6 +72,8 @@ export class Engine {
   private limitedUntil = 0;
   private stopped = true;
   private saving: Promise<void> = Promise.resolve();
+  /** A save queued behind the one being written, not started yet: later callers share it. */
+  private queuedSave: Promise<void> | null = null;
 
   private options: EngineOptions;
   private limiter: RecoveryLimiter;
@@ -752,7 +754,7 @@ export class Engine {
     if (this.stopped) return;
     const next = this.nextDueAt();
     if (next === null) return;
-    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.deps.clock.now()));
+    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.options.prepareMs - this.deps.clock.now()));
   }
 
   private fireDue(): void {
@@ -760,7 +762,7 @@ export class Engine {
     if (this.stopped || this.state.pausedAt !== null) return;
     const now = this.deps.clock.now();
     const due = this.watches()
-      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now && !this.attempting.has(w.threadId); })
+      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now + this.options.prepareMs && !this.attempting.has(w.threadId); })
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
       const wait = this.limiter.take(now);
@@ -793,7 +795,7 @@ export class Engine {
     const w = this.state.watches[threadId];
     if (!w) return;
     const scheduled = w.state;
-    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now()) return;
+    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now() + this.options.prepareMs) return;
     const failedTurnId = scheduled.kind === 'backoff' ? scheduled.failedTurnId : w.lastFailure?.turnId ?? '';
     const expectedStatus = scheduled.kind === 'backoff' ? 'blocked' : 'usageLimited';
     const attempt = scheduled.kind === 'backoff' ? scheduled.attempt : 1;
@@ -818,6 +820,13 @@ export class Engine {
       await this.persist();
       this.unchanged(live, seq, 'an event arrived while the intent was saved');
       this.check(w, live, expectedStatus, failedTurnId);
+      // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
+      const early = scheduled.dueAt - this.deps.clock.now();
+      if (early > 0) {
+        await new Promise<void>((resolve) => this.deps.clock.setTimer(resolve, early));
+        this.unchanged(live, seq, 'an event arrived while the recovery waited for its due time');
+        this.check(w, live, expectedStatus, failedTurnId);
+      }
     } catch (error) {
       if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
       this.limiter.giveBack();
@@ -963,11 +972,20 @@ export class Engine {
     this.emit({ type: 'warning', message: `${what}: ${message}` });
   }
 
-  /** Saves the whole state; saves are serialized and the last one wins. */
+  /**
+   * Saves the whole state; saves are serialized and the last one wins. Callers that come while
+   * a save is waiting to start share it: it takes the state as it is when it starts, so it
+   * holds every change made before any of them called.
+   */
   private persist(): Promise<void> {
-    const run = this.saving.then(() => this.deps.store.save(this.state)).catch((error: unknown) => {
+    if (this.queuedSave) return this.queuedSave;
+    const run = this.saving.then(() => {
+      this.queuedSave = null;
+      return this.deps.store.save(this.state);
+    }).catch((error: unknown) => {
       this.emit({ type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` });
     });
+    this.queuedSave = run;
     this.saving = run;
     return run;
   }

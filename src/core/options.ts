@@ -18,6 +18,12 @@ export interface EngineOptions {
   recoverUsageLimited: boolean;
   /** Arm goals that become active; when false only threads the user arms are watched. */
   autoArm: boolean;
+  /**
+   * A recovery is prepared this long before it is due: fresh reads, the checks and the
+   * write-ahead save happen first, and the set goes out at the due time after a last check
+   * that nothing happened to the thread meanwhile. 0: everything starts at the due time.
+   */
+  prepareMs: number;
   /** Reconnect backoff after the daemon's socket is missing or closes. */
   reconnectBaseMs: number;
   reconnectMaxMs: number;
@@ -33,6 +39,7 @@ export const DEFAULT_OPTIONS: EngineOptions = {
   usageMarginMs: 60_000,
   recoverUsageLimited: true,
   autoArm: true,
+  prepareMs: 50,
   reconnectBaseMs: 500,
   reconnectMaxMs: 30_000,
 };

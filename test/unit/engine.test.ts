@@ -10,6 +10,7 @@ import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
+import { failByEvents } from '../support/fleet';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -27,16 +28,9 @@ async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['t
   return h;
 }
 
-/** The real daemon's order: goal blocked and systemError first, then the final error and turn/completed(failed). */
-function failByEvents(d: FakeDaemon, id: string, turnId: string, codexErrorInfo: unknown = 'internalServerError'): void {
-  const t = d.thread(id);
-  t.goal = testGoal(id, 'blocked');
-  t.turn = testTurn(turnId, 'failed', codexErrorInfo);
-  t.status = { type: 'systemError' };
-  d.notify('thread/goal/updated', { threadId: id, turnId, goal: t.goal });
-  d.notify('thread/status/changed', { threadId: id, status: t.status });
-  d.notify('error', { threadId: id, turnId, willRetry: false, error: t.turn.error });
-  d.notify('turn/completed', { threadId: id, turn: t.turn });
+/** Waits (real time, at most 5 s) for a condition that async work makes true. */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 describe('engine', () => {
@@ -54,6 +48,45 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
     // The pre-set reads, then the set.
     assert.deepEqual(h.daemon.requests.slice(before, before + 4).map((m) => m.method), ['thread/goal/get', 'thread/read', 'thread/turns/list', 'thread/goal/set']);
+  });
+
+  it('prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it', async () => {
+    const store = new MemoryStore();
+    const h = await armed({ store, options: { prepareMs: 50 } });
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    const setAt: number[] = [];
+    h.daemon.before = (m) => { if (m.method === 'thread/goal/set') setAt.push(h.clock.now()); };
+    // Not h.advance(): the prepared attempt waits on the fake clock, so the engine is not idle.
+    h.clock.advance(due - 50 - h.clock.now());
+    await until(() => store.saved.watches['thread-1']?.pending != null);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
+    assert.deepEqual(store.saved.watches['thread-1']?.pending, { failedTurnId: 'turn-1', attempt: 1, sentAt: due - 50 }, 'the intent is not on disk ahead of the set');
+    await h.advance(50);
+    assert.deepEqual(setAt, [due]);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+  });
+
+  it('a prepared recovery is called off when the user acts while it waits for its due time', async () => {
+    const store = new MemoryStore();
+    const h = await armed({ store, options: { prepareMs: 50 } });
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    h.clock.advance(due - 50 - h.clock.now());
+    await until(() => store.saved.watches['thread-1']?.pending != null);
+    assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
+    h.daemon.human('thread-1', 'paused');
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the notification crosses the wire
+    await h.advance(50);
+    await h.advance(60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, `set after the user paused the goal: ${JSON.stringify(h.decisions)}`);
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.pending, null);
+    assert.deepEqual(w.state.kind, 'userIntent');
+    assert.ok(h.decisions.some((d) => d.type === 'skipped' && /waited for its due time/.test(d.reason)), 'no log line for the called-off recovery');
   });
 
   it('sends no RPC between resyncs while threads are healthy, and one per thread per resync', async () => {
