@@ -72,6 +72,8 @@ export class Engine {
   private limitedUntil = 0;
   private stopped = true;
   private saving: Promise<void> = Promise.resolve();
+  /** How long the last save took: a recovery is prepared at least twice that early. */
+  private lastSaveMs = 0;
   /** A save queued behind the one being written, not started yet: later callers share it. */
   private queuedSave: Promise<void> | null = null;
 
@@ -748,13 +750,19 @@ export class Engine {
 
   // ---- recovery ----------------------------------------------------------------
 
+  /** How early a recovery is prepared: `prepareMs`, or twice the last save if that is longer (a large state). */
+  private prepareLead(): number {
+    if (this.options.prepareMs <= 0) return 0;
+    return Math.max(this.options.prepareMs, Math.min(MAX_PREPARE_MS, 2 * this.lastSaveMs));
+  }
+
   private reschedule(): void {
     if (this.dueTimer) this.deps.clock.clearTimer(this.dueTimer);
     this.dueTimer = null;
     if (this.stopped) return;
     const next = this.nextDueAt();
     if (next === null) return;
-    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.options.prepareMs - this.deps.clock.now()));
+    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.prepareLead() - this.deps.clock.now()));
   }
 
   private fireDue(): void {
@@ -762,7 +770,7 @@ export class Engine {
     if (this.stopped || this.state.pausedAt !== null) return;
     const now = this.deps.clock.now();
     const due = this.watches()
-      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now + this.options.prepareMs && !this.attempting.has(w.threadId); })
+      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId); })
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
       const wait = this.limiter.take(now);
@@ -795,7 +803,7 @@ export class Engine {
     const w = this.state.watches[threadId];
     if (!w) return;
     const scheduled = w.state;
-    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now() + this.options.prepareMs) return;
+    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now() + this.prepareLead()) return;
     const failedTurnId = scheduled.kind === 'backoff' ? scheduled.failedTurnId : w.lastFailure?.turnId ?? '';
     const expectedStatus = scheduled.kind === 'backoff' ? 'blocked' : 'usageLimited';
     const attempt = scheduled.kind === 'backoff' ? scheduled.attempt : 1;
@@ -979,9 +987,11 @@ export class Engine {
    */
   private persist(): Promise<void> {
     if (this.queuedSave) return this.queuedSave;
-    const run = this.saving.then(() => {
+    const run = this.saving.then(async () => {
       this.queuedSave = null;
-      return this.deps.store.save(this.state);
+      const started = this.deps.clock.now();
+      await this.deps.store.save(this.state);
+      this.lastSaveMs = Math.max(0, this.deps.clock.now() - started);
     }).catch((error: unknown) => {
       this.emit({ type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` });
     });
@@ -998,6 +1008,9 @@ export class Engine {
     this.deps.onChange?.();
   }
 }
+
+/** However slow the store, a recovery is not prepared more than this early. */
+const MAX_PREPARE_MS = 2_000;
 
 /** A brand-new thread has no turn to list yet ("not materialized"): that is no turn, not an error. */
 function notMaterialized(error: unknown): null {

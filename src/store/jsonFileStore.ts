@@ -8,7 +8,7 @@
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { emptyState, type PersistedState } from '../model/watch';
-import { parsePersisted, type LoadResult, type StateStore } from './store';
+import { parsePersisted, StateSerializer, type LoadResult, type StateStore } from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
@@ -35,6 +35,7 @@ export class JsonFileStore implements StateStore {
   /** The newest state waiting to be written, with every save() call it answers. */
   private pending: Pending | null = null;
   private writing = false;
+  private readonly serializer = new StateSerializer();
 
   constructor(readonly path: string, opts: JsonFileStoreOptions = {}) {
     this.path = nodePath.resolve(path);
@@ -96,11 +97,9 @@ export class JsonFileStore implements StateStore {
   save(state: PersistedState): Promise<void> {
     let json: string;
     try {
-      const check = parsePersisted(state);
-      if ('error' in check) throw new Error(`refusing to save an invalid state to ${this.path}: ${check.error}`);
-      json = JSON.stringify(check.state, null, 2) + '\n';
+      json = this.serializer.serialize(state);
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(new Error(`refusing to save an invalid state to ${this.path}: ${errText(err)}`, { cause: err }));
     }
     return new Promise<void>((resolve, reject) => {
       if (this.pending) {

@@ -1,7 +1,11 @@
 // Every benchmark `npm run bench` runs, in order.
+import { idleCost } from './idleCost';
+import { memoryStore10k } from './memoryStore10k';
 import { timerPrecision } from './timerPrecision';
 import type { Bench } from './types';
 
 export const BENCHES: Bench[] = [
   timerPrecision,
+  idleCost,
+  memoryStore10k,
 ];

@@ -210,6 +210,24 @@ describe('JsonFileStore', () => {
     assert.equal((await store.load()).state.pausedAt, 3);
   });
 
+  test('a watch that was valid when last saved is checked again once it changes', async () => {
+    const file = path.join(await freshDir(), 'state.json');
+    const store = new JsonFileStore(file);
+    const s = sampleState(1);
+    await store.save(s);
+    const w = s.watches['thr_1']!;
+    w.failures = -1;
+    await assert.rejects(store.save(s), /refusing to save an invalid state.*watches\.thr_1\.failures/);
+    w.failures = 2;
+    s.watches['thr_3'] = { ...structuredClone(w), threadId: 'thr_3', state: { kind: 'nonsense' } } as unknown as PersistedState['watches'][string];
+    await assert.rejects(store.save(s), /watches\.thr_3\.state/);
+    delete s.watches['thr_3'];
+    await store.save(s);
+    const loaded = await new JsonFileStore(file).load();
+    assert.equal(loaded.problem, null);
+    assert.deepEqual(loaded.state, s);
+  });
+
   test('a save that cannot write rejects with a message naming the path', async () => {
     const d = await freshDir();
     await fsp.writeFile(path.join(d, 'blocker'), 'a file where a directory should be');
