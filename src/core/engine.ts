@@ -953,9 +953,11 @@ export class Engine {
 
   private setState(w: WatchedThread, state: WatchState): void {
     if (sameState(w.state, state)) return;
+    // The timer depends only on due times: other changes need no look at every watch.
+    const timing = dueAt(w.state) !== dueAt(state);
     w.state = state;
     w.updatedAt = this.deps.clock.now();
-    this.reschedule();
+    if (timing) this.reschedule();
     this.changed();
   }
 
