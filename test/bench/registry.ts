@@ -1,5 +1,7 @@
 // Every benchmark `npm run bench` runs, in order.
+import { endToEndBench } from './endToEnd';
 import type { Bench } from './types';
 
 export const BENCHES: Bench[] = [
+  endToEndBench,
 ];
