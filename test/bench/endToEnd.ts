@@ -10,7 +10,9 @@
 // watched thread's goal once a second and re-activates it when blocked and due
 // (baselines/pollingDaemonClient.ts), given the same due moment relative to the failure.
 //
-// Both count the JSON-RPC requests they write on the wire.
+// Both count the JSON-RPC requests they write on the wire. (In-process rather than the runner's
+// child process: the requests are counted on the product's own transport, and the global
+// limiter, which is not a command-line flag, can be set out of the way.)
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
@@ -281,8 +283,8 @@ export const endToEndBench: Bench = {
           'Latency: from the due moment to the recovery turn\'s turn/started as the user\'s own client (which started the thread) receives it; all clocks are this machine\'s Date.now().',
           `Product: the Engine in-process (as \`codex-goal-recovery watch\` runs it), system clock, backoff base ${BASE_DELAY_MS / 1000} s (first retry 0.5–1 s after the failure); the due moment is its own backoff decision's dueAt. The global limiter was raised to ${options.limiterBurst} so it never throttles these back-to-back samples.`,
           `Baseline: baselines/pollingDaemonClient.ts, a naive reconciler polling thread/goal/get for every watched thread every ${POLL_INTERVAL_MS} ms and sending thread/goal/set active when blocked and due, over the same JSON-RPC client, same daemon; its due moment is the failure (turn/completed at the user client) plus the product's delay for the same sample.`,
-          'Requests: JSON-RPC requests written on the wire about the sample\'s thread, from its thread/goal/set to its recovery turn\'s start. The product\'s include arming (thread/resume, reads) and the re-reads it does before every set; the baseline\'s grow by one per second per watched thread for as long as it watches, whereas the product sends nothing between events (apart from a resync every 60 s).',
-          'The latency splits into the recoverer\'s share (due → its thread/goal/set written: the product re-reads the goal, the thread and its latest turn, reads the rollout and saves its intent to disk before the set; the baseline waits for its next poll) and the daemon\'s (set → turn/started), which is the same for both.',
+          'Requests: JSON-RPC requests written on the wire about the sample\'s thread, from its thread/goal/set to its recovery turn\'s start. The product\'s include arming (thread/resume, reads) and the re-reads it does before every set; the baseline\'s grow by one per second per watched thread for as long as it watches (here only the 2–3 s from goal set to recovery, then it stops polling the thread), whereas by design the product sends nothing between events apart from a resync every 60 s (not measured here).',
+          'The latency splits into the recoverer\'s share (due → its thread/goal/set written: the product re-reads the goal, the thread and its latest turn, reads the rollout and saves its intent to disk before the set; the baseline waits for its next poll) and the rest (set → turn/started), which is the daemon\'s work for both, but is measured in the same process as the engine: right after its set the product reads the thread and its turns again and saves its state, which shares this event loop with the user client that timestamps turn/started, and the daemon with those reads. The product\'s figures include that.',
           `Latencies (ms), product: ${pLat.join(', ')}; baseline: ${bLat.join(', ')}. Set → turn/started (ms), product: ${daemonShare(product).join(', ')}; baseline: ${daemonShare(polled).join(', ')}.`,
         ],
       };
