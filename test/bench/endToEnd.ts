@@ -155,7 +155,7 @@ export const endToEndBench: Bench = {
   id: 'end-to-end',
   title: 'End to end: due moment → turn/started of the recovery turn (real Codex daemon, mock model)',
   async run(ctx: BenchContext): Promise<BenchSection> {
-    const samples = ctx.quick ? 5 : 8;
+    const samples = ctx.quick ? 5 : 12;
     let mock: MockModel | undefined;
     let home: CodexHome | undefined;
     let user: UserClient | undefined;
