@@ -1,4 +1,6 @@
 // Every benchmark `npm run bench` runs, in order.
+import { activationBench } from './activation';
+import { endToEndBench } from './endToEnd';
 import { idleCost } from './idleCost';
 import { memoryStore10k } from './memoryStore10k';
 import { timerPrecision } from './timerPrecision';
@@ -8,4 +10,6 @@ export const BENCHES: Bench[] = [
   timerPrecision,
   idleCost,
   memoryStore10k,
+  activationBench,
+  endToEndBench,
 ];
