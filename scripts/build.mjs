@@ -3,7 +3,10 @@
 import { build } from 'esbuild';
 
 const release = process.argv.includes('--release');
-const common = { bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: !release, logLevel: 'warning' };
+// zod looks at `navigator.userAgent` (for Cloudflare Workers) when it loads; in Node there is no
+// navigator, and VS Code's extension host logs a deprecation warning when an extension touches the
+// global. The bundle sees `undefined` instead.
+const common = { bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: !release, logLevel: 'warning', define: { navigator: 'undefined' } };
 
 await Promise.all([
   build({ ...common, entryPoints: ['src/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'], minify: release }),
