@@ -564,7 +564,11 @@ export class Engine {
     }
     const goal = w.goal;
     if (!goal) return;
-    if (goal.status === 'blocked' || goal.status === 'usageLimited' || w.rolloutPath === null || w.pending !== null) {
+    const stopped = goal.status === 'blocked' || goal.status === 'usageLimited';
+    // Subscribed, the engine was told how the newest turn ended (events come in wire order, and
+    // what it knew is forgotten on a reconnect): nothing to read again.
+    const known = live.subscribed && live.turn !== null && live.turn.status !== 'inProgress';
+    if ((stopped && !known) || w.rolloutPath === null || w.pending !== null) {
       // Codex marks the goal blocked before the turn completes, and an event may have been
       // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
       // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
