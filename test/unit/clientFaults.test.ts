@@ -1,9 +1,9 @@
 // Focused tests for what the fault suite found in the client: server requests out of wire order
-// and kept forever, replies to nobody dropped silently (or taking the place of the real reply),
-// and a cancel without params blowing up in the dispatcher.
+// and kept forever, replies to nobody dropped silently, a cancel without params blowing up in
+// the dispatcher, and one text frame with invalid UTF-8 closing the whole WebSocket connection.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { stdioSession, type WireSession } from '../support/wireFuzz';
+import { stdioSession, unixWsServer, websocketSession, type WireSession } from '../support/wireFuzz';
 
 const line = (value: unknown) => ({ text: JSON.stringify(value) });
 
@@ -72,5 +72,25 @@ test('a reply to no pending request (unknown, duplicate or null id) is dropped w
     ]);
   } finally {
     await w.close();
+  }
+});
+
+test('websocket: a text frame with invalid UTF-8 is one dropped frame; the connection stays open and serves the next one', async () => {
+  const server = await unixWsServer();
+  try {
+    const w = await websocketSession(server);
+    try {
+      await ready(w);
+      await w.raw(Buffer.from([0x7b, 0xff, 0xfe, 0x7d])); // "{", two bytes that are never UTF-8, "}"
+      await w.send([line({ method: 'thread/closed', params: { threadId: 'next' } })]);
+      await w.until(() => w.listener.events.length === 1, 'the next frame');
+      assert.deepEqual(w.listener.events, [['threadClosed', 'next']]);
+      assert.deepEqual(w.listener.problems, ['websocket reader: dropped malformed frame (invalid UTF-8): "{\uFFFD\uFFFD}"']);
+      assert.deepEqual(w.listener.closes, []);
+    } finally {
+      await w.close();
+    }
+  } finally {
+    await server.close();
   }
 });
