@@ -92,7 +92,7 @@ export function parsePersisted(raw: unknown, now: () => number = Date.now): Pars
       continue;
     }
     const w = WatchedThreadSchema.safeParse(value);
-    if (!w.success) dropped.push(`${name}: ${describeIssues(w.error.issues)}`);
+    if (!w.success) dropped.push(`${name}: ${describeIssues(w.error.issues, 1)}`);
     else if (w.data.threadId !== key) dropped.push(`${name}: its threadId is ${JSON.stringify(excerpt(w.data.threadId, 60))}`);
     else watches[key] = w.data;
   }
@@ -127,8 +127,9 @@ function excerpt(text: string, max: number): string {
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 
-function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
-  const shown = issues.slice(0, 3).map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
-  if (issues.length > 3) shown.push(`and ${issues.length - 3} more`);
+function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, max = 3): string {
+  const shown = issues.slice(0, max).map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
+  if (max === 1 && issues.length > 1) return `${shown[0]} (+${issues.length - 1} more)`;
+  if (issues.length > max) shown.push(`and ${issues.length - max} more`);
   return shown.join('; ');
 }
