@@ -318,7 +318,7 @@ const STRAY_PROBLEM = /^dropped an? (error )?reply to no pending request of this
 interface Totals { frames: number; scripts: number }
 
 async function runScript(w: WireSession, script: Script, totals: Totals): Promise<void> {
-  const base = { events: w.listener.events.length, problems: w.listener.problems.length, received: w.received.length };
+  const base = { events: w.listener.events.length, problems: w.listener.problems.length, received: w.received.length, malformed: w.reader.malformedCount };
   // The client's own requests, all pending while the script runs.
   const outcomes: Array<{ ok: boolean; value: unknown } | undefined> = [];
   const calls = [...Array(REQUESTS).keys()].map((n) =>
@@ -405,6 +405,7 @@ async function runScript(w: WireSession, script: Script, totals: Totals): Promis
     assert.fail(`one report per malformed frame: ${counted.frame} reports for ${expected.frameProblems} frames; odd: ${odd.join(', ')}`);
   }
   assert.equal(counted.overlong, expected.overlong, 'one report per over-long line');
+  assert.equal(w.reader.malformedCount - base.malformed, expected.frameProblems + expected.overlong, 'the reader counts every dropped frame');
   assert.deepEqual(counted.notification.sort(), [...expected.badNotifications].sort(), 'one report per malformed notification');
   assert.equal(counted.stray, expected.strays, 'one report per stray reply');
   // Nothing was ever sent back for a server request: the client only sent its own requests.

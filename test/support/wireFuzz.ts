@@ -12,7 +12,7 @@ import * as vm from 'node:vm';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { startSession } from '../../src/protocol/client';
 import type { DaemonListener, DaemonSession, RequestId, Thread, ThreadGoal, ThreadStatus, Turn, TurnError } from '../../src/protocol/daemon';
-import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
+import { LineMessageReader, LineMessageWriter, WebSocketMessageReader } from '../../src/protocol/framing';
 import { LineSplitter } from '../../src/protocol/lineSplitter';
 import { openTransport, type Transport } from '../../src/protocol/transport';
 
@@ -57,6 +57,8 @@ export interface WireSession {
   readonly kind: 'stdio' | 'websocket';
   readonly session: DaemonSession;
   readonly listener: RecordingListener;
+  /** The client's frame reader: how many frames it dropped. */
+  readonly reader: { readonly malformedCount: number };
   /** Everything the client wrote after connecting, parsed. */
   readonly received: ClientMessage[];
   /** Lines or frames from the client that were not JSON (must stay empty). */
@@ -112,8 +114,9 @@ export async function stdioSession(opts: { maxLineBytes?: number; requestTimeout
   fromClient.on('data', (chunk: Buffer) => lines.push(chunk));
   let closeCb: ((reason: string) => void) | undefined;
   let closedReason: string | null = null;
+  const reader = new LineMessageReader(toClient, { maxLineBytes: opts.maxLineBytes });
   const transport: Transport = {
-    reader: new LineMessageReader(toClient, { maxLineBytes: opts.maxLineBytes }),
+    reader,
     writer: new LineMessageWriter(fromClient),
     describe: 'fuzz stdio',
     onClose: (cb) => {
@@ -133,6 +136,7 @@ export async function stdioSession(opts: { maxLineBytes?: number; requestTimeout
     kind: 'stdio',
     session,
     listener,
+    reader,
     received,
     unparsable,
     async send(frames, chunk = () => 64 * 1024) {
@@ -221,6 +225,7 @@ export async function websocketSession(server: UnixWsServer, opts: { requestTime
     kind: 'websocket',
     session,
     listener,
+    reader: transport.reader as WebSocketMessageReader,
     received,
     unparsable,
     async send(frames) {
