@@ -18,6 +18,7 @@ import { DEFAULT_MAX_STATE_BYTES, JsonFileStore } from '../../src/store/jsonFile
 import type { LoadResult, StateStore } from '../../src/store/store';
 import { makeHarness } from '../support/engineHarness';
 import { FakeDaemon } from '../support/fakeDaemon';
+import { CLI } from '../support/runnerProcess';
 
 const NOW = Date.UTC(2026, 10, 30, 9, 8, 7, 654);
 const FILE_ASIDE_SUFFIX = '.corrupt-2026-11-30T09-08-07-654Z';
@@ -306,6 +307,12 @@ describe('corrupt state in the JSON file store (the runner)', () => {
       raw.disarmed['thread-2'] = 'when the user said so';
       const content = Buffer.from(JSON.stringify(raw));
       fs.writeFileSync(file, content);
+      // `status` (read-only) shows the good part and says what it leaves out.
+      const status = spawnSync(process.execPath, [CLI, 'status', '--state', file, '--json'], { encoding: 'utf8', timeout: 20_000 });
+      assert.equal(status.status, 0, status.stderr);
+      assert.deepEqual((JSON.parse(status.stdout) as { watches: Array<{ threadId: string }> }).watches.map((w) => w.threadId), ['kept-1']);
+      assert.match(status.stderr, /^codex-goal-recovery: .*state\.json: 3 records could not be used \(watch "broken": .*\); not shown \(the runner keeps them aside and loads the rest\)\n$/);
+      assert.equal(sha(fs.readFileSync(file)), sha(content), 'status changes nothing');
       const run = await engineRecovers(new JsonFileStore(file, { now: () => NOW }), ['thread-2']);
       const problem = run.warnings.find((m) => m.includes(file)) ?? '';
       assert.match(problem, /^state file .*: 3 records could not be used \(watch "broken": title: Invalid input: expected string, received number \(\+13 more\); watch "stray": its threadId is "someone-else"; disarm of "thread-2": its time "when the user said so" is unreadable; the thread stays disarmed\); the file as it was is kept as .*\.corrupt-2026-11-30T09-08-07-654Z; the other 1 watch loaded$/);
