@@ -160,6 +160,14 @@ interface EngineRun { warnings: string[]; watchesAtStart: string[] }
  */
 async function engineRecovers(store: StateStore, extraThreads: string[] = []): Promise<EngineRun> {
   const daemonDir = tempDir('cgr-fs-daemon-');
+  try {
+    return await recoverWith(store, daemonDir, extraThreads);
+  } finally {
+    fs.rmSync(daemonDir, { recursive: true, force: true });
+  }
+}
+
+async function recoverWith(store: StateStore, daemonDir: string, extraThreads: string[]): Promise<EngineRun> {
   const daemon = new FakeDaemon(daemonDir);
   daemon.addThread('thread-1');
   for (const id of extraThreads) daemon.addThread(id);
@@ -200,7 +208,6 @@ async function engineRecovers(store: StateStore, extraThreads: string[] = []): P
     return { warnings, watchesAtStart };
   } finally {
     await h.cleanup();
-    fs.rmSync(daemonDir, { recursive: true, force: true });
   }
 }
 
