@@ -18,15 +18,26 @@ export interface Settings {
   options: EngineOptions;
 }
 
+/**
+ * A machine-scoped setting: the user's (or the remote machine's) value, else the default. Never a
+ * workspace or folder value, even if one is there (VS Code ignores those for machine settings;
+ * this does not rely on it): a workspace must not choose what runs or which socket is trusted.
+ */
+function machineSetting(config: vscode.WorkspaceConfiguration, key: string, fallback: string): string {
+  const i = config.inspect<unknown>(key);
+  const value = i?.globalValue ?? i?.defaultValue;
+  return typeof value === 'string' ? value : fallback;
+}
+
 export function readSettings(config: vscode.WorkspaceConfiguration = vscode.workspace.getConfiguration(SECTION), env: NodeJS.ProcessEnv = process.env): Settings {
-  const home = expand(config.get<string>('codexHome', '').trim()) || defaultCodexHome(env);
-  const socket = expand(config.get<string>('socketPath', '').trim()) || defaultSocketPath(home);
+  const home = expand(machineSetting(config, 'codexHome', '').trim()) || defaultCodexHome(env);
+  const socket = expand(machineSetting(config, 'socketPath', '').trim()) || defaultSocketPath(home);
   const seconds = (key: string, fallbackMs: number, min: number) => Math.round(Math.max(min, config.get<number>(key, fallbackMs / 1000)) * 1000);
   const baseDelayMs = seconds('baseDelaySeconds', DEFAULT_OPTIONS.baseDelayMs, 0.1);
   return {
     codexHome: home,
     socketPath: socket,
-    codexPath: expand(config.get<string>('codexPath', 'codex').trim()) || 'codex',
+    codexPath: expand(machineSetting(config, 'codexPath', 'codex').trim()) || 'codex',
     notifications: config.get<NotificationLevel>('notifications', 'attention'),
     options: {
       ...DEFAULT_OPTIONS,

@@ -587,6 +587,8 @@ export class LeaderElection {
         await server.close();
         throw e;
       }
+      // Private whatever the umask (the directory is 0700 already): only this user connects.
+      await fsp.chmod(tmpPath, 0o600);
       const st = await fsp.lstat(tmpPath);
       return { tmpPath, key: fileKey(st), server };
     }

@@ -7,10 +7,13 @@ import {
   type Message,
   type MessageConnection,
   type MessageReader,
+  type MessageWriter,
+  type NotificationMessage,
   type PartialMessageInfo,
   type Event,
   ResponseError,
 } from 'vscode-jsonrpc/node';
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { GoalStatus } from '../model/watch';
 import {
@@ -39,6 +42,7 @@ import {
   TurnNotificationSchema,
   TurnsListResultSchema,
 } from './schema';
+import { excerpt } from './lineSplitter';
 import { openTransport, type Transport, type TransportTarget } from './transport';
 
 export interface ClientOptions {
@@ -77,18 +81,39 @@ export async function startSession(transport: Transport, listener: DaemonListene
   return client;
 }
 
-/** Sees every incoming message before vscode-jsonrpc dispatches it, to learn server requests' ids. */
+/**
+ * Sees every incoming message before vscode-jsonrpc does, and hands it on (possibly changed) or
+ * drops it: `screen` returns what vscode-jsonrpc gets, or null.
+ */
 class TapReader implements MessageReader {
-  constructor(private readonly inner: MessageReader, private readonly tap: (message: Message) => void) {}
+  constructor(private readonly inner: MessageReader, private readonly screen: (message: Message) => Message | null) {}
   get onError(): Event<Error> { return this.inner.onError; }
   get onClose(): Event<void> { return this.inner.onClose; }
   get onPartialMessage(): Event<PartialMessageInfo> { return this.inner.onPartialMessage; }
   listen(callback: DataCallback): Disposable {
     return this.inner.listen((message) => {
-      this.tap(message);
-      callback(message);
+      const passed = this.screen(message);
+      if (passed !== null) callback(passed);
     });
   }
+  dispose(): void { this.inner.dispose(); }
+}
+
+/** Sees every outgoing message: the ids of the client's own requests, until each is answered. */
+class TapWriter implements MessageWriter {
+  constructor(private readonly inner: MessageWriter, private readonly pending: Set<RequestId>) {}
+  get onError(): Event<[Error, Message | undefined, number | undefined]> { return this.inner.onError; }
+  get onClose(): Event<void> { return this.inner.onClose; }
+  write(msg: Message): Promise<void> {
+    const id = (msg as { id?: unknown; method?: unknown }).method !== undefined ? (msg as { id?: unknown }).id : undefined;
+    if (typeof id !== 'string' && typeof id !== 'number') return this.inner.write(msg);
+    this.pending.add(id);
+    return this.inner.write(msg).catch((error: unknown) => {
+      this.pending.delete(id); // never sent: no reply can come
+      throw error;
+    });
+  }
+  end(): void { this.inner.end(); }
   dispose(): void { this.inner.dispose(); }
 }
 
@@ -98,20 +123,28 @@ class JsonRpcDaemon implements DaemonSession {
   private closedReason: string | null = null;
   private readonly closeWaiters = new Set<(reason: string) => void>();
   private readonly timeoutMs: number;
+  /** Ids of this client's requests still waiting for their reply. */
+  private readonly pending = new Set<RequestId>();
+  /**
+   * Server requests reach the listener as notifications of this method (never on the wire: a
+   * random name per connection), so that they are dispatched in wire order with the rest.
+   */
+  private readonly serverRequestEvent = `codexGoalRecovery/serverRequest/${randomBytes(8).toString('hex')}`;
 
   constructor(private readonly transport: Transport, private readonly listener: DaemonListener, private readonly options: ClientOptions) {
     this.describe = transport.describe;
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const reader = new TapReader(transport.reader, (message) => this.observe(message));
-    this.connection = createMessageConnection(reader, transport.writer, {
+    const reader = new TapReader(transport.reader, (message) => this.screen(message));
+    const writer = new TapWriter(transport.writer, this.pending);
+    this.connection = createMessageConnection(reader, writer, {
       error: (m) => listener.protocolProblem(m),
       warn: (m) => listener.protocolProblem(m),
       info: () => undefined,
       log: () => undefined,
     });
-    // Server requests belong to the user's client. vscode-jsonrpc would answer a request
-    // without a handler with an error, which the daemon takes as a decline: register a
-    // handler that never replies, so the user's own client decides.
+    // Server requests belong to the user's client and never reach vscode-jsonrpc (see screen()).
+    // Belt and braces: vscode-jsonrpc would answer a request without a handler with an error,
+    // which the daemon takes as a decline; this handler never replies.
     this.connection.onRequest(() => new Promise<never>(() => undefined));
     this.connection.onNotification((method: string, params: unknown) => this.notification(method, params));
     this.connection.onError(([error]) => listener.protocolProblem(error.message));
@@ -211,14 +244,40 @@ class JsonRpcDaemon implements DaemonSession {
     this.listener.closed(reason);
   }
 
-  private observe(message: Message): void {
-    const m = message as { id?: unknown; method?: unknown; params?: unknown };
-    if (typeof m.method !== 'string' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
-    const params = ServerRequestParamsSchema.safeParse(m.params);
-    this.listener.serverRequest(params.success ? params.data.threadId : null, m.id as RequestId, m.method);
+  /**
+   * What vscode-jsonrpc gets of an incoming message:
+   *  - a server request (an approval, user input) never reaches it: vscode-jsonrpc would track it
+   *    until answered (forever: it is never answered here) and could answer it (on a cancel or
+   *    an error). It goes on as an internal notification, so the listener hears of it in wire
+   *    order, after the events that came before it;
+   *  - `$/cancelRequest` concerns the daemon's own requests, which this client never handles;
+   *  - a reply to no pending request of this client (unknown, duplicate or null id) is dropped
+   *    and reported: vscode-jsonrpc would drop it silently, or mistake it for a reply that is
+   *    still queued under the same id.
+   */
+  private screen(message: Message): Message | null {
+    const m = message as { id?: unknown; method?: unknown; params?: unknown; error?: { code?: unknown; message?: unknown } };
+    if (typeof m.method === 'string') {
+      if (m.id === undefined) return m.method === '$/cancelRequest' ? null : message;
+      const event: NotificationMessage = { jsonrpc: '2.0', method: this.serverRequestEvent, params: { id: m.id, method: m.method, params: m.params } };
+      return event;
+    }
+    const id = m.id;
+    if ((typeof id === 'string' || typeof id === 'number') && this.pending.delete(id)) return message;
+    const shownId = excerpt(JSON.stringify(id) ?? String(id), 60);
+    const detail = m.error ? `: error ${String(m.error.code)} ${JSON.stringify(excerpt(String(m.error.message), 80))}` : '';
+    this.listener.protocolProblem(`dropped a${m.error ? 'n error' : ''} reply to no pending request of this client (id ${shownId})${detail}`);
+    return null;
+  }
+
+  private serverRequestArrived(params: unknown): void {
+    const r = params as { id: RequestId; method: string; params: unknown };
+    const p = ServerRequestParamsSchema.safeParse(r.params);
+    this.listener.serverRequest(p.success ? p.data.threadId : null, r.id, r.method);
   }
 
   private notification(method: string, params: unknown): void {
+    if (method === this.serverRequestEvent) return this.serverRequestArrived(params);
     const l = this.listener;
     const read = <S extends z.ZodTypeAny>(schema: S, use: (value: z.infer<S>) => void) => {
       const parsed = schema.safeParse(params);

@@ -20,7 +20,7 @@ import {
   type MessageReader,
   type MessageWriter,
 } from 'vscode-jsonrpc/node';
-import { excerpt, LineSplitter } from './lineSplitter';
+import { EXCERPT_CHARS, excerpt, LineSplitter } from './lineSplitter';
 
 /** Default cap for one line / one frame: 64 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -384,10 +384,12 @@ export class LineMessageWriter extends FramedMessageWriter {
 
 function noop(): void {}
 
-function rawDataToString(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data as ArrayBuffer).toString('utf8');
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function rawDataToBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data as ArrayBuffer);
 }
 
 const WS_OPEN = 1;
@@ -444,12 +446,25 @@ export class WebSocketMessageReader extends FramedMessageReader {
     return 'websocket reader';
   }
 
+  /**
+   * Text and binary frames alike must be UTF-8. The socket does not check text frames itself
+   * (`skipUTF8Validation`): ws would close the whole connection on one bad frame, where a bad
+   * frame here is dropped and reported like any other malformed frame.
+   */
   private onFrame(data: RawData): void {
+    let bytes: Buffer;
     let text: string;
     try {
-      text = rawDataToString(data);
+      bytes = rawDataToBuffer(data);
     } catch (e) {
       this.reportMalformed(`undecodable frame: ${(e as Error).message}`);
+      return;
+    }
+    try {
+      text = strictUtf8.decode(bytes);
+    } catch {
+      // The excerpt shows the bytes it can (U+FFFD for the others).
+      this.reportMalformed('invalid UTF-8', bytes.subarray(0, 4 * EXCERPT_CHARS).toString('utf8'));
       return;
     }
     this.handleFrame(text);

@@ -47,8 +47,9 @@ function errCode(e: unknown): string | undefined {
 }
 
 /**
- * Resolves `socketPath` and checks that it is a Unix socket owned by the current user, in a
- * directory owned by the current user that is not group- or world-writable.
+ * Resolves `socketPath` and checks that it is a Unix socket owned by the current user and not
+ * writable by others, in a directory owned by the current user that is not group- or
+ * world-writable.
  * Never throws.
  */
 export async function checkSocketSafety(socketPath: string): Promise<SocketSafetyResult> {
@@ -94,6 +95,15 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
       reason:
         `refusing Codex daemon socket ${shown}: it is owned by uid ${st.uid}, not by you (uid ${uid}); ` +
         `use a CODEX_HOME of your own and ${START_HINT}`,
+    };
+  }
+
+  if ((st.mode & 0o002) !== 0) {
+    return {
+      ok: false,
+      reason:
+        `refusing Codex daemon socket ${shown}: it is writable by others (mode ${modeString(st)}), so any local user ` +
+        `could drive your Codex threads through it; fix it with \`chmod o-w ${resolved}\` or restart the daemon`,
     };
   }
 
@@ -161,7 +171,8 @@ export function checkWsUrl(url: string, allowRemote = false): UrlCheckResult {
   if (!u.hostname) {
     return { ok: false, reason: `app-server URL ${url} has no host` };
   }
-  const p = u.pathname.replace(/\/+$/, '');
+  // Compared as a server that merges slashes would route it: `//daemon//shutdown/` too.
+  const p = u.pathname.replace(/\/{2,}/g, '/').replace(/\/+$/, '');
   if (p === DAEMON_SHUTDOWN_PATH) {
     return { ok: false, reason: `refusing app-server URL ${url}: ${DAEMON_SHUTDOWN_PATH} would stop the daemon` };
   }

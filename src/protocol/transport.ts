@@ -130,6 +130,8 @@ function openWebSocket(
         perMessageDeflate: false,
         handshakeTimeout: timeoutMs,
         followRedirects: false,
+        // The reader checks UTF-8 per frame and drops a bad frame; ws would close the connection.
+        skipUTF8Validation: true,
       });
     } catch (e) {
       reject(new TransportError('refused', `cannot connect to ${describe}: ${(e as Error).message}`, { cause: e }));

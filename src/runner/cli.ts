@@ -6,7 +6,7 @@ import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
 import { describeState, type PersistedState } from '../model/watch';
 import { connectDaemon } from '../protocol/client';
 import { JsonFileStore } from '../store/jsonFileStore';
-import { parsePersisted } from '../store/store';
+import { describeDropped, parsePersisted } from '../store/store';
 import { VERSION } from '../version';
 import { parseCli, UsageError, USAGE, type StatusArgs, type WatchArgs } from './args';
 import { decisionJson, decisionLine } from '../model/decisionText';
@@ -105,6 +105,9 @@ async function status(args: StatusArgs): Promise<number> {
   if ('error' in parsed) {
     process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${parsed.error}\n`);
     return 1;
+  }
+  if (parsed.dropped.length > 0) {
+    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${describeDropped(parsed.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`);
   }
   process.stdout.write(args.json ? `${JSON.stringify(statusJson(parsed.state))}\n` : statusText(parsed.state, Date.now()));
   return 0;

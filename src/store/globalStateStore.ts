@@ -1,9 +1,10 @@
 // The extension's store: the watch state in VS Code's globalState (a Memento), under a
 // namespaced, versioned key. Machine state is never synced across machines. A value that
-// cannot be read is kept aside under its own key and reported, never silently dropped.
+// cannot be read is kept aside under its own key and reported, never silently dropped; a value
+// with a few bad records is kept aside too, and the rest of it is used.
 import type { PersistedState } from '../model/watch';
 import { emptyState } from '../model/watch';
-import { parsePersisted, type LoadResult, type StateStore } from './store';
+import { describeDropped, parsePersisted, type LoadResult, type StateStore } from './store';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -34,14 +35,36 @@ export class GlobalStateStore implements StateStore {
     }
     if (error === null && size > MAX_STATE_CHARS) error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
     if (error === null) {
-      const parsed = parsePersisted(raw);
-      if ('state' in parsed) return { state: parsed.state, problem: null };
+      const parsed = parsePersisted(raw, this.now);
+      if ('state' in parsed) {
+        if (parsed.dropped.length === 0) return { state: parsed.state, problem: null };
+        // Keep the value as it was, then store the part that can be used.
+        const aside = this.asideKey();
+        await this.memento.update(aside, raw);
+        await this.save(parsed.state);
+        const kept = Object.keys(parsed.state.watches).length;
+        return {
+          state: parsed.state,
+          problem: `the stored watch state: ${describeDropped(parsed.dropped)}; the value as it was is kept as "${aside}"; ` +
+            `the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`,
+        };
+      }
       error = parsed.error;
     }
-    const aside = `${CORRUPT_PREFIX}${new Date(this.now()).toISOString()}`;
+    const aside = this.asideKey();
     await this.memento.update(aside, raw);
     await this.memento.update(STATE_KEY, undefined);
     return { state: emptyState(), problem: `the stored watch state could not be used: ${error}; kept aside as "${aside}"; starting clean` };
+  }
+
+  /** A key not in use yet: two bad values in the same millisecond must not overwrite each other. */
+  private asideKey(): string {
+    const base = `${CORRUPT_PREFIX}${new Date(this.now()).toISOString()}`;
+    const taken = new Set(this.memento.keys());
+    for (let n = 0; ; n++) {
+      const key = n === 0 ? base : `${base}-${n}`;
+      if (!taken.has(key)) return key;
+    }
   }
 
   async save(state: PersistedState): Promise<void> {

@@ -4,11 +4,12 @@
 // then the directory fsynced; mode 0600, parent directory created 0700. Saves are
 // serialized and coalesced: the state of the last call is the one left on disk.
 // A file that cannot be used is never deleted: it is moved aside to
-// `<path>.corrupt-<timestamp>` and the load starts clean, saying so.
-import { promises as fsp } from 'node:fs';
+// `<path>.corrupt-<timestamp>` and the load starts clean, saying so. A file with a few bad
+// records is copied there, and the rest of it loads.
+import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { emptyState, type PersistedState } from '../model/watch';
-import { parsePersisted, StateSerializer, type LoadResult, type StateStore } from './store';
+import { describeDropped, parsePersisted, StateSerializer, type LoadResult, type StateStore } from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
@@ -45,10 +46,12 @@ export class JsonFileStore implements StateStore {
   }
 
   /**
-   * Missing file: empty state, no problem. Unusable file (corrupt, wrong shape or version,
-   * too large): moved aside, empty state, `problem` says so. Rejects only when the file
-   * exists but cannot be read or moved aside (permissions...): starting clean then would
-   * overwrite it on the next save.
+   * Missing file: empty state, no problem. Unusable file (corrupt, wrong shape or version, too
+   * large, unreadable, a directory or anything else that is not a file): moved aside, empty
+   * state, `problem` says so. A good file with some bad records: the rest is loaded, the file
+   * as it was is copied aside, the good part written back, and `problem` lists what was left
+   * out. Rejects only when the file cannot be looked at or kept aside (the directory's
+   * permissions...): starting clean then would overwrite it on the next save.
    */
   async load(): Promise<LoadResult> {
     await this.removeStaleTemps();
@@ -59,12 +62,22 @@ export class JsonFileStore implements StateStore {
       if (errCode(err) === 'ENOENT') return { state: emptyState(), problem: null };
       throw new Error(`cannot read state file ${this.path}: ${errText(err)}`, { cause: err });
     }
-    if (!st.isFile()) throw new Error(`state file ${this.path} is not a regular file`);
-
-    const result = st.size > this.maxBytes
-      ? { reason: `${st.size} bytes, more than the ${this.maxBytes}-byte limit` }
-      : await this.read();
-    if ('state' in result) return { state: result.state, problem: null };
+    const result = !st.isFile()
+      ? { reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' }
+      : st.size > this.maxBytes
+        ? { reason: `${st.size} bytes, more than the ${this.maxBytes}-byte limit` }
+        : await this.read();
+    if ('state' in result) {
+      if (result.dropped.length === 0) return { state: result.state, problem: null };
+      const aside = await this.copyAside();
+      await this.save(result.state);
+      const kept = Object.keys(result.state.watches).length;
+      return {
+        state: result.state,
+        problem: `state file ${this.path}: ${describeDropped(result.dropped)}; the file as it was is kept as ${aside}; ` +
+          `the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`,
+      };
+    }
     const aside = await this.moveAside(result.reason);
     return {
       state: emptyState(),
@@ -72,11 +85,13 @@ export class JsonFileStore implements StateStore {
     };
   }
 
-  private async read(): Promise<{ state: PersistedState } | { reason: string }> {
+  private async read(): Promise<{ state: PersistedState; dropped: string[] } | { reason: string }> {
     let text: string;
     try {
       text = await fsp.readFile(this.path, 'utf8');
     } catch (err) {
+      // Not ours to read any more (mode, ACL): unusable, and moved aside like any bad file.
+      if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { reason: `unreadable: ${errText(err)}` };
       throw new Error(`cannot read state file ${this.path}: ${errText(err)}`, { cause: err });
     }
     let raw: unknown;
@@ -85,7 +100,7 @@ export class JsonFileStore implements StateStore {
     } catch (err) {
       return { reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${errText(err)}` };
     }
-    const parsed = parsePersisted(raw);
+    const parsed = parsePersisted(raw, this.now);
     return 'state' in parsed ? parsed : { reason: parsed.error };
   }
 
@@ -151,11 +166,30 @@ export class JsonFileStore implements StateStore {
     await syncDir(dir);
   }
 
+  /** A fresh `<path>.corrupt-<timestamp>[-n]` name: nothing is ever overwritten. */
+  private asideNames(): string[] {
+    const stamp = new Date(this.now()).toISOString().replace(/[:.]/g, '-');
+    return Array.from({ length: 1000 }, (_, n) => `${this.path}.corrupt-${stamp}${n === 0 ? '' : `-${n}`}`);
+  }
+
+  /** Copies the file as it is to a fresh aside name (the original stays); returns that path. */
+  private async copyAside(): Promise<string> {
+    for (const aside of this.asideNames()) {
+      try {
+        await fsp.copyFile(this.path, aside, fsConstants.COPYFILE_EXCL);
+      } catch (err) {
+        if (errCode(err) === 'EEXIST') continue;
+        throw new Error(`state file ${this.path} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, { cause: err });
+      }
+      await fsp.chmod(aside, 0o600).catch(() => undefined);
+      return aside;
+    }
+    throw new Error(`state file ${this.path} has unusable records and no free name was found to copy it aside`);
+  }
+
   /** Renames the unusable file to a fresh `<path>.corrupt-<timestamp>`; returns that path. */
   private async moveAside(reason: string): Promise<string> {
-    const stamp = new Date(this.now()).toISOString().replace(/[:.]/g, '-');
-    for (let n = 0; n < 1000; n++) {
-      const aside = `${this.path}.corrupt-${stamp}${n === 0 ? '' : `-${n}`}`;
+    for (const aside of this.asideNames()) {
       if (await exists(aside)) continue;
       try {
         await fsp.rename(this.path, aside);

@@ -1,6 +1,7 @@
 // Where the engine keeps its PersistedState, and the one way a stored document is read
 // back: `parsePersisted`, shared by every store (the JSON file store for the headless
 // runner, and the VS Code globalState store).
+import { z } from 'zod';
 import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
 
 export interface LoadResult {
@@ -32,12 +33,31 @@ const OLDEST_VERSION = 1;
  */
 const MIGRATIONS: Readonly<Record<number, Migration>> = {};
 
+/** A stored document that can be used: the state, and the records of it that could not be. */
+export interface ParsedState {
+  state: PersistedState;
+  /**
+   * One line per record left out (a watch that does not match the schema) or repaired (a
+   * disarm whose time is unreadable: the thread stays disarmed). Empty when all was read.
+   */
+  dropped: string[];
+}
+
+/** The document around the records: what must be right for anything to be used. */
+const DocumentSchema = PersistedStateSchema.extend({
+  watches: z.record(z.string(), z.unknown()),
+  disarmed: z.record(z.string(), z.unknown()),
+});
+const DisarmTimeSchema = PersistedStateSchema.shape.disarmed.valueType;
+
 /**
- * Validates (and migrates, when older) a stored document. Never resets silently: an
- * unknown or newer version, or a document that does not match the schema, is an error
- * the caller reports.
+ * Validates (and migrates, when older) a stored document. Never resets silently: an unknown or
+ * newer version, or a document whose own fields do not match the schema, is an error the caller
+ * reports. Within a good document, a watch record that does not match is left out, and a disarm
+ * whose time is unreadable is kept (dated `now`): the thread stays disarmed, as the user asked.
+ * Both are listed in `dropped`, for the caller to report and keep the original.
  */
-export function parsePersisted(raw: unknown): { state: PersistedState } | { error: string } {
+export function parsePersisted(raw: unknown, now: () => number = Date.now): ParsedState | { error: string } {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { error: `not a state object (got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw})` };
   }
@@ -60,14 +80,57 @@ export function parsePersisted(raw: unknown): { state: PersistedState } | { erro
       return { error: `migration from state version ${v} failed: ${err instanceof Error ? err.message : String(err)}` };
     }
   }
-  const parsed = PersistedStateSchema.safeParse(doc);
-  if (!parsed.success) return { error: `does not match the schema: ${describeIssues(parsed.error.issues)}` };
-  return { state: parsed.data };
+  const outer = DocumentSchema.safeParse(doc);
+  if (!outer.success) return { error: `does not match the schema: ${describeIssues(outer.error.issues)}` };
+
+  const dropped: string[] = [];
+  const watches: PersistedState['watches'] = {};
+  for (const [key, value] of Object.entries(outer.data.watches)) {
+    const name = `watch ${JSON.stringify(excerpt(key, 60))}`;
+    if (key === '__proto__') {
+      dropped.push(`${name}: not a usable thread id`);
+      continue;
+    }
+    const w = WatchedThreadSchema.safeParse(value);
+    if (!w.success) dropped.push(`${name}: ${describeIssues(w.error.issues, 1)}`);
+    else if (w.data.threadId !== key) dropped.push(`${name}: its threadId is ${JSON.stringify(excerpt(w.data.threadId, 60))}`);
+    else watches[key] = w.data;
+  }
+  const disarmed: PersistedState['disarmed'] = {};
+  for (const [key, value] of Object.entries(outer.data.disarmed)) {
+    if (key === '__proto__') {
+      dropped.push(`disarm of ${JSON.stringify(key)}: not a usable thread id`);
+      continue;
+    }
+    const at = DisarmTimeSchema.safeParse(value);
+    if (at.success) disarmed[key] = at.data;
+    else {
+      disarmed[key] = now();
+      dropped.push(`disarm of ${JSON.stringify(excerpt(key, 60))}: its time ${excerpt(JSON.stringify(value) ?? String(value), 40)} is unreadable; the thread stays disarmed`);
+    }
+  }
+  // Every part is checked by now: the top level by DocumentSchema, each watch and disarm above
+  // (checking the whole again would double the load time of a large state).
+  return { state: { version: outer.data.version, pausedAt: outer.data.pausedAt, watches, disarmed }, dropped };
 }
 
-function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
-  const shown = issues.slice(0, 3).map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
-  if (issues.length > 3) shown.push(`and ${issues.length - 3} more`);
+/** "2 records could not be used (…; …)": the dropped list for a message, bounded. */
+export function describeDropped(dropped: readonly string[]): string {
+  const shown = dropped.slice(0, 3);
+  if (dropped.length > 3) shown.push(`and ${dropped.length - 3} more`);
+  return `${dropped.length} record${dropped.length === 1 ? '' : 's'} could not be used (${shown.join('; ')})`;
+}
+
+/** A short single-line rendering of a key or value for a message. */
+function excerpt(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ');
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}
+
+function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, max = 3): string {
+  const shown = issues.slice(0, max).map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
+  if (max === 1 && issues.length > 1) return `${shown[0]} (+${issues.length - 1} more)`;
+  if (issues.length > max) shown.push(`and ${issues.length - max} more`);
   return shown.join('; ');
 }
 
@@ -89,6 +152,7 @@ export class StateSerializer {
     const checked = new Map<string, string>();
     const parts: string[] = [];
     for (const [id, watch] of Object.entries(state.watches)) {
+      if (watch.threadId !== id) throw new Error(`watches.${id}: its threadId is ${JSON.stringify(watch.threadId)}`);
       const json = JSON.stringify(watch);
       if (this.checked.get(id) !== json) {
         const parsed = WatchedThreadSchema.safeParse(watch);

@@ -69,6 +69,11 @@ class FakeConnection {
     if (this.closedReason === null) this.toClient.write(`${JSON.stringify(message)}\n`);
   }
 
+  /** A raw line, JSON or not, as a misbehaving daemon would write it. */
+  sendRaw(line: string): void {
+    if (this.closedReason === null) this.toClient.write(`${line}\n`);
+  }
+
   close(reason: string): void {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
@@ -135,6 +140,11 @@ export class FakeDaemon {
   /** A notification to every open connection. */
   notify(method: string, params: unknown): void {
     for (const c of this.open()) c.send({ method, params: params as Record<string, unknown>, emittedAtMs: Date.now() });
+  }
+
+  /** A raw line (not necessarily JSON) to every open connection: a daemon that misbehaves. */
+  sendRaw(line: string): void {
+    for (const c of this.open()) c.sendRaw(line);
   }
 
   /** A server-to-client request (an approval) to every connection subscribed to the thread. */

@@ -62,7 +62,8 @@ describe('parsePersisted', () => {
       [{ ...emptyState(), version: '1' }, /not an integer/],
       [{ ...emptyState(), version: STATE_VERSION + 1 }, /newer version/],
       [{ ...emptyState(), version: 0 }, /unknown state version 0/],
-      [{ version: 1, pausedAt: null, watches: { a: { threadId: 'a' } }, disarmed: {} }, /schema: watches\.a\./],
+      [{ version: 1, pausedAt: null, watches: [{ threadId: 'a' }], disarmed: {} }, /schema: watches: /],
+      [{ version: 1, pausedAt: null, watches: {}, disarmed: 7 }, /schema: disarmed: /],
       [{ version: 1, pausedAt: 'yesterday', watches: {}, disarmed: {} }, /pausedAt/],
     ];
     for (const [raw, re] of cases) {
@@ -70,6 +71,25 @@ describe('parsePersisted', () => {
       assert.ok('error' in r, JSON.stringify(raw));
       assert.match(r.error, re);
     }
+  });
+  test('leaves out a bad watch record (and one filed under another thread id), keeps the rest; a bad disarm time keeps the thread disarmed', () => {
+    const good = sampleState();
+    const raw = JSON.parse(JSON.stringify(good)) as Record<string, Record<string, unknown>>;
+    raw.watches!['half'] = { threadId: 'half' };
+    raw.watches!['other'] = { ...(raw.watches!['thr_1'] as object), threadId: 'not-other' };
+    raw.disarmed!['thr_3'] = null;
+    const r = parsePersisted(raw, () => 77);
+    assert.ok('state' in r);
+    assert.deepEqual(Object.keys(r.state.watches), ['thr_1']);
+    assert.deepEqual(r.state.watches['thr_1'], good.watches['thr_1']);
+    assert.deepEqual(r.state.disarmed, { thr_2: 1_700_000_000_100, thr_3: 77 });
+    assert.equal(r.dropped.length, 3);
+    assert.match(r.dropped[0]!, /^watch "half": title: /);
+    assert.equal(r.dropped[1], 'watch "other": its threadId is "not-other"');
+    assert.equal(r.dropped[2], 'disarm of "thr_3": its time null is unreadable; the thread stays disarmed');
+    const clean = parsePersisted(JSON.parse(JSON.stringify(good)));
+    assert.ok('state' in clean);
+    assert.deepEqual(clean.dropped, []);
   });
 });
 
@@ -126,7 +146,7 @@ describe('JsonFileStore', () => {
     ['a JSON array', '[1,2,3]', /array/],
     ['a newer version', JSON.stringify({ ...sampleState(), version: STATE_VERSION + 1 }), /newer version/],
     ['a wrong version', JSON.stringify({ ...sampleState(), version: 0 }), /unknown state version/],
-    ['a schema mismatch', JSON.stringify({ ...emptyState(), watches: { x: { threadId: 'x', state: { kind: 'nope' } } } }), /schema/],
+    ['a schema mismatch', JSON.stringify({ ...emptyState(), pausedAt: 'yesterday' }), /schema: pausedAt/],
   ];
   for (const [label, content, reason] of unusable) {
     test(`${label}: kept aside, reported, and the store starts clean`, async () => {
@@ -256,9 +276,30 @@ describe('JsonFileStore', () => {
     assert.deepEqual(await listDir(d), [path.basename(file), path.basename(live)]);
   });
 
-  test('a directory at the state path makes load reject', async () => {
+  test('a directory at the state path is moved aside, whole, and the load starts clean', async () => {
     const d = await freshDir();
-    await fsp.mkdir(path.join(d, 'state.json'));
-    await assert.rejects(new JsonFileStore(path.join(d, 'state.json')).load(), /not a regular file/);
+    const file = path.join(d, 'state.json');
+    await fsp.mkdir(file);
+    await fsp.writeFile(path.join(file, 'inside'), 'kept');
+    const r = await new JsonFileStore(file, { now: () => 0 }).load();
+    assert.deepEqual(r.state, emptyState());
+    assert.equal(r.problem, `state file ${file} was unusable (a directory, not a file); kept aside as ${file}.corrupt-1970-01-01T00-00-00-000Z; starting clean`);
+    assert.equal(await fsp.readFile(path.join(`${file}.corrupt-1970-01-01T00-00-00-000Z`, 'inside'), 'utf8'), 'kept');
+  });
+
+  test('a file with a bad record: the rest loads, the file as it was is copied aside, the good part written back', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const raw = JSON.parse(JSON.stringify(sampleState(3))) as { watches: Record<string, unknown> };
+    raw.watches['bad'] = { threadId: 'bad', state: { kind: 'nope' } };
+    const content = JSON.stringify(raw);
+    await fsp.writeFile(file, content);
+    const r = await new JsonFileStore(file, { now: () => 0 }).load();
+    assert.deepEqual(r.state, sampleState(3));
+    const aside = `${file}.corrupt-1970-01-01T00-00-00-000Z`;
+    assert.match(r.problem ?? '', new RegExp(`^state file ${file}: 1 record could not be used \\(watch "bad": .*\\); the file as it was is kept as ${aside}; the other 1 watch loaded$`));
+    assert.equal(await fsp.readFile(aside, 'utf8'), content);
+    assert.deepEqual(await new JsonFileStore(file).load(), { state: sampleState(3), problem: null });
+    assert.deepEqual(await listDir(d), ['state.json', path.basename(aside)]);
   });
 });
