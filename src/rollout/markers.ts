@@ -6,6 +6,9 @@
 // longer than `maxLineBytes` is skipped without being buffered (marker lines are well
 // under 2 KiB). Memory is bounded by `chunkSize + maxLineBytes`, whatever the file.
 //
+// Backward lookups (`findLastMarker`, `findLastActivation`) share one chunked reader,
+// `scanBackward`; the forward, incremental one is `scanForMarkers`.
+//
 // Only complete lines (ending in "\n") count: a trailing partial line is being written
 // and is read again next time (`nextOffset` stops at its start).
 import { promises as fsp } from 'node:fs';
@@ -148,7 +151,8 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const GOAL_LINE_PREFILTERS = ['update_goal', 'thread_goal_updated'];
+const GOAL_EVENT_PREFILTER = 'thread_goal_updated';
+const GOAL_LINE_PREFILTERS = ['update_goal', GOAL_EVENT_PREFILTER];
 
 /** A model `update_goal` call or a `thread_goal_updated` event with its status; null otherwise. */
 export function parseGoalLine(line: string): { by: 'model' | 'event'; status: GoalStatus } | null {
@@ -194,10 +198,62 @@ function parseMarkerBytes(line: Buffer): GoalStatus | null {
  * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
  */
 export async function findLastMarker(path: string, opts: LastMarkerOptions = {}): Promise<LastMarkerResult> {
+  const { hit, ...rest } = await scanBackward(path, 'findLastMarker', opts, parseMarkerBytes);
+  return { marker: hit && { status: hit.value, offset: hit.offset }, ...rest };
+}
+
+export interface LastActivationResult {
+  /** Start of the last complete `thread_goal_updated` line whose goal is active, or null. */
+  offset: number | null;
+  /** File size when the lookup started. */
+  size: number;
+  /** End of the last complete line (= `size` unless the file ends in a partial line). */
+  nextOffset: number;
+  /** Bytes read from the file. */
+  bytesRead: number;
+}
+
+/**
+ * Cold lookup of the goal's last activation: the last `thread_goal_updated` event line whose
+ * goal is active (what `parseGoalLine` reads as `{ by: 'event', status: 'active' }`), reading
+ * backwards from the end of the file in chunks, like `findLastMarker`. Codex writes that event
+ * for every `thread/goal/set`, so a forward scan from its offset sees everything since the goal
+ * was last set active, without reading what came before.
+ * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
+ */
+export async function findLastActivation(path: string, opts: LastMarkerOptions = {}): Promise<LastActivationResult> {
+  const { hit, ...rest } = await scanBackward(path, 'findLastActivation', opts, parseActivationBytes);
+  return { offset: hit && hit.offset, ...rest };
+}
+
+function parseActivationBytes(line: Buffer): true | null {
+  if (line.indexOf(GOAL_EVENT_PREFILTER) < 0) return null; // model calls cannot be activations
+  const goal = parseGoalLine(line.toString('utf8'));
+  return goal !== null && goal.by === 'event' && goal.status === 'active' ? true : null;
+}
+
+interface BackwardResult<T> {
+  hit: { value: T; offset: number } | null;
+  size: number;
+  nextOffset: number;
+  bytesRead: number;
+}
+
+/**
+ * The last complete line (from `opts.minOffset` on) that `match` accepts, reading backwards
+ * from the end of the file in `chunkSize` reads. Lines longer than the cap are skipped without
+ * being buffered, so memory stays at `chunkSize + maxLineBytes` whatever the file.
+ */
+async function scanBackward<T>(
+  path: string,
+  caller: string,
+  opts: LastMarkerOptions,
+  match: (line: Buffer) => T | null,
+): Promise<BackwardResult<T>> {
   const { chunkSize, cap } = limits(path, opts);
   const minOffset = opts.minOffset ?? 0;
   if (!Number.isSafeInteger(minOffset) || minOffset < 0) {
-    throw new RangeError(`findLastMarker(${path}): minOffset must be a non-negative integer, got ${minOffset}`);
+    throw new RangeError(`${caller}(${path}): minOffset must be a non-negative integer, got ${minOffset}`);
   }
   const fh = await openRollout(path);
   try {
@@ -229,10 +285,8 @@ export async function findLastMarker(path: string, opts: LastMarkerOptions = {})
           const total = seg.length + piecesLen;
           if (total <= cap) {
             const line = piecesLen > 0 ? Buffer.concat([seg, ...pieces], total) : seg;
-            const status = parseMarkerBytes(line);
-            if (status !== null) {
-              return { marker: { status, offset: start + nl + 1 }, size, nextOffset, bytesRead };
-            }
+            const value = match(line);
+            if (value !== null) return { hit: { value, offset: start + nl + 1 }, size, nextOffset, bytesRead };
           }
         }
         pieces = [];
@@ -255,10 +309,10 @@ export async function findLastMarker(path: string, opts: LastMarkerOptions = {})
     }
     // The file's first line (or the one at minOffset).
     if (nextOffset !== null && !overlong && piecesLen > 0) {
-      const status = parseMarkerBytes(Buffer.concat(pieces, piecesLen));
-      if (status !== null) return { marker: { status, offset: minOffset }, size, nextOffset, bytesRead };
+      const value = match(Buffer.concat(pieces, piecesLen));
+      if (value !== null) return { hit: { value, offset: minOffset }, size, nextOffset, bytesRead };
     }
-    return { marker: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
+    return { hit: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
   } finally {
     await fh.close().catch(() => undefined);
   }
@@ -369,6 +423,30 @@ export async function scanForMarkers(
   } finally {
     await fh.close().catch(() => undefined);
   }
+}
+
+export interface ActivationScanResult extends IncrementalScanResult {
+  /** The last activation found by the backward lookup, or null (none at or after `minOffset`). */
+  activation: number | null;
+}
+
+/**
+ * The first look at a rollout after arming: `findLastActivation`, then `scanForMarkers` from
+ * that line on, so the markers and goal lines since the goal's last activation are read
+ * without reading what came before it. With no activation line at or after `minOffset`, the
+ * forward scan starts at `minOffset` (the whole file when 0): nothing shows where the goal
+ * was set active, so everything counts, as it did before this lookup existed.
+ * Memory is bounded as in both lookups; `bytesRead` is the sum of both.
+ */
+export async function scanFromLastActivation(
+  path: string,
+  minOffset = 0,
+  opts: IncrementalScanOptions = {},
+): Promise<ActivationScanResult> {
+  const back = await findLastActivation(path, { ...opts, minOffset });
+  const from = back.offset ?? minOffset;
+  const fwd = await scanForMarkers(path, from, opts);
+  return { ...fwd, activation: back.offset, bytesRead: back.bytesRead + fwd.bytesRead };
 }
 
 function limits(path: string, opts: ScanOptions): { chunkSize: number; cap: number } {
