@@ -119,6 +119,11 @@ export function parseMarkerLine(line: string): GoalStatus | null {
   } catch {
     return null;
   }
+  return markerStatusOf(obj);
+}
+
+/** `parseMarkerLine` on a line already parsed (`JSON.parse` of the whole line). */
+export function markerStatusOf(obj: unknown): GoalStatus | null {
   if (!isRecord(obj) || obj.type !== 'response_item') return null;
   const payload = obj.payload;
   if (!isRecord(payload) || payload.type !== 'message' || payload.role !== 'user') return null;
@@ -163,6 +168,11 @@ export function parseGoalLine(line: string): { by: 'model' | 'event'; status: Go
   } catch {
     return null;
   }
+  return goalLineOf(obj);
+}
+
+/** `parseGoalLine` on a line already parsed (`JSON.parse` of the whole line). */
+export function goalLineOf(obj: unknown): { by: 'model' | 'event'; status: GoalStatus } | null {
   if (!isRecord(obj) || !isRecord(obj.payload)) return null;
   const payload = obj.payload;
   if (obj.type === 'response_item' && payload.type === 'function_call' && payload.name === 'update_goal' && typeof payload.arguments === 'string') {
