@@ -273,8 +273,7 @@ async function scanBackward<T>(
     // End of the last complete line + 1; null until the last "\n" is seen.
     let nextOffset: number | null = null;
     // The end part of the line being assembled (it starts before the current chunk).
-    let pieces: Buffer[] = [];
-    let piecesLen = 0;
+    const parts = new LineParts(cap, 'backward');
     let overlong = false;
     let pos = size;
     while (pos > minOffset) {
@@ -292,34 +291,25 @@ async function scanBackward<T>(
           nextOffset = start + nl + 1; // bytes after the last "\n" are a partial line
         } else if (!overlong) {
           const seg = view.subarray(nl + 1, cursor);
-          const total = seg.length + piecesLen;
-          if (total <= cap) {
-            const line = piecesLen > 0 ? Buffer.concat([seg, ...pieces], total) : seg;
-            const value = match(line);
+          if (seg.length + parts.length <= cap) {
+            const value = match(parts.line(seg));
             if (value !== null) return { hit: { value, offset: start + nl + 1 }, size, nextOffset, bytesRead };
           }
         }
-        pieces = [];
-        piecesLen = 0;
+        parts.clear();
         overlong = false;
         cursor = nl;
       }
       // view[0..cursor) continues a line that starts in an earlier chunk.
-      if (nextOffset !== null && !overlong && cursor > 0) {
-        if (piecesLen + cursor > cap) {
-          overlong = true;
-          pieces = [];
-          piecesLen = 0;
-        } else {
-          pieces.unshift(Buffer.from(view.subarray(0, cursor)));
-          piecesLen += cursor;
-        }
+      if (nextOffset !== null && !overlong && cursor > 0 && !parts.add(view.subarray(0, cursor))) {
+        overlong = true;
+        parts.clear();
       }
       pos = start;
     }
     // The file's first line (or the one at minOffset).
-    if (nextOffset !== null && !overlong && piecesLen > 0) {
-      const value = match(Buffer.concat(pieces, piecesLen));
+    if (nextOffset !== null && !overlong && parts.length > 0) {
+      const value = match(parts.stored());
       if (value !== null) return { hit: { value, offset: minOffset }, size, nextOffset, bytesRead };
     }
     return { hit: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
@@ -357,8 +347,8 @@ export async function scanForMarkers(
       const markers: Marker[] = [];
       const goalLines: GoalLine[] = [];
       let lineStart = begin;
-      let pieces: Buffer[] = [];
-      let piecesLen = 0;
+      // The start of a line that ends in a later chunk.
+      const parts = new LineParts(cap, 'forward');
       let overlong = false;
       // Read the byte before `begin` too: it must be a "\n" if `begin` is still a line start.
       let pos = begin > 0 && begin < size ? begin - 1 : begin;
@@ -384,9 +374,8 @@ export async function scanForMarkers(
           if (nl < 0) break;
           if (!overlong) {
             const seg = view.subarray(segStart, nl);
-            const total = seg.length + piecesLen;
-            if (total <= cap) {
-              const line = piecesLen > 0 ? Buffer.concat([...pieces, seg], total) : seg;
+            if (seg.length + parts.length <= cap) {
+              const line = parts.line(seg);
               const status = parseMarkerBytes(line);
               if (status !== null) {
                 markers.push({ status, offset: lineStart });
@@ -400,23 +389,15 @@ export async function scanForMarkers(
               }
             }
           }
-          pieces = [];
-          piecesLen = 0;
+          parts.clear();
           overlong = false;
           lineStart = pos + nl + 1;
           segStart = nl + 1;
         }
         // view[segStart..] starts (or continues) a line that ends in a later chunk.
-        const rest = len - segStart;
-        if (rest > 0 && !overlong) {
-          if (piecesLen + rest > cap) {
-            overlong = true;
-            pieces = [];
-            piecesLen = 0;
-          } else {
-            pieces.push(Buffer.from(view.subarray(segStart)));
-            piecesLen += rest;
-          }
+        if (segStart < len && !overlong && !parts.add(view.subarray(segStart))) {
+          overlong = true;
+          parts.clear();
         }
         pos += len;
       }
@@ -457,6 +438,61 @@ export async function scanFromLastActivation(
   const from = back.offset ?? minOffset;
   const fwd = await scanForMarkers(path, from, opts);
   return { ...fwd, activation: back.offset, bytesRead: back.bytesRead + fwd.bytesRead };
+}
+
+/**
+ * The part of a line read so far when the line spans chunks, kept in one buffer that is reused
+ * from line to line and grows (by doubling) up to the line cap: assembling lines allocates
+ * nothing per line, so memory stays at `chunkSize + maxLineBytes` without garbage piling up.
+ * Going forwards the part is a line's start and later bytes go after it; going backwards it
+ * is a line's end and earlier bytes go before it.
+ */
+class LineParts {
+  private buf: Buffer = Buffer.alloc(0);
+  /** Bytes held. */
+  length = 0;
+
+  constructor(
+    private readonly cap: number,
+    private readonly direction: 'forward' | 'backward',
+  ) {}
+
+  /** Adds bytes read next (after the part forwards, before it backwards); false if the line would exceed the cap. */
+  add(bytes: Buffer): boolean {
+    const total = this.length + bytes.length;
+    if (total > this.cap) return false;
+    this.reserve(total);
+    bytes.copy(this.buf, this.direction === 'forward' ? this.length : this.buf.length - total);
+    this.length = total;
+    return true;
+  }
+
+  /** The whole line: the part with `seg`, its last (forwards) or first (backwards) bytes. A view, valid until the next call. */
+  line(seg: Buffer): Buffer {
+    if (this.length === 0) return seg;
+    const held = this.length;
+    if (!this.add(seg)) throw new RangeError('line longer than the cap'); // callers check first
+    const line = this.stored();
+    this.length = held;
+    return line;
+  }
+
+  /** The bytes held, as a view. */
+  stored(): Buffer {
+    return this.direction === 'forward' ? this.buf.subarray(0, this.length) : this.buf.subarray(this.buf.length - this.length);
+  }
+
+  clear(): void {
+    this.length = 0;
+  }
+
+  private reserve(n: number): void {
+    if (n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.min(this.cap, Math.max(n, 2 * this.buf.length, 4096)));
+    const held = this.stored();
+    held.copy(next, this.direction === 'forward' ? 0 : next.length - held.length);
+    this.buf = next;
+  }
 }
 
 function limits(path: string, opts: ScanOptions): { chunkSize: number; cap: number } {
