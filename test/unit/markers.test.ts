@@ -314,6 +314,39 @@ describe('chunk boundaries', () => {
     }
   });
 
+  test('lines of 5 to 200 KB that span many chunks are assembled whole, forwards and backwards', async () => {
+    // Long enough for the line buffer to grow several times while a line is assembled.
+    const rand = rng(44);
+    const lines: string[] = [];
+    const expected: Marker[] = [];
+    let offset = 0;
+    for (const [i, pad] of [5_000, 9_000, 70_000, 200_000, 33_000].entries()) {
+      const status = GOAL_STATUSES[i % GOAL_STATUSES.length]!;
+      const marker = realMarker(status, { pad });
+      expected.push({ status, offset });
+      for (const line of [marker, noiseLine(rand, false, { activations: false })]) {
+        lines.push(line);
+        offset += Buffer.byteLength(line) + 1;
+      }
+    }
+    const act = goalEvent('active', 'o'.repeat(150_000));
+    lines.push(act, noiseLine(rand, false, { activations: false }));
+    const content = Buffer.from(lines.join('\n') + '\n');
+    const p = await write(content);
+    assert.deepEqual(reference(content).markers, expected);
+    for (const chunkSize of [1000, 4096, 10_007, 65536]) {
+      assert.deepEqual((await scanForMarkers(p, 0, { chunkSize })).markers, expected, `forwards, chunk ${chunkSize}`);
+      assert.deepEqual((await findLastMarker(p, { chunkSize })).marker, expected.at(-1), `backwards, chunk ${chunkSize}`);
+      // Backwards from each marker's end: the line just before is the one found.
+      for (const m of expected) {
+        const end = content.indexOf(0x0a, m.offset) + 1;
+        const q = await write(content.subarray(0, end));
+        assert.deepEqual((await findLastMarker(q, { chunkSize })).marker, m, `backwards to ${m.offset}, chunk ${chunkSize}`);
+      }
+      assert.equal((await findLastActivation(p, { chunkSize })).offset, offset, `activation, chunk ${chunkSize}`);
+    }
+  });
+
   test('a single 20 MB line is skipped in constant-size reads', async () => {
     const big = JSON.stringify({ type: 'response_item', payload: { type: 'function_call_output', output: 'user.goal '.repeat(2 * 1024 * 1024) } });
     const p = await write(`${seedMarker('paused')}\n${big}\n`);
