@@ -27,7 +27,7 @@ import {
   type Thread,
   type ThreadGoal,
 } from '../protocol/daemon';
-import { scanForMarkers } from '../rollout/markers';
+import { scanForMarkers, scanFromLastActivation, type ScanOptions } from '../rollout/markers';
 import type { StateStore } from '../store/store';
 import { jitteredDelay, type Random } from './backoff';
 import { classifyFailure, describeErrorInfo } from './classify';
@@ -47,6 +47,8 @@ export interface EngineDeps {
   onDecision: (decision: Decision) => void;
   /** Called after any change a view may show. */
   onChange?: () => void;
+  /** Called before each read of a rollout, with its file position and length (tests, diagnostics). */
+  onRolloutRead?: (path: string, position: number, length: number) => void;
 }
 
 /** Why an attempt was called off just before the set: data, logged as `skipped`. */
@@ -702,9 +704,20 @@ export class Engine {
 
   private async readMarkers(w: WatchedThread): Promise<void> {
     if (!w.rolloutPath) return;
+    const rolloutPath = w.rolloutPath;
+    const onRead = this.deps.onRolloutRead;
+    const opts: ScanOptions = onRead ? { onRead: (position, length) => onRead(rolloutPath, position, length) } : {};
     let result;
+    // Just armed: the first look reads back from the end to the goal's last activation only, then
+    // forward from it, instead of reading the whole rollout forward from 0.
+    let activation: number | null = null;
     try {
-      result = await scanForMarkers(w.rolloutPath, w.rolloutOffset);
+      if (w.armOffset === null) {
+        result = await scanFromLastActivation(rolloutPath, w.rolloutOffset, opts);
+        activation = result.activation;
+      } else {
+        result = await scanForMarkers(rolloutPath, w.rolloutOffset, opts);
+      }
     } catch (error) {
       this.emit({ type: 'warning', threadId: w.threadId, message: `could not read the rollout: ${errorText(error)}` });
       return;
@@ -719,9 +732,14 @@ export class Engine {
       markers = result.last ? [result.last] : [];
     }
     if (w.armOffset === null) {
-      // Just armed: the arming is the goal's last activation.
+      // Just armed: the arming is the goal's last activation (one appended since the backward
+      // lookup is in the goal lines; the one it found is their first unless more than
+      // `maxMarkers` goal lines followed it). With no activation line at all (nothing in the file
+      // shows where the goal was set active), the arming falls back to offset 0, as before this
+      // lookup existed: every marker and model block in the file counts, and the file was read
+      // whole, twice (backwards, then forwards), still in bounded memory.
       const activations = result.goalLines.filter((l) => l.by === 'event' && l.status === 'active');
-      w.armOffset = activations.at(-1)?.offset ?? 0;
+      w.armOffset = activations.at(-1)?.offset ?? activation ?? 0;
     }
     for (const line of result.goalLines) {
       if (line.offset < w.armOffset) continue;

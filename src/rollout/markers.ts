@@ -6,6 +6,9 @@
 // longer than `maxLineBytes` is skipped without being buffered (marker lines are well
 // under 2 KiB). Memory is bounded by `chunkSize + maxLineBytes`, whatever the file.
 //
+// Backward lookups (`findLastMarker`, `findLastActivation`) share one chunked reader,
+// `scanBackward`; the forward, incremental one is `scanForMarkers`.
+//
 // Only complete lines (ending in "\n") count: a trailing partial line is being written
 // and is read again next time (`nextOffset` stops at its start).
 import { promises as fsp } from 'node:fs';
@@ -116,6 +119,11 @@ export function parseMarkerLine(line: string): GoalStatus | null {
   } catch {
     return null;
   }
+  return markerStatusOf(obj);
+}
+
+/** `parseMarkerLine` on a line already parsed (`JSON.parse` of the whole line). */
+export function markerStatusOf(obj: unknown): GoalStatus | null {
   if (!isRecord(obj) || obj.type !== 'response_item') return null;
   const payload = obj.payload;
   if (!isRecord(payload) || payload.type !== 'message' || payload.role !== 'user') return null;
@@ -148,7 +156,8 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const GOAL_LINE_PREFILTERS = ['update_goal', 'thread_goal_updated'];
+const GOAL_EVENT_PREFILTER = 'thread_goal_updated';
+const GOAL_LINE_PREFILTERS = ['update_goal', GOAL_EVENT_PREFILTER];
 
 /** A model `update_goal` call or a `thread_goal_updated` event with its status; null otherwise. */
 export function parseGoalLine(line: string): { by: 'model' | 'event'; status: GoalStatus } | null {
@@ -159,6 +168,11 @@ export function parseGoalLine(line: string): { by: 'model' | 'event'; status: Go
   } catch {
     return null;
   }
+  return goalLineOf(obj);
+}
+
+/** `parseGoalLine` on a line already parsed (`JSON.parse` of the whole line). */
+export function goalLineOf(obj: unknown): { by: 'model' | 'event'; status: GoalStatus } | null {
   if (!isRecord(obj) || !isRecord(obj.payload)) return null;
   const payload = obj.payload;
   if (obj.type === 'response_item' && payload.type === 'function_call' && payload.name === 'update_goal' && typeof payload.arguments === 'string') {
@@ -194,10 +208,62 @@ function parseMarkerBytes(line: Buffer): GoalStatus | null {
  * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
  */
 export async function findLastMarker(path: string, opts: LastMarkerOptions = {}): Promise<LastMarkerResult> {
+  const { hit, ...rest } = await scanBackward(path, 'findLastMarker', opts, parseMarkerBytes);
+  return { marker: hit && { status: hit.value, offset: hit.offset }, ...rest };
+}
+
+export interface LastActivationResult {
+  /** Start of the last complete `thread_goal_updated` line whose goal is active, or null. */
+  offset: number | null;
+  /** File size when the lookup started. */
+  size: number;
+  /** End of the last complete line (= `size` unless the file ends in a partial line). */
+  nextOffset: number;
+  /** Bytes read from the file. */
+  bytesRead: number;
+}
+
+/**
+ * Cold lookup of the goal's last activation: the last `thread_goal_updated` event line whose
+ * goal is active (what `parseGoalLine` reads as `{ by: 'event', status: 'active' }`), reading
+ * backwards from the end of the file in chunks, like `findLastMarker`. Codex writes that event
+ * for every `thread/goal/set`, so a forward scan from its offset sees everything since the goal
+ * was last set active, without reading what came before.
+ * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
+ */
+export async function findLastActivation(path: string, opts: LastMarkerOptions = {}): Promise<LastActivationResult> {
+  const { hit, ...rest } = await scanBackward(path, 'findLastActivation', opts, parseActivationBytes);
+  return { offset: hit && hit.offset, ...rest };
+}
+
+function parseActivationBytes(line: Buffer): true | null {
+  if (line.indexOf(GOAL_EVENT_PREFILTER) < 0) return null; // model calls cannot be activations
+  const goal = parseGoalLine(line.toString('utf8'));
+  return goal !== null && goal.by === 'event' && goal.status === 'active' ? true : null;
+}
+
+interface BackwardResult<T> {
+  hit: { value: T; offset: number } | null;
+  size: number;
+  nextOffset: number;
+  bytesRead: number;
+}
+
+/**
+ * The last complete line (from `opts.minOffset` on) that `match` accepts, reading backwards
+ * from the end of the file in `chunkSize` reads. Lines longer than the cap are skipped without
+ * being buffered, so memory stays at `chunkSize + maxLineBytes` whatever the file.
+ */
+async function scanBackward<T>(
+  path: string,
+  caller: string,
+  opts: LastMarkerOptions,
+  match: (line: Buffer) => T | null,
+): Promise<BackwardResult<T>> {
   const { chunkSize, cap } = limits(path, opts);
   const minOffset = opts.minOffset ?? 0;
   if (!Number.isSafeInteger(minOffset) || minOffset < 0) {
-    throw new RangeError(`findLastMarker(${path}): minOffset must be a non-negative integer, got ${minOffset}`);
+    throw new RangeError(`${caller}(${path}): minOffset must be a non-negative integer, got ${minOffset}`);
   }
   const fh = await openRollout(path);
   try {
@@ -207,8 +273,7 @@ export async function findLastMarker(path: string, opts: LastMarkerOptions = {})
     // End of the last complete line + 1; null until the last "\n" is seen.
     let nextOffset: number | null = null;
     // The end part of the line being assembled (it starts before the current chunk).
-    let pieces: Buffer[] = [];
-    let piecesLen = 0;
+    const parts = new LineParts(cap, 'backward');
     let overlong = false;
     let pos = size;
     while (pos > minOffset) {
@@ -226,39 +291,28 @@ export async function findLastMarker(path: string, opts: LastMarkerOptions = {})
           nextOffset = start + nl + 1; // bytes after the last "\n" are a partial line
         } else if (!overlong) {
           const seg = view.subarray(nl + 1, cursor);
-          const total = seg.length + piecesLen;
-          if (total <= cap) {
-            const line = piecesLen > 0 ? Buffer.concat([seg, ...pieces], total) : seg;
-            const status = parseMarkerBytes(line);
-            if (status !== null) {
-              return { marker: { status, offset: start + nl + 1 }, size, nextOffset, bytesRead };
-            }
+          if (seg.length + parts.length <= cap) {
+            const value = match(parts.line(seg));
+            if (value !== null) return { hit: { value, offset: start + nl + 1 }, size, nextOffset, bytesRead };
           }
         }
-        pieces = [];
-        piecesLen = 0;
+        parts.clear();
         overlong = false;
         cursor = nl;
       }
       // view[0..cursor) continues a line that starts in an earlier chunk.
-      if (nextOffset !== null && !overlong && cursor > 0) {
-        if (piecesLen + cursor > cap) {
-          overlong = true;
-          pieces = [];
-          piecesLen = 0;
-        } else {
-          pieces.unshift(Buffer.from(view.subarray(0, cursor)));
-          piecesLen += cursor;
-        }
+      if (nextOffset !== null && !overlong && cursor > 0 && !parts.add(view.subarray(0, cursor))) {
+        overlong = true;
+        parts.clear();
       }
       pos = start;
     }
     // The file's first line (or the one at minOffset).
-    if (nextOffset !== null && !overlong && piecesLen > 0) {
-      const status = parseMarkerBytes(Buffer.concat(pieces, piecesLen));
-      if (status !== null) return { marker: { status, offset: minOffset }, size, nextOffset, bytesRead };
+    if (nextOffset !== null && !overlong && parts.length > 0) {
+      const value = match(parts.stored());
+      if (value !== null) return { hit: { value, offset: minOffset }, size, nextOffset, bytesRead };
     }
-    return { marker: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
+    return { hit: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
   } finally {
     await fh.close().catch(() => undefined);
   }
@@ -293,8 +347,8 @@ export async function scanForMarkers(
       const markers: Marker[] = [];
       const goalLines: GoalLine[] = [];
       let lineStart = begin;
-      let pieces: Buffer[] = [];
-      let piecesLen = 0;
+      // The start of a line that ends in a later chunk.
+      const parts = new LineParts(cap, 'forward');
       let overlong = false;
       // Read the byte before `begin` too: it must be a "\n" if `begin` is still a line start.
       let pos = begin > 0 && begin < size ? begin - 1 : begin;
@@ -320,9 +374,8 @@ export async function scanForMarkers(
           if (nl < 0) break;
           if (!overlong) {
             const seg = view.subarray(segStart, nl);
-            const total = seg.length + piecesLen;
-            if (total <= cap) {
-              const line = piecesLen > 0 ? Buffer.concat([...pieces, seg], total) : seg;
+            if (seg.length + parts.length <= cap) {
+              const line = parts.line(seg);
               const status = parseMarkerBytes(line);
               if (status !== null) {
                 markers.push({ status, offset: lineStart });
@@ -336,23 +389,15 @@ export async function scanForMarkers(
               }
             }
           }
-          pieces = [];
-          piecesLen = 0;
+          parts.clear();
           overlong = false;
           lineStart = pos + nl + 1;
           segStart = nl + 1;
         }
         // view[segStart..] starts (or continues) a line that ends in a later chunk.
-        const rest = len - segStart;
-        if (rest > 0 && !overlong) {
-          if (piecesLen + rest > cap) {
-            overlong = true;
-            pieces = [];
-            piecesLen = 0;
-          } else {
-            pieces.push(Buffer.from(view.subarray(segStart)));
-            piecesLen += rest;
-          }
+        if (segStart < len && !overlong && !parts.add(view.subarray(segStart))) {
+          overlong = true;
+          parts.clear();
         }
         pos += len;
       }
@@ -368,6 +413,85 @@ export async function scanForMarkers(
     }
   } finally {
     await fh.close().catch(() => undefined);
+  }
+}
+
+export interface ActivationScanResult extends IncrementalScanResult {
+  /** The last activation found by the backward lookup, or null (none at or after `minOffset`). */
+  activation: number | null;
+}
+
+/**
+ * The first look at a rollout after arming: `findLastActivation`, then `scanForMarkers` from
+ * that line on, so the markers and goal lines since the goal's last activation are read
+ * without reading what came before it. With no activation line at or after `minOffset`, the
+ * forward scan starts at `minOffset` (the whole file when 0): nothing shows where the goal
+ * was set active, so everything counts, as it did before this lookup existed.
+ * Memory is bounded as in both lookups; `bytesRead` is the sum of both.
+ */
+export async function scanFromLastActivation(
+  path: string,
+  minOffset = 0,
+  opts: IncrementalScanOptions = {},
+): Promise<ActivationScanResult> {
+  const back = await findLastActivation(path, { ...opts, minOffset });
+  const from = back.offset ?? minOffset;
+  const fwd = await scanForMarkers(path, from, opts);
+  return { ...fwd, activation: back.offset, bytesRead: back.bytesRead + fwd.bytesRead };
+}
+
+/**
+ * The part of a line read so far when the line spans chunks, kept in one buffer that is reused
+ * from line to line and grows (by doubling) up to the line cap: assembling lines allocates
+ * nothing per line, so memory stays at `chunkSize + maxLineBytes` without garbage piling up.
+ * Going forwards the part is a line's start and later bytes go after it; going backwards it
+ * is a line's end and earlier bytes go before it.
+ */
+class LineParts {
+  private buf: Buffer = Buffer.alloc(0);
+  /** Bytes held. */
+  length = 0;
+
+  constructor(
+    private readonly cap: number,
+    private readonly direction: 'forward' | 'backward',
+  ) {}
+
+  /** Adds bytes read next (after the part forwards, before it backwards); false if the line would exceed the cap. */
+  add(bytes: Buffer): boolean {
+    const total = this.length + bytes.length;
+    if (total > this.cap) return false;
+    this.reserve(total);
+    bytes.copy(this.buf, this.direction === 'forward' ? this.length : this.buf.length - total);
+    this.length = total;
+    return true;
+  }
+
+  /** The whole line: the part with `seg`, its last (forwards) or first (backwards) bytes. A view, valid until the next call. */
+  line(seg: Buffer): Buffer {
+    if (this.length === 0) return seg;
+    const held = this.length;
+    if (!this.add(seg)) throw new RangeError('line longer than the cap'); // callers check first
+    const line = this.stored();
+    this.length = held;
+    return line;
+  }
+
+  /** The bytes held, as a view. */
+  stored(): Buffer {
+    return this.direction === 'forward' ? this.buf.subarray(0, this.length) : this.buf.subarray(this.buf.length - this.length);
+  }
+
+  clear(): void {
+    this.length = 0;
+  }
+
+  private reserve(n: number): void {
+    if (n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.min(this.cap, Math.max(n, 2 * this.buf.length, 4096)));
+    const held = this.stored();
+    held.copy(next, this.direction === 'forward' ? 0 : next.length - held.length);
+    this.buf = next;
   }
 }
 

@@ -46,6 +46,8 @@ export async function makeHarness(init: {
   options?: Partial<EngineOptions>;
   random?: () => number;
   start?: boolean;
+  /** Sees every read of a rollout (the engine's `onRolloutRead`). */
+  onRolloutRead?: (path: string, position: number, length: number) => void;
 } = {}): Promise<Harness> {
   const dir = init.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-unit-'));
   const daemon = init.daemon ?? new FakeDaemon(dir);
@@ -60,6 +62,7 @@ export async function makeHarness(init: {
     random: init.random ?? (() => 1), // the seed's jitter(d) = d: the full nominal delay
     onDecision: (d) => decisions.push(d),
     onChange: () => { changes += 1; },
+    onRolloutRead: init.onRolloutRead,
   });
   const settle = async () => {
     for (let i = 0; i < 5; i++) {

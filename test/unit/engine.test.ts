@@ -11,6 +11,8 @@ import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { failByEvents } from '../support/fleet';
+import { goalEvent, modelGoalCall, noiseLine, realMarker, RolloutWriter } from '../support/rolloutLines';
+import { rng } from '../support/random';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -359,5 +361,76 @@ describe('engine', () => {
     assert.ok(warning && warning.type === 'warning' && /corrupt|not valid|kept aside/i.test(warning.message), JSON.stringify(warning));
     assert.ok(fs.readdirSync(dir).some((f) => f.startsWith('state.json.corrupt-')), 'the corrupt file was not kept aside');
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
+  });
+});
+
+describe('engine: the first look at a large rollout', () => {
+  const MB = 1024 * 1024;
+
+  /**
+   * Arms thread-1 whose rollout is `mb` MB of realistic lines: `before` lines early on, one
+   * activation (unless `activation` is false) about 300 KB before the end, then `after` lines.
+   * Counts the bytes the engine reads from the rollout.
+   */
+  async function armOnLargeRollout(opts: { mb: number; before: string[]; after: string[]; activation?: boolean }) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    const t = daemon.addThread('thread-1');
+    const rand = rng(31);
+    const out = new RolloutWriter(t.path);
+    out.line(JSON.stringify({ type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } }));
+    let i = 0;
+    const noise = (until: number) => {
+      while (out.offset < until) out.line(noiseLine(rand, i++ % 17 === 5, { activations: false }));
+    };
+    noise(64 * 1024);
+    for (const line of opts.before) out.line(line);
+    noise(opts.mb * MB - 300 * 1024);
+    const activation = opts.activation === false ? null : out.line(goalEvent('active'));
+    noise(opts.mb * MB - 150 * 1024);
+    const after = opts.after.map((line) => out.line(line));
+    noise(opts.mb * MB);
+    out.close();
+    const size = fs.statSync(t.path).size;
+    let bytesRead = 0;
+    const h = await makeHarness({ dir, daemon, onRolloutRead: (p, _pos, len) => { if (p === t.path) bytesRead += len; } });
+    harnesses.push(h);
+    return { h, size, activation, after, bytesRead: () => bytesRead };
+  }
+
+  it('reads back only to the goal\'s last activation, and honours what was written after it', async () => {
+    // Before the activation, a pause and a model block that it superseded; after it, a model block.
+    const a = await armOnLargeRollout({ mb: 16, before: [realMarker('paused'), modelGoalCall('blocked')], after: [modelGoalCall('blocked', 'c9')] });
+    const w = a.h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'running', 'a pause written before the activation disarmed it');
+    assert.equal(w.armOffset, a.activation);
+    assert.equal(w.modelBlockOffset, a.after[0]);
+    assert.equal(w.rolloutOffset, a.size);
+    // The tail since the activation, read backwards then forwards, and not the rest of the file.
+    const tail = a.size - a.activation!;
+    assert.ok(a.bytesRead() <= 2 * tail + 2 * 64 * 1024, `read ${a.bytesRead()} bytes of ${a.size}, tail ${tail}`);
+    assert.ok(a.bytesRead() < a.size / 20, `read ${a.bytesRead()} bytes of ${a.size}`);
+    // The model's block after the activation is honoured: its failed turn is not recovered.
+    failByEvents(a.h.daemon, 'thread-1', 'turn-1');
+    await a.h.settle();
+    assert.equal(a.h.engine.watch('thread-1')!.state.kind, 'modelBlocked');
+    await a.h.advance(10 * 60_000);
+    assert.equal(a.h.daemon.count('thread/goal/set'), 0);
+  });
+
+  it('a pause written after the activation counts on the first look', async () => {
+    const a = await armOnLargeRollout({ mb: 8, before: [], after: [realMarker('paused')] });
+    const w = a.h.engine.watch('thread-1')!;
+    assert.deepEqual([w.state.kind, w.lastMarker], ['userIntent', { status: 'paused', offset: a.after[0] }]);
+    assert.ok(a.bytesRead() < a.size / 10, `read ${a.bytesRead()} bytes of ${a.size}`);
+  });
+
+  it('with no activation line at all, arms at offset 0 as before: everything in the file counts', async () => {
+    const a = await armOnLargeRollout({ mb: 4, before: [realMarker('paused')], after: [], activation: false });
+    const w = a.h.engine.watch('thread-1')!;
+    assert.equal(w.armOffset, 0);
+    assert.equal(w.state.kind, 'userIntent');
+    // Read whole, backwards (no activation found) and forwards.
+    assert.equal(a.bytesRead(), 2 * a.size);
   });
 });

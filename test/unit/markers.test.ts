@@ -4,121 +4,20 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import {
+  findLastActivation,
   findLastMarker,
+  parseGoalLine,
   parseMarkerLine,
   scanForMarkers,
+  scanFromLastActivation,
   RolloutReadError,
   DEFAULT_MAX_LINE_BYTES,
 } from '../../src/rollout/markers';
 import { GOAL_STATUSES, type GoalStatus, type Marker } from '../../src/model/watch';
+import { goalEvent, modelGoalCall, noiseLine, realMarker, seedMarker, ts } from '../support/rolloutLines';
+import { rng } from '../support/random';
 
-// ---------------------------------------------------------------- line builders
-
-let clock = Date.parse('2025-06-01T10:00:00Z');
-function ts(): string {
-  clock += 137;
-  return new Date(clock).toISOString();
-}
-
-/** A marker line as Codex writes it (wrapper, turn id, provenance). */
-function realMarker(status: GoalStatus | null, opts: { objective?: string; omitted?: boolean; pad?: number } = {}): string {
-  let body = '\n';
-  if (opts.omitted) body += 'User set the goal: [objective omitted; exceeds the evidence limit].\n';
-  else if (opts.objective !== undefined) body += `User set the goal: ${JSON.stringify(opts.objective)}\n`;
-  if (status) body += `User set goal status: ${JSON.stringify(status)}.\n`;
-  const line: Record<string, unknown> = {
-    timestamp: ts(),
-    type: 'response_item',
-    payload: {
-      type: 'message',
-      role: 'user',
-      content: [{ type: 'input_text', text: `<codex_internal_context source="user_goal">${body}</codex_internal_context>` }],
-      internal_chat_message_metadata_passthrough: {
-        turn_id: 'auto-compact-2',
-        content_item_kinds: [opts.omitted ? 'user.goal.omitted' : 'user.goal'],
-        content_item_metadata: [{ provenance: { type: 'harness', hook: false } }],
-      },
-    },
-    metadata: { client_authored: false },
-  };
-  if (opts.pad) line.padding = 'p'.repeat(opts.pad);
-  return JSON.stringify(line);
-}
-
-/** The seed spec's simpler marker. */
-function seedMarker(status: string): string {
-  return JSON.stringify({
-    type: 'response_item',
-    payload: {
-      type: 'message',
-      role: 'user',
-      content: [{ type: 'input_text', text: `\nUser set goal status: "${status}".\n` }],
-      internal_chat_message_metadata_passthrough: { content_item_kinds: ['user.goal'] },
-    },
-  });
-}
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-function b64(rand: () => number, n: number): string {
-  const start = Math.floor(rand() * 64);
-  return (B64.slice(start) + B64.repeat(Math.ceil(n / 64) + 1)).slice(0, n);
-}
-
-/** A realistic non-marker rollout line; `big` lines are tool outputs of hundreds of KB. */
-function noiseLine(rand: () => number, big = false): string {
-  const r = rand();
-  const callId = `call_${Math.floor(rand() * 1e9).toString(36)}`;
-  if (big) {
-    const out = ('drwxr-xr-x  2 root root 4096 Nov 30 08:54 src\n' + 'x'.repeat(200) + '\n').repeat(Math.floor(300 + rand() * 1500));
-    return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call_output', call_id: callId, output: out } });
-  }
-  if (r < 0.25) {
-    return JSON.stringify({
-      timestamp: ts(),
-      type: 'response_item',
-      payload: { type: 'reasoning', summary: [{ type: 'summary_text', text: '**Planning the fix**' }], content: null, encrypted_content: b64(rand, 2000 + Math.floor(rand() * 6000)) },
-    });
-  }
-  if (r < 0.45) {
-    return JSON.stringify({
-      timestamp: ts(),
-      type: 'response_item',
-      payload: { type: 'function_call', name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', 'rg -n user.goal src'], workdir: '/repo' }), call_id: callId },
-    });
-  }
-  if (r < 0.6) {
-    // A tool output that quotes a marker line verbatim (the agent grepped a rollout): not a marker.
-    return JSON.stringify({
-      timestamp: ts(),
-      type: 'response_item',
-      payload: { type: 'function_call_output', call_id: callId, output: `rollout.jsonl:12:${realMarker('paused')}\n` + 'y'.repeat(Math.floor(rand() * 20000)) },
-    });
-  }
-  if (r < 0.7) {
-    return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: { input_tokens: Math.floor(rand() * 1e6) } } } });
-  }
-  if (r < 0.8) {
-    // Automatic goal change: event only, and it mentions the goal.
-    return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'active', objective: 'user.goal test' } } });
-  }
-  if (r < 0.9) {
-    // A person typed the sentence: no user.goal kind, not a marker.
-    return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'User set goal status: "paused". (about user.goal)' }] } });
-  }
-  return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done. ' + 'z'.repeat(Math.floor(rand() * 3000)) }] } });
-}
+// ---------------------------------------------------------------- reference (line builders: test/support/rolloutLines.ts)
 
 /** Every marker in complete lines of `content` no longer than `cap`, the obvious way. */
 function reference(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from = 0): { markers: Marker[]; nextOffset: number } {
@@ -134,6 +33,22 @@ function reference(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from = 0): { m
     start = nl + 1;
   }
   return { markers, nextOffset: start };
+}
+
+/** The start of the last complete activation line (goal event, status active) at or after `from`, the obvious way. */
+function referenceActivation(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from = 0): number | null {
+  let found: number | null = null;
+  let start = from;
+  for (;;) {
+    const nl = content.indexOf(0x0a, start);
+    if (nl < 0) break;
+    if (nl - start <= cap) {
+      const goal = parseGoalLine(content.subarray(start, nl).toString('utf8'));
+      if (goal?.by === 'event' && goal.status === 'active') found = start;
+    }
+    start = nl + 1;
+  }
+  return found;
 }
 
 function lineStarts(content: Buffer): number[] {
@@ -400,6 +315,39 @@ describe('chunk boundaries', () => {
     }
   });
 
+  test('lines of 5 to 200 KB that span many chunks are assembled whole, forwards and backwards', async () => {
+    // Long enough for the line buffer to grow several times while a line is assembled.
+    const rand = rng(44);
+    const lines: string[] = [];
+    const expected: Marker[] = [];
+    let offset = 0;
+    for (const [i, pad] of [5_000, 9_000, 70_000, 200_000, 33_000].entries()) {
+      const status = GOAL_STATUSES[i % GOAL_STATUSES.length]!;
+      const marker = realMarker(status, { pad });
+      expected.push({ status, offset });
+      for (const line of [marker, noiseLine(rand, false, { activations: false })]) {
+        lines.push(line);
+        offset += Buffer.byteLength(line) + 1;
+      }
+    }
+    const act = goalEvent('active', 'o'.repeat(150_000));
+    lines.push(act, noiseLine(rand, false, { activations: false }));
+    const content = Buffer.from(lines.join('\n') + '\n');
+    const p = await write(content);
+    assert.deepEqual(reference(content).markers, expected);
+    for (const chunkSize of [1000, 4096, 10_007, 65536]) {
+      assert.deepEqual((await scanForMarkers(p, 0, { chunkSize })).markers, expected, `forwards, chunk ${chunkSize}`);
+      assert.deepEqual((await findLastMarker(p, { chunkSize })).marker, expected.at(-1), `backwards, chunk ${chunkSize}`);
+      // Backwards from each marker's end: the line just before is the one found.
+      for (const m of expected) {
+        const end = content.indexOf(0x0a, m.offset) + 1;
+        const q = await write(content.subarray(0, end));
+        assert.deepEqual((await findLastMarker(q, { chunkSize })).marker, m, `backwards to ${m.offset}, chunk ${chunkSize}`);
+      }
+      assert.equal((await findLastActivation(p, { chunkSize })).offset, offset, `activation, chunk ${chunkSize}`);
+    }
+  });
+
   test('a single 20 MB line is skipped in constant-size reads', async () => {
     const big = JSON.stringify({ type: 'response_item', payload: { type: 'function_call_output', output: 'user.goal '.repeat(2 * 1024 * 1024) } });
     const p = await write(`${seedMarker('paused')}\n${big}\n`);
@@ -440,6 +388,159 @@ describe('chunk boundaries', () => {
     const r = await scanForMarkers(p, 0, { maxMarkers: 2 });
     assert.deepEqual(r.markers.map((m) => m.status), ['budgetLimited', 'complete']);
     assert.equal(r.last?.status, 'complete');
+  });
+});
+
+// ---------------------------------------------------------------- the goal's last activation
+
+describe('findLastActivation / scanFromLastActivation', () => {
+  /** Goal lines that are not activations: other statuses, the model's own calls, quotes. */
+  function lookalikes(): string[] {
+    return [
+      goalEvent('paused'),
+      goalEvent('blocked'),
+      modelGoalCall('active'),
+      modelGoalCall('blocked'),
+      JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call_output', call_id: 'c', output: `rollout.jsonl:9:${goalEvent('active')}\n` } }),
+      JSON.stringify({ type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'Active' } } }),
+      goalEvent('active').slice(0, -3), // broken JSON
+    ];
+  }
+
+  /** ~6 MB of realistic lines without automatic activations, activations only where asked. */
+  async function rollout(seed: number, total: number, activationsAt: number[]) {
+    const rand = rng(seed);
+    const parts: string[] = [JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } })];
+    const look = lookalikes();
+    for (let i = 0; i < total; i++) {
+      if (activationsAt.includes(i)) parts.push(goalEvent('active'));
+      else if (i % 23 === 11) parts.push(look[i % look.length]!);
+      else if (i % 41 === 7) parts.push(realMarker('paused'));
+      else parts.push(noiseLine(rand, i % 17 === 5, { activations: false }));
+    }
+    const content = Buffer.from(parts.join('\n') + '\n');
+    return { path: await write(content), content };
+  }
+
+  test('none of the look-alikes is an activation', () => {
+    for (const line of lookalikes()) {
+      const g = parseGoalLine(line);
+      assert.ok(!(g?.by === 'event' && g.status === 'active'), line.slice(0, 80));
+    }
+    assert.deepEqual(parseGoalLine(goalEvent('active')), { by: 'event', status: 'active' });
+  });
+
+  test('activation near the end: found after reading only the tail', async () => {
+    const f = await rollout(21, 600, [10, 200, 590]);
+    const expected = referenceActivation(f.content);
+    assert.ok(expected !== null && f.content.length > 4 * 1024 * 1024, `size ${f.content.length}`);
+    const reads: Array<[number, number]> = [];
+    const r = await findLastActivation(f.path, { onRead: (p, l) => reads.push([p, l]) });
+    assert.equal(r.offset, expected);
+    assert.equal(r.size, f.content.length);
+    assert.equal(r.nextOffset, f.content.length);
+    assert.ok(r.bytesRead < f.content.length - expected + 64 * 1024, `read ${r.bytesRead}`);
+    assert.ok(r.bytesRead < f.content.length / 10);
+    assert.ok(reads.every(([, l]) => l <= 64 * 1024));
+    assert.equal(r.bytesRead, reads.reduce((n, [, l]) => n + l, 0));
+  });
+
+  test('activation near the start: found reading backwards through the file in chunks', async () => {
+    const f = await rollout(22, 600, [3]);
+    const expected = referenceActivation(f.content);
+    assert.ok(expected !== null && expected < 64 * 1024);
+    const reads: Array<[number, number]> = [];
+    const r = await findLastActivation(f.path, { onRead: (p, l) => reads.push([p, l]) });
+    assert.equal(r.offset, expected);
+    assert.ok(reads.length > 60 && reads.every(([, l]) => l <= 64 * 1024));
+    assert.ok(r.bytesRead >= f.content.length - expected);
+  });
+
+  test('no activation: null after reading everything; the scan then starts at minOffset', async () => {
+    const f = await rollout(23, 300, []);
+    assert.equal(referenceActivation(f.content), null);
+    const r = await findLastActivation(f.path);
+    assert.equal(r.offset, null);
+    assert.equal(r.bytesRead, f.content.length);
+    const s = await scanFromLastActivation(f.path);
+    const whole = await scanForMarkers(f.path, 0);
+    assert.equal(s.activation, null);
+    assert.deepEqual([s.markers, s.goalLines, s.nextOffset, s.truncated], [whole.markers, whole.goalLines, whole.nextOffset, false]);
+    assert.equal(s.bytesRead, 2 * f.content.length);
+    assert.ok(s.markers.length > 0 && s.goalLines.length > 0);
+  });
+
+  test('scanFromLastActivation reads the activation and what follows it, as a forward scan from there would', async () => {
+    for (const [seed, at] of [[24, [5, 550]], [25, [2]]] as const) {
+      const f = await rollout(seed, 600, [...at]);
+      const act = referenceActivation(f.content)!;
+      const s = await scanFromLastActivation(f.path);
+      const fwd = await scanForMarkers(f.path, act);
+      assert.equal(s.activation, act);
+      assert.deepEqual(s.markers, fwd.markers);
+      assert.deepEqual(s.goalLines, fwd.goalLines);
+      assert.deepEqual(s.markers, reference(f.content, DEFAULT_MAX_LINE_BYTES, act).markers);
+      assert.deepEqual(s.goalLines[0], { by: 'event', status: 'active', offset: act });
+      assert.equal(s.nextOffset, f.content.length);
+      assert.equal(s.bytesRead, (await findLastActivation(f.path)).bytesRead + fwd.bytesRead);
+    }
+  });
+
+  test('any chunk size, line cap and position of the chunk boundary gives the reference answer', async () => {
+    const act = goalEvent('active');
+    const near = [goalEvent('paused'), modelGoalCall('active'), realMarker('paused'), JSON.stringify({ type: 'event_msg', payload: { text: 'é€😀'.repeat(7) } })];
+    // The activation, then trailing lines of every length from 0 to 70 bytes: the chunk
+    // boundary falls at every position of the activation line.
+    for (let n = 0; n <= 70; n++) {
+      const tail = n === 0 ? '' : 'z'.repeat(n - 1) + '\n';
+      const content = Buffer.from(`${act}\n${near.join('\n')}\n${act}\n${near[0]}\n${tail}`);
+      const p = await write(content);
+      for (const chunkSize of n % 10 === 0 ? [1, 3, 64, 65536] : [64]) {
+        assert.equal((await findLastActivation(p, { chunkSize })).offset, referenceActivation(content), `tail ${n} chunk ${chunkSize}`);
+      }
+    }
+    // A cap below the activation line's length skips it; at exactly its length it counts.
+    const content = Buffer.from(`${act}\n${goalEvent('active', 'x'.repeat(300))}\n${near[1]}\n`);
+    const p = await write(content);
+    const long = Buffer.byteLength(goalEvent('active', 'x'.repeat(300)));
+    for (const chunkSize of [7, 100, 65536]) {
+      assert.equal((await findLastActivation(p, { chunkSize, maxLineBytes: long })).offset, referenceActivation(content, long));
+      assert.equal((await findLastActivation(p, { chunkSize, maxLineBytes: long })).offset, Buffer.byteLength(act) + 1);
+      assert.equal((await findLastActivation(p, { chunkSize, maxLineBytes: long - 1 })).offset, 0);
+    }
+  });
+
+  test('the first line of the file, a partial last line and minOffset', async () => {
+    const act = goalEvent('active');
+    const noise = noiseLine(rng(26), false, { activations: false });
+    const p = await write(`${act}\n${noise}\n`);
+    for (const chunkSize of [1, 10, 65536]) assert.equal((await findLastActivation(p, { chunkSize })).offset, 0);
+    // An activation still being written (no "\n" yet) does not count until it is complete.
+    const q = await write(`${act}\n${noise}\n${act}`);
+    const r = await findLastActivation(q);
+    assert.equal(r.offset, 0);
+    assert.equal(r.nextOffset, Buffer.byteLength(`${act}\n${noise}\n`));
+    // Nothing before minOffset is returned, nor read.
+    const from = Buffer.byteLength(act) + 1;
+    const m = await findLastActivation(p, { minOffset: from });
+    assert.deepEqual([m.offset, m.bytesRead], [null, Buffer.byteLength(noise) + 1]);
+    await assert.rejects(findLastActivation(p, { minOffset: -1 }), RangeError);
+    await assert.rejects(findLastActivation(path.join(dir, 'missing.jsonl')), RolloutReadError);
+  });
+
+  test('a 20 MB line between the activation and the end is skipped in constant-size reads', async () => {
+    const act = goalEvent('active');
+    const big = JSON.stringify({ type: 'response_item', payload: { type: 'function_call_output', output: '{"type":"event_msg","payload":{"type":"thread_goal_updated","goal":{"status":"active"}}}\n'.repeat(220_000) } });
+    assert.ok(Buffer.byteLength(big) > 20 * 1024 * 1024);
+    const head = `${noiseLine(rng(27), false, { activations: false })}\n${act}\n`;
+    const p = await write(`${head}${big}\n${realMarker('paused')}\n`);
+    let maxRead = 0;
+    const r = await findLastActivation(p, { onRead: (_, l) => (maxRead = Math.max(maxRead, l)) });
+    assert.equal(r.offset, head.length - act.length - 1);
+    assert.ok(maxRead <= 64 * 1024);
+    const s = await scanFromLastActivation(p);
+    assert.equal(s.activation, r.offset);
+    assert.deepEqual(s.markers, [{ status: 'paused', offset: Buffer.byteLength(head) + Buffer.byteLength(big) + 1 }]);
   });
 });
 
