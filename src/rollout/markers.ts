@@ -338,7 +338,9 @@ export async function scanForMarkers(
   const fh = await openRollout(path);
   try {
     const size = await fileSize(fh, path);
-    const buf = Buffer.allocUnsafe(chunkSize);
+    // Sized for what is new (usually a few lines): a full chunk per look, for every thread on
+    // every event, was most of the engine's garbage. Grown to a chunk if more must be read.
+    let buf = Buffer.allocUnsafe(Math.max(1, Math.min(chunkSize, size - Math.max(0, fromOffset - 1))));
     let bytesRead = 0;
     let truncated = size < fromOffset;
     let begin = truncated ? 0 : fromOffset;
@@ -356,6 +358,7 @@ export async function scanForMarkers(
       while (pos < size) {
         const len = Math.min(chunkSize, size - pos);
         opts.onRead?.(pos, len);
+        if (buf.length < len) buf = Buffer.allocUnsafe(chunkSize);
         await readExactly(fh, buf, len, pos, path);
         bytesRead += len;
         const view = buf.subarray(0, len);
