@@ -74,6 +74,12 @@ export class Engine {
   private limitedUntil = 0;
   private stopped = true;
   private saving: Promise<void> = Promise.resolve();
+  /**
+   * Threads whose watch may have changed since the last save (`allDirty`: every one, e.g. after
+   * a load or a reset). A save re-serializes only those; the store keeps the rest as it wrote them.
+   */
+  private readonly dirty = new Set<string>();
+  private allDirty = true;
   /** How long the last save took: a recovery is prepared at least twice that early. */
   private lastSaveMs = 0;
   /** A save queued behind the one being written, not started yet: later callers share it. */
@@ -106,6 +112,7 @@ export class Engine {
   async start(): Promise<void> {
     const loaded = await this.deps.store.load();
     this.state = loaded.state;
+    this.allDirty = true;
     if (loaded.problem) this.emit({ type: 'warning', message: loaded.problem });
     this.stopped = false;
     this.reschedule();
@@ -205,6 +212,7 @@ export class Engine {
     delete this.state.disarmed[threadId];
     const w = this.state.watches[threadId];
     if (w && isDisarmed(w.state)) {
+      this.dirty.add(threadId);
       w.armedAt = this.deps.clock.now();
       w.armOffset = await this.rolloutSize(w.rolloutPath);
       w.rolloutOffset = w.armOffset ?? 0;
@@ -228,6 +236,7 @@ export class Engine {
       return;
     }
     if (w.lastFailure) w.lastFailure.dueAt = now;
+    this.dirty.add(threadId);
     this.changed();
     this.reschedule();
     await this.persist();
@@ -249,6 +258,7 @@ export class Engine {
   /** Forgets every watched thread and every intent marker (the user asked, and confirmed). */
   async reset(): Promise<void> {
     this.state = emptyState();
+    this.allDirty = true;
     this.reschedule();
     this.changed();
     await this.persist();
@@ -315,6 +325,7 @@ export class Engine {
       const live = this.liveOf(threadId);
       live.seq += 1;
       live.loaded = true;
+      this.dirty.add(threadId);
       return live;
     };
     const handlers: DaemonListener = {
@@ -516,6 +527,7 @@ export class Engine {
 
   /** Schedules an evaluation of the thread after the work already queued for it. */
   private touch(threadId: string): void {
+    this.dirty.add(threadId);
     this.changed();
     if (this.queued.has(threadId)) return;
     this.queued.add(threadId);
@@ -977,6 +989,7 @@ export class Engine {
     if (sameState(w.state, state)) return;
     // The timer depends only on due times: other changes need no look at every watch.
     const timing = dueAt(w.state) !== dueAt(state);
+    this.dirty.add(w.threadId);
     w.state = state;
     w.updatedAt = this.deps.clock.now();
     if (timing) this.reschedule();
@@ -986,7 +999,13 @@ export class Engine {
   /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */
   private inLane(threadId: string, work: () => Promise<void>): Promise<void> {
     const previous = this.lanes.get(threadId) ?? Promise.resolve();
-    const next = previous.then(work).catch((error: unknown) => this.readFailed(threadId, error));
+    const next = previous.then(async () => {
+      try {
+        await work();
+      } finally {
+        this.dirty.add(threadId); // whatever it changed after its last save is saved next time
+      }
+    }).catch((error: unknown) => this.readFailed(threadId, error));
     this.lanes.set(threadId, next);
     void next.then(() => { if (this.lanes.get(threadId) === next) this.lanes.delete(threadId); });
     return this.track(next);
@@ -1014,7 +1033,11 @@ export class Engine {
     const run = this.saving.then(async () => {
       this.queuedSave = null;
       const started = this.deps.clock.now();
-      await this.deps.store.save(this.state);
+      // What may differ from the last save: marked threads, and those with work under way.
+      const changed = this.allDirty ? undefined : new Set([...this.dirty, ...this.lanes.keys()]);
+      this.dirty.clear();
+      this.allDirty = false;
+      await this.deps.store.save(this.state, changed);
       this.lastSaveMs = Math.max(0, this.deps.clock.now() - started);
     }).catch((error: unknown) => {
       this.emit({ type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` });

@@ -109,10 +109,10 @@ export class JsonFileStore implements StateStore {
    * last one's state is written next, and all of them resolve once it is on disk.
    * Rejects (writing nothing) if the state would not load back.
    */
-  save(state: PersistedState): Promise<void> {
+  save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
     let json: string;
     try {
-      json = this.serializer.serialize(state);
+      json = this.serializer.serialize(state, changed);
     } catch (err) {
       return Promise.reject(new Error(`refusing to save an invalid state to ${this.path}: ${errText(err)}`, { cause: err }));
     }

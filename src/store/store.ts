@@ -16,8 +16,12 @@ export interface LoadResult {
 
 export interface StateStore {
   load(): Promise<LoadResult>;
-  /** Persists `state` as it is at the time of the call (later mutations are not saved). */
-  save(state: PersistedState): Promise<void>;
+  /**
+   * Persists `state` as it is at the time of the call (later mutations are not saved).
+   * `changed`: the threads whose watch may differ from the previous save through this store (a
+   * hint a store may use to skip re-serializing the others); omitted, every one may have.
+   */
+  save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void>;
   /** Where the state lives, for messages (a file path, or a description). */
   readonly location: string;
 }
@@ -145,16 +149,25 @@ const TopLevelSchema = PersistedStateSchema.omit({ watches: true });
 export class StateSerializer {
   private checked = new Map<string, string>();
 
-  /** Throws an Error describing the first problem if the state is not valid. */
-  serialize(state: PersistedState): string {
+  /**
+   * Throws an Error describing the first problem if the state is not valid. `changed`: only
+   * these watches may differ from the previous call; the JSON of the others is reused.
+   */
+  serialize(state: PersistedState, changed?: ReadonlySet<string>): string {
     const top = TopLevelSchema.safeParse(state);
     if (!top.success) throw new Error(describeIssues(top.error.issues));
     const checked = new Map<string, string>();
     const parts: string[] = [];
     for (const [id, watch] of Object.entries(state.watches)) {
+      const previous = this.checked.get(id);
+      if (changed && previous !== undefined && !changed.has(id)) {
+        checked.set(id, previous);
+        parts.push(`${JSON.stringify(id)}:${previous}`);
+        continue;
+      }
       if (watch.threadId !== id) throw new Error(`watches.${id}: its threadId is ${JSON.stringify(watch.threadId)}`);
       const json = JSON.stringify(watch);
-      if (this.checked.get(id) !== json) {
+      if (previous !== json) {
         const parsed = WatchedThreadSchema.safeParse(watch);
         if (!parsed.success) throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
       }

@@ -7,6 +7,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { dueAt } from '../../src/model/watch';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { StateSerializer } from '../../src/store/store';
+import type { PersistedState } from '../../src/model/watch';
 import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
@@ -89,6 +91,50 @@ describe('engine', () => {
     assert.equal(w.pending, null);
     assert.deepEqual(w.state.kind, 'userIntent');
     assert.ok(h.decisions.some((d) => d.type === 'skipped' && /waited for its due time/.test(d.reason)), 'no log line for the called-off recovery');
+  });
+
+  it('saves only what changed, and what it saves equals a full save: the hint never hides a change', async () => {
+    // Each save is serialized twice: with the engine's hint (as the JSON store does) and in full.
+    const incremental = new StateSerializer();
+    let saves = 0;
+    let hinted = 0;
+    const store = new MemoryStore();
+    const save = store.save.bind(store);
+    store.save = async (state: PersistedState, changed?: ReadonlySet<string>) => {
+      saves += 1;
+      if (changed) hinted += 1;
+      assert.equal(incremental.serialize(state, changed), new StateSerializer().serialize(state), `save ${saves} with changed=${JSON.stringify(changed && [...changed])} differs from a full save`);
+      return save(state);
+    };
+    const ids = ['t-a', 't-b', 't-c', 't-d'];
+    const h = await armed({ store }, ids);
+    failByEvents(h.daemon, 't-a', 'turn-1');
+    failByEvents(h.daemon, 't-b', 'turn-1', 'responseStreamDisconnected');
+    await h.settle();
+    await h.engine.resync();
+    await h.advance(600);
+    failByEvents(h.daemon, 't-c', 'turn-1');
+    await h.settle();
+    await h.engine.retryNow('t-c');
+    await h.settle();
+    await h.engine.disarm('t-d');
+    h.daemon.human('t-a', 'paused');
+    await h.advance(2_000);
+    await h.engine.rearm('t-d');
+    // A change that moves no state (tokens used): it must be saved all the same.
+    const c = h.daemon.thread('t-c');
+    c.goal = { ...c.goal!, tokensUsed: 999, updatedAt: c.goal!.updatedAt + 1 };
+    h.daemon.notify('thread/goal/updated', { threadId: 't-c', turnId: null, goal: c.goal });
+    await h.settle();
+    await h.engine.pauseAll();
+    assert.equal(store.saved.watches['t-c']?.goal?.tokensUsed, 999, 'a goal change was not saved');
+    await h.engine.resumeAll();
+    failByEvents(h.daemon, 't-b', 'turn-2');
+    await h.settle();
+    await h.advance(60_000);
+    await h.engine.resync();
+    assert.ok(saves >= 8 && hinted >= 6, `only ${saves} saves (${hinted} with a hint)`);
+    assert.ok(h.daemon.count('thread/goal/set') >= 3, `the scenario recovered too little to mean anything: ${h.daemon.count('thread/goal/set')} sets; ${h.decisions.map((d) => d.type).join(',')}`);
   });
 
   it('sends no RPC between resyncs while threads are healthy, and one per thread per resync', async () => {
