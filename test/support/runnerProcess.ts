@@ -1,5 +1,7 @@
 // The headless runner (dist/cli.js) as a child process, with its --json decisions parsed.
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 
@@ -19,6 +21,21 @@ export interface RunnerDecision {
 
 export const CLI = path.resolve(__dirname, '..', '..', '..', 'dist', 'cli.js');
 
+let runtimeDir: string | null = null;
+/**
+ * A private XDG_RUNTIME_DIR for the runners of this test process (made on first use, removed at
+ * exit), so that their leader election never meets a developer's real VS Code windows or runners.
+ * Runners on one daemon started with it share one election, as on a real machine.
+ */
+export function testRuntimeDir(): string {
+  if (runtimeDir === null) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-xdg-'));
+    runtimeDir = dir;
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  return runtimeDir;
+}
+
 export class RunnerProcess {
   readonly decisions: RunnerDecision[] = [];
   readonly stderr: string[] = [];
@@ -29,7 +46,7 @@ export class RunnerProcess {
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     this.child = spawn(process.execPath, [CLI, 'watch', ...args, '--json'], {
-      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', ...env },
+      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
