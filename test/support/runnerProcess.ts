@@ -41,6 +41,10 @@ export class RunnerProcess {
   readonly stderr: string[] = [];
   readonly child: ChildProcess;
   exitCode: number | null = null;
+  /** The signal that ended it (a SIGKILL leaves exitCode null). */
+  signalCode: NodeJS.Signals | null = null;
+  /** False once the process has exited, whether by itself or by a signal. */
+  running = true;
   private readonly exited: Promise<number | null>;
   private waiters = new Set<() => void>();
 
@@ -59,8 +63,10 @@ export class RunnerProcess {
       this.poke();
     });
     readline.createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => {
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
       this.exitCode = code;
+      this.signalCode = signal;
+      this.running = false;
       this.poke();
       resolve(code);
     }));
@@ -76,7 +82,7 @@ export class RunnerProcess {
     for (;;) {
       const found = this.decisions.find(match);
       if (found) return found;
-      if (this.exitCode !== null) throw new Error(`runner exited (${this.exitCode}) before ${what}\n${this.transcript()}`);
+      if (!this.running) throw new Error(`runner exited (${this.exitCode ?? this.signalCode}) before ${what}\n${this.transcript()}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}\n${this.transcript()}`);
       await new Promise<void>((resolve) => {
@@ -92,13 +98,13 @@ export class RunnerProcess {
 
   /** SIGINT: the runner saves its state and exits 0. */
   async stop(): Promise<number | null> {
-    if (this.exitCode === null) this.signal('SIGINT');
+    if (this.running) this.signal('SIGINT');
     return this.exited;
   }
 
   /** SIGKILL: a crash, no chance to save. */
   async kill(): Promise<void> {
-    if (this.exitCode === null) this.signal('SIGKILL');
+    if (this.running) this.signal('SIGKILL');
     await this.exited;
   }
 
