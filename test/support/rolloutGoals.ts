@@ -12,11 +12,17 @@
 // So the automatic activations are exactly the engine's effective recoveries, which thread/turns/list
 // cannot tell apart from the daemon's own continuation turns (a turn killed with the daemon lists
 // as `interrupted`, and the continuation after a resume is a new turn of the same goal).
+// One limit, measured: a SIGKILLed daemon can lose the rollout's last lines while the goal's new
+// status is already committed to its goal store (goals_1.sqlite). An activation just before a
+// kill may therefore be missing here; the daemon-kill suite reads the goal's status after the
+// restart for that part (see test/faults/daemonKilled.test.ts).
 import * as fs from 'node:fs';
 
 export interface Activation {
   /** 0-based line number in the rollout. */
   line: number;
+  /** Byte offset of the line's start. */
+  offset: number;
   /** The turn that started last before this activation (the failed turn it re-activates), or null. */
   afterTurn: string | null;
 }
@@ -49,7 +55,10 @@ export function readRolloutGoals(rolloutPath: string): RolloutGoals {
   let previous: Json | null = null;
   let lastTurn: string | null = null;
   const lines = text.split('\n');
+  let offset = 0;
   lines.forEach((raw, i) => {
+    const start = offset;
+    offset += Buffer.byteLength(raw, 'utf8') + 1;
     if (raw.trim() === '') return;
     let obj: unknown;
     try {
@@ -66,7 +75,7 @@ export function readRolloutGoals(rolloutPath: string): RolloutGoals {
         out.turns.push(p.turn_id);
       }
       if (p.type === 'thread_goal_updated' && isObj(p.goal) && p.goal.status === 'active') {
-        const activation = { line: i, afterTurn: lastTurn };
+        const activation = { line: i, offset: start, afterTurn: lastTurn };
         if (previous !== null && isUserGoalMessage(previous)) out.user.push(activation);
         else out.automatic.push(activation);
       }
