@@ -98,7 +98,10 @@ export class Engine {
 
   /** Loads the store and starts connecting in the background. */
   async start(): Promise<void> {
+    const generation = this.generation;
     const loaded = await this.deps.store.load();
+    // Stopped while loading (a window or runner that lost its role at once): stay stopped.
+    if (this.generation !== generation) return;
     this.state = loaded.state;
     if (loaded.problem) this.emit({ type: 'warning', message: loaded.problem });
     this.stopped = false;

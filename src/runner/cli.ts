@@ -85,6 +85,11 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     },
     onWarning: (message) => out(args.json ? decisionJson({ type: 'warning', message }, Date.now()) : decisionLine({ type: 'warning', message }, Date.now())),
   });
+  // Listening from the start: a signal while the runner is still starting stops it cleanly too.
+  const signalled = new Promise<{ signal: NodeJS.Signals }>((resolve) => {
+    process.once('SIGINT', () => resolve({ signal: 'SIGINT' }));
+    process.once('SIGTERM', () => resolve({ signal: 'SIGTERM' }));
+  });
   try {
     await role.start();
   } catch (error) {
@@ -96,10 +101,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   // The engine's timers do not hold the process open (they are unref'd for the extension host).
   const keepAlive = setInterval(() => undefined, 1 << 30);
   const ended = await Promise.race([
-    new Promise<{ signal: NodeJS.Signals }>((resolve) => {
-      process.once('SIGINT', () => resolve({ signal: 'SIGINT' }));
-      process.once('SIGTERM', () => resolve({ signal: 'SIGTERM' }));
-    }),
+    signalled,
     role.fatal.catch((error: unknown) => ({ error: error instanceof Error ? error : new Error(String(error)) })),
   ]);
   clearInterval(keepAlive);

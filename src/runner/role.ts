@@ -13,7 +13,7 @@
 import { parseChannelCommand, runCommand } from '../core/commands';
 import type { Engine } from '../core/engine';
 import { Throttle } from '../core/throttle';
-import { LeaderElection, type FollowerConnection, type LeaderServer, type Role } from '../leader/election';
+import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
 import { parseSnapshot } from '../leader/handover';
 import type { EngineSnapshot } from '../model/snapshot';
 
@@ -61,11 +61,6 @@ export class RunnerRole {
   /** The engine while this runner leads, else null. */
   get runningEngine(): Engine | null {
     return this.engine;
-  }
-
-  get role(): Role | 'solo' {
-    if (!this.election) return this.engine ? 'solo' : 'stopped';
-    return this.election.role;
   }
 
   /**

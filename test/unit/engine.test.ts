@@ -362,6 +362,25 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery that fell due while away did not run once');
   });
 
+  it('stopped while it loads its state, it stays stopped (never connects behind its owner\'s back)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => { release = r; });
+    const store = new MemoryStore();
+    const slow = { location: 'slow', load: async () => { await gate; return store.load(); }, save: (st: Parameters<MemoryStore['save']>[0]) => store.save(st) };
+    const h = await makeHarness({ dir, daemon, store: slow, start: false });
+    harnesses.push(h);
+    const starting = h.engine.start();
+    await h.engine.stop();
+    release();
+    await starting;
+    await h.advance(5_000);
+    assert.equal(daemon.requests.length, 0, 'a stopped engine connected');
+    assert.notEqual(h.engine.connectionState().kind, 'connected');
+  });
+
   it('starts clean and says so when the stored state is corrupt', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const file = path.join(dir, 'state.json');
