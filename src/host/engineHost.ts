@@ -28,6 +28,8 @@ export class EngineHost implements RecoveryService {
   private readonly listeners = new Set<() => void>();
   private readonly throttle = new Throttle(100, () => this.emitChange());
   private cached: EngineSnapshot;
+  /** The engine's start: commands wait for it. */
+  private ready: Promise<void> | null = null;
 
   /** `seed`: the previous leader's last snapshot, when this window takes over from another engine. */
   constructor(private settings: Settings, private readonly globalState: MementoLike, private readonly io: HostIo, private readonly seed: EngineSnapshot | null = null) {
@@ -37,7 +39,8 @@ export class EngineHost implements RecoveryService {
 
   /** Loads the state and connects in the background; never blocks activation. */
   start(): void {
-    void this.engine.start().catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
+    this.ready = this.engine.start();
+    this.ready.catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */
@@ -55,7 +58,10 @@ export class EngineHost implements RecoveryService {
     return { dispose: () => this.listeners.delete(listener) };
   }
 
-  run(command: ServiceCommand, threadId?: string): Promise<void> {
+  /** Runs once the engine has loaded its state (a command before would save an empty state over it). */
+  async run(command: ServiceCommand, threadId?: string): Promise<void> {
+    if (!this.ready) throw new Error(`${command}: the engine has not started yet`);
+    await this.ready;
     return runCommand(this.engine, command, threadId);
   }
 

@@ -130,15 +130,18 @@ export class RunnerRole {
     engine = this.opts.makeEngine(seed, () => throttle.poke());
     this.engine = engine;
     this.throttle = throttle;
+    if (announce) this.opts.onRole({ role: 'leader', elected: server !== null });
+    await engine.start();
+    if (this.engine !== engine) return;
     if (server) {
+      // Only now: a command on an engine that has not loaded its state would save an empty one
+      // over it. Commands that came earlier wait in the server's queue.
       this.unsubscribe.push(server.onCommand(async (name, args) => {
         const { command, threadId } = parseChannelCommand(name, args);
         if (this.engine !== engine) throw new Error(`${command}: this runner no longer runs the engine`);
         await runCommand(engine, command, threadId);
       }));
     }
-    if (announce) this.opts.onRole({ role: 'leader', elected: server !== null });
-    await engine.start();
     broadcast();
   }
 

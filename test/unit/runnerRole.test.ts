@@ -147,17 +147,17 @@ interface Runner {
   store: MemoryStore;
 }
 
-function runner(daemon: FakeDaemon, dir: string | null, name = 'leader-unit'): Runner {
+function runner(daemon: FakeDaemon, dir: string | null, name = 'leader-unit', store = new MemoryStore(), loadGate: Promise<void> = Promise.resolve()): Runner {
   const events: RoleEvent[] = [];
   const decisions: Decision[] = [];
   const warnings: string[] = [];
-  const store = new MemoryStore();
+  const gated = { location: 'memory', load: async () => { await loadGate; return store.load(); }, save: (st: PersistedState) => store.save(st) };
   const role = new RunnerRole({
     election: dir === null ? null : { dir, name },
     makeEngine: (seed, onChange) => new Engine({ ...TEST_OPTIONS, baseDelayMs: 300, maxDelayMs: 300, resyncMs: 60_000 }, {
       connect: daemon.connector(),
       target: 'fake',
-      store: new HandoverStore(store, seed),
+      store: new HandoverStore(gated, seed),
       clock: systemClock,
       random: () => 1,
       onDecision: (d) => { decisions.push(d); onChange(); },
@@ -227,6 +227,33 @@ describe('the runner\'s role', () => {
     assert.equal(daemon.count('thread/goal/set'), 1, 'a second recovery of one failed turn');
     assert.deepEqual(a.warnings, []);
     assert.deepEqual(b.warnings, []);
+  });
+
+  it('a command from another engine\'s window waits until the leader has loaded its state (it never saves an empty state over it)', async () => {
+    const dir = tempDir();
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread('t1');
+    const saved = emptyState();
+    saved.watches.t1 = watch('t1', 1, { recovered: ['turn-0'] });
+    const store = new MemoryStore(saved);
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((r) => { open = r; });
+    const r = runner(daemon, path.join(dir, 'election'), 'leader-gated', store, gate);
+    const starting = r.role.start();
+    await until('the role line', () => r.events.length > 0);
+    const win = new FollowerConnection(net.createConnection(path.join(dir, 'election', 'leader-gated.sock')));
+    cleanups.push(async () => win.close());
+    await win.welcomed;
+    let answered = false;
+    const command = win.command('pauseAll', []).then(() => { answered = true; });
+    await sleep(200);
+    assert.equal(answered, false, 'the command ran before the engine had loaded its state');
+    assert.equal(store.saves, 0, 'saved before loading');
+    open();
+    await starting;
+    await command;
+    assert.notEqual(store.saved.pausedAt, null);
+    assert.deepEqual(store.saved.watches.t1?.recovered, ['turn-0'], 'the stored state was overwritten');
   });
 
   it('without a usable election directory it runs the engine anyway and says so', async () => {
