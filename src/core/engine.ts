@@ -110,7 +110,10 @@ export class Engine {
 
   /** Loads the store and starts connecting in the background. */
   async start(): Promise<void> {
+    const generation = this.generation;
     const loaded = await this.deps.store.load();
+    // Stopped while loading (a window or runner that lost its role at once): stay stopped.
+    if (this.generation !== generation) return;
     this.state = loaded.state;
     this.allDirty = true;
     if (loaded.problem) this.emit({ type: 'warning', message: loaded.problem });
@@ -816,8 +819,10 @@ export class Engine {
       this.limitedUntil = 0;
       const session = this.session;
       if (!session) {
+        // Reconnecting: the resync after it reschedules. Not rescheduling here, or a recovery
+        // that fell due while the daemon is away would fire again at once, again and again.
         this.limiter.giveBack();
-        break; // reconnecting: the resync after it reschedules
+        return;
       }
       this.attempting.add(w.threadId);
       void this.inLane(w.threadId, async () => {
@@ -913,6 +918,12 @@ export class Engine {
     if (this.state.disarmed[w.threadId] !== undefined) throw new Abort('disarmed by the user');
     if (w.state.kind === 'userIntent') throw new Abort(`the user set the goal ${w.state.requested}`);
     if (w.modelBlockOffset !== null && expectedStatus === 'blocked') throw new Abort('the model blocked the goal itself');
+    if (live.status?.type === 'notLoaded') {
+      // Measured (0.169.0): a set on a thread the daemon has not loaded (e.g. after it was
+      // killed and started again) makes the goal active with no turn and no rollout line.
+      live.loaded = false;
+      throw new Abort('the thread is not loaded in the daemon');
+    }
     if (!w.goal) throw new Abort('the goal was cleared');
     if (w.goal.status !== expectedStatus) throw new Abort(`the goal is ${w.goal.status} now`);
     if (isThreadActive(live.status)) throw new Abort(waitsForPerson(live) ? 'waiting for approval' : 'a turn is running');
@@ -926,7 +937,8 @@ export class Engine {
   }
 
   private async evaluateAfterAbort(session: DaemonSession, w: WatchedThread): Promise<void> {
-    await this.decide(session, w);
+    if (!this.liveOf(w.threadId).loaded) this.markUnloaded(w); // until some client loads it again
+    else await this.decide(session, w);
     this.reschedule();
     await this.persist();
   }

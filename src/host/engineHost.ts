@@ -2,17 +2,19 @@
 // with its state in globalState; logs every decision and notifies only where it earns it.
 import type * as vscode from 'vscode';
 import { systemClock } from '../core/clock';
+import { runCommand } from '../core/commands';
 import { Engine } from '../core/engine';
 import type { Decision } from '../model/decision';
 import { decisionLine } from '../model/decisionText';
 import type { EngineSnapshot } from '../model/snapshot';
 import { connectDaemon } from '../protocol/client';
+import { HandoverStore } from '../leader/handover';
 import { GlobalStateStore, type MementoLike } from '../store/globalStateStore';
 import type { Settings } from '../config/settings';
 import { targetOf } from '../config/settings';
 import { VERSION } from '../version';
 import type { RecoveryService, ServiceCommand } from './service';
-import { Throttle } from './throttle';
+import { Throttle } from '../core/throttle';
 
 export interface HostIo {
   log: vscode.LogOutputChannel;
@@ -26,15 +28,19 @@ export class EngineHost implements RecoveryService {
   private readonly listeners = new Set<() => void>();
   private readonly throttle = new Throttle(100, () => this.emitChange());
   private cached: EngineSnapshot;
+  /** The engine's start: commands wait for it. */
+  private ready: Promise<void> | null = null;
 
-  constructor(private settings: Settings, private readonly globalState: MementoLike, private readonly io: HostIo) {
+  /** `seed`: the previous leader's last snapshot, when this window takes over from another engine. */
+  constructor(private settings: Settings, private readonly globalState: MementoLike, private readonly io: HostIo, private readonly seed: EngineSnapshot | null = null) {
     this.engine = this.makeEngine();
     this.cached = this.engine.snapshot();
   }
 
   /** Loads the state and connects in the background; never blocks activation. */
   start(): void {
-    void this.engine.start().catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
+    this.ready = this.engine.start();
+    this.ready.catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */
@@ -52,21 +58,11 @@ export class EngineHost implements RecoveryService {
     return { dispose: () => this.listeners.delete(listener) };
   }
 
+  /** Runs once the engine has loaded its state (a command before would save an empty state over it). */
   async run(command: ServiceCommand, threadId?: string): Promise<void> {
-    const need = (): string => {
-      if (!threadId) throw new Error(`${command} needs a thread`);
-      return threadId;
-    };
-    switch (command) {
-      case 'pauseAll': return this.engine.pauseAll();
-      case 'resumeAll': return this.engine.resumeAll();
-      case 'pauseGoal': return this.engine.pauseGoal(need());
-      case 'disarm': return this.engine.disarm(need());
-      case 'rearm': return this.engine.rearm(need());
-      case 'retryNow': return this.engine.retryNow(need());
-      case 'refresh': return this.engine.resync();
-      case 'reset': return this.engine.reset();
-    }
+    if (!this.ready) throw new Error(`${command}: the engine has not started yet`);
+    await this.ready;
+    return runCommand(this.engine, command, threadId);
   }
 
   async dispose(): Promise<void> {
@@ -82,7 +78,8 @@ export class EngineHost implements RecoveryService {
         onStderr: (line) => this.io.log.debug(`codex: ${line}`),
       }),
       target: this.settings.socketPath,
-      store: new GlobalStateStore(this.globalState),
+      store: new HandoverStore(new GlobalStateStore(this.globalState), this.seed, (taken) =>
+        this.io.log.info(`took over ${taken.length} watched thread(s) from the previous leader's last state`)),
       clock: systemClock,
       random: Math.random,
       onDecision: (d) => this.decided(d),

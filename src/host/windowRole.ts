@@ -2,16 +2,16 @@
 // of them (the leader, elected through an exclusive Unix-socket listen in a private directory)
 // runs the engine against a daemon. The others follow it: same tree, same countdown, and their
 // commands go to the leader. When the leader's window closes, another takes over.
-import { createHash } from 'node:crypto';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import type * as vscode from 'vscode';
-import type { Settings } from '../config/settings';
+import { targetOf, type Settings } from '../config/settings';
+import { parseChannelCommand } from '../core/commands';
 import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
+import { parseSnapshot } from '../leader/handover';
+import { electionDir, electionFor } from '../leader/naming';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
 import { FollowerHost } from './followerHost';
-import { isServiceCommand, type RecoveryService, type ServiceCommand } from './service';
+import type { RecoveryService, ServiceCommand } from './service';
 
 /** Before the election has decided: nothing to show yet. */
 class Starting implements RecoveryService {
@@ -27,16 +27,13 @@ class Starting implements RecoveryService {
   }
 }
 
-export function electionDir(env: NodeJS.ProcessEnv = process.env): string {
-  const runtime = env.XDG_RUNTIME_DIR?.trim();
-  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
-  return runtime ? path.join(runtime, 'codex-goal-recovery') : path.join(os.tmpdir(), `codex-goal-recovery-${uid}`);
+/** One election per daemon, shared with the headless runners that watch the same socket. */
+export function electionName(settings: Settings): string {
+  return electionFor(targetOf(settings))!.name;
 }
 
-/** One election per daemon: windows watching different daemons do not compete. */
-export function electionName(settings: Settings): string {
-  return `leader-${createHash('sha256').update(settings.socketPath).digest('hex').slice(0, 12)}`;
-}
+/** What a window says it is to the engines that follow it. */
+export const WINDOW_WHO = 'VS Code window';
 
 export class WindowRole {
   private current: RecoveryService;
@@ -45,6 +42,8 @@ export class WindowRole {
   private readonly listeners = new Set<() => void>();
   private readonly subscriptions: { dispose(): void }[] = [];
   private applying: Promise<void> = Promise.resolve();
+  /** The latest state the leader pushed while this window followed: the start of its own term. */
+  private leaderSnapshot: EngineSnapshot | null = null;
 
   constructor(private readonly context: vscode.ExtensionContext, private settings: Settings, private readonly io: HostIo) {
     this.current = new Starting(settings.socketPath);
@@ -61,7 +60,8 @@ export class WindowRole {
 
   /** Joins the election in the background. */
   start(): void {
-    const election = new LeaderElection({ dir: electionDir(), name: electionName(this.settings), log: (m) => this.io.log.debug(`election: ${m}`) });
+    this.leaderSnapshot = null; // a new election: another daemon's state means nothing here
+    const election = new LeaderElection({ dir: electionDir(), name: electionName(this.settings), who: WINDOW_WHO, log: (m) => this.io.log.debug(`election: ${m}`) });
     this.election = election;
     // Events of an election this window has left (settings moved it to another daemon) are ignored.
     const current = () => this.election === election;
@@ -101,14 +101,14 @@ export class WindowRole {
 
   private lead(server: LeaderServer | null): void {
     this.clearRole();
-    const host = new EngineHost(this.settings, this.context.globalState, this.io);
+    const host = new EngineHost(this.settings, this.context.globalState, this.io, this.leaderSnapshot);
+    this.leaderSnapshot = null;
     this.engine = host;
     this.io.log.info(server ? 'this window runs the engine (leader)' : 'this window runs the engine');
     if (server) {
       server.onCommand(async (name, args) => {
-        if (!isServiceCommand(name)) throw new Error(`unknown command ${name}`);
-        const threadId = typeof args[0] === 'string' ? args[0] : undefined;
-        await host.run(name, threadId);
+        const { command, threadId } = parseChannelCommand(name, args);
+        await host.run(command, threadId);
       });
       this.subscriptions.push(host.onDidChange(() => server.broadcast(host.snapshot())));
     }
@@ -119,7 +119,14 @@ export class WindowRole {
 
   private follow(conn: FollowerConnection): void {
     this.clearRole();
-    this.io.log.info('another window runs the engine: following it');
+    conn.welcomed.then(
+      (pid) => this.io.log.info(`another engine (${conn.leaderWho ?? 'a window'}, pid ${pid}) runs against this daemon: following it`),
+      () => undefined,
+    );
+    conn.onState((value) => {
+      const snapshot = parseSnapshot(value);
+      if (snapshot) this.leaderSnapshot = snapshot;
+    });
     this.swap(new FollowerHost(conn, this.settings.socketPath, (m) => this.io.log.warn(m)));
   }
 

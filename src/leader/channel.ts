@@ -61,6 +61,8 @@ export type CommandHandler = (name: string, args: unknown[]) => Promise<unknown>
 
 export interface LeaderServerOptions {
   log?: Log;
+  /** Sent in the welcome: what kind of engine this leader is (e.g. "runner"). */
+  who?: string;
   /** A connection that has not said hello within this time is dropped. Default 5000 ms. */
   helloTimeoutMs?: number;
 }
@@ -89,6 +91,7 @@ export class LeaderServer {
   private readonly peers = new Set<Peer>();
   private readonly log: Log;
   private readonly helloTimeoutMs: number;
+  private readonly who: string | undefined;
   private handler: CommandHandler | undefined;
   /** Commands that arrived before a handler was set; run when one is. */
   private queued: QueuedCommand[] = [];
@@ -100,6 +103,7 @@ export class LeaderServer {
   constructor(private readonly server: net.Server, opts: LeaderServerOptions = {}) {
     this.log = opts.log ?? (() => {});
     this.helloTimeoutMs = opts.helloTimeoutMs ?? 5000;
+    this.who = opts.who;
     this.followersEmitter = new Emitter<number>(this.log, 'followers listener');
     server.on('connection', (socket) => this.accept(socket));
     server.on('error', (err) => this.log(`leader server error: ${err.message}`));
@@ -219,7 +223,7 @@ export class LeaderServer {
       peer.welcomed = true;
       peer.pid = msg.pid;
       clearTimeout(peer.helloTimer);
-      this.write(peer, { type: 'welcome', leaderPid: process.pid, version: LEADER_PROTOCOL_VERSION });
+      this.write(peer, { type: 'welcome', leaderPid: process.pid, version: LEADER_PROTOCOL_VERSION, ...(this.who ? { who: this.who } : {}) });
       if (this.latest) this.sendState(peer);
       this.followersEmitter.fire(this.followerCount);
       return;
@@ -319,6 +323,7 @@ export class FollowerConnection {
   private nextId = 1;
   private _closed = false;
   private _leaderPid: number | undefined;
+  private _leaderWho: string | undefined;
   private latest: { snapshot: unknown } | undefined;
   private readonly stateEmitter: Emitter<unknown>;
   private readonly closeEmitter: Emitter<void>;
@@ -356,6 +361,11 @@ export class FollowerConnection {
   /** The leader's pid, once welcomed. */
   get leaderPid(): number | undefined {
     return this._leaderPid;
+  }
+
+  /** What kind of engine the leader says it is, once welcomed (older leaders do not say). */
+  get leaderWho(): string | undefined {
+    return this._leaderWho;
   }
 
   get closed(): boolean {
@@ -448,6 +458,7 @@ export class FollowerConnection {
     switch (msg.type) {
       case 'welcome':
         this._leaderPid = msg.leaderPid;
+        this._leaderWho = msg.who;
         if (msg.version !== undefined && msg.version !== LEADER_PROTOCOL_VERSION) {
           this.log(`follower: leader pid ${msg.leaderPid} speaks protocol ${msg.version}, this follower ${LEADER_PROTOCOL_VERSION}`);
         }

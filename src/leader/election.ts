@@ -68,6 +68,8 @@ export interface LeaderElectionOptions {
   commandTimeoutMs?: number;
   /** Diagnostics (role changes, takeovers, malformed lines). */
   log?: Log;
+  /** What kind of engine this is, told to followers in the welcome (e.g. "runner"). */
+  who?: string;
 }
 
 /** Longest socket path accepted (sun_path is 104 bytes on macOS, 108 on Linux, NUL included). */
@@ -280,6 +282,7 @@ export class LeaderElection {
   private readonly connectTimeoutMs: number;
   private readonly commandTimeoutMs: number;
   private readonly log: Log;
+  private readonly who: string | undefined;
 
   private dir: string | undefined;
   private _socketPath: string | undefined;
@@ -317,6 +320,7 @@ export class LeaderElection {
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 2000;
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
     this.log = opts.log ?? (() => {});
+    this.who = opts.who;
     this.leaderEmitter = new Emitter<LeaderServer>(this.log, 'onLeader listener');
     this.followerEmitter = new Emitter<FollowerConnection>(this.log, 'onFollower listener');
     this.roleEmitter = new Emitter<Role>(this.log, 'onRoleChange listener');
@@ -571,7 +575,7 @@ export class LeaderElection {
   /** A listening server at a fresh temporary path. */
   private async candidate(): Promise<Candidate> {
     const raw = net.createServer();
-    const server = new LeaderServer(raw, { log: this.log });
+    const server = new LeaderServer(raw, { log: this.log, ...(this.who ? { who: this.who } : {}) });
     for (let i = 0; ; i++) {
       const tmpPath = this.tmpSocketPath(this.dir!);
       try {

@@ -3,7 +3,7 @@
 //
 //   follower → leader   {type:'hello', version, pid}
 //                       {type:'command', id, name, args}
-//   leader → follower   {type:'welcome', leaderPid, version?}
+//   leader → follower   {type:'welcome', leaderPid, version?, who?}
 //                       {type:'state', snapshot}         (pushed on every change; the latest only)
 //                       {type:'result', id, ok, error?, value?}
 //
@@ -42,6 +42,8 @@ export const WelcomeSchema = z.object({
   type: z.literal('welcome'),
   leaderPid: z.number().int(),
   version: z.number().int().optional(),
+  /** What kind of engine leads (e.g. "VS Code window", "runner"), for followers' messages. Optional: older leaders omit it. */
+  who: z.string().max(200).optional(),
 });
 export const StateSchema = z.object({
   type: z.literal('state'),

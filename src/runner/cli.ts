@@ -5,11 +5,15 @@ import { systemClock } from '../core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
 import { describeState, type PersistedState } from '../model/watch';
 import { connectDaemon } from '../protocol/client';
+import { electionDir, electionFor } from '../leader/naming';
+import { HandoverStore } from '../leader/handover';
+import type { TransportTarget } from '../protocol/transport';
 import { JsonFileStore } from '../store/jsonFileStore';
 import { describeDropped, parsePersisted } from '../store/store';
 import { VERSION } from '../version';
 import { parseCli, UsageError, USAGE, type StatusArgs, type WatchArgs } from './args';
 import { decisionJson, decisionLine } from '../model/decisionText';
+import { roleJson, roleLine, RunnerRole } from './role';
 
 export async function main(argv: string[]): Promise<number> {
   let args;
@@ -45,41 +49,81 @@ export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.
   // Not flags (the command line is a fixed contract): tuning for tests and demos.
   const resync = Number(env.CODEX_GOAL_RECOVERY_RESYNC_S);
   if (Number.isFinite(resync) && resync > 0) options.resyncMs = Math.round(resync * 1000);
+  // The global limiter's refill interval (3 recoveries at once, then one per 10 s by default).
+  const limiter = Number(env.CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S);
+  if (Number.isFinite(limiter) && limiter > 0) options.limiterIntervalMs = Math.round(limiter * 1000);
   return options;
 }
 
-async function watch(args: WatchArgs): Promise<number> {
+async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const out = (line: string) => process.stdout.write(`${line}\n`);
-  const store = new JsonFileStore(args.statePath);
-  const engine = new Engine(engineOptions(args), {
-    connect: (listener) => connectDaemon(args.target, listener, {
-      clientVersion: VERSION,
-      onStderr: (line) => out(args.json ? JSON.stringify({ ts: new Date().toISOString(), type: 'daemon-stderr', line }) : `codex: ${line}`),
+  const target = describeTarget(args.target);
+  const options = engineOptions(args, env);
+  const election = electionFor(args.target);
+  const role = new RunnerRole({
+    election: election ? { dir: electionDir(env), name: election.name } : null,
+    makeEngine: (seed, onChange) => new Engine(options, {
+      connect: (listener) => connectDaemon(args.target, listener, {
+        clientVersion: VERSION,
+        onStderr: (line) => out(args.json ? JSON.stringify({ ts: new Date().toISOString(), type: 'daemon-stderr', line }) : `codex: ${line}`),
+      }),
+      target,
+      store: new HandoverStore(new JsonFileStore(args.statePath), seed, (taken) => out(args.json
+        ? JSON.stringify({ ts: new Date().toISOString(), type: 'handover', threads: taken })
+        : `${new Date().toISOString()} handover: ${taken.length} watched thread(s) taken from the previous leader's last state`)),
+      clock: systemClock,
+      random: Math.random,
+      onDecision: (d) => {
+        out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now()));
+        onChange();
+      },
+      onChange,
     }),
-    store,
-    clock: systemClock,
-    random: Math.random,
-    onDecision: (d) => out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now())),
+    onRole: (event) => {
+      out(args.json ? roleJson(event, target, Date.now()) : roleLine(event, target, Date.now()));
+      if (!args.json && event.role === 'leader') out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
+    },
+    onWarning: (message) => out(args.json ? decisionJson({ type: 'warning', message }, Date.now()) : decisionLine({ type: 'warning', message }, Date.now())),
+  });
+  // Listening from the start: a signal while the runner is still starting stops it cleanly too.
+  const signalled = new Promise<{ signal: NodeJS.Signals }>((resolve) => {
+    process.once('SIGINT', () => resolve({ signal: 'SIGINT' }));
+    process.once('SIGTERM', () => resolve({ signal: 'SIGTERM' }));
   });
   try {
-    await engine.start();
+    await role.start();
   } catch (error) {
+    await role.stop().catch(() => undefined);
     process.stderr.write(`codex-goal-recovery: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
-  if (!args.json) out(`${new Date().toISOString()} watching (state in ${store.location}); Ctrl-C to stop`);
+  if (!args.json && !election) out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
   // The engine's timers do not hold the process open (they are unref'd for the extension host).
   const keepAlive = setInterval(() => undefined, 1 << 30);
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
+  const ended = await Promise.race([
+    signalled,
+    role.fatal.catch((error: unknown) => ({ error: error instanceof Error ? error : new Error(String(error)) })),
+  ]);
   clearInterval(keepAlive);
-  await engine.stop();
+  const leading = role.runningEngine !== null;
+  await role.stop();
+  if ('error' in ended) {
+    process.stderr.write(`codex-goal-recovery: ${ended.error.message}\n`);
+    return 1;
+  }
   out(args.json
-    ? JSON.stringify({ ts: new Date().toISOString(), type: 'stopped', signal })
-    : `${new Date().toISOString()} stopped on ${signal}; state saved to ${store.location}`);
+    ? JSON.stringify({ ts: new Date().toISOString(), type: 'stopped', signal: ended.signal })
+    : `${new Date().toISOString()} stopped on ${ended.signal}${leading ? `; state saved to ${args.statePath}` : ''}`);
   return 0;
+}
+
+/** Where the engine connects, for messages and the snapshot the followers show. */
+export function describeTarget(target: TransportTarget): string {
+  switch (target.kind) {
+    case 'socket': return target.path;
+    case 'url': return target.url;
+    case 'stdio': return [target.command, ...target.args].join(' ');
+  }
 }
 
 async function status(args: StatusArgs): Promise<number> {

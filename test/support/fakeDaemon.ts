@@ -219,7 +219,9 @@ export class FakeDaemon {
     if (this.setError) return connection.send({ id: m.id, error: this.setError });
     if (!t || !t.goal) return connection.send({ id: m.id, error: { code: -32600, message: 'synthetic missing goal' } });
     t.goal = { ...t.goal, status: p.status as GoalStatus, updatedAt: t.goal.updatedAt + 1 };
-    if (t.goal.status === 'active') {
+    // Measured (0.169.0): on a thread the daemon has not loaded, the set answers `active` but
+    // starts no turn.
+    if (t.goal.status === 'active' && t.loaded) {
       const n = Number(t.turn.id.split('-')[1] ?? '1') + 1;
       t.turn = testTurn(`turn-${Number.isFinite(n) ? n : 2}`, 'inProgress');
       t.status = { type: 'active', activeFlags: [] };
@@ -227,7 +229,7 @@ export class FakeDaemon {
     if (this.lostReply) return connection.close('EOF');
     connection.send({ id: m.id, result: { goal: t.goal } });
     this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
-    if (t.goal.status === 'active') {
+    if (t.goal.status === 'active' && t.loaded) {
       this.notify('thread/status/changed', { threadId: t.id, status: t.status });
       this.notify('turn/started', { threadId: t.id, turn: t.turn });
     }

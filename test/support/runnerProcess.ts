@@ -1,5 +1,7 @@
 // The headless runner (dist/cli.js) as a child process, with its --json decisions parsed.
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 
@@ -19,17 +21,36 @@ export interface RunnerDecision {
 
 export const CLI = path.resolve(__dirname, '..', '..', '..', 'dist', 'cli.js');
 
+let runtimeDir: string | null = null;
+/**
+ * A private XDG_RUNTIME_DIR for the runners of this test process (made on first use, removed at
+ * exit), so that their leader election never meets a developer's real VS Code windows or runners.
+ * Runners on one daemon started with it share one election, as on a real machine.
+ */
+export function testRuntimeDir(): string {
+  if (runtimeDir === null) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-xdg-'));
+    runtimeDir = dir;
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  return runtimeDir;
+}
+
 export class RunnerProcess {
   readonly decisions: RunnerDecision[] = [];
   readonly stderr: string[] = [];
   readonly child: ChildProcess;
   exitCode: number | null = null;
+  /** The signal that ended it (a SIGKILL leaves exitCode null). */
+  signalCode: NodeJS.Signals | null = null;
+  /** False once the process has exited, whether by itself or by a signal. */
+  running = true;
   private readonly exited: Promise<number | null>;
   private waiters = new Set<() => void>();
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     this.child = spawn(process.execPath, [CLI, 'watch', ...args, '--json'], {
-      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', ...env },
+      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -42,8 +63,10 @@ export class RunnerProcess {
       this.poke();
     });
     readline.createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => {
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
       this.exitCode = code;
+      this.signalCode = signal;
+      this.running = false;
       this.poke();
       resolve(code);
     }));
@@ -59,7 +82,7 @@ export class RunnerProcess {
     for (;;) {
       const found = this.decisions.find(match);
       if (found) return found;
-      if (this.exitCode !== null) throw new Error(`runner exited (${this.exitCode}) before ${what}\n${this.transcript()}`);
+      if (!this.running) throw new Error(`runner exited (${this.exitCode ?? this.signalCode}) before ${what}\n${this.transcript()}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}\n${this.transcript()}`);
       await new Promise<void>((resolve) => {
@@ -75,13 +98,13 @@ export class RunnerProcess {
 
   /** SIGINT: the runner saves its state and exits 0. */
   async stop(): Promise<number | null> {
-    if (this.exitCode === null) this.signal('SIGINT');
+    if (this.running) this.signal('SIGINT');
     return this.exited;
   }
 
   /** SIGKILL: a crash, no chance to save. */
   async kill(): Promise<void> {
-    if (this.exitCode === null) this.signal('SIGKILL');
+    if (this.running) this.signal('SIGKILL');
     await this.exited;
   }
 

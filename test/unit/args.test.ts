@@ -32,6 +32,10 @@ describe('runner command line', () => {
     assert.deepEqual([a.baseDelayMs, a.maxDelayMs, a.maxAttempts, a.json], [250, 2000, 3, true]);
     const opts = engineOptions(a, {});
     assert.deepEqual([opts.baseDelayMs, opts.maxDelayMs, opts.maxAttempts], [250, 2000, 3]);
+    const tuned = engineOptions(a, { CODEX_GOAL_RECOVERY_RESYNC_S: '1.5', CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.25' });
+    assert.deepEqual([tuned.resyncMs, tuned.limiterIntervalMs], [1500, 250]);
+    const untouched = engineOptions(a, { CODEX_GOAL_RECOVERY_RESYNC_S: 'x', CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '-1' });
+    assert.deepEqual([untouched.resyncMs, untouched.limiterIntervalMs], [opts.resyncMs, opts.limiterIntervalMs]);
     const u = parseCli(['watch', '--url', 'ws://127.0.0.1:4500'], env);
     assert.deepEqual(u.command === 'watch' && u.target, { kind: 'url', url: 'ws://127.0.0.1:4500' });
     const s = parseCli(['watch', '--stdio', '--codex-home', '/h'], { ...env, CODEX_GOAL_RECOVERY_CODEX: '/bin/codex' });

@@ -395,6 +395,73 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('never sets the goal of a thread the daemon has not loaded, even when its recovery falls due before a resync tells', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
+    // Unloaded without a word (a daemon killed and started again): only the pre-set read shows it.
+    h.daemon.thread().loaded = false;
+    await h.advance(1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'set the goal of a thread that is not loaded');
+    assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.reason === 'the thread is not loaded in the daemon'));
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'unloaded');
+    assert.equal(w.lastFailure?.turnId, 'turn-1', 'the failure was forgotten');
+    await h.advance(5_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+    // A client loads it again: the recovery runs, once.
+    h.daemon.thread().loaded = true;
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: h.daemon.thread().goal });
+    await h.settle();
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    assert.equal(h.daemon.thread().turn.id, 'turn-2');
+  });
+
+  it('does not spin while the daemon is away with a recovery due', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    h.daemon.down = true;
+    h.daemon.disconnect();
+    await h.settle();
+    // Count the timers the engine sets while the daemon is away (a spin would set thousands and
+    // never let the fake clock reach the end of the interval: stop it loudly instead).
+    let timers = 0;
+    const setTimer = h.clock.setTimer.bind(h.clock);
+    h.clock.setTimer = (cb, ms) => {
+      if (++timers > 1_000) throw new Error('the engine re-armed a timer over 1000 times while disconnected');
+      return setTimer(cb, ms);
+    };
+    await h.advance(10_000);
+    assert.ok(timers < 50, `${timers} timers in 10 s while disconnected`);
+    assert.equal(h.engine.connectionState().kind, 'disconnected');
+    h.clock.setTimer = setTimer;
+    h.daemon.down = false;
+    await h.advance(30_000);
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery that fell due while away did not run once');
+  });
+
+  it('stopped while it loads its state, it stays stopped (never connects behind its owner\'s back)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => { release = r; });
+    const store = new MemoryStore();
+    const slow = { location: 'slow', load: async () => { await gate; return store.load(); }, save: (st: Parameters<MemoryStore['save']>[0]) => store.save(st) };
+    const h = await makeHarness({ dir, daemon, store: slow, start: false });
+    harnesses.push(h);
+    const starting = h.engine.start();
+    await h.engine.stop();
+    release();
+    await starting;
+    await h.advance(5_000);
+    assert.equal(daemon.requests.length, 0, 'a stopped engine connected');
+    assert.notEqual(h.engine.connectionState().kind, 'connected');
+  });
+
   it('starts clean and says so when the stored state is corrupt', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const file = path.join(dir, 'state.json');

@@ -1,0 +1,80 @@
+// Taking over from a leader: what the new leader knows of the old one's watches.
+//
+// A follower keeps the latest snapshot the leader pushed. When it becomes the leader, its own
+// store may know nothing of those threads (a runner with its own state file, a window whose
+// globalState never saw the runner's work), and an engine that first sees a goal already blocked
+// never adopts it. So the new leader starts from its store merged with that snapshot: for each
+// thread, the copy most recently changed (`updatedAt`; a tie keeps the store's, the durable
+// write-ahead record), with the failed turns already recovered joined from both (one recovery per
+// failed turn holds across engines), and the user's global pause as the leader last had it.
+// Everything else is read again from the daemon by the engine, as after any restart.
+import { EngineSnapshotSchema, type EngineSnapshot } from '../model/snapshot';
+import { RECOVERED_LIMIT, type PersistedState, type WatchedThread } from '../model/watch';
+import type { LoadResult, StateStore } from '../store/store';
+
+/** The leader's last snapshot, if the value is one (a follower receives it as unknown JSON). */
+export function parseSnapshot(value: unknown): EngineSnapshot | null {
+  const parsed = EngineSnapshotSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+export interface Handover {
+  state: PersistedState;
+  /** Threads whose copy came from the leader's snapshot. */
+  taken: string[];
+}
+
+/** `stored` merged with the old leader's `snapshot` (neither is modified). */
+export function mergeLeaderSnapshot(stored: PersistedState, snapshot: EngineSnapshot): Handover {
+  const state = structuredClone(stored);
+  const taken: string[] = [];
+  for (const theirs of snapshot.watches) {
+    const mine = state.watches[theirs.threadId];
+    const recovered = joinRecovered(mine?.recovered ?? [], theirs.recovered);
+    if (!mine || theirs.updatedAt > mine.updatedAt) {
+      const copy: WatchedThread = { ...structuredClone(theirs), recovered };
+      state.watches[theirs.threadId] = copy;
+      taken.push(theirs.threadId);
+      if (copy.state.kind === 'disarmed') state.disarmed[copy.threadId] = copy.state.at;
+      else if (mine && state.disarmed[copy.threadId] !== undefined) delete state.disarmed[copy.threadId]; // re-armed on the leader
+    } else {
+      mine.recovered = recovered;
+    }
+  }
+  state.pausedAt = snapshot.pausedAt;
+  return { state, taken };
+}
+
+/** Both lists, in order, without repeats, the newest `RECOVERED_LIMIT` kept. */
+function joinRecovered(a: readonly string[], b: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const id of [...a, ...b]) if (!out.includes(id)) out.push(id);
+  return out.length > RECOVERED_LIMIT ? out.slice(out.length - RECOVERED_LIMIT) : out;
+}
+
+/** A store whose first load is merged with the old leader's snapshot; saves go to `inner`. */
+export class HandoverStore implements StateStore {
+  private snapshot: EngineSnapshot | null;
+
+  constructor(private readonly inner: StateStore, snapshot: EngineSnapshot | null, private readonly onTaken?: (taken: string[]) => void) {
+    this.snapshot = snapshot;
+  }
+
+  get location(): string {
+    return this.inner.location;
+  }
+
+  async load(): Promise<LoadResult> {
+    const loaded = await this.inner.load();
+    const snapshot = this.snapshot;
+    this.snapshot = null; // a later load (there is none today) reads the store alone
+    if (!snapshot) return loaded;
+    const { state, taken } = mergeLeaderSnapshot(loaded.state, snapshot);
+    if (taken.length > 0) this.onTaken?.(taken);
+    return { state, problem: loaded.problem };
+  }
+
+  save(state: PersistedState): Promise<void> {
+    return this.inner.save(state);
+  }
+}

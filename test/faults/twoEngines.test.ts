@@ -1,0 +1,278 @@
+// Fault 6: several engines on one daemon. Headless runners (dist/cli.js, --json) on one real
+// daemon (@openai/codex 0.169.0) with one XDG_RUNTIME_DIR, as on one machine: they elect one
+// leader (src/leader/election.ts); only the leader runs an engine; when it dies a follower takes
+// over, starting from its own state file merged with the old leader's last snapshot.
+// Each runner has its own state file, so a takeover cannot lean on a shared file.
+//
+// Invariants:
+//  - one engine at a time: exactly one runner prints `role: leader`; the others print `standby`
+//    naming it, and print no engine line at all (no connection, armed, backoff, recovering);
+//  - at most (here: exactly) one effective recovery per failed turn across outages and takeovers,
+//    counted from the rollout's automatic activations (test/support/rolloutGoals.ts), each right
+//    after a distinct failed turn;
+//  - no pending recovery lost: a leader SIGKILLed mid-backoff is replaced by a follower that
+//    recovers the failed turn (it never saw the goal active itself: the handover of the old
+//    leader's state is what lets it adopt the blocked goal); the goal ends complete;
+//  - a leader SIGKILLed right after its set leaves a write-ahead intent in its own state file:
+//    neither the new leader nor, later, the restarted old runner (first as a follower, then as
+//    the leader again) sends a second set for that failed turn;
+//  - no crash: every runner that was not killed is still running and wrote nothing to stderr;
+//    a clear line for every fault (standby, leader, handover lines).
+// Takeover time: from the SIGKILL to the follower's `role: leader` line, and to its `connected`.
+// Seeded PRNG for the kill points: replay with CGR_FAULT_SEED.
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { startMockModel, type MockModel } from '../../src/demo/mockModel';
+import { controlSocketPath, killAllTracked, makeCodexHome, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
+import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
+import { RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
+import { faultSeed, readRolloutGoals, seededRandom } from '../support/rolloutGoals';
+
+const T = 60_000;
+const SEED = faultSeed();
+const random = seededRandom(SEED);
+const ENGINE_LINES = new Set(['connection', 'armed', 'backoff', 'recovering', 'recovered', 'skipped', 'disarmed', 'rearmed', 'gave-up', 'attention', 'handover']);
+
+let mock: MockModel;
+let home: CodexHome;
+let user: UserClient;
+let dir: string;
+let runners: RunnerProcess[] = [];
+let stateFiles = 0;
+const threads: StartedGoalThread[] = [];
+const takeovers: { toLeaderMs: number; toConnectedMs: number }[] = [];
+
+before(async () => {
+  mock = await startMockModel();
+  home = await makeCodexHome(mock.url);
+  await startDaemon(home.dir);
+  user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'fault6-user' });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault6-'));
+});
+
+afterEach(async (t) => {
+  if (process.env.CGR_FAULT_VERBOSE) for (const r of runners) process.stdout.write(`# runner ${r.child.pid} (${t.name}):\n${r.transcript().replace(/^/gm, "#   ")}\n`);
+  for (const r of runners) await r.kill();
+  runners = [];
+});
+
+after(async () => {
+  for (const r of runners) await r.kill();
+  await user?.close().catch(() => undefined);
+  if (home) {
+    await stopDaemon(home.dir, { force: true });
+    await home.cleanup();
+  }
+  await mock?.close();
+  for (const t of threads) await t.cleanup();
+  await killAllTracked();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(trackedAlive(), [], 'a process was left behind');
+});
+
+/** A runner on the daemon's socket with its own state file (or the one given). */
+function runner(baseDelay: string, statePath = path.join(dir, `state-${++stateFiles}.json`)): RunnerProcess & { statePath: string } {
+  const r = new RunnerProcess(['--socket', controlSocketPath(home.dir), '--state', statePath, '--base-delay', baseDelay, '--max-delay', baseDelay, '--max-attempts', '20']);
+  runners.push(r);
+  return Object.assign(r, { statePath });
+}
+
+const roleOf = (r: RunnerProcess) => r.of('role').at(-1);
+const pidOf = (r: RunnerProcess) => r.child.pid!;
+
+/** Waits until every runner has a role; returns the leader, after checking the others follow it. */
+async function settled(list: RunnerProcess[]): Promise<RunnerProcess> {
+  for (const r of list) await r.waitFor((d) => d.type === 'role', T, 'a role line');
+  const leaders = list.filter((r) => roleOf(r)?.role === 'leader');
+  assert.equal(leaders.length, 1, `not exactly one leader: ${list.map((r) => JSON.stringify(roleOf(r))).join(' ')}`);
+  const leader = leaders[0]!;
+  for (const r of list) {
+    if (r === leader) continue;
+    const role = roleOf(r)!;
+    assert.equal(role.role, 'follower');
+    assert.equal(role.leaderPid, pidOf(leader), 'a follower names another leader');
+    assert.equal(role.leaderWho, 'runner');
+  }
+  return leader;
+}
+
+/** Engine lines a runner printed while it was not the leader (there must be none). */
+function engineLinesWhileFollowing(r: RunnerProcess): RunnerDecision[] {
+  const out: RunnerDecision[] = [];
+  let leading = false;
+  for (const d of r.decisions) {
+    if (d.type === 'role') leading = d.role === 'leader';
+    else if (!leading && ENGINE_LINES.has(d.type)) out.push(d);
+  }
+  return out;
+}
+
+async function turns(threadId: string): Promise<{ id: string; status: string }[]> {
+  return (await user.request('thread/turns/list', { threadId }, T)).data;
+}
+
+/** The one check of every test: one automatic activation per failed turn, right after it. */
+async function assertOneRecoveryPerFailedTurn(t: StartedGoalThread, expectedFailed: number): Promise<void> {
+  const all = await turns(t.threadId);
+  const failed = all.filter((x) => x.status === 'failed').map((x) => x.id);
+  assert.equal(failed.length, expectedFailed, `failed turns: ${JSON.stringify(all)}`);
+  const goals = readRolloutGoals(String(t.thread.path));
+  assert.equal(goals.user.length, 1);
+  const after = goals.automatic.map((a) => a.afterTurn);
+  assert.deepEqual([...after].sort(), [...failed].sort(), `automatic activations after turns ${JSON.stringify(after)}, failed turns ${JSON.stringify(failed)}`);
+}
+
+async function newGoal(objective: string): Promise<StartedGoalThread> {
+  const t = await startThreadWithGoal(user, objective, { timeoutMs: T });
+  threads.push(t);
+  return t;
+}
+
+function assertNoCrash(list: RunnerProcess[]): void {
+  for (const r of list) {
+    assert.ok(r.running, `runner ${pidOf(r)} exited (${r.exitCode ?? r.signalCode})\n${r.transcript()}`);
+    assert.deepEqual(r.stderr, [], `runner ${pidOf(r)} wrote to stderr`);
+    assert.deepEqual(engineLinesWhileFollowing(r), [], `runner ${pidOf(r)} ran an engine while following`);
+  }
+}
+
+/** SIGKILLs the leader; resolves with the runner that took over and the takeover times. */
+async function killLeader(leader: RunnerProcess, followers: RunnerProcess[]): Promise<RunnerProcess> {
+  const marks = new Map(followers.map((f) => [f, f.decisions.length]));
+  await leader.kill();
+  const killedAt = Date.now();
+  const isNewLeader = (f: RunnerProcess) => (d: RunnerDecision) => f.decisions.indexOf(d) >= marks.get(f)! && d.type === 'role' && d.role === 'leader';
+  const winner = await Promise.any(followers.map((f) => f.waitFor(isNewLeader(f), T, 'a takeover').then(() => f)));
+  const line = winner.decisions.find(isNewLeader(winner))!;
+  const connected = await winner.waitFor((d) => winner.decisions.indexOf(d) > winner.decisions.indexOf(line) && d.type === 'connection' && d.state === 'connected', T, 'the new leader connecting');
+  takeovers.push({ toLeaderMs: Date.parse(line.ts) - killedAt, toConnectedMs: Date.parse(connected.ts) - killedAt });
+  // The others follow the new leader.
+  for (const f of followers) {
+    if (f === winner) continue;
+    await f.waitFor((d) => f.decisions.indexOf(d) >= marks.get(f)! && d.type === 'role' && d.role === 'follower' && d.leaderPid === pidOf(winner), T, 'following the new leader');
+  }
+  return winner;
+}
+
+describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () => {
+  it('three runners: one leader, two standing by; exactly one recovery per failed turn through an outage of three failed turns', async (t) => {
+    t.diagnostic(`seed ${SEED} (replay: CGR_FAULT_SEED=${SEED} npm run test:faults)`);
+    const list = [runner('0.5'), runner('0.5'), runner('0.5')];
+    const leader = await settled(list);
+    await leader.connected();
+    mock.setMode('http500');
+    const g = await newGoal('three runners, one outage of three turns');
+    await leader.waitFor((d) => d.type === 'backoff' && d.threadId === g.threadId && d.attempt === 3, T, 'the third backoff');
+    mock.setMode('goalComplete');
+    const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
+    await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
+    await sleep(1_500); // room for a duplicate (three backoffs' worth)
+    await assertOneRecoveryPerFailedTurn(g, 3);
+    assert.deepEqual(leader.of('recovering', g.threadId).map((d) => d.attempt), [1, 2, 3]);
+    assertNoCrash(list);
+  });
+
+  it('the leader SIGKILLed mid-backoff: a follower takes over with its state and recovers the failed turn exactly once (3 rounds)', async (t) => {
+    const list = [runner('3'), runner('3'), runner('3')];
+    let leader = await settled(list);
+    await leader.connected();
+    for (let round = 0; round < 3; round++) {
+      mock.setMode('http500');
+      const g = await newGoal(`leader killed mid-backoff ${round}`);
+      const backoff = await leader.waitFor((d) => d.type === 'backoff' && d.threadId === g.threadId, T, 'backoff');
+      mock.setMode('goalComplete');
+      // Mid-backoff: the recovery is due 1.5–3 s after the failure.
+      const killIn = 150 + Math.round(random() * 1_000);
+      await sleep(Math.max(0, Date.parse(backoff.ts) + killIn - Date.now()));
+      assert.equal(leader.of('recovering', g.threadId).length, 0, 'the recovery was due already');
+      const followers = list.filter((r) => r !== leader && r.running);
+      const next = await killLeader(leader, followers);
+      const { toLeaderMs, toConnectedMs } = takeovers.at(-1)!;
+      t.diagnostic(`round ${round}: killed ${killIn} ms into the backoff; takeover ${toLeaderMs} ms to leader, ${toConnectedMs} ms to connected`);
+      // The new leader took the thread over from the old leader's state: it never saw it active.
+      const handover = await next.waitFor((d) => d.type === 'handover' && Array.isArray(d.threads) && (d.threads as string[]).includes(g.threadId), T, 'the handover');
+      assert.ok(handover);
+      assert.equal(next.of('armed', g.threadId).length, 0);
+      await next.waitFor((d) => d.type === 'recovered' && d.threadId === g.threadId, T, 'the recovery by the new leader');
+      const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
+      await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
+      await sleep(1_000);
+      await assertOneRecoveryPerFailedTurn(g, 1);
+      assert.equal(next.of('recovering', g.threadId).length, 1);
+      // Keep three runners: a fresh one joins as a follower.
+      const fresh = runner('3');
+      list.push(fresh);
+      await fresh.waitFor((d) => d.type === 'role', T, 'the new runner\'s role');
+      assert.deepEqual({ ...roleOf(fresh), ts: '' }, { ts: '', type: 'role', role: 'follower', leaderPid: pidOf(next), leaderWho: 'runner', target: controlSocketPath(home.dir) });
+      leader = next;
+    }
+    assertNoCrash(list.filter((r) => r.running));
+    const ms = takeovers.map((x) => x.toLeaderMs);
+    t.diagnostic(`takeover to leader: ${ms.join(', ')} ms; to connected: ${takeovers.map((x) => x.toConnectedMs).join(', ')} ms`);
+  });
+
+  it('the leader SIGKILLed right after its set: no second recovery, neither by the new leader nor later from the old runner\'s write-ahead intent', async (t) => {
+    let leader = runner('1');
+    await leader.waitFor((d) => d.type === 'role' && d.role === 'leader', T, 'the first runner leading');
+    await leader.connected();
+    let follower = runner('1');
+    await settled([leader, follower]);
+    // The kill must land after the intent was saved and before the outcome was: the runner prints
+    // `recovering` between the two, and the set's round trip is a few ms, so it may take tries.
+    let killed: (RunnerProcess & { statePath: string }) | null = null;
+    let g: StartedGoalThread;
+    let failedTurnId = '';
+    for (let attempt = 1; killed === null; attempt++) {
+      mock.setMode('http500');
+      g = await newGoal(`leader killed right after its set ${attempt}`);
+      const failed = await waitTurnCompleted(user, g.threadId, 'failed', T, g.goalSetSeq);
+      mock.setMode('goalComplete');
+      failedTurnId = String(failed.params.turn.id);
+      await leader.waitFor((d) => d.type === 'recovering' && d.threadId === g.threadId, T, 'the leader\'s set');
+      await sleep(Math.round(random() * 5));
+      const winner = await killLeader(leader, [follower]);
+      assert.equal(winner, follower);
+      t.diagnostic(`attempt ${attempt}: takeover ${takeovers.at(-1)!.toLeaderMs} ms to leader, ${takeovers.at(-1)!.toConnectedMs} ms to connected`);
+      const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
+      await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
+      await sleep(1_500);
+      await assertOneRecoveryPerFailedTurn(g, 1);
+      const saved = JSON.parse(fs.readFileSync(leader.statePath, 'utf8')) as { watches: Record<string, { pending: { failedTurnId: string } | null }> };
+      if (saved.watches[g.threadId]?.pending?.failedTurnId === failedTurnId) {
+        killed = leader;
+      } else {
+        t.diagnostic(`attempt ${attempt}: the kill landed after the outcome was saved; again`);
+        assert.ok(attempt < 5, 'in 5 attempts the kill never landed between the saved intent and the saved outcome');
+      }
+      leader = winner;
+      if (killed === null) {
+        follower = runner('1');
+        await settled([leader, follower]);
+      }
+    }
+
+    // The killed runner comes back on its own state file, with its intent: it follows, then leads.
+    const back = runner('1', killed.statePath);
+    await settled([leader, back]);
+    await killLeader(leader, [back]);
+    await back.waitFor((d) => d.type === 'handover', T, 'taking the last leader\'s state');
+    await sleep(2_500); // its resync runs every second
+    assert.equal(back.of('recovering', g!.threadId).length, 0, `the old intent produced a second set\n${back.transcript()}`);
+    await assertOneRecoveryPerFailedTurn(g!, 1);
+    assert.equal(await back.stop(), 0, 'the restarted runner did not stop cleanly');
+    assert.deepEqual(back.stderr, []);
+    assert.deepEqual(engineLinesWhileFollowing(back), [], 'the restarted runner ran an engine while following');
+    const saved = JSON.parse(fs.readFileSync(killed.statePath, 'utf8')) as { watches: Record<string, { pending: unknown; recovered: string[] }> };
+    assert.equal(saved.watches[g!.threadId]!.pending, null);
+    assert.deepEqual(saved.watches[g!.threadId]!.recovered, [failedTurnId]);
+  });
+
+  after(() => {
+    if (takeovers.length === 0) return;
+    const s = takeovers.map((x) => x.toLeaderMs).sort((x, y) => x - y);
+    process.stdout.write(`# takeover to leader over ${s.length} kills: min ${s[0]} ms, median ${s[Math.floor(s.length / 2)]} ms, max ${s.at(-1)} ms\n`);
+  });
+});
