@@ -29,7 +29,8 @@ import { startMockModel, type MockModel } from '../../src/demo/mockModel';
 import { controlSocketPath, killAllTracked, makeCodexHome, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
 import { RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
-import { faultSeed, readRolloutGoals, seededRandom } from '../support/rolloutGoals';
+import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
+import { rng as seededRandom } from '../support/random';
 
 const T = 60_000;
 const SEED = faultSeed();

@@ -85,17 +85,6 @@ export function readRolloutGoals(rolloutPath: string): RolloutGoals {
   return out;
 }
 
-/** A seeded PRNG (mulberry32): the fault suites print the seed so a failure can be replayed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The seed from `CGR_FAULT_SEED`, else a fresh one. */
 export function faultSeed(env: NodeJS.ProcessEnv = process.env): number {
