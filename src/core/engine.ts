@@ -278,6 +278,7 @@ export class Engine {
         this.connection = { kind: 'connected', detail: session.describe };
         this.emit({ type: 'connection', state: 'connected', detail: session.describe });
         this.changed();
+        this.reschedule();
         await this.resyncOnce();
       },
       (error: unknown) => {
@@ -749,7 +750,9 @@ export class Engine {
   private reschedule(): void {
     if (this.dueTimer) this.deps.clock.clearTimer(this.dueTimer);
     this.dueTimer = null;
-    if (this.stopped) return;
+    // Without a session nothing can be sent: a due timer would only fire and re-arm itself at
+    // once (a busy loop while the daemon is away). Connecting reschedules.
+    if (this.stopped || !this.session) return;
     const next = this.nextDueAt();
     if (next === null) return;
     this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.deps.clock.now()));
@@ -757,7 +760,8 @@ export class Engine {
 
   private fireDue(): void {
     this.dueTimer = null;
-    if (this.stopped || this.state.pausedAt !== null) return;
+    const session = this.session;
+    if (this.stopped || this.state.pausedAt !== null || !session) return;
     const now = this.deps.clock.now();
     const due = this.watches()
       .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now && !this.attempting.has(w.threadId); })
@@ -770,11 +774,6 @@ export class Engine {
         break;
       }
       this.limitedUntil = 0;
-      const session = this.session;
-      if (!session) {
-        this.limiter.giveBack();
-        break; // reconnecting: the resync after it reschedules
-      }
       this.attempting.add(w.threadId);
       void this.inLane(w.threadId, async () => {
         try {

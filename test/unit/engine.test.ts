@@ -269,6 +269,33 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('a recovery that falls due while the daemon is away does not spin the due timer, and runs once on reconnect', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
+    h.daemon.down = true;
+    h.daemon.disconnect();
+    await h.settle();
+    // Count every timer that fires while the daemon is down and the recovery is due.
+    let fired = 0;
+    const setTimer = h.clock.setTimer.bind(h.clock);
+    h.clock.setTimer = (callback, ms) => setTimer(() => {
+      fired += 1;
+      if (fired > 200) throw new Error('busy loop: the due timer re-armed itself without a session');
+      callback();
+    }, ms);
+    await h.advance(20_000);
+    // The reconnect backoff (0.5 s doubling) and nothing else: a handful, not one per tick.
+    assert.ok(fired <= 10, `${fired} timers fired in 20 s while disconnected`);
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+    h.daemon.down = false;
+    await h.advance(30_000);
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the due recovery did not run after reconnecting');
+    assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
