@@ -9,6 +9,7 @@ import {
   describeErrorCode,
   dueAt,
   emptyState,
+  formatDuration,
   type GoalSnapshot,
   isDisarmed,
   markRecovered,
@@ -69,7 +70,10 @@ export class Engine {
   private reconnectTimer: TimerHandle | null = null;
   private reconnectAttempt = 0;
   private generation = 0;
-  private limitedUntil = 0;
+  /** Monotonic time until which the global limiter holds recoveries back, or null. */
+  private limitedUntil: number | null = null;
+  /** Both clocks read together at the last look: a wall-clock jump shows as a difference of their deltas. */
+  private clockRef: { wall: number; mono: number } | null = null;
   private stopped = true;
   private saving: Promise<void> = Promise.resolve();
 
@@ -88,7 +92,7 @@ export class Engine {
     if (limiterChanged) this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
     if (!this.stopped && this.session) {
       if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
-      this.resyncTimer = this.deps.clock.setTimer(() => void this.resync(), this.options.resyncMs);
+      this.resyncTimer = this.timer(() => void this.resync(), this.options.resyncMs);
     }
     this.reschedule();
     this.changed();
@@ -102,6 +106,10 @@ export class Engine {
     this.state = loaded.state;
     if (loaded.problem) this.emit({ type: 'warning', message: loaded.problem });
     this.stopped = false;
+    // A time this engine stored is in the future: the wall clock went back while it was stopped.
+    const behind = latestRecorded(this.state) - this.deps.clock.now();
+    if (behind > CLOCK_JUMP_TOLERANCE_MS) this.clockWentBack(behind, 'since the state was saved');
+    this.clockRef = { wall: this.deps.clock.now(), mono: this.deps.clock.elapsed() };
     this.reschedule();
     this.connectNow();
   }
@@ -163,7 +171,9 @@ export class Engine {
       const due = dueAt(w.state);
       if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
-    return soonest === null ? null : Math.max(soonest, this.limitedUntil);
+    if (soonest === null) return null;
+    const held = this.limitedUntil === null ? 0 : this.limitedUntil - this.deps.clock.elapsed();
+    return held > 0 ? Math.max(soonest, this.deps.clock.now() + held) : soonest;
   }
 
   // ---- the user's commands -------------------------------------------------
@@ -301,7 +311,7 @@ export class Engine {
     this.emit({ type: 'connection', state: kind, detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s` });
     this.changed();
     if (this.reconnectTimer) this.deps.clock.clearTimer(this.reconnectTimer);
-    this.reconnectTimer = this.deps.clock.setTimer(() => this.connectNow(), delay);
+    this.reconnectTimer = this.timer(() => this.connectNow(), delay);
   }
 
   /** Events of an older connection are dropped: only the current generation counts. */
@@ -393,7 +403,7 @@ export class Engine {
     const session = this.session;
     if (!session || this.stopped) return;
     if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
-    this.resyncTimer = this.deps.clock.setTimer(() => void this.resync(), this.options.resyncMs);
+    this.resyncTimer = this.timer(() => void this.resync(), this.options.resyncMs);
     let ids: string[];
     try {
       ids = await session.listLoaded();
@@ -747,6 +757,53 @@ export class Engine {
 
   // ---- recovery ----------------------------------------------------------------
 
+  /**
+   * Every engine timer goes through here, so each firing first checks the wall clock against
+   * the monotonic one. A jump forward (or a suspend) is taken as time that passed: what fell due
+   * is due, and the limiter, which counts monotonic time, spreads it. A jump back would
+   * otherwise postpone every scheduled recovery by the size of the jump: it is undone instead.
+   */
+  private timer(callback: () => void, delayMs: number): TimerHandle {
+    return this.deps.clock.setTimer(() => {
+      this.checkClock();
+      callback();
+    }, delayMs);
+  }
+
+  private checkClock(): void {
+    const wall = this.deps.clock.now();
+    const mono = this.deps.clock.elapsed();
+    const ref = this.clockRef;
+    this.clockRef = { wall, mono };
+    if (!ref || this.stopped) return;
+    const skew = (wall - ref.wall) - (mono - ref.mono);
+    if (skew < -CLOCK_JUMP_TOLERANCE_MS) this.clockWentBack(-skew, 'while running');
+  }
+
+  /**
+   * The wall clock went back by `ms`: move every delay the engine chose (backoffs, and a usage
+   * limit whose reset time is unknown) back with it, so each keeps the real time it had left.
+   * A reset time the provider gave is a point in time, not a delay: it stays.
+   */
+  private clockWentBack(ms: number, when: string): void {
+    let moved = 0;
+    for (const w of this.watches()) {
+      const s = w.state;
+      const absolute = s.kind === 'usageLimited' && s.resetsAt !== null;
+      if (s.kind === 'backoff' || (s.kind === 'usageLimited' && !absolute)) {
+        w.state = { ...s, dueAt: s.dueAt - ms };
+        moved += 1;
+      }
+      const f = w.lastFailure;
+      const relative = s.kind === 'backoff' || (s.kind === 'usageLimited' ? !absolute : f?.code !== 'usageLimitExceeded');
+      if (f && f.dueAt !== null && relative && !w.recovered.includes(f.turnId)) f.dueAt -= ms;
+    }
+    this.emit({ type: 'warning', message: `the wall clock went back by ${formatDuration(ms)} ${when}; ${moved} scheduled ${moved === 1 ? 'recovery keeps' : 'recoveries keep'} the time it had left` });
+    this.reschedule();
+    this.changed();
+    void this.persist();
+  }
+
   private reschedule(): void {
     if (this.dueTimer) this.deps.clock.clearTimer(this.dueTimer);
     this.dueTimer = null;
@@ -755,7 +812,7 @@ export class Engine {
     if (this.stopped || !this.session) return;
     const next = this.nextDueAt();
     if (next === null) return;
-    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.deps.clock.now()));
+    this.dueTimer = this.timer(() => this.fireDue(), Math.max(0, next - this.deps.clock.now()));
   }
 
   private fireDue(): void {
@@ -767,13 +824,15 @@ export class Engine {
       .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now && !this.attempting.has(w.threadId); })
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
-      const wait = this.limiter.take(now);
+      // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
+      const mono = this.deps.clock.elapsed();
+      const wait = this.limiter.take(mono);
       if (wait > 0) {
-        this.limitedUntil = now + wait;
+        this.limitedUntil = mono + wait;
         this.emit({ type: 'skipped', threadId: w.threadId, reason: 'global rate limit', detail: `next recovery slot in ${Math.ceil(wait / 1000)} s` });
         break;
       }
-      this.limitedUntil = 0;
+      this.limitedUntil = null;
       this.attempting.add(w.threadId);
       void this.inLane(w.threadId, async () => {
         try {
@@ -978,6 +1037,19 @@ export class Engine {
   private changed(): void {
     this.deps.onChange?.();
   }
+}
+
+/** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not a jump. */
+const CLOCK_JUMP_TOLERANCE_MS = 2_000;
+
+/** The newest wall-clock time this engine wrote into the state. */
+function latestRecorded(state: PersistedState): number {
+  let latest = state.pausedAt ?? 0;
+  for (const at of Object.values(state.disarmed)) latest = Math.max(latest, at);
+  for (const w of Object.values(state.watches)) {
+    latest = Math.max(latest, w.armedAt, w.updatedAt, w.lastFailure?.at ?? 0, w.pending?.sentAt ?? 0, w.history.at(-1)?.at ?? 0);
+  }
+  return latest;
 }
 
 /** A brand-new thread has no turn to list yet ("not materialized"): that is no turn, not an error. */

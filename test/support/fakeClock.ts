@@ -31,6 +31,17 @@ export class FakeClock implements Clock {
     this.timers = this.timers.filter((t) => t.id !== handle.id);
   }
 
+  /** Monotonic ms since the clock was made: what timers count, unaffected by `jump`. */
+  elapsed(): number {
+    return this.mono;
+  }
+
+  /** Ms (monotonic) until the soonest timer fires, or null when none is set. */
+  nextIn(): number | null {
+    if (this.timers.length === 0) return null;
+    return Math.max(0, Math.min(...this.timers.map((t) => t.at)) - this.mono);
+  }
+
   /** Timers not yet fired, soonest first, as the wall-clock times they will fire at. */
   pending(): number[] {
     return this.timers.map((t) => Math.max(t.at, this.mono) - this.mono + this.current).sort((a, b) => a - b);

@@ -296,6 +296,22 @@ describe('engine', () => {
     assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
   });
 
+  it('a wall clock that jumps back neither postpones a due recovery by the jump nor stalls the limiter', async () => {
+    const h = await armed({ options: { limiterBurst: 1, limiterIntervalMs: 10_000 } }, ['a', 'b']);
+    failByEvents(h.daemon, 'a', 'a-turn-1');
+    failByEvents(h.daemon, 'b', 'b-turn-1');
+    await h.settle();
+    await h.advance(500);
+    h.clock.jump(-6 * 60 * 60_000);
+    await h.advance(500);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery due 1 s after the failure waited for the wall clock to catch up');
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && /clock went back by 6:00:00/.test(d.message)), 'the jump was not logged');
+    await h.advance(9_999);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the limiter let a second one through early');
+    await h.advance(1);
+    assert.equal(h.daemon.count('thread/goal/set'), 2, 'the limiter slot was postponed by the jump');
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
