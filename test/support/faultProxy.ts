@@ -15,7 +15,7 @@ import * as readline from 'node:readline';
 import { PassThrough } from 'node:stream';
 import type { TimerHandle } from '../../src/core/clock';
 import { startSession } from '../../src/protocol/client';
-import type { Connector, DaemonListener, DaemonSession } from '../../src/protocol/daemon';
+import { ConnectionLostError, type Connector, type DaemonListener, type DaemonSession } from '../../src/protocol/daemon';
 import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
 import type { Transport } from '../../src/protocol/transport';
 import type { FakeClock } from './fakeClock';
@@ -134,6 +134,7 @@ class Lane {
 /** One proxied connection: the engine's client on one side, a FakeDaemon connection on the other. */
 class Link {
   closed = false;
+  timedOut = false;
   private readonly fromClient = new PassThrough();
   private readonly toClient = new PassThrough();
   private readonly closeCallbacks: ((reason: string) => void)[] = [];
@@ -250,6 +251,11 @@ export class FaultProxy {
   private readonly counts = new Map<string, number>();
   private readonly links: Link[] = [];
 
+  /** The client's request timeout (the product's default). */
+  requestTimeoutMs = 15_000;
+  /** Connections that a request timeout ended (a delay held a reply past the timeout). */
+  timeouts = 0;
+
   constructor(private readonly daemon: FakeDaemon, readonly clock: FakeClock, private readonly faults: readonly Fault[], private readonly hooks: ProxyHooks = {}) {}
 
   connector(): Connector {
@@ -262,7 +268,15 @@ export class FaultProxy {
       }
       const link = new Link(this, this.daemon.accept());
       this.links.push(link);
-      const session = await startSession(link.transport(), this.observeListener(listener, link), { clientVersion: 'test', requestTimeoutMs: 10 * 60_000 });
+      // The product's request timeout (15 s), counted on the fake clock like everything else.
+      const session = await startSession(link.transport(), this.observeListener(listener, link), {
+        clientVersion: 'test',
+        requestTimeoutMs: this.requestTimeoutMs,
+        timers: { set: (callback, ms) => this.clock.setTimer(callback, ms), clear: (handle) => this.clock.clearTimer(handle as TimerHandle) },
+      }).catch((error: unknown) => {
+        if (error instanceof ConnectionLostError && error.reason.startsWith('timed out')) this.timeouts += 1; // the handshake timed out
+        throw error;
+      });
       return this.observeSession(session, link);
     };
   }
@@ -310,24 +324,31 @@ export class FaultProxy {
 
   private observeSession(session: DaemonSession, link: Link): DaemonSession {
     const hooks = this.hooks;
+    /** Counts the connections a request timeout ended (once each). */
+    const timing = <T>(promise: Promise<T>): Promise<T> => promise.catch((error: unknown) => {
+      if (error instanceof ConnectionLostError && error.reason.startsWith('timed out') && !link.timedOut) {
+        link.timedOut = true;
+        this.timeouts += 1;
+      }
+      throw error;
+    });
     return {
       describe: session.describe,
-      listLoaded: () => session.listLoaded(),
-      getGoal: async (threadId) => {
-        const goal = await session.getGoal(threadId);
+      listLoaded: () => timing(session.listLoaded()),
+      getGoal: (threadId) => timing(session.getGoal(threadId)).then((goal) => {
         if (goal) hooks.onGoalTold?.(threadId, goal.status);
         return goal;
-      },
-      readThread: (threadId) => session.readThread(threadId),
-      latestTurn: (threadId) => session.latestTurn(threadId),
-      resume: (threadId) => session.resume(threadId),
+      }),
+      readThread: (threadId) => timing(session.readThread(threadId)),
+      latestTurn: (threadId) => timing(session.latestTurn(threadId)),
+      resume: (threadId) => timing(session.resume(threadId)),
       setGoalActive: (threadId) => {
         if (!link.closed) hooks.onSetSent?.(threadId, { threadId, status: 'active', origin: 'automatic' });
-        return session.setGoalActive(threadId);
+        return timing(session.setGoalActive(threadId));
       },
-      setGoalStatusAsUser: (threadId, status) => session.setGoalStatusAsUser(threadId, status),
-      rateLimitResetAt: () => session.rateLimitResetAt(),
-      request: (method, params) => session.request(method, params),
+      setGoalStatusAsUser: (threadId, status) => timing(session.setGoalStatusAsUser(threadId, status)),
+      rateLimitResetAt: () => timing(session.rateLimitResetAt()),
+      request: (method, params) => timing(session.request(method, params)),
       close: () => session.close(),
     };
   }

@@ -65,7 +65,7 @@ export interface Schedule {
 export interface Outcome {
   /** Broken invariants; empty when the engine behaved. */
   broken: string[];
-  stats: { sets: number; recovered: number; fired: number; drops: number; delays: number; races: number; notSeen: number; decisions: number };
+  stats: { sets: number; recovered: number; fired: number; drops: number; delays: number; timeouts: number; races: number; notSeen: number; decisions: number };
   log: string[];
 }
 
@@ -369,6 +369,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
   }
 
+  // A request that timed out (a delay past the client's 15 s timeout) ends its connection: each such end is logged too.
+  const timeoutLines = decisions.filter((d) => d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') && d.detail.includes('timed out')).length;
+  if (timeoutLines < proxy.timeouts) broken.push(`a request timed out on ${proxy.timeouts} connection(s), but only ${timeoutLines} connection log line(s) say so`);
+
   try {
     await Promise.race([engine.stop(), sleep(5_000).then(() => { throw new Error('engine.stop() did not return'); })]);
   } catch (error) {
@@ -387,6 +391,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       fired: proxy.fired.length,
       drops: proxy.fired.filter((f) => f.broke).length,
       delays: proxy.fired.filter((f) => !f.broke).length,
+      timeouts: proxy.timeouts,
       races,
       notSeen,
       decisions: decisions.length,

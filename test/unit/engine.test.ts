@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { dueAt } from '../../src/model/watch';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
+import { FaultProxy } from '../support/faultProxy';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 
@@ -310,6 +311,26 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the limiter let a second one through early');
     await h.advance(1);
     assert.equal(h.daemon.count('thread/goal/set'), 2, 'the limiter slot was postponed by the jump');
+  });
+
+  it('a request that times out on a connection that stays open is logged, and the reconnect reads everything again', async () => {
+    // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
+    // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [{ on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 }]).connector(),
+    });
+    h.daemon.failWithEvents('thread-1');
+    // Not h.advance(): it waits for the engine to be idle, and the engine waits for the held read.
+    const tick = async (ms: number) => {
+      h.clock.advance(ms);
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await tick(0);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');
+    for (let t = 0; t < 130; t++) await tick(1_000);
+    assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail)), 'the timeout left no log line');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the failure seen while the reads timed out was never recovered');
+    assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
   });
 
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
