@@ -438,7 +438,9 @@ export class Engine {
     const before = w.goal;
     w.goal = goal ? snapshot(goal) : null;
     const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
-    if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null) return;
+    // Unchanged is not enough when the last look failed: an event may have updated the goal
+    // and the look it started (reading the turn) never finished.
+    if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null && !live.needsLook) return;
     await this.evaluate(session, threadId);
   }
 
@@ -494,7 +496,7 @@ export class Engine {
       // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
       // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
       const seq = live.seq;
-      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(() => null)]);
+      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)]);
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
       live.status = thread.status;
       live.turn = turn;
@@ -534,6 +536,7 @@ export class Engine {
   private async evaluate(session: DaemonSession, threadId: string): Promise<void> {
     const w = this.state.watches[threadId];
     const live = this.liveOf(threadId);
+    live.needsLook = false; // set again if this look fails
     if (!w) {
       // A goal became active on a thread the engine has not seen: adopt it. It was active when
       // the notification was sent, even if it is blocked by the time the engine looks.
@@ -1003,7 +1006,10 @@ export class Engine {
   /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */
   private inLane(threadId: string, work: () => Promise<void>): Promise<void> {
     const previous = this.lanes.get(threadId) ?? Promise.resolve();
-    const next = previous.then(work).catch((error: unknown) => this.readFailed(threadId, error));
+    const next = previous.then(work).catch((error: unknown) => {
+      this.liveOf(threadId).needsLook = true;
+      this.readFailed(threadId, error);
+    });
     this.lanes.set(threadId, next);
     void next.then(() => { if (this.lanes.get(threadId) === next) this.lanes.delete(threadId); });
     return this.track(next);
@@ -1052,9 +1058,13 @@ function latestRecorded(state: PersistedState): number {
   return latest;
 }
 
-/** A brand-new thread has no turn to list yet ("not materialized"): that is no turn, not an error. */
+/**
+ * A brand-new thread has no turn to list yet (-32600 "… is not materialized yet …"): that is no
+ * turn, not an error. Any other error is one: taking it for "no turn" would leave a failed turn
+ * unseen, and unlogged.
+ */
 function notMaterialized(error: unknown): null {
-  if (error instanceof RpcError) return null;
+  if (error instanceof RpcError && /not materialized/i.test(error.message)) return null;
   throw error;
 }
 

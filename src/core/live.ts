@@ -18,10 +18,12 @@ export interface LiveThread {
   /** A resume was refused on this connection (already reported once). */
   subscribeFailed: boolean;
   loaded: boolean;
+  /** The last look at the thread failed part-way: the next resync looks again in full. */
+  needsLook: boolean;
 }
 
 export function newLive(): LiveThread {
-  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, subscribeFailed: false, loaded: true };
+  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, subscribeFailed: false, loaded: true, needsLook: false };
 }
 
 export function isThreadActive(status: ThreadStatus | null): boolean {

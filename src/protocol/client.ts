@@ -83,7 +83,8 @@ export async function startSession(transport: Transport, listener: DaemonListene
   try {
     await client.initialize();
   } catch (error) {
-    await client.close();
+    // The listener hears why the connection ends: the handshake's own failure, not "closed by client".
+    await client.close(`the handshake failed: ${error instanceof Error ? error.message : String(error)}`);
     throw error;
   }
   return client;
@@ -184,8 +185,8 @@ class JsonRpcDaemon implements DaemonSession {
     return this.call(method, params, UnknownSchema);
   }
 
-  async close(): Promise<void> {
-    this.markClosed('closed by client');
+  async close(reason = 'closed by client'): Promise<void> {
+    this.markClosed(reason);
     this.connection.dispose();
     await this.transport.close();
   }

@@ -71,7 +71,7 @@ const requestFault: fc.Arbitrary<Fault> = fc.record({
   on: fc.constant('request' as const),
   // The set is where a mistake costs most: ask for it more often.
   method: fc.oneof({ weight: 2, arbitrary: fc.constant('thread/goal/set') }, { weight: 5, arbitrary: fc.constantFrom(...REQUEST_METHODS) }),
-  phase: fc.constantFrom('dropBeforeRequest', 'dropBeforeReply', 'dropAfterReply', 'delayRequest', 'delayReply' as const),
+  phase: fc.constantFrom('dropBeforeRequest', 'dropBeforeReply', 'dropAfterReply', 'delayRequest', 'delayReply', 'errorReply', 'rejectRequest' as const),
   occurrence,
   delayMs,
 });
@@ -95,14 +95,14 @@ describe('transport faults', () => {
   it(`keeps every invariant over ${RUNS} random fault schedules against the fake daemon`, async () => {
     let n = 0;
     let last: Outcome | null = null;
-    const totals = { runs: 0, sets: 0, recovered: 0, fired: 0, drops: 0, delays: 0, timeouts: 0, races: 0, notSeen: 0 };
+    const totals = { runs: 0, sets: 0, recovered: 0, fired: 0, drops: 0, delays: 0, errors: 0, timeouts: 0, races: 0, notSeen: 0 };
     const started = Date.now();
     await fc.assert(
       fc.asyncProperty(scheduleArb, async (schedule) => {
         const outcome = await runSchedule(schedule, path.join(root, `run-${n++}`), () => crashes.length);
         last = outcome;
         totals.runs += 1;
-        for (const k of ['sets', 'recovered', 'fired', 'drops', 'delays', 'timeouts', 'races', 'notSeen'] as const) totals[k] += outcome.stats[k];
+        for (const k of ['sets', 'recovered', 'fired', 'drops', 'delays', 'errors', 'timeouts', 'races', 'notSeen'] as const) totals[k] += outcome.stats[k];
         if (outcome.broken.length > 0) {
           if (process.env.FAULTS_VERBOSE) console.log(outcome.log.join('\n'));
           const message = `broken invariants:\n  ${outcome.broken.join('\n  ')}`;

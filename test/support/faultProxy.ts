@@ -5,6 +5,8 @@
 //     (a lost reply), or right after the reply was delivered,
 //   - drop it before or after a notification (or a server request) reaches the engine,
 //   - delay a frame (and, the stream being ordered, every frame behind it in that direction),
+//   - answer a request with an error, either instead of the daemon (it never saw the request)
+//     or in place of the daemon's reply (it did act),
 //   - refuse a connection attempt.
 // It never duplicates, reorders or corrupts a frame: JSON-RPC over a stream cannot.
 // Delays run on the FakeClock, so a schedule is repeatable and fast.
@@ -15,7 +17,7 @@ import * as readline from 'node:readline';
 import { PassThrough } from 'node:stream';
 import type { TimerHandle } from '../../src/core/clock';
 import { startSession } from '../../src/protocol/client';
-import { ConnectionLostError, type Connector, type DaemonListener, type DaemonSession } from '../../src/protocol/daemon';
+import { ConnectionLostError, type Connector, type DaemonListener, type DaemonSession, RpcError } from '../../src/protocol/daemon';
 import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
 import type { Transport } from '../../src/protocol/transport';
 import type { FakeClock } from './fakeClock';
@@ -41,7 +43,10 @@ export const NOTIFICATION_METHODS = [
   'item/commandExecution/requestApproval', // a server request: to the engine it is one more frame
 ] as const;
 
-export type RequestFaultPhase = 'dropBeforeRequest' | 'dropBeforeReply' | 'dropAfterReply' | 'delayRequest' | 'delayReply';
+export type RequestFaultPhase = 'dropBeforeRequest' | 'dropBeforeReply' | 'dropAfterReply' | 'delayRequest' | 'delayReply' | 'errorReply' | 'rejectRequest';
+
+/** The error a faulty reply carries (JSON-RPC "internal error"). */
+export const FAULT_ERROR = { code: -32603, message: 'internal error (fault proxy)' };
 export type NotificationFaultPhase = 'dropBefore' | 'dropAfter' | 'delay';
 
 export type Fault =
@@ -66,6 +71,8 @@ export interface ProxyHooks {
   onGoalTold?: (threadId: string, status: string) => void;
   /** The engine sent `thread/goal/set` (on an open connection). */
   onSetSent?: (threadId: string, params: Record<string, unknown>) => void;
+  /** Where the engine's log is now (e.g. how many decisions so far): kept with each delivered error. */
+  mark?: () => number;
 }
 
 interface Frame {
@@ -135,6 +142,8 @@ class Lane {
 class Link {
   closed = false;
   timedOut = false;
+  /** The log's mark when the engine was told this connection closed. */
+  closedMark = 0;
   private readonly fromClient = new PassThrough();
   private readonly toClient = new PassThrough();
   private readonly closeCallbacks: ((reason: string) => void)[] = [];
@@ -204,7 +213,12 @@ class Link {
         if (fault.on !== 'request') continue;
         if (fault.phase === 'dropBeforeRequest') frame.dropBefore = fault;
         else if (fault.phase === 'delayRequest') this.delay(frame, fault);
-        else this.replyFaults.set(m.id, [...(this.replyFaults.get(m.id) ?? []), fault]);
+        else if (fault.phase === 'rejectRequest') {
+          // The daemon never sees it: the proxy answers with an error in its place.
+          this.proxy.record(fault, false);
+          this.down.push({ line: JSON.stringify({ id: m.id, error: FAULT_ERROR }), delayMs: 0, dropBefore: null, dropAfter: null });
+          return;
+        } else this.replyFaults.set(m.id, [...(this.replyFaults.get(m.id) ?? []), fault]);
       }
     }
     this.up.push(frame);
@@ -221,6 +235,11 @@ class Link {
         if (fault.phase === 'dropBeforeReply') frame.dropBefore = fault;
         else if (fault.phase === 'dropAfterReply') frame.dropAfter = fault;
         else if (fault.phase === 'delayReply') this.delay(frame, fault);
+        else if (fault.phase === 'errorReply') {
+          // The daemon acted, but the engine is told it failed.
+          this.proxy.record(fault, false);
+          frame.line = JSON.stringify({ id: m.id, error: FAULT_ERROR });
+        }
       }
       this.replyFaults.delete(m.id);
     } else if (m.method !== undefined) {
@@ -255,6 +274,8 @@ export class FaultProxy {
   requestTimeoutMs = 15_000;
   /** Connections that a request timeout ended (a delay held a reply past the timeout). */
   timeouts = 0;
+  /** Made-up error replies that reached the engine: the method, and the hook's mark. */
+  readonly deliveredErrors: { method: string; mark: number }[] = [];
 
   constructor(private readonly daemon: FakeDaemon, readonly clock: FakeClock, private readonly faults: readonly Fault[], private readonly hooks: ProxyHooks = {}) {}
 
@@ -275,6 +296,8 @@ export class FaultProxy {
         timers: { set: (callback, ms) => this.clock.setTimer(callback, ms), clear: (handle) => this.clock.clearTimer(handle as TimerHandle) },
       }).catch((error: unknown) => {
         if (error instanceof ConnectionLostError && error.reason.startsWith('timed out')) this.timeouts += 1; // the handshake timed out
+        // The handshake's error reached the engine as the reason its connection closed.
+        if (error instanceof RpcError && error.message.includes(FAULT_ERROR.message)) this.deliveredErrors.push({ method: error.method, mark: link.closedMark });
         throw error;
       });
       return this.observeSession(session, link);
@@ -304,6 +327,10 @@ export class FaultProxy {
     this.fired.push({ fault, broke, at: this.clock.now(), mark });
   }
 
+  private delivered(method: string): void {
+    this.deliveredErrors.push({ method, mark: this.hooks.mark?.() ?? 0 });
+  }
+
   private count(key: string): number {
     const n = (this.counts.get(key) ?? 0) + 1;
     this.counts.set(key, n);
@@ -319,6 +346,10 @@ export class FaultProxy {
         if (!link.closed) told?.(threadId, goal.status);
         listener.goalUpdated(threadId, goal, turnId);
       },
+      closed: (reason) => {
+        link.closedMark = this.hooks.mark?.() ?? 0;
+        listener.closed(reason);
+      },
     };
   }
 
@@ -330,6 +361,7 @@ export class FaultProxy {
         link.timedOut = true;
         this.timeouts += 1;
       }
+      if (error instanceof RpcError && error.message.includes(FAULT_ERROR.message)) this.delivered(error.method);
       throw error;
     });
     return {

@@ -65,7 +65,7 @@ export interface Schedule {
 export interface Outcome {
   /** Broken invariants; empty when the engine behaved. */
   broken: string[];
-  stats: { sets: number; recovered: number; fired: number; drops: number; delays: number; timeouts: number; races: number; notSeen: number; decisions: number };
+  stats: { sets: number; recovered: number; fired: number; drops: number; delays: number; errors: number; timeouts: number; races: number; notSeen: number; decisions: number };
   log: string[];
 }
 
@@ -150,6 +150,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       // Until a set reaches the daemon, only the goal's state before its first failure was active.
       if (status === 'active' && !arrivals.some((a) => a.threadId === threadId)) sawActive.add(threadId);
     },
+    mark: () => decisions.length,
     onSetSent: (threadId) => {
       // Invariant: never a set after the engine was told a person paused the goal.
       if (toldPaused.has(threadId)) broken.push(`set on ${threadId} after the engine was told the user paused it`);
@@ -336,13 +337,15 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   for (const p of plans) {
     const turns = failedTurns.get(p.id) ?? [];
     const human = pausedByHuman.has(p.id);
-    const mustRecover = sawActive.has(p.id) && (p.kind === 'transient' || p.kind === 'usage' || (p.kind === 'humanPause' && !human));
+    const w = engine.watch(p.id);
+    // Rejected sets count as failed attempts: past maxAttempts the engine gives up, as it should.
+    const gaveUp = w?.state.kind === 'gaveUp' && w.failures > OPTIONS.maxAttempts;
+    const mustRecover = sawActive.has(p.id) && !gaveUp && (p.kind === 'transient' || p.kind === 'usage' || (p.kind === 'humanPause' && !human));
     for (const turnId of turns) {
       const n = perTurn.get(`${p.id}/${turnId}`) ?? 0;
       recovered += n;
       if (mustRecover && n !== 1) broken.push(`failed turn ${p.id}/${turnId} recovered ${n} times, expected once`);
     }
-    const w = engine.watch(p.id);
     if (w?.pending) broken.push(`${p.id}: a recovery intent is still pending after everything settled (${JSON.stringify(w.pending)})`);
     let expected: string;
     if (!sawActive.has(p.id)) {
@@ -350,6 +353,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       if (turns.length > 0) notSeen += 1;
       expected = 'notAdopted';
     } else if (human) expected = 'userIntent';
+    else if (gaveUp) expected = 'gaveUp';
     else if (applied.has(p.id)) expected = p.kind === 'modelBlock' ? 'modelBlocked' : p.kind === 'terminal' ? p.terminal : 'waitingApproval';
     else expected = 'running';
     if ((w?.state.kind ?? 'unwatched') !== expected) broken.push(`${p.id} (${p.kind}): engine state ${w?.state.kind ?? 'unwatched'} after everything settled, expected ${expected}`);
@@ -366,6 +370,14 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     next += 1;
     if (f.fault.on === 'request' && f.fault.method === 'thread/goal/set' && (f.fault.phase === 'dropBeforeRequest' || f.fault.phase === 'dropBeforeReply')) {
       if (!decisions.slice(f.mark).some((d) => d.type === 'warning' && d.message.includes('thread/goal/set'))) broken.push(`no warning for the set lost by ${describeFault(f.fault)}`);
+    }
+  }
+
+  // An error reply that reached the engine is logged, naming the call that failed. (One that
+  // a broken connection overtook is covered by that connection's line.)
+  for (const e of proxy.deliveredErrors) {
+    if (!decisions.slice(e.mark).some((d) => (d.type === 'warning' || d.type === 'connection') && JSON.stringify(d).includes(e.method))) {
+      broken.push(`no log line names ${e.method} after its error reply reached the engine`);
     }
   }
 
@@ -390,7 +402,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       recovered,
       fired: proxy.fired.length,
       drops: proxy.fired.filter((f) => f.broke).length,
-      delays: proxy.fired.filter((f) => !f.broke).length,
+      delays: proxy.fired.filter((f) => f.fault.on !== 'connect' && f.fault.phase.startsWith('delay')).length,
+      errors: proxy.fired.filter((f) => f.fault.on === 'request' && (f.fault.phase === 'errorReply' || f.fault.phase === 'rejectRequest')).length,
       timeouts: proxy.timeouts,
       races,
       notSeen,

@@ -333,6 +333,21 @@ describe('engine', () => {
     assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
   });
 
+  it('a read that fails with an error reply is retried at the next resync, not skipped because the goal looks unchanged', async () => {
+    // The thread/reads that follow the failure events (the 2nd and 3rd: the events queue two evaluations) get error replies.
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [2, 3].map((occurrence) => ({ on: 'request' as const, method: 'thread/read', phase: 'errorReply' as const, occurrence, delayMs: 0 }))).connector(),
+    });
+    h.daemon.failWithEvents('thread-1');
+    await h.settle();
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/read failed')), 'the error reply was not logged');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+    await h.advance(60_000); // the resync
+    await h.advance(1_000); // the backoff
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the failure whose reads failed once was never recovered');
+    assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
