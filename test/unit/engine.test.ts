@@ -348,6 +348,24 @@ describe('engine', () => {
     assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
   });
 
+  it('an error reply to the handshake or to the turn list is logged by name, not taken for a closed connection or for "no turn yet"', async () => {
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [
+        { on: 'request', method: 'initialize', phase: 'errorReply', occurrence: 1, delayMs: 0 },
+        { on: 'request', method: 'thread/turns/list', phase: 'errorReply', occurrence: 2, delayMs: 0 },
+      ]).connector(),
+      start: false,
+    }, []);
+    h.daemon.addThread('thread-1');
+    await h.engine.start();
+    await h.settle();
+    const first = h.decisions.find((d) => d.type === 'connection' && d.state !== 'connected');
+    assert.ok(first?.type === 'connection' && first.detail.includes('initialize failed'), `the handshake's error was not named: ${JSON.stringify(first)}`);
+    await h.advance(500);
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')), 'the turn list error was swallowed as "not materialized"');
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
