@@ -509,8 +509,11 @@ export class Engine {
     } catch (error) {
       // e.g. a brand-new thread whose rollout does not exist yet: try again on its next event.
       if (!(error instanceof RpcError)) throw error;
-      if (!live.subscribeFailed) this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
-      live.subscribeFailed = true;
+      // A thread whose rollout does not exist yet is refused on every event until it does: say
+      // so once. Any other refusal is an error of its own, logged each time.
+      const notYet = /no rollout found/i.test(error.message);
+      if (!notYet || !live.subscribeFailed) this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
+      if (notYet) live.subscribeFailed = true;
       return null;
     }
     live.subscribed = true;

@@ -15,7 +15,7 @@ export interface LiveThread {
   seq: number;
   /** Resumed (subscribed to turn events) on the current connection. */
   subscribed: boolean;
-  /** A resume was refused on this connection (already reported once). */
+  /** A resume was refused on this connection because the thread has no rollout yet (reported once). */
   subscribeFailed: boolean;
   loaded: boolean;
   /** The last look at the thread failed part-way: the next resync looks again in full. */

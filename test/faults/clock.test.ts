@@ -216,6 +216,29 @@ describe('clock faults', () => {
     assert.ok(last <= latest + (ids.length - BURST) * INTERVAL + 1_000, `the last recovery came ${last - latest} ms after the last due time`);
   });
 
+  it('a jump back moves the delays the engine chose, not a usage-limit reset time the provider gave', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-clock-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread('backoff');
+    daemon.addThread('usage');
+    const clock = new FakeClock();
+    const h = await makeHarness({ dir, daemon, clock, options: OPTIONS });
+    harnesses.push(h);
+    daemon.rateLimitResetSeconds = Math.floor(clock.now() / 1000) + 2 * 3600;
+    daemon.failWithEvents('backoff');
+    daemon.failWithEvents('usage', { codexErrorInfo: 'usageLimitExceeded' });
+    await h.settle();
+    const before = { backoff: h.engine.watch('backoff')!.state, usage: h.engine.watch('usage')!.state };
+    assert.equal(before.backoff.kind, 'backoff');
+    assert.equal(before.usage.kind, 'usageLimited');
+    clock.jump(-HOUR);
+    await run(h, 1_000);
+    await run(h, 60_000); // the resync's timer notices the jump, if the due timer did not
+    const usage = h.engine.watch('usage')!.state;
+    assert.ok(usage.kind === 'usageLimited' && before.usage.kind === 'usageLimited' && usage.dueAt === before.usage.dueAt, 'the provider\'s reset time moved with the wall clock');
+    assert.equal(h.engine.watch('backoff')!.recovered.length, 1, 'the backoff was held back by the jump');
+  });
+
   it('a restart with due times hours in the past: the recoveries go through the limiter, each once', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-clock-'));
     const daemon = new FakeDaemon(dir);

@@ -366,6 +366,17 @@ describe('engine', () => {
     assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')), 'the turn list error was swallowed as "not materialized"');
   });
 
+  it('every refused resume is logged, except the same "no rollout yet" of a brand-new thread', async () => {
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [1, 2].map((occurrence) => ({ on: 'request' as const, method: 'thread/resume', phase: 'rejectRequest' as const, occurrence, delayMs: 0 }))).connector(),
+    });
+    const refusals = () => h.decisions.filter((d) => d.type === 'warning' && d.message.startsWith('not subscribed yet')).length;
+    assert.equal(refusals(), 1);
+    h.daemon.failWithEvents('thread-1'); // evaluated again: the second resume is refused too
+    await h.settle();
+    assert.equal(refusals(), 2, 'the second refusal was not logged');
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
