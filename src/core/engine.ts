@@ -496,7 +496,7 @@ export class Engine {
       // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
       // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
       const seq = live.seq;
-      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)]);
+      const [thread, turn] = await readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized));
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
       live.status = thread.status;
       live.turn = turn;
@@ -582,7 +582,7 @@ export class Engine {
       // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
       // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
       const seq = live.seq;
-      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)]);
+      const [thread, turn] = await readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized));
       if (live.seq === seq) {
         live.status = thread.status;
         live.turn = turn;
@@ -948,7 +948,7 @@ export class Engine {
   private async afterSetError(session: DaemonSession, w: WatchedThread, failedTurnId: string, attempt: number, error: unknown): Promise<void> {
     const live = this.liveOf(w.threadId);
     const seq = live.seq;
-    const [goal, turn] = await Promise.all([session.getGoal(w.threadId), session.latestTurn(w.threadId)]);
+    const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
     if (live.seq === seq) {
       w.goal = goal ? snapshot(goal) : null;
       live.turn = turn;
@@ -1046,6 +1046,21 @@ export class Engine {
   private changed(): void {
     this.deps.onChange?.();
   }
+}
+
+/**
+ * Two reads in parallel. When either fails, one error that names every failure, so the log line
+ * for a failed look names each call that failed (a lost connection wins: its own line says it,
+ * and the reconnect reads everything again).
+ */
+async function readBoth<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value];
+  const errors = [ra, rb].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  const lost = errors.find((e) => e instanceof ConnectionLostError);
+  if (lost !== undefined) throw lost;
+  if (errors.length === 1) throw errors[0];
+  throw new Error(errors.map(errorText).join('; '));
 }
 
 /** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not a jump. */
