@@ -9,6 +9,7 @@ import {
   describeErrorCode,
   dueAt,
   emptyState,
+  formatDuration,
   type GoalSnapshot,
   isDisarmed,
   markRecovered,
@@ -71,7 +72,10 @@ export class Engine {
   private reconnectTimer: TimerHandle | null = null;
   private reconnectAttempt = 0;
   private generation = 0;
-  private limitedUntil = 0;
+  /** Monotonic time until which the global limiter holds recoveries back, or null. */
+  private limitedUntil: number | null = null;
+  /** Both clocks read together at the last look: a wall-clock jump shows as a difference of their deltas. */
+  private clockRef: { wall: number; mono: number } | null = null;
   private stopped = true;
   private saving: Promise<void> = Promise.resolve();
   /**
@@ -100,7 +104,7 @@ export class Engine {
     if (limiterChanged) this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
     if (!this.stopped && this.session) {
       if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
-      this.resyncTimer = this.deps.clock.setTimer(() => void this.resync(), this.options.resyncMs);
+      this.resyncTimer = this.timer(() => void this.resync(), this.options.resyncMs);
     }
     this.reschedule();
     this.changed();
@@ -118,6 +122,10 @@ export class Engine {
     this.allDirty = true;
     if (loaded.problem) this.emit({ type: 'warning', message: loaded.problem });
     this.stopped = false;
+    // A time this engine stored is in the future: the wall clock went back while it was stopped.
+    const behind = latestRecorded(this.state) - this.deps.clock.now();
+    if (behind > CLOCK_JUMP_TOLERANCE_MS) this.clockWentBack(behind, 'since the state was saved');
+    this.clockRef = { wall: this.deps.clock.now(), mono: this.deps.clock.elapsed() };
     this.reschedule();
     this.connectNow();
   }
@@ -179,7 +187,9 @@ export class Engine {
       const due = dueAt(w.state);
       if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
-    return soonest === null ? null : Math.max(soonest, this.limitedUntil);
+    if (soonest === null) return null;
+    const held = this.limitedUntil === null ? 0 : this.limitedUntil - this.deps.clock.elapsed();
+    return held > 0 ? Math.max(soonest, this.deps.clock.now() + held) : soonest;
   }
 
   // ---- the user's commands -------------------------------------------------
@@ -297,6 +307,7 @@ export class Engine {
         this.connection = { kind: 'connected', detail: session.describe };
         this.emit({ type: 'connection', state: 'connected', detail: session.describe });
         this.changed();
+        this.reschedule();
         await this.resyncOnce();
       },
       (error: unknown) => {
@@ -319,7 +330,7 @@ export class Engine {
     this.emit({ type: 'connection', state: kind, detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s` });
     this.changed();
     if (this.reconnectTimer) this.deps.clock.clearTimer(this.reconnectTimer);
-    this.reconnectTimer = this.deps.clock.setTimer(() => this.connectNow(), delay);
+    this.reconnectTimer = this.timer(() => this.connectNow(), delay);
   }
 
   /** Events of an older connection are dropped: only the current generation counts. */
@@ -364,12 +375,14 @@ export class Engine {
       turnStarted: (threadId, turn) => {
         const live = bump(threadId);
         live.turn = turn;
+        live.turnFromEvent = true;
         live.retrying = null;
         this.touch(threadId);
       },
       turnCompleted: (threadId, turn) => {
         const live = bump(threadId);
         live.turn = turn;
+        live.turnFromEvent = true;
         live.retrying = null;
         live.approvals.clear();
         const w = this.state.watches[threadId];
@@ -412,7 +425,7 @@ export class Engine {
     const session = this.session;
     if (!session || this.stopped) return;
     if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
-    this.resyncTimer = this.deps.clock.setTimer(() => void this.resync(), this.options.resyncMs);
+    this.resyncTimer = this.timer(() => void this.resync(), this.options.resyncMs);
     let ids: string[];
     try {
       ids = await session.listLoaded();
@@ -447,7 +460,9 @@ export class Engine {
     const before = w.goal;
     w.goal = goal ? snapshot(goal) : null;
     const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
-    if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null) return;
+    // Unchanged is not enough when the last look failed: an event may have updated the goal
+    // and the look it started (reading the turn) never finished.
+    if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null && !live.needsLook) return;
     await this.evaluate(session, threadId);
   }
 
@@ -503,7 +518,7 @@ export class Engine {
       // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
       // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
       const seq = live.seq;
-      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(() => null)]);
+      const [thread, turn] = await readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized));
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
       live.status = thread.status;
       live.turn = turn;
@@ -516,8 +531,11 @@ export class Engine {
     } catch (error) {
       // e.g. a brand-new thread whose rollout does not exist yet: try again on its next event.
       if (!(error instanceof RpcError)) throw error;
-      if (!live.subscribeFailed) this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
-      live.subscribeFailed = true;
+      // A thread whose rollout does not exist yet is refused on every event until it does: say
+      // so once. Any other refusal is an error of its own, logged each time.
+      const notYet = /no rollout found/i.test(error.message);
+      if (!notYet || !live.subscribeFailed) this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
+      if (notYet) live.subscribeFailed = true;
       return null;
     }
     live.subscribed = true;
@@ -544,6 +562,7 @@ export class Engine {
   private async evaluate(session: DaemonSession, threadId: string): Promise<void> {
     const w = this.state.watches[threadId];
     const live = this.liveOf(threadId);
+    live.needsLook = false; // set again if this look fails
     if (!w) {
       // A goal became active on a thread the engine has not seen: adopt it. It was active when
       // the notification was sent, even if it is blocked by the time the engine looks.
@@ -584,13 +603,13 @@ export class Engine {
     const stopped = goal.status === 'blocked' || goal.status === 'usageLimited';
     // Subscribed, the engine was told how the newest turn ended (events come in wire order, and
     // what it knew is forgotten on a reconnect): nothing to read again.
-    const known = live.subscribed && live.turn !== null && live.turn.status !== 'inProgress';
+    const known = live.subscribed && live.turnFromEvent && live.turn !== null && live.turn.status !== 'inProgress';
     if ((stopped && !known) || w.rolloutPath === null || w.pending !== null) {
       // Codex marks the goal blocked before the turn completes, and an event may have been
       // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
       // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
       const seq = live.seq;
-      const [thread, turn] = await Promise.all([session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)]);
+      const [thread, turn] = await readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized));
       if (live.seq === seq) {
         live.status = thread.status;
         live.turn = turn;
@@ -793,37 +812,82 @@ export class Engine {
     return Math.max(this.options.prepareMs, Math.min(MAX_PREPARE_MS, 2 * this.lastSaveMs));
   }
 
+  /**
+   * Every engine timer goes through here, so each firing first checks the wall clock against
+   * the monotonic one. A jump forward (or a suspend) is taken as time that passed: what fell due
+   * is due, and the limiter, which counts monotonic time, spreads it. A jump back would
+   * otherwise postpone every scheduled recovery by the size of the jump: it is undone instead.
+   */
+  private timer(callback: () => void, delayMs: number): TimerHandle {
+    return this.deps.clock.setTimer(() => {
+      this.checkClock();
+      callback();
+    }, delayMs);
+  }
+
+  private checkClock(): void {
+    const wall = this.deps.clock.now();
+    const mono = this.deps.clock.elapsed();
+    const ref = this.clockRef;
+    this.clockRef = { wall, mono };
+    if (!ref || this.stopped) return;
+    const skew = (wall - ref.wall) - (mono - ref.mono);
+    if (skew < -CLOCK_JUMP_TOLERANCE_MS) this.clockWentBack(-skew, 'while running');
+  }
+
+  /**
+   * The wall clock went back by `ms`: move every delay the engine chose (backoffs, and a usage
+   * limit whose reset time is unknown) back with it, so each keeps the real time it had left.
+   * A reset time the provider gave is a point in time, not a delay: it stays.
+   */
+  private clockWentBack(ms: number, when: string): void {
+    let moved = 0;
+    for (const w of this.watches()) {
+      const s = w.state;
+      const absolute = s.kind === 'usageLimited' && s.resetsAt !== null;
+      if (s.kind === 'backoff' || (s.kind === 'usageLimited' && !absolute)) {
+        w.state = { ...s, dueAt: s.dueAt - ms };
+        moved += 1;
+      }
+      const f = w.lastFailure;
+      const relative = s.kind === 'backoff' || (s.kind === 'usageLimited' ? !absolute : f?.code !== 'usageLimitExceeded');
+      if (f && f.dueAt !== null && relative && !w.recovered.includes(f.turnId)) f.dueAt -= ms;
+    }
+    this.emit({ type: 'warning', message: `the wall clock went back by ${formatDuration(ms)} ${when}; ${moved} scheduled ${moved === 1 ? 'recovery keeps' : 'recoveries keep'} the time it had left` });
+    this.reschedule();
+    this.changed();
+    void this.persist();
+  }
+
   private reschedule(): void {
     if (this.dueTimer) this.deps.clock.clearTimer(this.dueTimer);
     this.dueTimer = null;
-    if (this.stopped) return;
+    // Without a session nothing can be sent: a due timer would only fire and re-arm itself at
+    // once (a busy loop while the daemon is away). Connecting reschedules.
+    if (this.stopped || !this.session) return;
     const next = this.nextDueAt();
     if (next === null) return;
-    this.dueTimer = this.deps.clock.setTimer(() => this.fireDue(), Math.max(0, next - this.prepareLead() - this.deps.clock.now()));
+    this.dueTimer = this.timer(() => this.fireDue(), Math.max(0, next - this.prepareLead() - this.deps.clock.now()));
   }
 
   private fireDue(): void {
     this.dueTimer = null;
-    if (this.stopped || this.state.pausedAt !== null) return;
+    const session = this.session;
+    if (this.stopped || this.state.pausedAt !== null || !session) return;
     const now = this.deps.clock.now();
     const due = this.watches()
       .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId); })
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
-      const wait = this.limiter.take(now);
+      // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
+      const mono = this.deps.clock.elapsed();
+      const wait = this.limiter.take(mono);
       if (wait > 0) {
-        this.limitedUntil = now + wait;
+        this.limitedUntil = mono + wait;
         this.emit({ type: 'skipped', threadId: w.threadId, reason: 'global rate limit', detail: `next recovery slot in ${Math.ceil(wait / 1000)} s` });
         break;
       }
-      this.limitedUntil = 0;
-      const session = this.session;
-      if (!session) {
-        // Reconnecting: the resync after it reschedules. Not rescheduling here, or a recovery
-        // that fell due while the daemon is away would fire again at once, again and again.
-        this.limiter.giveBack();
-        return;
-      }
+      this.limitedUntil = null;
       this.attempting.add(w.threadId);
       void this.inLane(w.threadId, async () => {
         try {
@@ -947,7 +1011,7 @@ export class Engine {
   private async afterSetError(session: DaemonSession, w: WatchedThread, failedTurnId: string, attempt: number, error: unknown): Promise<void> {
     const live = this.liveOf(w.threadId);
     const seq = live.seq;
-    const [goal, turn] = await Promise.all([session.getGoal(w.threadId), session.latestTurn(w.threadId)]);
+    const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
     if (live.seq === seq) {
       w.goal = goal ? snapshot(goal) : null;
       live.turn = turn;
@@ -1017,7 +1081,10 @@ export class Engine {
       } finally {
         this.dirty.add(threadId); // whatever it changed after its last save is saved next time
       }
-    }).catch((error: unknown) => this.readFailed(threadId, error));
+    }).catch((error: unknown) => {
+      this.liveOf(threadId).needsLook = true;
+      this.readFailed(threadId, error);
+    });
     this.lanes.set(threadId, next);
     void next.then(() => { if (this.lanes.get(threadId) === next) this.lanes.delete(threadId); });
     return this.track(next);
@@ -1071,9 +1138,41 @@ export class Engine {
 /** However slow the store, a recovery is not prepared more than this early. */
 const MAX_PREPARE_MS = 2_000;
 
-/** A brand-new thread has no turn to list yet ("not materialized"): that is no turn, not an error. */
+/**
+ * Two reads in parallel. When either fails, one error that names every failure, so the log line
+ * for a failed look names each call that failed (a lost connection wins: its own line says it,
+ * and the reconnect reads everything again).
+ */
+async function readBoth<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value];
+  const errors = [ra, rb].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  const lost = errors.find((e) => e instanceof ConnectionLostError);
+  if (lost !== undefined) throw lost;
+  if (errors.length === 1) throw errors[0];
+  throw new Error(errors.map(errorText).join('; '));
+}
+
+/** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not a jump. */
+const CLOCK_JUMP_TOLERANCE_MS = 2_000;
+
+/** The newest wall-clock time this engine wrote into the state. */
+function latestRecorded(state: PersistedState): number {
+  let latest = state.pausedAt ?? 0;
+  for (const at of Object.values(state.disarmed)) latest = Math.max(latest, at);
+  for (const w of Object.values(state.watches)) {
+    latest = Math.max(latest, w.armedAt, w.updatedAt, w.lastFailure?.at ?? 0, w.pending?.sentAt ?? 0, w.history.at(-1)?.at ?? 0);
+  }
+  return latest;
+}
+
+/**
+ * A brand-new thread has no turn to list yet (-32600 "… is not materialized yet …"): that is no
+ * turn, not an error. Any other error is one: taking it for "no turn" would leave a failed turn
+ * unseen, and unlogged.
+ */
 function notMaterialized(error: unknown): null {
-  if (error instanceof RpcError) return null;
+  if (error instanceof RpcError && /not materialized/i.test(error.message)) return null;
   throw error;
 }
 

@@ -15,13 +15,20 @@ export interface LiveThread {
   seq: number;
   /** Resumed (subscribed to turn events) on the current connection. */
   subscribed: boolean;
-  /** A resume was refused on this connection (already reported once). */
+  /** A resume was refused on this connection because the thread has no rollout yet (reported once). */
   subscribeFailed: boolean;
   loaded: boolean;
+  /** The last look at the thread failed part-way: the next resync looks again in full. */
+  needsLook: boolean;
+  /**
+   * `turn` came from a turn event on this connection: subscribed, the engine hears how every
+   * later turn ends, so a blocked goal needs no re-read. A turn read before subscribing may be stale.
+   */
+  turnFromEvent: boolean;
 }
 
 export function newLive(): LiveThread {
-  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, subscribeFailed: false, loaded: true };
+  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, subscribeFailed: false, loaded: true, needsLook: false, turnFromEvent: false };
 }
 
 export function isThreadActive(status: ThreadStatus | null): boolean {

@@ -51,7 +51,19 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   connectTimeoutMs?: number;
   onStderr?: (line: string) => void;
+  /** What counts the request timeout: real timers unless given (tests pass a fake clock). */
+  timers?: RequestTimers;
 }
+
+export interface RequestTimers {
+  set(callback: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const REAL_TIMERS: RequestTimers = {
+  set: (callback, ms) => setTimeout(callback, ms),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 const UnknownSchema = z.unknown();
@@ -75,7 +87,8 @@ export async function startSession(transport: Transport, listener: DaemonListene
   try {
     await client.initialize();
   } catch (error) {
-    await client.close();
+    // The listener hears why the connection ends: the handshake's own failure, not "closed by client".
+    await client.close(`the handshake failed: ${error instanceof Error ? error.message : String(error)}`);
     throw error;
   }
   return client;
@@ -205,18 +218,33 @@ class JsonRpcDaemon implements DaemonSession {
     return this.call(method, params, UnknownSchema);
   }
 
-  async close(): Promise<void> {
-    this.markClosed('closed by client');
+  async close(reason = 'closed by client'): Promise<void> {
+    this.markClosed(reason);
     this.connection.dispose();
     await this.transport.close();
   }
 
+  /** Closes the connection from this side, for `reason` (told to the listener). */
+  private abandon(reason: string): void {
+    this.markClosed(reason);
+    this.connection.dispose();
+    this.transport.close().catch((error: unknown) => this.listener.protocolProblem(`closing after ${reason}: ${error instanceof Error ? error.message : String(error)}`));
+  }
+
   private async call<S extends z.ZodTypeAny>(method: string, params: object, schema: S): Promise<z.infer<S>> {
     if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: unknown;
     let onClose: ((reason: string) => void) | undefined;
+    const timers = this.options.timers ?? REAL_TIMERS;
     const lost = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ConnectionLostError(method, `timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+      timer = timers.set(() => {
+        const reason = `timed out after ${this.timeoutMs} ms`;
+        reject(new ConnectionLostError(method, reason));
+        // A reply that does not come leaves the connection in doubt (wedged, or a daemon that
+        // hangs), and the events behind it may never come either: drop it, so the caller
+        // reconnects and reads everything again, as after any lost connection.
+        this.abandon(`${method} ${reason}`);
+      }, this.timeoutMs);
       onClose = (reason) => reject(new ConnectionLostError(method, reason));
       this.closeWaiters.add(onClose);
     });
@@ -231,7 +259,7 @@ class JsonRpcDaemon implements DaemonSession {
       if (error instanceof ResponseError) throw new RpcError(method, error.code, error.message);
       throw new ConnectionLostError(method, error instanceof Error ? error.message : String(error));
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) timers.clear(timer);
       if (onClose) this.closeWaiters.delete(onClose);
     }
   }

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
+import type { Connector } from '../../src/protocol/daemon';
 import type { StateStore } from '../../src/store/store';
 import { FakeClock } from './fakeClock';
 import { FakeDaemon } from './fakeDaemon';
@@ -48,6 +49,8 @@ export async function makeHarness(init: {
   start?: boolean;
   /** Sees every read of a rollout (the engine's `onRolloutRead`). */
   onRolloutRead?: (path: string, position: number, length: number) => void;
+  /** How the engine connects (default: straight to the fake daemon). */
+  connect?: (daemon: FakeDaemon, clock: FakeClock) => Connector;
 } = {}): Promise<Harness> {
   const dir = init.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-unit-'));
   const daemon = init.daemon ?? new FakeDaemon(dir);
@@ -56,7 +59,7 @@ export async function makeHarness(init: {
   const decisions: Decision[] = [];
   let changes = 0;
   const engine = new Engine({ ...TEST_OPTIONS, ...init.options }, {
-    connect: daemon.connector(),
+    connect: init.connect ? init.connect(daemon, clock) : daemon.connector(),
     store,
     clock,
     random: init.random ?? (() => 1), // the seed's jitter(d) = d: the full nominal delay

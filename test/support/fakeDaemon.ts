@@ -45,22 +45,26 @@ export function testTurn(id: string, status: string, codexErrorInfo: unknown = '
   return { id, status, error: status === 'failed' ? { message: 'synthetic failure', codexErrorInfo, additionalDetails: null } : null };
 }
 
-class FakeConnection {
+/** One connection to the fake daemon: it writes lines to `toClient` and reads lines from `fromClient`. */
+export class FakeConnection {
   readonly toClient = new PassThrough();
   readonly fromClient = new PassThrough();
   private closeCallbacks: ((reason: string) => void)[] = [];
   closedReason: string | null = null;
   subscribed = new Set<string>();
 
+  /** Called once when the connection closes (at once if it already has). */
+  onClose(cb: (reason: string) => void): void {
+    if (this.closedReason !== null) cb(this.closedReason);
+    else this.closeCallbacks.push(cb);
+  }
+
   transport(): Transport {
     return {
       reader: new LineMessageReader(this.toClient),
       writer: new LineMessageWriter(this.fromClient),
       describe: 'fake daemon',
-      onClose: (cb) => {
-        if (this.closedReason !== null) cb(this.closedReason);
-        else this.closeCallbacks.push(cb);
-      },
+      onClose: (cb) => this.onClose(cb),
       close: async () => this.close('closed by client'),
     };
   }
@@ -96,6 +100,8 @@ export class FakeDaemon {
   down = false;
   private readonly connections: FakeConnection[] = [];
   private readonly serverRequestIds = new Set<string | number>();
+  /** Server requests not yet resolved: the real daemon sends them again to a connection that resumes the thread. */
+  private readonly pendingServerRequests = new Map<string | number, WireMessage & { threadId: string | null }>();
 
   constructor(readonly dir: string) {}
 
@@ -124,13 +130,19 @@ export class FakeDaemon {
 
   connector(options: { requestTimeoutMs?: number } = {}): Connector {
     return async (listener): Promise<DaemonSession> => {
-      if (this.down) throw new Error('fake daemon is down');
-      const connection = new FakeConnection();
-      this.connections.push(connection);
-      const lines = readline.createInterface({ input: connection.fromClient });
-      lines.on('line', (line) => this.receive(connection, line));
+      const connection = this.accept();
       return startSession(connection.transport(), listener, { clientVersion: 'test', requestTimeoutMs: options.requestTimeoutMs ?? 5_000 });
     };
+  }
+
+  /** A new connection, without a client: for a test that puts something between the two (a proxy). */
+  accept(): FakeConnection {
+    if (this.down) throw new Error('fake daemon is down');
+    const connection = new FakeConnection();
+    this.connections.push(connection);
+    const lines = readline.createInterface({ input: connection.fromClient });
+    lines.on('line', (line) => this.receive(connection, line));
+    return connection;
   }
 
   count(method: string): number {
@@ -147,10 +159,52 @@ export class FakeDaemon {
     for (const c of this.open()) c.sendRaw(line);
   }
 
+  /** A notification only to the connections subscribed to the thread (turn events, `error`: §e). */
+  notifySubscribed(threadId: string, method: string, params: unknown): void {
+    for (const c of this.open()) if (c.subscribed.has(threadId)) c.send({ method, params: params as Record<string, unknown>, emittedAtMs: Date.now() });
+  }
+
   /** A server-to-client request (an approval) to every connection subscribed to the thread. */
   serverRequest(id: string | number, method: string, params: Record<string, unknown>): void {
     this.serverRequestIds.add(id);
+    const threadId = typeof params.threadId === 'string' ? params.threadId : null;
+    this.pendingServerRequests.set(id, { id, method, params, threadId });
     for (const c of this.open()) c.send({ id, method, params });
+  }
+
+  /** The user's client answered a server request: `serverRequest/resolved` to every subscribed connection. */
+  resolveServerRequest(id: string | number): void {
+    const request = this.pendingServerRequests.get(id);
+    this.pendingServerRequests.delete(id);
+    if (request?.threadId) this.notifySubscribed(request.threadId, 'serverRequest/resolved', { threadId: request.threadId, requestId: id });
+  }
+
+  /**
+   * A turn failing the way the real daemon reports it (§a): an optional stream retry
+   * (`error {willRetry:true}`), then the goal `blocked` (or `usageLimited`) and `systemError`
+   * (sent to every connection) before the final `error` and `turn/completed(failed)` (sent to
+   * the subscribed ones). `phase` splits it where the real daemon may be read in between:
+   * 'goal' applies the goal and status, 'turn' the turn's end, 'both' does both.
+   */
+  failWithEvents(id: string, opts: { codexErrorInfo?: unknown; retryFirst?: boolean; phase?: 'goal' | 'turn' | 'both'; goal?: GoalStatus } = {}): void {
+    const t = this.thread(id);
+    const info = opts.codexErrorInfo ?? 'internalServerError';
+    const phase = opts.phase ?? 'both';
+    const turnId = t.turn.id;
+    if (phase !== 'turn') {
+      if (opts.retryFirst) {
+        this.notifySubscribed(id, 'error', { threadId: id, turnId, willRetry: true, error: { message: 'Reconnecting... 1/1', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } }, additionalDetails: null } });
+      }
+      t.goal = testGoal(id, opts.goal ?? (info === 'usageLimitExceeded' ? 'usageLimited' : 'blocked'));
+      t.status = { type: 'systemError' };
+      this.notify('thread/goal/updated', { threadId: id, turnId, goal: t.goal });
+      this.notify('thread/status/changed', { threadId: id, status: t.status });
+    }
+    if (phase !== 'goal') {
+      t.turn = testTurn(turnId, 'failed', info);
+      this.notifySubscribed(id, 'error', { threadId: id, turnId, willRetry: false, error: t.turn.error });
+      this.notifySubscribed(id, 'turn/completed', { threadId: id, turn: t.turn });
+    }
   }
 
   /** Drops every open connection, like a daemon that died. */
@@ -163,6 +217,7 @@ export class FakeDaemon {
     const t = this.thread(id);
     fs.appendFileSync(t.path, intentLine(status));
     t.goal = testGoal(id, status);
+    fs.appendFileSync(t.path, goalEventLine(t.goal)); // §g: Codex writes a goal event for every set
     this.notify('thread/goal/updated', { threadId: id, turnId: null, goal: t.goal });
   }
 
@@ -199,6 +254,8 @@ export class FakeDaemon {
         connection.subscribed.add(t.id);
         reply({ thread: this.threadJson(t) });
         if (t.goal) this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
+        // §j case 6: a pending approval is sent again to the connection that resumed the thread.
+        for (const r of this.pendingServerRequests.values()) if (r.threadId === t.id) connection.send({ id: r.id, method: r.method, params: r.params });
         return;
       case 'account/rateLimits/read':
         return reply({ rateLimits: { primary: this.rateLimitResetSeconds === null ? null : { usedPercent: 100, resetsAt: this.rateLimitResetSeconds }, secondary: null }, rateLimitsByLimitId: null });
@@ -219,6 +276,7 @@ export class FakeDaemon {
     if (this.setError) return connection.send({ id: m.id, error: this.setError });
     if (!t || !t.goal) return connection.send({ id: m.id, error: { code: -32600, message: 'synthetic missing goal' } });
     t.goal = { ...t.goal, status: p.status as GoalStatus, updatedAt: t.goal.updatedAt + 1 };
+    if (t.loaded && fs.existsSync(t.path)) fs.appendFileSync(t.path, goalEventLine(t.goal)); // §g (measured: none on a thread not loaded)
     // Measured (0.169.0): on a thread the daemon has not loaded, the set answers `active` but
     // starts no turn.
     if (t.goal.status === 'active' && t.loaded) {
@@ -231,7 +289,7 @@ export class FakeDaemon {
     this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
     if (t.goal.status === 'active' && t.loaded) {
       this.notify('thread/status/changed', { threadId: t.id, status: t.status });
-      this.notify('turn/started', { threadId: t.id, turn: t.turn });
+      this.notifySubscribed(t.id, 'turn/started', { threadId: t.id, turn: t.turn }); // §e: turn events only where resumed
     }
   }
 
@@ -252,4 +310,14 @@ export function intentLine(status: GoalStatus): string {
       internal_chat_message_metadata_passthrough: { content_item_kinds: ['user.goal'] },
     },
   })}\n`;
+}
+
+/** The `event_msg/thread_goal_updated` line Codex writes into the rollout for every `thread/goal/set` (§g). */
+export function goalEventLine(goal: FakeGoal): string {
+  return `${JSON.stringify({ type: 'event_msg', payload: { type: 'thread_goal_updated', threadId: goal.threadId, goal } })}\n`;
+}
+
+/** The line Codex writes when the model itself calls `update_goal` (a model block: not a failure). */
+export function modelGoalCallLine(status: GoalStatus, callId = 'call-1'): string {
+  return `${JSON.stringify({ type: 'response_item', payload: { type: 'function_call', name: 'update_goal', arguments: JSON.stringify({ status }), call_id: callId } })}\n`;
 }

@@ -10,6 +10,7 @@ import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { StateSerializer } from '../../src/store/store';
 import type { PersistedState } from '../../src/model/watch';
 import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
+import { FaultProxy } from '../support/faultProxy';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { failByEvents } from '../support/fleet';
@@ -348,6 +349,123 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
     await h.advance(1_000);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+
+  it('a recovery that falls due while the daemon is away does not spin the due timer, and runs once on reconnect', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
+    h.daemon.down = true;
+    h.daemon.disconnect();
+    await h.settle();
+    // Count every timer that fires while the daemon is down and the recovery is due.
+    let fired = 0;
+    const setTimer = h.clock.setTimer.bind(h.clock);
+    h.clock.setTimer = (callback, ms) => setTimer(() => {
+      fired += 1;
+      if (fired > 200) throw new Error('busy loop: the due timer re-armed itself without a session');
+      callback();
+    }, ms);
+    await h.advance(20_000);
+    // The reconnect backoff (0.5 s doubling) and nothing else: a handful, not one per tick.
+    assert.ok(fired <= 10, `${fired} timers fired in 20 s while disconnected`);
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+    h.daemon.down = false;
+    await h.advance(30_000);
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the due recovery did not run after reconnecting');
+    assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
+  });
+
+  it('a wall clock that jumps back neither postpones a due recovery by the jump nor stalls the limiter', async () => {
+    const h = await armed({ options: { limiterBurst: 1, limiterIntervalMs: 10_000 } }, ['a', 'b']);
+    failByEvents(h.daemon, 'a', 'a-turn-1');
+    failByEvents(h.daemon, 'b', 'b-turn-1');
+    await h.settle();
+    await h.advance(500);
+    h.clock.jump(-6 * 60 * 60_000);
+    await h.advance(500);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery due 1 s after the failure waited for the wall clock to catch up');
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && /clock went back by 6:00:00/.test(d.message)), 'the jump was not logged');
+    await h.advance(9_999);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the limiter let a second one through early');
+    await h.advance(1);
+    assert.equal(h.daemon.count('thread/goal/set'), 2, 'the limiter slot was postponed by the jump');
+  });
+
+  it('a request that times out on a connection that stays open is logged, and the reconnect reads everything again', async () => {
+    // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
+    // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [{ on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 }]).connector(),
+    });
+    h.daemon.failWithEvents('thread-1');
+    // Not h.advance(): it waits for the engine to be idle, and the engine waits for the held read.
+    const tick = async (ms: number) => {
+      h.clock.advance(ms);
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await tick(0);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');
+    for (let t = 0; t < 130; t++) await tick(1_000);
+    assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail)), 'the timeout left no log line');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the failure seen while the reads timed out was never recovered');
+    assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
+  });
+
+  it('a read that fails with an error reply is retried at the next resync, not skipped because the goal looks unchanged', async () => {
+    // The thread was idle when armed (not subscribed: no turn events), so the failure is read,
+    // not heard; the thread/reads that follow the failure (the 2nd and 3rd) get error replies.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread('thread-1', 'active', testTurn('turn-1', 'completed'), 'idle');
+    const h = await makeHarness({
+      dir,
+      daemon,
+      connect: (d, clock) => new FaultProxy(d, clock, [2, 3].map((occurrence) => ({ on: 'request' as const, method: 'thread/read', phase: 'errorReply' as const, occurrence, delayMs: 0 }))).connector(),
+    });
+    harnesses.push(h);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'idle');
+    const t = h.daemon.thread('thread-1');
+    t.turn = testTurn('turn-2', 'inProgress');
+    h.daemon.failWithEvents('thread-1');
+    await h.settle();
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/read failed')), 'the error reply was not logged');
+    assert.notEqual(h.engine.watch('thread-1')!.state.kind, 'backoff', 'decided on a failed read');
+    await h.advance(60_000); // the resync
+    await h.advance(1_000); // the backoff
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the failure whose reads failed once was never recovered');
+    assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-2']);
+  });
+
+  it('an error reply to the handshake or to the turn list is logged by name, not taken for a closed connection or for "no turn yet"', async () => {
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [
+        { on: 'request', method: 'initialize', phase: 'errorReply', occurrence: 1, delayMs: 0 },
+        { on: 'request', method: 'thread/turns/list', phase: 'errorReply', occurrence: 2, delayMs: 0 },
+      ]).connector(),
+      start: false,
+    }, []);
+    h.daemon.addThread('thread-1');
+    await h.engine.start();
+    await h.settle();
+    const first = h.decisions.find((d) => d.type === 'connection' && d.state !== 'connected');
+    assert.ok(first?.type === 'connection' && first.detail.includes('initialize failed'), `the handshake's error was not named: ${JSON.stringify(first)}`);
+    await h.advance(500);
+    assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')), 'the turn list error was swallowed as "not materialized"');
+  });
+
+  it('every refused resume is logged, except the same "no rollout yet" of a brand-new thread', async () => {
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [1, 2].map((occurrence) => ({ on: 'request' as const, method: 'thread/resume', phase: 'rejectRequest' as const, occurrence, delayMs: 0 }))).connector(),
+    });
+    const refusals = () => h.decisions.filter((d) => d.type === 'warning' && d.message.startsWith('not subscribed yet')).length;
+    assert.equal(refusals(), 1);
+    h.daemon.failWithEvents('thread-1'); // evaluated again: the second resume is refused too
+    await h.settle();
+    assert.equal(refusals(), 2, 'the second refusal was not logged');
   });
 
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
