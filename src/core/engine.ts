@@ -84,6 +84,12 @@ export class Engine {
    */
   private readonly dirty = new Set<string>();
   private allDirty = true;
+  /** The monotonic time the limiter was last asked about (never goes back). */
+  private limiterAt = 0;
+  /** The soonest due time, on the monotonic clock, when the due timer was set. */
+  private dueNotBeforeMono = 0;
+  /** Attempts prepared ahead, waiting for their due time to send the set. */
+  private readonly prepared = new Map<string, Prepared>();
   /** How long the last save took: a recovery is prepared at least twice that early. */
   private lastSaveMs = 0;
   /** A save queued behind the one being written, not started yet: later callers share it. */
@@ -136,6 +142,15 @@ export class Engine {
     this.generation += 1;
     for (const timer of [this.dueTimer, this.resyncTimer, this.reconnectTimer]) if (timer) this.deps.clock.clearTimer(timer);
     this.dueTimer = this.resyncTimer = this.reconnectTimer = null;
+    for (const p of this.prepared.values()) {
+      // Not sent: the intent is withdrawn (saved below), the recovery is due again next start.
+      if (p.timer) this.deps.clock.clearTimer(p.timer);
+      if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
+      if (p.w.state.kind === 'recovering') p.w.state = p.scheduled;
+      this.dirty.add(p.w.threadId);
+      this.attempting.delete(p.w.threadId);
+    }
+    this.prepared.clear();
     await this.idle();
     const session = this.session;
     this.session = null;
@@ -181,15 +196,30 @@ export class Engine {
 
   /** The soonest time the engine will act, or null. */
   nextDueAt(): number | null {
+    return this.nextAction(0);
+  }
+
+  /**
+   * The soonest time a recovery must start to go out on time when it is prepared `leadMs` ahead
+   * (0: the time it goes out), or null. A recovery held by the limiter starts when its slot
+   * comes, never ahead of it: the limiter counts when recoveries start.
+   */
+  private nextAction(leadMs: number): number | null {
+    const soonest = this.soonestDue();
+    if (soonest === null) return null;
+    const held = this.limitedUntil === null ? 0 : this.limitedUntil - this.deps.clock.elapsed();
+    return held > 0 ? Math.max(soonest - leadMs, this.deps.clock.now() + held) : soonest - leadMs;
+  }
+
+  /** The soonest due time of a recovery not under way (wall clock), or null. */
+  private soonestDue(): number | null {
     if (this.state.pausedAt !== null) return null;
     let soonest: number | null = null;
     for (const w of this.watches()) {
       const due = dueAt(w.state);
       if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
-    if (soonest === null) return null;
-    const held = this.limitedUntil === null ? 0 : this.limitedUntil - this.deps.clock.elapsed();
-    return held > 0 ? Math.max(soonest, this.deps.clock.now() + held) : soonest;
+    return soonest;
   }
 
   // ---- the user's commands -------------------------------------------------
@@ -618,7 +648,7 @@ export class Engine {
     }
     await this.readMarkers(w);
     if (w.state.kind === 'userIntent') return;
-    if (w.pending) this.resolvePending(w, live);
+    if (w.pending && !this.prepared.has(threadId)) this.resolvePending(w, live); // a prepared set is not sent yet
 
     switch (goal.status) {
       case 'active':
@@ -865,13 +895,18 @@ export class Engine {
     // Without a session nothing can be sent: a due timer would only fire and re-arm itself at
     // once (a busy loop while the daemon is away). Connecting reschedules.
     if (this.stopped || !this.session) return;
-    const next = this.nextDueAt();
+    const now = this.deps.clock.now();
+    const next = this.nextAction(this.prepareLead());
     if (next === null) return;
-    this.dueTimer = this.timer(() => this.fireDue(), Math.max(0, next - this.prepareLead() - this.deps.clock.now()));
+    // The soonest due time on the monotonic clock: a prepared set never goes out before it,
+    // even if the wall clock jumps forward meanwhile (that is not time that passed for a timer).
+    this.dueNotBeforeMono = this.deps.clock.elapsed() + Math.max(0, (this.soonestDue() ?? now) - now);
+    this.dueTimer = this.timer(() => this.fireDue(), Math.max(0, next - now));
   }
 
   private fireDue(): void {
     this.dueTimer = null;
+    const notBeforeMono = this.dueNotBeforeMono;
     const session = this.session;
     if (this.stopped || this.state.pausedAt !== null || !session) return;
     const now = this.deps.clock.now();
@@ -880,39 +915,52 @@ export class Engine {
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
       // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
+      // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
       const mono = this.deps.clock.elapsed();
-      const wait = this.limiter.take(mono);
+      const sendsIn = Math.max(0, dueAt(w.state)! - now, notBeforeMono - mono);
+      this.limiterAt = Math.max(this.limiterAt, mono + sendsIn);
+      const wait = this.limiter.take(this.limiterAt);
       if (wait > 0) {
-        this.limitedUntil = mono + wait;
+        this.limitedUntil = this.limiterAt + wait;
         this.emit({ type: 'skipped', threadId: w.threadId, reason: 'global rate limit', detail: `next recovery slot in ${Math.ceil(wait / 1000)} s` });
         break;
       }
       this.limitedUntil = null;
       this.attempting.add(w.threadId);
       void this.inLane(w.threadId, async () => {
+        let waiting = false;
         try {
-          await this.attempt(session, w.threadId);
+          waiting = await this.attempt(session, w.threadId, notBeforeMono);
         } finally {
-          this.attempting.delete(w.threadId);
-          this.reschedule();
+          if (!waiting) this.attemptDone(w.threadId);
         }
       });
     }
     this.reschedule();
   }
 
-  /** Re-reads everything, checks nothing changed, persists the intent, then sends the set. */
-  private async attempt(session: DaemonSession, threadId: string): Promise<void> {
+  private attemptDone(threadId: string): void {
+    this.attempting.delete(threadId);
+    this.reschedule();
+  }
+
+  /**
+   * Re-reads everything, checks nothing changed, persists the intent, then sends the set: at
+   * once when it is due, else from a timer at the due time (true: the send is waiting; the lane
+   * is free meanwhile, and any event for the thread calls the send off).
+   */
+  private async attempt(session: DaemonSession, threadId: string, notBeforeMono = 0): Promise<boolean> {
     const w = this.state.watches[threadId];
-    if (!w) return;
+    if (!w) return false;
     const scheduled = w.state;
-    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now() + this.prepareLead()) return;
+    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now() + this.prepareLead()) return false;
     const failedTurnId = scheduled.kind === 'backoff' ? scheduled.failedTurnId : w.lastFailure?.turnId ?? '';
     const expectedStatus = scheduled.kind === 'backoff' ? 'blocked' : 'usageLimited';
     const attempt = scheduled.kind === 'backoff' ? scheduled.attempt : 1;
     const live = this.liveOf(threadId);
+    const p: Prepared = { session, w, live, seq: live.seq, scheduled, failedTurnId, expectedStatus, attempt, timer: null };
     try {
-      const seq = live.seq;
+      const seq = p.seq;
       const goal = await session.getGoal(threadId);
       this.unchanged(live, seq, 'the goal changed while it was read');
       w.goal = goal ? snapshot(goal) : null;
@@ -931,23 +979,55 @@ export class Engine {
       await this.persist();
       this.unchanged(live, seq, 'an event arrived while the intent was saved');
       this.check(w, live, expectedStatus, failedTurnId);
-      // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
-      const early = scheduled.dueAt - this.deps.clock.now();
-      if (early > 0) {
-        await new Promise<void>((resolve) => this.deps.clock.setTimer(resolve, early));
-        this.unchanged(live, seq, 'an event arrived while the recovery waited for its due time');
-        this.check(w, live, expectedStatus, failedTurnId);
-      }
     } catch (error) {
-      if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
-      this.limiter.giveBack();
-      if (error instanceof Abort) {
-        this.emit({ type: 'skipped', threadId, reason: error.message });
-        if (w.state.kind === 'recovering') w.state = scheduled;
-        return this.evaluateAfterAbort(session, w);
-      }
-      if (w.state.kind === 'recovering') w.state = scheduled;
-      throw error;
+      return this.calledOff(p, error);
+    }
+    const due = p.scheduled.kind === 'backoff' || p.scheduled.kind === 'usageLimited' ? p.scheduled.dueAt : 0;
+    const early = Math.max(due - this.deps.clock.now(), notBeforeMono - this.deps.clock.elapsed());
+    if (early <= 0) {
+      await this.send(p);
+      return false;
+    }
+    // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
+    this.prepared.set(threadId, p);
+    p.timer = this.deps.clock.setTimer(() => {
+      p.timer = null;
+      void this.inLane(threadId, async () => {
+        try {
+          await this.send(p);
+        } finally {
+          this.prepared.delete(threadId);
+          this.attemptDone(threadId);
+        }
+      });
+    }, early);
+    return true;
+  }
+
+  /** The attempt stops before the set: the intent is withdrawn and the thread decided again. */
+  private async calledOff(p: Prepared, error: unknown): Promise<false> {
+    const { w, failedTurnId } = p;
+    if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
+    this.limiter.giveBack();
+    if (w.state.kind === 'recovering') w.state = p.scheduled;
+    if (!(error instanceof Abort)) throw error;
+    this.emit({ type: 'skipped', threadId: w.threadId, reason: error.message });
+    if (this.session === p.session && !this.stopped) await this.evaluateAfterAbort(p.session, w);
+    else await this.persist();
+    return false;
+  }
+
+  /** Sends the set of a prepared attempt, after a last check. */
+  private async send(p: Prepared): Promise<void> {
+    const { session, w, live, failedTurnId, attempt } = p;
+    const threadId = w.threadId;
+    try {
+      if (this.session !== session || this.liveOf(threadId) !== live) throw new Abort('the connection changed while the recovery waited for its due time');
+      this.unchanged(live, p.seq, 'an event arrived while the recovery waited for its due time');
+      this.check(w, live, p.expectedStatus, failedTurnId);
+    } catch (error) {
+      await this.calledOff(p, error);
+      return;
     }
     this.emit({ type: 'recovering', threadId, attempt, failedTurnId });
     try {
@@ -1133,6 +1213,20 @@ export class Engine {
   private changed(): void {
     this.deps.onChange?.();
   }
+}
+
+/** An attempt between its write-ahead save and its set. */
+interface Prepared {
+  session: DaemonSession;
+  w: WatchedThread;
+  live: LiveThread;
+  /** The thread's event count when its reads began: any event since calls the set off. */
+  seq: number;
+  scheduled: WatchState;
+  failedTurnId: string;
+  expectedStatus: 'blocked' | 'usageLimited';
+  attempt: number;
+  timer: TimerHandle | null;
 }
 
 /** However slow the store, a recovery is not prepared more than this early. */
