@@ -90,8 +90,13 @@ export class Engine {
   private dueNotBeforeMono = 0;
   /** Attempts prepared ahead, waiting for their due time to send the set. */
   private readonly prepared = new Map<string, Prepared>();
-  /** How long the last save took: a recovery is prepared at least twice that early. */
-  private lastSaveMs = 0;
+  /**
+   * How long the recent saves took. A write-ahead may wait for the save being written and then
+   * its own: a recovery is prepared at least three times the slowest of them early.
+   */
+  private readonly saveMs: number[] = [];
+  /** The pending lazy save (`persistSoon`), if any. */
+  private lazySave: TimerHandle | null = null;
   /** A save queued behind the one being written, not started yet: later callers share it. */
   private queuedSave: Promise<void> | null = null;
 
@@ -836,10 +841,10 @@ export class Engine {
 
   // ---- recovery ----------------------------------------------------------------
 
-  /** How early a recovery is prepared: `prepareMs`, or twice the last save if that is longer (a large state). */
+  /** How early a recovery is prepared: `prepareMs`, or more when saves are slow (a large state, a busy disk). */
   private prepareLead(): number {
     if (this.options.prepareMs <= 0) return 0;
-    return Math.max(this.options.prepareMs, Math.min(MAX_PREPARE_MS, 2 * this.lastSaveMs));
+    return Math.max(this.options.prepareMs, Math.min(MAX_PREPARE_MS, 3 * Math.max(0, ...this.saveMs)));
   }
 
   /**
@@ -1048,7 +1053,7 @@ export class Engine {
     }
     await this.decide(session, w);
     this.reschedule();
-    await this.persist();
+    this.persistSoon();
   }
 
   private unchanged(live: LiveThread, seq: number, reason: string): void {
@@ -1084,7 +1089,7 @@ export class Engine {
     if (!this.liveOf(w.threadId).loaded) this.markUnloaded(w); // until some client loads it again
     else await this.decide(session, w);
     this.reschedule();
-    await this.persist();
+    this.persistSoon();
   }
 
   /** An error reply: if events or state show the goal went active, it counts as success. */
@@ -1187,7 +1192,25 @@ export class Engine {
    * a save is waiting to start share it: it takes the state as it is when it starts, so it
    * holds every change made before any of them called.
    */
+  /**
+   * A save that can wait a little (what follows a set: the write-ahead intent is on disk
+   * already, and after a crash the daemon's state decides): one save for every such change
+   * within `LAZY_SAVE_MS`, so a busy disk is not asked for one fsync per recovery twice.
+   */
+  private persistSoon(): void {
+    if (this.lazySave || this.stopped) return;
+    this.lazySave = this.deps.clock.setTimer(() => {
+      this.lazySave = null;
+      void this.persist();
+    }, LAZY_SAVE_MS);
+  }
+
   private persist(): Promise<void> {
+    if (this.lazySave) {
+      // This save covers what the lazy one would have.
+      this.deps.clock.clearTimer(this.lazySave);
+      this.lazySave = null;
+    }
     if (this.queuedSave) return this.queuedSave;
     const run = this.saving.then(async () => {
       this.queuedSave = null;
@@ -1197,7 +1220,8 @@ export class Engine {
       this.dirty.clear();
       this.allDirty = false;
       await this.deps.store.save(this.state, changed);
-      this.lastSaveMs = Math.max(0, this.deps.clock.now() - started);
+      this.saveMs.push(Math.max(0, this.deps.clock.now() - started));
+      if (this.saveMs.length > 16) this.saveMs.shift();
     }).catch((error: unknown) => {
       this.emit({ type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` });
     });
@@ -1228,6 +1252,9 @@ interface Prepared {
   attempt: number;
   timer: TimerHandle | null;
 }
+
+/** How long a save that can wait (`persistSoon`) waits for others to share it. */
+const LAZY_SAVE_MS = 1_000;
 
 /** However slow the store, a recovery is not prepared more than this early. */
 const MAX_PREPARE_MS = 2_000;

@@ -1,6 +1,6 @@
 // `npm run bench`: runs every benchmark beside its naive baseline, prints a table and writes
-// bench/results.json. Flags: --quick (smaller sizes), --only id[,id] (some of them),
-// --out file (another results file).
+// bench/results.json (and .md). Flags: --quick (smaller sizes), --only id[,id] (some of them;
+// the other sections of an existing results file are kept), --out file (another results file).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -91,6 +91,17 @@ async function main(): Promise<number> {
       process.stdout.write(`!! ${bench.id} failed: ${text}\n`);
     } finally {
       fs.rmSync(tmpDir, { recursive: true, force: true });
+    }
+  }
+  if (flags.only && fs.existsSync(flags.out)) {
+    // Some of them: the others keep their figures from the last run (in registry order).
+    try {
+      const previous = JSON.parse(fs.readFileSync(flags.out, 'utf8')) as { sections?: BenchSection[] };
+      const fresh = new Map(sections.map((s) => [s.id, s]));
+      const merged = BENCHES.map((b) => fresh.get(b.id) ?? previous.sections?.find((s) => s.id === b.id)).filter((s): s is BenchSection => s !== undefined);
+      sections.splice(0, sections.length, ...merged);
+    } catch (error) {
+      process.stdout.write(`(could not read ${flags.out} to keep its other sections: ${error instanceof Error ? error.message : String(error)})\n`);
     }
   }
   const missed = sections.flatMap((s) => s.figures.filter((f) => f.met === false).map((f) => `${s.id}: ${f.metric} (${f.target})`));
