@@ -377,6 +377,14 @@ describe('engine', () => {
     assert.equal(refusals(), 2, 'the second refusal was not logged');
   });
 
+  it('a look whose two parallel reads both fail logs both errors', async () => {
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, ['thread/read', 'thread/turns/list'].map((method) => ({ on: 'request' as const, method, phase: 'rejectRequest' as const, occurrence: 1, delayMs: 0 }))).connector(),
+    });
+    const warning = h.decisions.find((d) => d.type === 'warning' && d.message.includes('thread/read failed'));
+    assert.ok(warning?.type === 'warning' && warning.message.includes('thread/turns/list failed'), `only one of the two failures was logged: ${JSON.stringify(warning)}`);
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
