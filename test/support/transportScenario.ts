@@ -4,7 +4,6 @@
 // everything has settled, and every invariant is checked. Returns what was broken (nothing,
 // when the engine is right) and what happened, for the property test in test/faults/.
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
@@ -411,8 +410,4 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     },
     log,
   };
-}
-
-export function tempDir(root: string, n: number): string {
-  return path.join(root, `run-${n}`);
 }
