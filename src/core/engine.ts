@@ -1261,16 +1261,14 @@ const MAX_PREPARE_MS = 2_000;
 
 /**
  * Two reads in parallel. When either fails, one error that names every failure, so the log line
- * for a failed look names each call that failed (a lost connection wins: its own line says it,
- * and the reconnect reads everything again).
+ * for a failed look names each call that failed. Only a lost connection alone stays a
+ * `ConnectionLostError` (its own line says it, and the reconnect reads everything again).
  */
 async function readBoth<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
   const [ra, rb] = await Promise.allSettled([a, b]);
   if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value];
   const errors = [ra, rb].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-  const lost = errors.find((e) => e instanceof ConnectionLostError);
-  if (lost !== undefined) throw lost;
-  if (errors.length === 1) throw errors[0];
+  if (errors.length === 1 || errors.every((e) => e instanceof ConnectionLostError)) throw errors[0];
   throw new Error(errors.map(errorText).join('; '));
 }
 

@@ -224,11 +224,9 @@ class JsonRpcDaemon implements DaemonSession {
     await this.transport.close();
   }
 
-  /** Closes the connection from this side, for `reason` (told to the listener). */
+  /** Closes the connection from this side, for `reason` (told to the listener at once). */
   private abandon(reason: string): void {
-    this.markClosed(reason);
-    this.connection.dispose();
-    this.transport.close().catch((error: unknown) => this.listener.protocolProblem(`closing after ${reason}: ${error instanceof Error ? error.message : String(error)}`));
+    this.close(reason).catch((error: unknown) => this.listener.protocolProblem(`closing after ${reason}: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   private async call<S extends z.ZodTypeAny>(method: string, params: object, schema: S): Promise<z.infer<S>> {

@@ -17,7 +17,8 @@
 //
 // Rerun: FAULTS_SEED=<seed> [FAULTS_PATH=<path>] [FAULTS_RUNS=<n>] npm run test:faults
 // (fast-check prints both on a failure). FAULTS_VERBOSE=1 prints the engine's log of the
-// counterexample.
+// counterexample; FAULTS_NO_SHRINK=1 stops at the first failure; FAULTS_MAX_FAULTS=<n> allows
+// more faults per schedule (default 8).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -30,6 +31,8 @@ import { KINDS, type Kind, type Outcome, runSchedule, type Schedule, type Thread
 const RUNS = Number(process.env.FAULTS_RUNS ?? 200);
 const SEED = process.env.FAULTS_SEED === undefined ? undefined : Number(process.env.FAULTS_SEED);
 const PATH = process.env.FAULTS_PATH;
+/** Faults per schedule, at most (more makes a harsher, slower hunt). */
+const MAX_FAULTS = Number(process.env.FAULTS_MAX_FAULTS ?? 8);
 
 const crashes: unknown[] = [];
 const onCrash = (error: unknown) => crashes.push(error);
@@ -87,7 +90,7 @@ const connectFault: fc.Arbitrary<Fault> = fc.record({ on: fc.constant('connect' 
 const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   threads: fc.array(threadPlan, { minLength: 1, maxLength: 5 }),
   steps: fc.array(fc.oneof(fc.integer({ min: 0, max: 200 }), fc.integer({ min: 200, max: 5_000 }), fc.integer({ min: 5_000, max: 45_000 })), { minLength: 3, maxLength: MAX_STEPS }),
-  faults: fc.array(fc.oneof({ weight: 5, arbitrary: requestFault }, { weight: 3, arbitrary: notificationFault }, { weight: 1, arbitrary: connectFault }), { maxLength: 8 }),
+  faults: fc.array(fc.oneof({ weight: 5, arbitrary: requestFault }, { weight: 3, arbitrary: notificationFault }, { weight: 1, arbitrary: connectFault }), { maxLength: MAX_FAULTS }),
   seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
 });
 

@@ -4,7 +4,6 @@
 // everything has settled, and every invariant is checked. Returns what was broken (nothing,
 // when the engine is right) and what happened, for the property test in test/faults/.
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
@@ -304,7 +303,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   }
 
   // ---- the invariants -----------------------------------------------------------------
-  // Never a reply to a server request; nothing on the wire beyond the allowed calls.
+  // Invariant: never a reply to a server request; nothing on the wire beyond the allowed calls.
   for (const v of [...proxy.violations, ...daemon.violations]) broken.push(`wire: ${v}`);
 
   const perTurn = new Map<string, number>();
@@ -313,7 +312,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     const p = plan(a.threadId);
     const key = `${a.threadId}/${a.turnId}`;
     if (a.origin !== 'automatic') broken.push(`a set with origin ${String(a.origin)} on ${a.threadId}`);
-    // Never a set on a goal that is paused, complete, budget-limited, model-blocked, waiting for an approval, or was blocked before the engine saw it.
+    // Invariant: never a set on a goal that is paused, complete, budget-limited, model-blocked,
+    // waiting for an approval, or was blocked before the engine saw it.
     if (FORBIDDEN.has(p.kind) || !sawActive.has(a.threadId)) {
       broken.push(`set on ${a.threadId} (${p.kind}: goal ${a.status}, turn ${a.turnId} ${a.turnStatus})`);
       continue;
@@ -322,16 +322,16 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       races += 1; // sent before the engine could know (checked when it was sent): the unavoidable race
       continue;
     }
-    // Never competes with a running turn: a set arrives only on a goal blocked by a failed turn.
+    // Invariant: never competes with a running turn: a set arrives only on a goal blocked by a failed turn.
     const expected = p.kind === 'usage' ? 'usageLimited' : 'blocked';
     if (a.status !== expected || a.turnStatus !== 'failed') broken.push(`set on ${a.threadId} while its goal was ${a.status} and turn ${a.turnId} ${a.turnStatus}`);
     perTurn.set(key, (perTurn.get(key) ?? 0) + 1);
   }
-  // At most one effective recovery per failed turn.
+  // Invariant: at most one effective recovery per failed turn.
   for (const [key, n] of perTurn) if (n > 1) broken.push(`${n} sets for the failed turn ${key}`);
 
-  // No pending recovery lost: once the faults stop, every transient failure the engine could
-  // see is recovered, exactly once, and the engine's view of every thread matches the daemon.
+  // Invariant: no pending recovery lost: once the faults stop, every transient failure the engine
+  // could see is recovered, exactly once, and the engine's view of every thread matches the daemon.
   let recovered = 0;
   let notSeen = 0;
   for (const p of plans) {
@@ -360,7 +360,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     if (mustRecover && daemon.thread(p.id).goal?.status !== 'active') broken.push(`${p.id}: goal still ${daemon.thread(p.id).goal?.status} after the faults stopped`);
   }
 
-  // A clear log line for every fault that broke something: each broken connection is
+  // Invariant: a clear log line for every fault that broke something: each broken connection is
   // followed by its own connection decision, and a lost set by a warning that names it.
   const connectionLines = decisions.map((d, i) => (d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') ? i : -1)).filter((i) => i >= 0);
   let next = 0;
@@ -373,7 +373,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
   }
 
-  // An error reply that reached the engine is logged, naming the call that failed. (One that
+  // Invariant: an error reply that reached the engine is logged, naming the call that failed. (One that
   // a broken connection overtook is covered by that connection's line.)
   for (const e of proxy.deliveredErrors) {
     if (!decisions.slice(e.mark).some((d) => (d.type === 'warning' || d.type === 'connection') && JSON.stringify(d).includes(e.method))) {
@@ -381,7 +381,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
   }
 
-  // A request that timed out (a delay past the client's 15 s timeout) ends its connection: each such end is logged too.
+  // Invariant: a request that timed out (a delay past the client's 15 s timeout) ends its connection, and says so.
   const timeoutLines = decisions.filter((d) => d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') && d.detail.includes('timed out')).length;
   if (timeoutLines < proxy.timeouts) broken.push(`a request timed out on ${proxy.timeouts} connection(s), but only ${timeoutLines} connection log line(s) say so`);
 
@@ -391,7 +391,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     broken.push(String(error));
   }
   await immediate();
-  // No crash: no unhandled rejection, no uncaught exception.
+  // Invariant: no crash: no unhandled rejection, no uncaught exception.
   if (crashes() !== crashesBefore) broken.push(`${crashes() - crashesBefore} unhandled rejection(s) or uncaught exception(s)`);
   fs.rmSync(dir, { recursive: true, force: true });
 
@@ -411,8 +411,4 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     },
     log,
   };
-}
-
-export function tempDir(root: string, n: number): string {
-  return path.join(root, `run-${n}`);
 }

@@ -468,6 +468,33 @@ describe('engine', () => {
     assert.equal(refusals(), 2, 'the second refusal was not logged');
   });
 
+  it('a look whose two parallel reads both fail logs both errors', async () => {
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, ['thread/read', 'thread/turns/list'].map((method) => ({ on: 'request' as const, method, phase: 'rejectRequest' as const, occurrence: 1, delayMs: 0 }))).connector(),
+    });
+    const warning = h.decisions.find((d) => d.type === 'warning' && d.message.includes('thread/read failed'));
+    assert.ok(warning?.type === 'warning' && warning.message.includes('thread/turns/list failed'), `only one of the two failures was logged: ${JSON.stringify(warning)}`);
+  });
+
+  it('a look that fails for two reasons, one of them a lost connection, still names the other', async () => {
+    // At arming, thread/read is held past the 15 s timeout while thread/turns/list is refused at once.
+    const h = await armed({
+      connect: (daemon, clock) => new FaultProxy(daemon, clock, [
+        { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 1, delayMs: 20_000 },
+        { on: 'request', method: 'thread/turns/list', phase: 'rejectRequest', occurrence: 1, delayMs: 0 },
+      ]).connector(),
+      start: false,
+    }, []);
+    h.daemon.addThread('thread-1');
+    await h.engine.start();
+    for (let t = 0; t <= 16; t++) {
+      h.clock.advance(t === 0 ? 0 : 1_000);
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && d.detail.includes('timed out')), 'the timeout was not logged');
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')), 'the refused turn list was not logged');
+  });
+
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
