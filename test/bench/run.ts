@@ -83,6 +83,7 @@ async function main(): Promise<number> {
     process.stdout.write(`\n… ${bench.title}\n`);
     try {
       const section = await bench.run({ quick: flags.quick, tmpDir, log: (l) => process.stdout.write(`    ${l}\n`) });
+      section.measuredAt = new Date().toISOString();
       sections.push(section);
       process.stdout.write(`${table(section)}\n  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
     } catch (error) {

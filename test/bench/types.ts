@@ -25,6 +25,8 @@ export interface BenchSection {
   figures: Figure[];
   /** What the baseline is and anything a reader needs to read the figures honestly. */
   notes: string[];
+  /** When this section was measured (set by the runner). */
+  measuredAt?: string;
 }
 
 export interface BenchContext {
