@@ -13,6 +13,7 @@
 // Both count the JSON-RPC requests they write on the wire. (In-process rather than the runner's
 // child process: the requests are counted on the product's own transport, and the global
 // limiter, which is not a command-line flag, can be set out of the way.)
+import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
@@ -80,20 +81,6 @@ async function countedSession(target: TransportTarget, listener: DaemonListener,
   return startSession(transport, listener, { clientVersion: VERSION });
 }
 
-const ignoreEverything: DaemonListener = {
-  goalUpdated: () => undefined,
-  goalCleared: () => undefined,
-  threadStatus: () => undefined,
-  threadStarted: () => undefined,
-  threadClosed: () => undefined,
-  turnStarted: () => undefined,
-  turnCompleted: () => undefined,
-  error: () => undefined,
-  serverRequest: () => undefined,
-  serverRequestResolved: () => undefined,
-  protocolProblem: () => undefined,
-  closed: () => undefined,
-};
 
 function rpcsFor(log: RpcRecord[], threadId: string, from: number, to: number): number {
   return log.filter((r) => r.threadId === threadId && r.at >= from && r.at <= to).length;
@@ -226,7 +213,7 @@ export const endToEndBench: Bench = {
       // ---- baseline: poll every watched goal once a second ---------------------------------
       const baselineRpcs: RpcRecord[] = [];
       const errors: string[] = [];
-      baselineSession = await countedSession(target, ignoreEverything, baselineRpcs);
+      baselineSession = await countedSession(target, IGNORE_EVENTS, baselineRpcs);
       baseline = new PollingDaemonReconciler(baselineSession, {
         intervalMs: POLL_INTERVAL_MS,
         onError: (threadId, error) => errors.push(`${threadId}: ${error instanceof Error ? error.message : String(error)}`),

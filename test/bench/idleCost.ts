@@ -8,6 +8,7 @@ import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { FakeClock } from '../support/fakeClock';
+import type { FakeDaemon } from '../support/fakeDaemon';
 import { healthyFleet } from '../support/fleet';
 import { rng } from '../support/random';
 import { PollingReconciler } from './baselines/pollingReconciler';
@@ -56,6 +57,22 @@ function account(requests: { method?: string; params?: Record<string, unknown> }
   return { betweenResyncs, resyncs, maxPerThreadPerResync: maxPerThread };
 }
 
+/** Fake time in one-second steps for `minutes`, waiting for the reconciler after each; what it cost. */
+async function idleFor(minutes: number, daemon: FakeDaemon, clock: FakeClock, idle: () => Promise<void>): Promise<Idle> {
+  const start = daemon.requests.length;
+  const steps: [number, number][] = [];
+  const cpu = process.cpuUsage();
+  for (let s = 0; s < minutes * 60; s++) {
+    const from = daemon.requests.length;
+    clock.advance(1_000);
+    await flush();
+    await idle();
+    steps.push([from, daemon.requests.length]);
+  }
+  const spent = cpuMs(cpu);
+  return { rpcs: daemon.requests.length - start, cpuMs: spent, ...account(daemon.requests, steps) };
+}
+
 async function product(dir: string, p: Params): Promise<Idle> {
   const { daemon } = healthyFleet(dir, p.threads);
   const clock = new FakeClock();
@@ -72,19 +89,9 @@ async function product(dir: string, p: Params): Promise<Idle> {
     await engine.idle();
   }
   if (engine.watches().length !== p.threads) throw new Error(`only ${engine.watches().length} of ${p.threads} threads armed`);
-  const start = daemon.requests.length;
-  const steps: [number, number][] = [];
-  const cpu = process.cpuUsage();
-  for (let s = 0; s < p.minutes * 60; s++) {
-    const from = daemon.requests.length;
-    clock.advance(1_000);
-    await flush();
-    await engine.idle();
-    steps.push([from, daemon.requests.length]);
-  }
-  const spent = cpuMs(cpu);
+  const idle = await idleFor(p.minutes, daemon, clock, () => engine.idle());
   await engine.stop();
-  return { rpcs: daemon.requests.length - start, cpuMs: spent, ...account(daemon.requests, steps) };
+  return idle;
 }
 
 async function baseline(dir: string, p: Params): Promise<Idle> {
@@ -93,21 +100,10 @@ async function baseline(dir: string, p: Params): Promise<Idle> {
   const session = await daemon.connector()(IGNORE_EVENTS);
   const poller = new PollingReconciler(session, clock, { pollMs: 1_000, baseDelayMs: DEFAULT_OPTIONS.baseDelayMs, maxDelayMs: DEFAULT_OPTIONS.maxDelayMs }, rng(2));
   await poller.start();
-  const start = daemon.requests.length;
-  const steps: [number, number][] = [];
-  const cpu = process.cpuUsage();
-  for (let s = 0; s < p.minutes * 60; s++) {
-    const from = daemon.requests.length;
-    clock.advance(1_000);
-    await flush();
-    await poller.idle();
-    steps.push([from, daemon.requests.length]);
-  }
-  const spent = cpuMs(cpu);
+  const idle = await idleFor(p.minutes, daemon, clock, () => poller.idle());
   poller.stop();
   await session.close();
-  // The baseline has no resync: every step is "between resyncs".
-  return { rpcs: daemon.requests.length - start, cpuMs: spent, ...account(daemon.requests, steps) };
+  return idle; // the baseline has no resync: every step is between resyncs
 }
 
 export const idleCost: Bench = {
