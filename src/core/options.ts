@@ -39,7 +39,7 @@ export const DEFAULT_OPTIONS: EngineOptions = {
   usageMarginMs: 60_000,
   recoverUsageLimited: true,
   autoArm: true,
-  prepareMs: 50,
+  prepareMs: 200,
   reconnectBaseMs: 500,
   reconnectMaxMs: 30_000,
 };
