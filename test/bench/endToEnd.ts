@@ -13,7 +13,6 @@
 // Both count the JSON-RPC requests they write on the wire. (In-process rather than the runner's
 // child process: the requests are counted on the product's own transport, and the global
 // limiter, which is not a command-line flag, can be set out of the way.)
-import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
@@ -30,6 +29,7 @@ import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { VERSION } from '../../src/version';
 import { PollingDaemonReconciler } from './baselines/pollingDaemonClient';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
+import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 
 const T = 60_000;
 /** The engine's backoff for the bench: the first retry waits 0.5–1 s (equal jitter). */

@@ -13,28 +13,18 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
-import { CORRUPT_PREFIX, GlobalStateStore, MAX_STATE_CHARS, type MementoLike, STATE_KEY } from '../../src/store/globalStateStore';
+import { CORRUPT_PREFIX, GlobalStateStore, MAX_STATE_CHARS, STATE_KEY } from '../../src/store/globalStateStore';
 import { DEFAULT_MAX_STATE_BYTES, JsonFileStore } from '../../src/store/jsonFileStore';
 import type { LoadResult, StateStore } from '../../src/store/store';
 import { makeHarness } from '../support/engineHarness';
 import { FakeDaemon } from '../support/fakeDaemon';
 import { CLI } from '../support/runnerProcess';
+import { Memento } from '../support/memento';
 
 const NOW = Date.UTC(2026, 10, 30, 9, 8, 7, 654);
 const FILE_ASIDE_SUFFIX = '.corrupt-2026-11-30T09-08-07-654Z';
 const MEMENTO_ASIDE_KEY = `${CORRUPT_PREFIX}2026-11-30T09:08:07.654Z`;
 const MB = 1024 * 1024;
-
-/** A Memento as VS Code keeps one: values go through JSON. */
-class Memento implements MementoLike {
-  readonly data = new Map<string, unknown>();
-  get<T>(key: string): T | undefined { return this.data.get(key) as T | undefined; }
-  async update(key: string, value: unknown): Promise<void> {
-    if (value === undefined) this.data.delete(key);
-    else this.data.set(key, JSON.parse(JSON.stringify(value)));
-  }
-  keys(): readonly string[] { return [...this.data.keys()]; }
-}
 
 /** A good state with one watch (of a thread the daemon no longer has) and one disarm. */
 function goodState(): PersistedState {

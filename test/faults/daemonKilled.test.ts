@@ -41,10 +41,10 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import { controlSocketPath, daemonPid, killAllTracked, makeCodexHome, restartDaemon, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
+import { daemonPid, restartDaemon, sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, UserClient, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
 import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
+import { DaemonLab } from '../support/daemonLab';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
 import { rng as seededRandom } from '../support/random';
 
@@ -86,8 +86,7 @@ interface IterationRecord {
 }
 
 describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 60_000 }, () => {
-  let mock: MockModel;
-  let home: CodexHome;
+  let lab: DaemonLab;
   let user: UserClient;
   let runner: RunnerProcess;
   let dir: string;
@@ -95,28 +94,22 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
   const threads: StartedGoalThread[] = [];
 
   before(async () => {
-    mock = await startMockModel();
-    home = await makeCodexHome(mock.url);
-    await startDaemon(home.dir);
-    user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'fault-user' });
+    lab = await DaemonLab.start();
+    // Its own user client, not the lab's: a new one after every restart.
+    user = await UserClient.overSocket(lab.socket, { name: 'fault-user' });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault1-'));
     statePath = path.join(dir, 'state.json');
     // The global limiter (one recovery per 10 s after a burst of 3) would hold most iterations'
     // recoveries past the kill window: one per 0.2 s here.
-    runner = new RunnerProcess(['--codex-home', home.dir, '--state', statePath, '--base-delay', '1', '--max-delay', '1', '--max-attempts', '50'], { CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.2' });
+    runner = new RunnerProcess(['--codex-home', lab.home.dir, '--state', statePath, '--base-delay', '1', '--max-delay', '1', '--max-attempts', '50'], { CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.2' });
     await runner.connected();
   });
 
   after(async () => {
     await runner?.kill();
     await user?.close().catch(() => undefined);
-    if (home) {
-      await stopDaemon(home.dir, { force: true });
-      await home.cleanup();
-    }
-    await mock?.close();
     for (const t of threads) await t.cleanup();
-    await killAllTracked();
+    await lab?.close();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
     assert.deepEqual(trackedAlive(), [], 'a process was left behind');
   });
@@ -155,14 +148,14 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
   async function iteration(i: number, strategy: 'uniform' | 'at-set', delayMs: number): Promise<IterationRecord> {
     const t0 = Date.now();
-    mock.setMode('http500');
+    lab.mock.setMode('http500');
     const thread = await startThreadWithGoal(user, `killed daemon ${i}`, { timeoutMs: T });
     threads.push(thread);
     const id = thread.threadId;
     const mine = (type: string) => (d: RunnerDecision) => d.type === type && d.threadId === id;
     await runner.waitFor(mine('armed'), T, 'armed');
     const failed = await waitTurnCompleted(user, id, 'failed', T, thread.goalSetSeq);
-    mock.setMode('goalComplete');
+    lab.mock.setMode('goalComplete');
     const failedTurnId = String(failed.params.turn.id);
 
     if (strategy === 'uniform') await sleep(Math.max(0, failed.at + delayMs - Date.now()));
@@ -170,7 +163,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       await runner.waitFor(mine('recovering'), T, 'recovering');
       await sleep(delayMs);
     }
-    const pid = daemonPid(home.dir);
+    const pid = daemonPid(lab.home.dir);
     assert.ok(pid, 'no daemon to kill');
     process.kill(-pid, 'SIGKILL');
     const killedAt = Date.now();
@@ -179,9 +172,9 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
     await user.close();
     const r0 = Date.now();
-    await restartDaemon(home.dir);
+    await restartDaemon(lab.home.dir);
     const restartMs = Date.now() - r0;
-    user = await UserClient.overSocket(controlSocketPath(home.dir), { name: `fault-user-${i}` });
+    user = await UserClient.overSocket(lab.socket, { name: `fault-user-${i}` });
     // What survived the kill, before anyone acts (the thread is not loaded: nothing can change it;
     // the engine never sets the goal of a thread that is not loaded).
     const rolloutPath = String(thread.thread.path);

@@ -25,9 +25,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import { controlSocketPath, killAllTracked, makeCodexHome, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
-import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
+import { sleep, trackedAlive } from '../../src/demo/codexProcesses';
+import { waitGoalStatus, waitTurnCompleted, type StartedGoalThread, type UserClient } from '../../src/demo/userClient';
+import { DaemonLab } from '../support/daemonLab';
 import { RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
 import { rng as seededRandom } from '../support/random';
@@ -37,20 +37,16 @@ const SEED = faultSeed();
 const random = seededRandom(SEED);
 const ENGINE_LINES = new Set(['connection', 'armed', 'backoff', 'recovering', 'recovered', 'skipped', 'disarmed', 'rearmed', 'gave-up', 'attention', 'handover']);
 
-let mock: MockModel;
-let home: CodexHome;
+let lab: DaemonLab;
 let user: UserClient;
 let dir: string;
 let runners: RunnerProcess[] = [];
 let stateFiles = 0;
-const threads: StartedGoalThread[] = [];
 const takeovers: { toLeaderMs: number; toConnectedMs: number }[] = [];
 
 before(async () => {
-  mock = await startMockModel();
-  home = await makeCodexHome(mock.url);
-  await startDaemon(home.dir);
-  user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'fault6-user' });
+  lab = await DaemonLab.start();
+  user = await lab.user();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault6-'));
 });
 
@@ -62,21 +58,14 @@ afterEach(async (t) => {
 
 after(async () => {
   for (const r of runners) await r.kill();
-  await user?.close().catch(() => undefined);
-  if (home) {
-    await stopDaemon(home.dir, { force: true });
-    await home.cleanup();
-  }
-  await mock?.close();
-  for (const t of threads) await t.cleanup();
-  await killAllTracked();
+  await lab?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   assert.deepEqual(trackedAlive(), [], 'a process was left behind');
 });
 
 /** A runner on the daemon's socket with its own state file (or the one given). */
 function runner(baseDelay: string, statePath = path.join(dir, `state-${++stateFiles}.json`)): RunnerProcess & { statePath: string } {
-  const r = new RunnerProcess(['--socket', controlSocketPath(home.dir), '--state', statePath, '--base-delay', baseDelay, '--max-delay', baseDelay, '--max-attempts', '20']);
+  const r = new RunnerProcess(['--socket', lab.socket, '--state', statePath, '--base-delay', baseDelay, '--max-delay', baseDelay, '--max-attempts', '20']);
   runners.push(r);
   return Object.assign(r, { statePath });
 }
@@ -127,9 +116,7 @@ async function assertOneRecoveryPerFailedTurn(t: StartedGoalThread, expectedFail
 }
 
 async function newGoal(objective: string): Promise<StartedGoalThread> {
-  const t = await startThreadWithGoal(user, objective, { timeoutMs: T });
-  threads.push(t);
-  return t;
+  return lab.goal(objective, { timeoutMs: T });
 }
 
 function assertNoCrash(list: RunnerProcess[]): void {
@@ -164,10 +151,10 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     const list = [runner('0.5'), runner('0.5'), runner('0.5')];
     const leader = await settled(list);
     await leader.connected();
-    mock.setMode('http500');
+    lab.mock.setMode('http500');
     const g = await newGoal('three runners, one outage of three turns');
     await leader.waitFor((d) => d.type === 'backoff' && d.threadId === g.threadId && d.attempt === 3, T, 'the third backoff');
-    mock.setMode('goalComplete');
+    lab.mock.setMode('goalComplete');
     const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
     await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
     await sleep(1_500); // room for a duplicate (three backoffs' worth)
@@ -181,10 +168,10 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     let leader = await settled(list);
     await leader.connected();
     for (let round = 0; round < 3; round++) {
-      mock.setMode('http500');
+      lab.mock.setMode('http500');
       const g = await newGoal(`leader killed mid-backoff ${round}`);
       const backoff = await leader.waitFor((d) => d.type === 'backoff' && d.threadId === g.threadId, T, 'backoff');
-      mock.setMode('goalComplete');
+      lab.mock.setMode('goalComplete');
       // Mid-backoff: the recovery is due 1.5–3 s after the failure.
       const killIn = 150 + Math.round(random() * 1_000);
       await sleep(Math.max(0, Date.parse(backoff.ts) + killIn - Date.now()));
@@ -207,7 +194,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       const fresh = runner('3');
       list.push(fresh);
       await fresh.waitFor((d) => d.type === 'role', T, 'the new runner\'s role');
-      assert.deepEqual({ ...roleOf(fresh), ts: '' }, { ts: '', type: 'role', role: 'follower', leaderPid: pidOf(next), leaderWho: 'runner', target: controlSocketPath(home.dir) });
+      assert.deepEqual({ ...roleOf(fresh), ts: '' }, { ts: '', type: 'role', role: 'follower', leaderPid: pidOf(next), leaderWho: 'runner', target: lab.socket });
       leader = next;
     }
     assertNoCrash(list.filter((r) => r.running));
@@ -227,10 +214,10 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     let g: StartedGoalThread;
     let failedTurnId = '';
     for (let attempt = 1; killed === null; attempt++) {
-      mock.setMode('http500');
+      lab.mock.setMode('http500');
       g = await newGoal(`leader killed right after its set ${attempt}`);
       const failed = await waitTurnCompleted(user, g.threadId, 'failed', T, g.goalSetSeq);
-      mock.setMode('goalComplete');
+      lab.mock.setMode('goalComplete');
       failedTurnId = String(failed.params.turn.id);
       await leader.waitFor((d) => d.type === 'recovering' && d.threadId === g.threadId, T, 'the leader\'s set');
       await sleep(Math.round(random() * 5));

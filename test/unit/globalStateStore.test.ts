@@ -1,17 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyState, newWatch } from '../../src/model/watch';
-import { CORRUPT_PREFIX, GlobalStateStore, type MementoLike, STATE_KEY } from '../../src/store/globalStateStore';
-
-class Memento implements MementoLike {
-  readonly data = new Map<string, unknown>();
-  get<T>(key: string): T | undefined { return this.data.get(key) as T | undefined; }
-  async update(key: string, value: unknown): Promise<void> {
-    if (value === undefined) this.data.delete(key);
-    else this.data.set(key, JSON.parse(JSON.stringify(value)));
-  }
-  keys(): readonly string[] { return [...this.data.keys()]; }
-}
+import { CORRUPT_PREFIX, GlobalStateStore, STATE_KEY } from '../../src/store/globalStateStore';
+import { Memento } from '../support/memento';
 
 describe('globalState store', () => {
   it('round-trips the state under its versioned key', async () => {
