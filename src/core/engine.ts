@@ -59,7 +59,7 @@ export class Engine {
   private state: PersistedState = emptyState();
   private readonly live = new Map<string, LiveThread>();
   private session: DaemonSession | null = null;
-  private connection: ConnectionState = { kind: 'disconnected', detail: 'not started', retryAt: null };
+  private connection: ConnectionState = { kind: 'connecting', detail: 'starting' };
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly queued = new Set<string>();
   private readonly inFlight = new Set<Promise<unknown>>();

@@ -336,6 +336,13 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
   });
 
+  it('reports connecting, not a missing daemon, before its first attempt to connect', async () => {
+    const h = await makeHarness({ start: false });
+    harnesses.push(h);
+    assert.deepEqual(h.engine.connectionState(), { kind: 'connecting', detail: 'starting' });
+    assert.equal(h.engine.snapshot().connection.kind, 'connecting');
+  });
+
   it('reconnects after the daemon drops, re-subscribes and recovers what failed meanwhile', async () => {
     const h = await armed();
     assert.equal(h.daemon.count('thread/resume'), 1);
