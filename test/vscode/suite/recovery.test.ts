@@ -67,8 +67,9 @@ suite('recovery in the extension host (real daemon)', function () {
   });
 
   test('connects when pointed at a running daemon (settings apply live)', async () => {
-    await config().update('baseDelaySeconds', 1, G);
-    await config().update('maxDelaySeconds', 4, G);
+    // The second retry waits 2–4 s: time for the test to switch the mock before it goes out.
+    await config().update('baseDelaySeconds', 2, G);
+    await config().update('maxDelaySeconds', 8, G);
     await config().update('resyncIntervalSeconds', 2, G);
     await config().update('codexHome', lab.home.dir, G);
     await until('the connection', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
