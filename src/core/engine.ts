@@ -6,6 +6,7 @@ import type { Decision } from '../model/decision';
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import {
   addHistory,
+  canRetryNow,
   describeErrorCode,
   dueAt,
   emptyState,
@@ -274,20 +275,63 @@ export class Engine {
   /** Makes a scheduled (or given-up) recovery due now. */
   async retryNow(threadId: string): Promise<void> {
     const w = this.state.watches[threadId];
-    if (!w) return;
+    if (!w || !canRetryNow(w)) return;
+    if (w.state.kind === 'unloaded') return this.loadAndRetry(w);
     const now = this.deps.clock.now();
     if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') {
       w.state = { ...w.state, dueAt: now };
     } else if (w.state.kind === 'gaveUp' && w.lastFailure) {
       this.setState(w, { kind: 'backoff', dueAt: now, attempt: w.failures, failedTurnId: w.lastFailure.turnId });
-    } else {
-      return;
     }
     if (w.lastFailure) w.lastFailure.dueAt = now;
     this.dirty.add(threadId);
     this.changed();
     this.reschedule();
     await this.persist();
+  }
+
+  /**
+   * "Retry now" on a thread the daemon has not loaded (after a restart it loads none): the
+   * person's click loads it with `thread/resume`, then the recovery runs as usual, due now, on
+   * fresh reads and checks. Only while its goal is blocked or usage-limited: resuming a thread
+   * whose goal is blocked starts no turn, one whose goal is active does (measured, 0.169.0).
+   */
+  private async loadAndRetry(w: WatchedThread): Promise<void> {
+    const session = this.session;
+    if (!session) throw new Error(`not connected to the Codex daemon (${this.connection.detail})`);
+    const threadId = w.threadId;
+    let refused: string | null = null;
+    await this.inLane(threadId, async () => {
+      const live = this.liveOf(threadId);
+      if (this.state.watches[threadId] !== w || w.state.kind !== 'unloaded' || live.loaded) return; // decided meanwhile
+      const goal = await session.getGoal(threadId);
+      w.goal = goal ? snapshot(goal) : null;
+      if (goal?.status !== 'blocked' && goal?.status !== 'usageLimited') {
+        refused = `nothing to retry, the goal is ${goal?.status ?? 'cleared'} now`;
+        this.changed();
+        return;
+      }
+      let thread: Thread;
+      try {
+        thread = await session.resume(threadId);
+      } catch (error) {
+        if (!(error instanceof RpcError)) throw error;
+        refused = `the daemon did not load it: ${error.message}`;
+        this.emit({ type: 'warning', threadId, message: `Retry now: ${refused}` });
+        return;
+      }
+      live.loaded = true;
+      live.subscribed = true;
+      live.status = thread.status;
+      this.applyThread(w, thread);
+      this.emit({ type: 'loaded', threadId, reason: 'Retry now on a thread the daemon had not loaded (thread/resume)' });
+      if (w.lastFailure && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, this.deps.clock.now());
+      this.dirty.add(threadId);
+      await this.decide(session, w);
+      this.reschedule();
+    });
+    await this.persist();
+    if (refused) throw new Error(`Retry now: ${refused}`);
   }
 
   /**

@@ -9,6 +9,7 @@ export type Decision =
   | { type: 'skipped'; threadId: string; reason: string; detail?: string }
   | { type: 'disarmed'; threadId: string; reason: string }
   | { type: 'rearmed'; threadId: string; reason: string }
+  | { type: 'loaded'; threadId: string; reason: string }
   | { type: 'gave-up'; threadId: string; attempts: number; failedTurnId: string }
   | { type: 'attention'; threadId: string; reason: string }
   | { type: 'connection'; state: 'connecting' | 'connected' | 'disconnected' | 'error'; detail: string }

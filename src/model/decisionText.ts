@@ -18,6 +18,7 @@ export function decisionLine(d: Decision, now: number): string {
     case 'skipped': return `${ts} skipped${t}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}`;
     case 'disarmed': return `${ts} disarmed${t}: ${d.reason}`;
     case 'rearmed': return `${ts} re-armed${t}: ${d.reason}`;
+    case 'loaded': return `${ts} loaded${t}: ${d.reason}`;
     case 'gave-up': return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
     case 'attention': return `${ts} needs attention${t}: ${d.reason}`;
     case 'connection': return `${ts} connection ${d.state}: ${d.detail}`;

@@ -186,6 +186,20 @@ export function isScheduled(state: WatchState): boolean {
   return dueAt(state) !== null;
 }
 
+/**
+ * Whether "Retry now" applies: a recovery is scheduled, the engine gave up on a failure, or the
+ * daemon has not loaded a thread whose failure is not recovered yet (after a daemon restart it
+ * loads none): the retry loads it first.
+ */
+export function canRetryNow(w: WatchedThread): boolean {
+  const k = w.state.kind;
+  if (k === 'backoff' || k === 'usageLimited') return true;
+  const f = w.lastFailure;
+  if (k === 'gaveUp') return f !== null;
+  const stopped = w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
+  return k === 'unloaded' && f !== null && !w.recovered.includes(f.turnId) && stopped;
+}
+
 /** States in which the thread is out of the engine's hands until a person acts. */
 export function isDisarmed(state: WatchState): boolean {
   return state.kind === 'userIntent' || state.kind === 'disarmed';

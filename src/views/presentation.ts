@@ -1,6 +1,6 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import * as vscode from 'vscode';
-import { describeErrorCode, describeState, formatClock, type WatchedThread, type WatchStateKind } from '../model/watch';
+import { canRetryNow, describeErrorCode, describeState, formatClock, type WatchedThread, type WatchStateKind } from '../model/watch';
 
 const ICONS: Record<WatchStateKind, [string, string?]> = {
   running: ['sync~spin', 'charts.green'],
@@ -35,7 +35,7 @@ export function stateIcon(kind: WatchStateKind): vscode.ThemeIcon {
 export function contextValue(w: WatchedThread): string {
   const k = w.state.kind;
   const words = ['thread', k];
-  if (k === 'backoff' || k === 'usageLimited' || k === 'gaveUp') words.push('retry');
+  if (canRetryNow(w)) words.push('retry');
   if (w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited') words.push('pausable');
   if (k === 'disarmed' || k === 'userIntent') words.push('rearm');
   else words.push('disarm');
@@ -55,6 +55,7 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vsc
   }
   if (w.lastFailure) rows.push(['Last error', `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`]);
   if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') rows.push(['Next try', formatClock(w.state.dueAt, now)]);
+  else if (w.state.kind === 'unloaded' && canRetryNow(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
   if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
   rows.push(['Thread', w.threadId]);
   md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));

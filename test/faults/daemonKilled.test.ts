@@ -13,7 +13,8 @@
 //     thread/goal/set: the set is unsent, in flight, or applied without its reply),
 // and is started again with `codex app-server daemon restart`. The user's client reconnects and
 // resumes its thread (as a client does after a daemon restart: after SIGKILL the daemon loads no
-// thread by itself, measured). The engine never resumes a thread itself.
+// thread by itself, measured). The engine never loads a thread on its own
+// (only "Retry now", a person's click, does: test/integration/retryUnloaded.test.ts).
 //
 // Invariants, checked after every iteration:
 //  1. at most (here: exactly) one effective recovery per failed turn, from the daemon's own

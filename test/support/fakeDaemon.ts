@@ -95,6 +95,8 @@ export class FakeDaemon {
   before: ((m: WireMessage) => void) | null = null;
   lostReply = false;
   setError: { code: number; message: string } | null = null;
+  /** When set, `thread/resume` fails with this message. */
+  resumeError: string | null = null;
   rateLimitResetSeconds: number | null = null;
   /** Refuse new connections (a daemon that is down). */
   down = false;
@@ -250,7 +252,13 @@ export class FakeDaemon {
       case 'thread/turns/list':
         return t ? reply({ data: [t.turn], nextCursor: null, backwardsCursor: null }) : fail(-32600, 'thread not found');
       case 'thread/resume':
-        if (!t || !t.loaded) return fail(-32600, 'thread not loaded');
+        if (!t) return fail(-32600, 'thread not found');
+        if (this.resumeError) return fail(-32600, this.resumeError);
+        if (!t.loaded) {
+          // A thread not loaded (e.g. after a daemon restart) is loaded by the resume, idle.
+          t.loaded = true;
+          if (t.status.type !== 'active') t.status = { type: 'idle' };
+        }
         connection.subscribed.add(t.id);
         reply({ thread: this.threadJson(t) });
         if (t.goal) this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { dueAt } from '../../src/model/watch';
+import { canRetryNow, dueAt } from '../../src/model/watch';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { StateSerializer } from '../../src/store/store';
 import type { PersistedState } from '../../src/model/watch';
@@ -568,6 +568,67 @@ describe('engine', () => {
     await h.settle();
     assert.equal(h.daemon.count('thread/goal/set'), 1);
     assert.equal(h.daemon.thread().turn.id, 'turn-2');
+  });
+
+  /** A failed thread in backoff that the daemon then unloads without a word (killed and started again). */
+  async function unloadedAfterFailure(): Promise<Harness> {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    h.daemon.thread().loaded = false;
+    h.daemon.thread().status = { type: 'notLoaded' };
+    await h.advance(1_000);
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'unloaded');
+    assert.ok(canRetryNow(w), 'Retry now is not offered on the unloaded thread');
+    return h;
+  }
+
+  it('Retry now loads a thread the daemon has not loaded and recovers its failure, once; nothing else loads it', async () => {
+    const h = await unloadedAfterFailure();
+    const resumes = h.daemon.count('thread/resume');
+    await h.advance(60_000);
+    assert.equal(h.daemon.count('thread/resume'), resumes, 'loaded a thread without being asked');
+    await h.engine.retryNow('thread-1');
+    await h.settle();
+    assert.equal(h.daemon.count('thread/resume'), resumes + 1);
+    assert.ok(h.decisions.some((d) => d.type === 'loaded' && d.threadId === 'thread-1'), 'no line says the thread was loaded');
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    assert.equal(h.daemon.thread().turn.id, 'turn-2', 'the set started no turn');
+    const w = h.engine.watch('thread-1')!;
+    assert.deepEqual(w.recovered, ['turn-1']);
+    assert.equal(w.history.filter((x) => x.outcome === 'recovered').length, 1);
+    assert.ok(!canRetryNow(w));
+    await h.engine.retryNow('thread-1'); // nothing left to retry: a no-op
+    await h.reconcile();
+    await h.advance(60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'recovered the failed turn twice');
+    assert.deepEqual(h.daemon.violations, []);
+  });
+
+  it('Retry now loads nothing when the goal is no longer blocked, and says why', async () => {
+    const h = await unloadedAfterFailure();
+    const resumes = h.daemon.count('thread/resume');
+    h.daemon.thread().goal = { ...h.daemon.thread().goal!, status: 'paused' };
+    await assert.rejects(h.engine.retryNow('thread-1'), /nothing to retry, the goal is paused now/);
+    assert.equal(h.daemon.count('thread/resume'), resumes, 'loaded a thread whose goal is paused');
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+    assert.equal(h.engine.watch('thread-1')!.goal?.status, 'paused');
+  });
+
+  it('Retry now reports a thread the daemon refuses to load, and keeps its failure', async () => {
+    const h = await unloadedAfterFailure();
+    h.daemon.resumeError = 'no rollout found for thread id thread-1';
+    await assert.rejects(h.engine.retryNow('thread-1'), /the daemon did not load it: .*no rollout found/);
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.threadId === 'thread-1' && /did not load it/.test(d.message)));
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'unloaded');
+    assert.equal(w.lastFailure?.turnId, 'turn-1');
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+    h.daemon.resumeError = null;
+    await h.engine.retryNow('thread-1');
+    await h.settle();
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
   it('does not spin while the daemon is away with a recovery due', async () => {

@@ -1,0 +1,114 @@
+// The engine in-process on the real daemon's control socket, after the daemon was SIGKILLed and
+// started again during a backoff: it loads no thread by itself (measured), so the engine shows
+// the thread as not loaded and never sets its goal, until a person presses "Retry now". That
+// loads the thread (`thread/resume` of a blocked goal starts no turn) and runs the recovery once.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Engine } from '../../src/core/engine';
+import { systemClock } from '../../src/core/clock';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import type { Decision } from '../../src/model/decision';
+import { canRetryNow } from '../../src/model/watch';
+import { connectDaemon } from '../../src/protocol/client';
+import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { daemonPid, restartDaemon, sleep } from '../../src/demo/codexProcesses';
+import { UserClient, waitGoalStatus, waitTurnCompleted } from '../../src/demo/userClient';
+import { DaemonLab } from '../support/daemonLab';
+import { readRolloutGoals } from '../support/rolloutGoals';
+
+const T = 60_000;
+
+describe('Retry now after a daemon restart (real daemon)', () => {
+  let lab: DaemonLab;
+  let dir: string;
+  let engine: Engine;
+  let user: UserClient;
+  const decisions: Decision[] = [];
+
+  before(async () => {
+    lab = await DaemonLab.start();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-retry-unloaded-'));
+    // A long backoff: nothing but the button may recover the goal during the test.
+    engine = new Engine({ ...DEFAULT_OPTIONS, baseDelayMs: 120_000, maxDelayMs: 120_000, resyncMs: 1_000 }, {
+      connect: (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
+      store: new JsonFileStore(path.join(dir, 'state.json')),
+      clock: systemClock,
+      random: Math.random,
+      onDecision: (d) => decisions.push(d),
+    });
+    await engine.start();
+    await until(() => engine.connectionState().kind === 'connected', 'the connection');
+    user = await lab.user();
+  });
+
+  after(async () => {
+    await engine?.stop();
+    await user?.close().catch(() => undefined);
+    await lab?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function until(check: () => boolean, what: string, timeoutMs = T): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${decisions.map((d) => JSON.stringify(d)).join('\n')}`);
+      await sleep(50);
+    }
+  }
+
+  it('shows the thread as not loaded, sets nothing by itself, and Retry now recovers it once', { timeout: 3 * T }, async () => {
+    lab.mock.setMode('http500');
+    const t = await lab.goal('retry an unloaded thread');
+    const failed = await waitTurnCompleted(user, t.threadId, 'failed', T, t.goalSetSeq);
+    const failedTurnId = String(failed.params.turn.id);
+    await until(() => engine.watch(t.threadId)?.state.kind === 'backoff', 'the backoff');
+    lab.mock.setMode('goalComplete');
+
+    const pid = daemonPid(lab.home.dir);
+    assert.ok(pid, 'no daemon to kill');
+    process.kill(-pid, 'SIGKILL');
+    await user.close();
+    await restartDaemon(lab.home.dir);
+    user = await UserClient.overSocket(lab.socket, { name: 'retry-unloaded-user' });
+    const reconnected = decisions.length;
+    await until(() => decisions.slice(reconnected).some((d) => d.type === 'connection' && d.state === 'connected') || engine.connectionState().kind === 'connected', 'the reconnect');
+    await until(() => engine.watch(t.threadId)?.state.kind === 'unloaded', 'the thread shown as not loaded');
+    const w = engine.watch(t.threadId)!;
+    assert.equal(w.lastFailure?.turnId, failedTurnId, 'the failure was forgotten');
+    assert.ok(canRetryNow(w), 'Retry now is not offered');
+    const rolloutPath = String(t.thread.path);
+    const sizeBefore = fs.statSync(rolloutPath).size;
+
+    // Left alone, the engine neither loads the thread nor sets its goal.
+    await sleep(3_000);
+    assert.equal((await user.request('thread/goal/get', { threadId: t.threadId }, T)).goal.status, 'blocked');
+    assert.equal(fs.statSync(rolloutPath).size, sizeBefore, 'something wrote to the rollout of the unloaded thread');
+    assert.ok(!decisions.some((d) => d.type === 'recovering' || d.type === 'loaded'));
+
+    const seq = user.lastSeq;
+    await engine.retryNow(t.threadId);
+    assert.ok(decisions.some((d) => d.type === 'loaded' && d.threadId === t.threadId), 'no line says the thread was loaded');
+    await waitGoalStatus(user, t.threadId, 'complete', T, seq);
+    await until(() => engine.watch(t.threadId)?.state.kind === 'complete', 'the complete state');
+
+    // This client is not subscribed to the thread (no turn events): read until the turn ended.
+    type TurnRow = { id: string; status: string };
+    let turns: TurnRow[] = [];
+    for (const deadline = Date.now() + T; Date.now() < deadline; await sleep(100)) {
+      turns = (await user.request('thread/turns/list', { threadId: t.threadId }, T)).data as TurnRow[];
+      if (!turns.some((x) => x.status === 'inProgress')) break;
+    }
+    assert.deepEqual(turns.map((x) => x.status).sort(), ['completed', 'failed'], `turns: ${JSON.stringify(turns)}`);
+    const goals = readRolloutGoals(rolloutPath);
+    const activations = goals.automatic.filter((a) => a.offset >= sizeBefore);
+    assert.equal(activations.length, 1, `automatic activations after the restart: ${JSON.stringify(goals.automatic)}`);
+    assert.equal(activations[0]!.afterTurn, failedTurnId);
+    assert.equal(decisions.filter((d) => d.type === 'recovering' && d.threadId === t.threadId).length, 1);
+    const done = engine.watch(t.threadId)!;
+    assert.deepEqual(done.recovered, [failedTurnId]);
+    assert.ok(!canRetryNow(done));
+  });
+});
