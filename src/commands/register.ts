@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import * as vscode from 'vscode';
 import type { Settings } from '../config/settings';
 import type { RecoveryService, ServiceCommand } from '../host/service';
-import { isDisarmed, isScheduled, type WatchedThread } from '../model/watch';
+import { canPauseGoal, canRetryNow, isDisarmed, type WatchedThread } from '../model/watch';
 import { pickThread } from './pickThread';
 
 export const VIEW_ID = 'codexGoalRecovery.watchedGoals';
@@ -16,10 +16,10 @@ export interface CommandContext {
 }
 
 const threadCommands: { id: string; command: ServiceCommand; title: string; applies: (w: WatchedThread) => boolean }[] = [
-  { id: 'codexGoalRecovery.pauseGoal', command: 'pauseGoal', title: 'Pause goal', applies: (w) => w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited' },
+  { id: 'codexGoalRecovery.pauseGoal', command: 'pauseGoal', title: 'Pause goal', applies: canPauseGoal },
   { id: 'codexGoalRecovery.disarmThread', command: 'disarm', title: 'Disarm thread', applies: (w) => !isDisarmed(w.state) },
   { id: 'codexGoalRecovery.rearmThread', command: 'rearm', title: 'Re-arm thread', applies: (w) => isDisarmed(w.state) },
-  { id: 'codexGoalRecovery.retryNow', command: 'retryNow', title: 'Retry now', applies: (w) => isScheduled(w.state) || w.state.kind === 'gaveUp' },
+  { id: 'codexGoalRecovery.retryNow', command: 'retryNow', title: 'Retry now', applies: canRetryNow },
 ];
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {

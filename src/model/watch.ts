@@ -200,6 +200,11 @@ export function canRetryNow(w: WatchedThread): boolean {
   return k === 'unloaded' && f !== null && !w.recovered.includes(f.turnId) && stopped;
 }
 
+/** Whether "Pause goal" applies: the goal is active, or stopped by a failure or a usage limit. */
+export function canPauseGoal(w: WatchedThread): boolean {
+  return w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
+}
+
 /** States in which the thread is out of the engine's hands until a person acts. */
 export function isDisarmed(state: WatchState): boolean {
   return state.kind === 'userIntent' || state.kind === 'disarmed';

@@ -1,6 +1,6 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import * as vscode from 'vscode';
-import { canRetryNow, describeErrorCode, describeState, formatClock, type WatchedThread, type WatchStateKind } from '../model/watch';
+import { canPauseGoal, canRetryNow, describeErrorCode, describeState, formatClock, type WatchedThread, type WatchStateKind } from '../model/watch';
 
 const ICONS: Record<WatchStateKind, [string, string?]> = {
   running: ['sync~spin', 'charts.green'],
@@ -36,7 +36,7 @@ export function contextValue(w: WatchedThread): string {
   const k = w.state.kind;
   const words = ['thread', k];
   if (canRetryNow(w)) words.push('retry');
-  if (w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited') words.push('pausable');
+  if (canPauseGoal(w)) words.push('pausable');
   if (k === 'disarmed' || k === 'userIntent') words.push('rearm');
   else words.push('disarm');
   if (w.rolloutPath) words.push('rollout');

@@ -14,8 +14,8 @@ import type { Decision } from '../../src/model/decision';
 import { canRetryNow } from '../../src/model/watch';
 import { connectDaemon } from '../../src/protocol/client';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
-import { daemonPid, restartDaemon, sleep } from '../../src/demo/codexProcesses';
-import { UserClient, waitGoalStatus, waitTurnCompleted } from '../../src/demo/userClient';
+import { sleep } from '../../src/demo/codexProcesses';
+import { waitGoalStatus, waitTurnCompleted, type UserClient } from '../../src/demo/userClient';
 import { DaemonLab } from '../support/daemonLab';
 import { readRolloutGoals } from '../support/rolloutGoals';
 
@@ -46,7 +46,6 @@ describe('Retry now after a daemon restart (real daemon)', () => {
 
   after(async () => {
     await engine?.stop();
-    await user?.close().catch(() => undefined);
     await lab?.close();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -67,14 +66,8 @@ describe('Retry now after a daemon restart (real daemon)', () => {
     await until(() => engine.watch(t.threadId)?.state.kind === 'backoff', 'the backoff');
     lab.mock.setMode('goalComplete');
 
-    const pid = daemonPid(lab.home.dir);
-    assert.ok(pid, 'no daemon to kill');
-    process.kill(-pid, 'SIGKILL');
-    await user.close();
-    await restartDaemon(lab.home.dir);
-    user = await UserClient.overSocket(lab.socket, { name: 'retry-unloaded-user' });
-    const reconnected = decisions.length;
-    await until(() => decisions.slice(reconnected).some((d) => d.type === 'connection' && d.state === 'connected') || engine.connectionState().kind === 'connected', 'the reconnect');
+    await lab.crashAndRestart();
+    user = await lab.user();
     await until(() => engine.watch(t.threadId)?.state.kind === 'unloaded', 'the thread shown as not loaded');
     const w = engine.watch(t.threadId)!;
     assert.equal(w.lastFailure?.turnId, failedTurnId, 'the failure was forgotten');

@@ -1,6 +1,6 @@
 // A real Codex daemon in a private CODEX_HOME, the project's mock model, and a "user" client
 // that gives threads goals: what the extension-host and UI suites run against.
-import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../src/demo/codexProcesses';
+import { controlSocketPath, daemonPid, killAllTracked, makeCodexHome, restartDaemon, startDaemon, stopDaemon, type CodexHome } from '../../src/demo/codexProcesses';
 import { startMockModel, type MockModel } from '../../src/demo/mockModel';
 import { startThreadWithGoal, UserClient, type StartedGoalThread, type StartThreadOptions } from '../../src/demo/userClient';
 
@@ -32,6 +32,19 @@ export class DaemonLab {
     const t = await startThreadWithGoal(await this.user(), objective, { timeoutMs: 60_000, ...opts });
     this.threads.push(t);
     return t;
+  }
+
+  /**
+   * A crash: SIGKILL to the daemon's process group, then `daemon restart`. The daemon then has
+   * no thread loaded (measured); the user's client is gone, the next `user()` connects anew.
+   */
+  async crashAndRestart(): Promise<void> {
+    const pid = daemonPid(this.home.dir);
+    if (!pid) throw new Error(`no daemon runs for ${this.home.dir}`);
+    process.kill(-pid, 'SIGKILL');
+    await this.user_?.close().catch(() => undefined);
+    this.user_ = null;
+    await restartDaemon(this.home.dir);
   }
 
   /** Stops everything it started, whatever state it is in. */

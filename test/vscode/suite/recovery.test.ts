@@ -129,6 +129,26 @@ suite('recovery in the extension host (real daemon)', function () {
     await until('back on the test daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
   });
 
+  test('after a daemon crash the row says the thread is not loaded, and Retry now loads it and recovers it', async () => {
+    await config().update('baseDelaySeconds', 120, G);
+    await config().update('maxDelaySeconds', 120, G);
+    lab.mock.setMode('http500');
+    const t = await lab.goal('tree: not loaded after a crash');
+    await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
+    lab.mock.setMode('goalComplete');
+    await lab.crashAndRestart();
+    user = await lab.user();
+    await until('the not-loaded row', () => row(t.threadId)?.description === 'not loaded in the daemon');
+    assert.match(row(t.threadId)!.contextValue, /\bretry\b/, 'Retry now is not offered on the row');
+    assert.equal(row(t.threadId)!.icon, 'cloud-offline');
+    const since = user.lastSeq;
+    await vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: t.threadId });
+    await waitGoalStatus(user, t.threadId, 'complete', T, since);
+    await until('the completed row', () => row(t.threadId)?.description === 'complete');
+    const w = api.snapshot().watches.find((x) => x.threadId === t.threadId)!;
+    assert.deepEqual(w.history.map((h) => h.outcome), ['recovered']);
+  });
+
   test('Disarm, Re-arm, Retry now, Pause and Resume auto-recovery, Refresh and Open rollout work', async () => {
     await config().update('baseDelaySeconds', 30, G);
     await config().update('maxDelaySeconds', 30, G);
