@@ -5,60 +5,37 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { Engine } from '../../src/core/engine';
-import { systemClock } from '../../src/core/clock';
-import { DEFAULT_OPTIONS } from '../../src/core/options';
-import type { Decision } from '../../src/model/decision';
 import { canRetryNow } from '../../src/model/watch';
 import { connectDaemon } from '../../src/protocol/client';
-import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { sleep } from '../../src/demo/codexProcesses';
 import { waitGoalStatus, waitTurnCompleted, type UserClient } from '../../src/demo/userClient';
 import { DaemonLab } from '../support/daemonLab';
+import { RealEngine } from '../support/realEngine';
 import { readRolloutGoals } from '../support/rolloutGoals';
 
 const T = 60_000;
 
 describe('Retry now after a daemon restart (real daemon)', () => {
   let lab: DaemonLab;
-  let dir: string;
-  let engine: Engine;
+  let real: RealEngine;
   let user: UserClient;
-  const decisions: Decision[] = [];
 
   before(async () => {
     lab = await DaemonLab.start();
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-retry-unloaded-'));
     // A long backoff: nothing but the button may recover the goal during the test.
-    engine = new Engine({ ...DEFAULT_OPTIONS, baseDelayMs: 120_000, maxDelayMs: 120_000, resyncMs: 1_000 }, {
-      connect: (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
-      store: new JsonFileStore(path.join(dir, 'state.json')),
-      clock: systemClock,
-      random: Math.random,
-      onDecision: (d) => decisions.push(d),
-    });
-    await engine.start();
-    await until(() => engine.connectionState().kind === 'connected', 'the connection');
+    real = await RealEngine.start((listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
+      { baseDelayMs: 120_000, maxDelayMs: 120_000, resyncMs: 1_000 });
     user = await lab.user();
   });
 
   after(async () => {
-    await engine?.stop();
+    await real?.close();
     await lab?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  async function until(check: () => boolean, what: string, timeoutMs = T): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${decisions.map((d) => JSON.stringify(d)).join('\n')}`);
-      await sleep(50);
-    }
-  }
-
   it('shows the thread as not loaded, sets nothing by itself, and Retry now recovers it once', { timeout: 3 * T }, async () => {
+    const { engine, decisions } = real;
+    const until = real.until.bind(real);
     lab.mock.setMode('http500');
     const t = await lab.goal('retry an unloaded thread');
     const failed = await waitTurnCompleted(user, t.threadId, 'failed', T, t.goalSetSeq);
