@@ -1,8 +1,9 @@
 // The status-bar item: the soonest retry as a live countdown, "recovery paused", the
-// warning background while a thread needs attention, a summary tooltip; a click shows the tree.
+// warning background while a thread needs attention, failed threads the daemon has not loaded,
+// a summary tooltip; a click shows the tree.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { formatDuration, needsAttention } from '../model/watch';
+import { canRetryNow, formatDuration, needsAttention } from '../model/watch';
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 
@@ -20,6 +21,8 @@ export class RecoveryStatusBar {
     const attention = snap.watches.filter((w) => needsAttention(w.state)).length;
     const scheduled = snap.watches.filter((w) => w.state.kind === 'backoff' || w.state.kind === 'usageLimited').length;
     const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
+    // Blocked by a failure on a thread the daemon has not loaded: stuck until a client opens it or Retry now.
+    const unloaded = snap.watches.filter((w) => w.state.kind === 'unloaded' && canRetryNow(w)).length;
     let countdown = false;
     if (snap.connection.kind !== 'connected') {
       this.item.text = snap.connection.kind === 'connecting' ? '$(loading~spin) Codex' : '$(debug-disconnect) Codex: no daemon';
@@ -30,6 +33,8 @@ export class RecoveryStatusBar {
       countdown = true;
     } else if (attention > 0) {
       this.item.text = `$(warning) ${attention} need${attention === 1 ? 's' : ''} attention`;
+    } else if (unloaded > 0) {
+      this.item.text = `$(cloud-offline) ${unloaded} not loaded`;
     } else {
       this.item.text = `$(pass) ${snap.watches.filter((w) => w.state.kind !== 'notAdopted').length} watched`;
     }
@@ -39,6 +44,7 @@ export class RecoveryStatusBar {
       snap.connection.kind === 'connected' ? `Connected: ${snap.connection.detail}` : `Not connected (${snap.connection.detail}); daemon: ${snap.target}`,
       snap.pausedAt !== null ? 'Auto-recovery is paused.' : 'Auto-recovery is on.',
       `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
+      ...(unloaded > 0 ? [`${unloaded} blocked on a thread the daemon has not loaded: Retry now loads it`] : []),
     ];
     this.item.tooltip = lines.join('\n');
     this.item.accessibilityInformation = { label: `${this.item.text.replace(/\$\([^)]*\)\s*/g, '')}. ${lines.slice(1).join('. ')}` };
