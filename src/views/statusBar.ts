@@ -52,6 +52,11 @@ export class RecoveryStatusBar {
     return countdown;
   }
 
+  /** What the item shows now (tests, diagnostics). */
+  shown(): { text: string; tooltip: string } {
+    return { text: this.item.text, tooltip: String(this.item.tooltip ?? '') };
+  }
+
   dispose(): void {
     this.item.dispose();
   }
