@@ -15,6 +15,7 @@ import { targetOf } from '../config/settings';
 import { VERSION } from '../version';
 import type { RecoveryService, ServiceCommand } from './service';
 import { Throttle } from '../core/throttle';
+import { Listeners } from './listeners';
 
 export interface HostIo {
   log: vscode.LogOutputChannel;
@@ -25,7 +26,7 @@ export interface HostIo {
 export class EngineHost implements RecoveryService {
   readonly role = 'leader' as const;
   private readonly engine: Engine;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
   private readonly throttle = new Throttle(100, () => this.emitChange());
   private cached: EngineSnapshot;
   /** The engine's start: commands wait for it. */
@@ -54,8 +55,7 @@ export class EngineHost implements RecoveryService {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   /** Runs once the engine has loaded its state (a command before would save an empty state over it). */
@@ -98,6 +98,6 @@ export class EngineHost implements RecoveryService {
 
   private emitChange(): void {
     this.cached = this.engine.snapshot();
-    for (const l of this.listeners) l();
+    this.listeners.fire();
   }
 }

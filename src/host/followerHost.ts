@@ -2,6 +2,7 @@
 // commands to the leader.
 import type { EngineSnapshot } from '../model/snapshot';
 import { emptySnapshot, EngineSnapshotSchema } from '../model/snapshot';
+import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
 
 /** The leader, as a follower reaches it. */
@@ -13,7 +14,7 @@ export interface LeaderLink {
 export class FollowerHost implements RecoveryService {
   readonly role = 'follower' as const;
   private cached: EngineSnapshot;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
 
   constructor(private readonly link: LeaderLink, target: string, onProblem: (message: string) => void) {
     this.cached = emptySnapshot(target, Date.now());
@@ -22,7 +23,7 @@ export class FollowerHost implements RecoveryService {
       const parsed = EngineSnapshotSchema.safeParse(value);
       if (!parsed.success) return onProblem(`ignored a malformed state from the leader: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       this.cached = parsed.data;
-      for (const l of this.listeners) l();
+      this.listeners.fire();
     });
   }
 
@@ -31,8 +32,7 @@ export class FollowerHost implements RecoveryService {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   async run(command: ServiceCommand, threadId?: string): Promise<void> {

@@ -11,6 +11,7 @@ import { electionDir, electionFor } from '../leader/naming';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
 import { FollowerHost } from './followerHost';
+import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
 
 /** Before the election has decided: nothing to show yet. */
@@ -39,7 +40,7 @@ export class WindowRole {
   private current: RecoveryService;
   private engine: EngineHost | null = null;
   private election: LeaderElection | null = null;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Listeners();
   private readonly subscriptions: { dispose(): void }[] = [];
   private applying: Promise<void> = Promise.resolve();
   /** The latest state the leader pushed while this window followed: the start of its own term. */
@@ -54,8 +55,7 @@ export class WindowRole {
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.listeners.add(listener);
   }
 
   /** Joins the election in the background. */
@@ -156,6 +156,6 @@ export class WindowRole {
   }
 
   private fire(): void {
-    for (const l of this.listeners) l();
+    this.listeners.fire();
   }
 }

@@ -84,6 +84,30 @@ function describeType(v: unknown): string {
   return typeof v;
 }
 
+/** Fires an event; an emitter already disposed (an event late after dispose) is ignored. */
+function fireSafely(fire: () => void): void {
+  try {
+    fire();
+  } catch {
+    // emitter already disposed
+  }
+}
+
+/** A close event fired at most once, by a reader or a writer. */
+class CloseOnce {
+  private done = false;
+
+  get closed(): boolean {
+    return this.done;
+  }
+
+  fire(fireClose: () => void): void {
+    if (this.done) return;
+    this.done = true;
+    fireSafely(fireClose);
+  }
+}
+
 /**
  * Shared logic for both readers: parse, validate, count, dispatch; never throws.
  * `onMessageReceived` fires for every valid message before it is handed to the connection, with
@@ -94,7 +118,7 @@ abstract class FramedMessageReader extends AbstractMessageReader implements Mess
   private _malformedCount = 0;
   private _messageCount = 0;
   private callback: DataCallback | undefined;
-  private closed = false;
+  private readonly closing = new CloseOnce();
   private readonly receivedEmitter = new Emitter<Message>();
 
   /** Frames that were dropped (bad JSON, bad shape, over the size cap). */
@@ -126,25 +150,15 @@ abstract class FramedMessageReader extends AbstractMessageReader implements Mess
   }
 
   protected safeFireError(err: unknown): void {
-    try {
-      this.fireError(err instanceof Error ? err : new Error(String(err)));
-    } catch {
-      // emitter already disposed
-    }
+    fireSafely(() => this.fireError(err instanceof Error ? err : new Error(String(err))));
   }
 
   protected fireCloseOnce(): void {
-    if (this.closed) return;
-    this.closed = true;
-    try {
-      this.fireClose();
-    } catch {
-      // emitter already disposed
-    }
+    this.closing.fire(() => this.fireClose());
   }
 
   protected get isClosed(): boolean {
-    return this.closed;
+    return this.closing.closed;
   }
 
   /** Parses one complete frame (already decoded text) and dispatches it. */
@@ -268,31 +282,21 @@ export class LineMessageReader extends FramedMessageReader {
 /** Shared writer logic: serialize, report failures as events + rejected promises, never throw. */
 abstract class FramedMessageWriter extends AbstractMessageWriter implements MessageWriter {
   private errorCount = 0;
-  private closed = false;
+  private readonly closing = new CloseOnce();
 
   protected fail(error: unknown, msg: Message | undefined): Error {
     const err = error instanceof Error ? error : new Error(String(error));
     this.errorCount++;
-    try {
-      this.fireError(err, msg, this.errorCount);
-    } catch {
-      // disposed
-    }
+    fireSafely(() => this.fireError(err, msg, this.errorCount));
     return err;
   }
 
   protected fireCloseOnce(): void {
-    if (this.closed) return;
-    this.closed = true;
-    try {
-      this.fireClose();
-    } catch {
-      // disposed
-    }
+    this.closing.fire(() => this.fireClose());
   }
 
   protected get isClosed(): boolean {
-    return this.closed;
+    return this.closing.closed;
   }
 
   protected serialize(msg: Message): string | Error {

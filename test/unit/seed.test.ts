@@ -71,6 +71,16 @@ function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-seed-'));
 }
 
+/** A failed thread restored from the store with its recovery due in 5 s: the attempt runs inside `advance`. */
+async function dueIn5s(): Promise<{ h: Harness; daemon: FakeDaemon; clock: FakeClock; due: number }> {
+  const dir = tmp();
+  const daemon = failedDaemon(dir);
+  const clock = new FakeClock();
+  const due = clock.now() + 5_000;
+  const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(failedWatch(due, daemon.thread().path))) });
+  return { h, daemon, clock, due };
+}
+
 describe('seed scenarios', () => {
   it('recovers after backoff, once, and doubles the backoff on the next failure (TestRecovery)', async () => {
     const dir = tmp();
@@ -117,13 +127,8 @@ describe('seed scenarios', () => {
 
   for (const method of ['thread/goal/get', 'thread/turns/list', 'thread/read']) {
     it(`a human pause that arrives during ${method} wins (TestPauseDuringRead)`, async () => {
-      const dir = tmp();
-      const daemon = failedDaemon(dir);
-      const clock = new FakeClock();
-      const due = clock.now() + 5_000;
-      const store = new MemoryStore(stateWith(failedWatch(due, daemon.thread().path)));
       // Start with the attempt not yet due, so the pause lands inside the pre-set reads of the attempt.
-      const h = await harness({ dir, daemon, clock, store });
+      const { h, daemon, clock, due } = await dueIn5s();
       let injected = false;
       daemon.before = (m) => {
         if (m.method === method && clock.now() >= due && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
@@ -157,12 +162,7 @@ describe('seed scenarios', () => {
   });
 
   it('never competes with a pending approval that arrives during the pre-set read (TestLiveActivity)', async () => {
-    const dir = tmp();
-    const daemon = failedDaemon(dir);
-    const clock = new FakeClock();
-    const due = clock.now() + 5_000;
-    const store = new MemoryStore(stateWith(failedWatch(due, daemon.thread().path)));
-    const h = await harness({ dir, daemon, clock, store });
+    const { h, daemon, clock, due } = await dueIn5s();
     let injected = false;
     daemon.before = (m) => {
       if (m.method === 'thread/read' && clock.now() >= due && !injected) {
