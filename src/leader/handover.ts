@@ -74,7 +74,7 @@ export class HandoverStore implements StateStore {
     return { state, problem: loaded.problem };
   }
 
-  save(state: PersistedState): Promise<void> {
-    return this.inner.save(state);
+  save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+    return this.inner.save(state, changed);
   }
 }

@@ -5,14 +5,17 @@ import type { LoadResult, StateStore } from '../../src/store/store';
 export class MemoryStore implements StateStore {
   readonly location = 'memory';
   saves = 0;
+  /** The `changed` hint of the last save (undefined: every watch may have changed). */
+  lastChanged: ReadonlySet<string> | undefined;
   constructor(public saved: PersistedState = emptyState()) {}
 
   async load(): Promise<LoadResult> {
     return { state: structuredClone(this.saved), problem: null };
   }
 
-  async save(state: PersistedState): Promise<void> {
+  async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
     this.saves += 1;
+    this.lastChanged = changed && new Set(changed);
     this.saved = structuredClone(state);
   }
 }

@@ -125,7 +125,7 @@ describe('handover of the old leader\'s state', () => {
     assert.equal(mergeLeaderSnapshot(emptyState(), snapshotOf([], 99)).state.pausedAt, 99);
   });
 
-  it('the store merges once, reports what it took, and saves to the inner store', async () => {
+  it('the store merges once, reports what it took, and saves to the inner store, with the hint of what changed', async () => {
     const inner = new MemoryStore();
     const taken: string[][] = [];
     const store = new HandoverStore(inner, snapshotOf([watch('x', 3)]), (t) => taken.push(t));
@@ -134,6 +134,10 @@ describe('handover of the old leader\'s state', () => {
     assert.deepEqual(Object.keys((await store.load()).state.watches), [], 'merged twice');
     await store.save({ ...emptyState(), pausedAt: 1 });
     assert.equal(inner.saved.pausedAt, 1);
+    assert.equal(inner.lastChanged, undefined);
+    await store.save({ ...emptyState(), pausedAt: 2 }, new Set(['x']));
+    assert.equal(inner.saved.pausedAt, 2);
+    assert.deepEqual(inner.lastChanged, new Set(['x']), 'the hint did not reach the inner store: it re-serializes every watch');
     assert.equal(parseSnapshot({ nope: true }), null);
     assert.ok(parseSnapshot(JSON.parse(JSON.stringify(snapshotOf([watch('x', 3)])))));
   });
