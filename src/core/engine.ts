@@ -326,7 +326,6 @@ export class Engine {
       this.applyThread(w, thread);
       this.emit({ type: 'loaded', threadId, reason: 'Retry now on a thread the daemon had not loaded (thread/resume)' });
       if (w.lastFailure && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, this.deps.clock.now());
-      this.dirty.add(threadId);
       await this.decide(session, w);
       this.reschedule();
     });
@@ -1232,11 +1231,6 @@ export class Engine {
   }
 
   /**
-   * Saves the whole state; saves are serialized and the last one wins. Callers that come while
-   * a save is waiting to start share it: it takes the state as it is when it starts, so it
-   * holds every change made before any of them called.
-   */
-  /**
    * A save that can wait a little (what follows a set: the write-ahead intent is on disk
    * already, and after a crash the daemon's state decides): one save for every such change
    * within `LAZY_SAVE_MS`, so a busy disk is not asked for one fsync per recovery twice.
@@ -1249,6 +1243,11 @@ export class Engine {
     }, LAZY_SAVE_MS);
   }
 
+  /**
+   * Saves the whole state; saves are serialized and the last one wins. Callers that come while
+   * a save is waiting to start share it: it takes the state as it is when it starts, so it
+   * holds every change made before any of them called.
+   */
   private persist(): Promise<void> {
     if (this.lazySave) {
       // This save covers what the lazy one would have.

@@ -6,7 +6,6 @@ import type * as vscode from 'vscode';
 import { targetOf, type Settings } from '../config/settings';
 import { parseChannelCommand } from '../core/commands';
 import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
-import { parseSnapshot } from '../leader/handover';
 import { electionDir, electionFor } from '../leader/naming';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
@@ -123,11 +122,10 @@ export class WindowRole {
       (pid) => this.io.log.info(`another engine (${conn.leaderWho ?? 'a window'}, pid ${pid}) runs against this daemon: following it`),
       () => undefined,
     );
-    conn.onState((value) => {
-      const snapshot = parseSnapshot(value);
-      if (snapshot) this.leaderSnapshot = snapshot;
-    });
-    this.swap(new FollowerHost(conn, this.settings.socketPath, (m) => this.io.log.warn(m)));
+    const host = new FollowerHost(conn, this.settings.socketPath, (m) => this.io.log.warn(m));
+    // It fires on every valid state the leader pushes (parsed once, there).
+    host.onDidChange(() => { this.leaderSnapshot = host.snapshot(); });
+    this.swap(host);
   }
 
   private swap(service: RecoveryService): void {

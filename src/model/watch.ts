@@ -194,10 +194,18 @@ export function isScheduled(state: WatchState): boolean {
 export function canRetryNow(w: WatchedThread): boolean {
   const k = w.state.kind;
   if (k === 'backoff' || k === 'usageLimited') return true;
+  if (k === 'gaveUp') return w.lastFailure !== null;
+  return waitsForLoad(w);
+}
+
+/**
+ * A goal stopped by a failure not recovered yet, on a thread the daemon has not loaded: it waits
+ * for a client to open the thread, or for "Retry now" (which loads it).
+ */
+export function waitsForLoad(w: WatchedThread): boolean {
   const f = w.lastFailure;
-  if (k === 'gaveUp') return f !== null;
   const stopped = w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
-  return k === 'unloaded' && f !== null && !w.recovered.includes(f.turnId) && stopped;
+  return w.state.kind === 'unloaded' && f !== null && !w.recovered.includes(f.turnId) && stopped;
 }
 
 /** Whether "Pause goal" applies: the goal is active, or stopped by a failure or a usage limit. */

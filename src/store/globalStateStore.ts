@@ -4,7 +4,7 @@
 // with a few bad records is kept aside too, and the rest of it is used.
 import type { PersistedState } from '../model/watch';
 import { emptyState } from '../model/watch';
-import { describeDropped, parsePersisted, type LoadResult, type StateStore } from './store';
+import { parsePersisted, partialLoadProblem, type LoadResult, type StateStore } from './store';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -42,12 +42,7 @@ export class GlobalStateStore implements StateStore {
         const aside = this.asideKey();
         await this.memento.update(aside, raw);
         await this.save(parsed.state);
-        const kept = Object.keys(parsed.state.watches).length;
-        return {
-          state: parsed.state,
-          problem: `the stored watch state: ${describeDropped(parsed.dropped)}; the value as it was is kept as "${aside}"; ` +
-            `the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`,
-        };
+        return { state: parsed.state, problem: partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`) };
       }
       error = parsed.error;
     }

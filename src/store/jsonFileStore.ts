@@ -9,7 +9,7 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { emptyState, type PersistedState } from '../model/watch';
-import { describeDropped, parsePersisted, StateSerializer, type LoadResult, type StateStore } from './store';
+import { parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
@@ -71,12 +71,7 @@ export class JsonFileStore implements StateStore {
       if (result.dropped.length === 0) return { state: result.state, problem: null };
       const aside = await this.copyAside();
       await this.save(result.state);
-      const kept = Object.keys(result.state.watches).length;
-      return {
-        state: result.state,
-        problem: `state file ${this.path}: ${describeDropped(result.dropped)}; the file as it was is kept as ${aside}; ` +
-          `the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`,
-      };
+      return { state: result.state, problem: partialLoadProblem(`state file ${this.path}`, result, `the file as it was is kept as ${aside}`) };
     }
     const aside = await this.moveAside(result.reason);
     return {

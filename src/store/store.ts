@@ -3,6 +3,7 @@
 // runner, and the VS Code globalState store).
 import { z } from 'zod';
 import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
+import { excerpt } from '../protocol/lineSplitter';
 
 export interface LoadResult {
   state: PersistedState;
@@ -118,17 +119,20 @@ export function parsePersisted(raw: unknown, now: () => number = Date.now): Pars
   return { state: { version: outer.data.version, pausedAt: outer.data.pausedAt, watches, disarmed }, dropped };
 }
 
+/**
+ * What a store says when it loaded a document without some of its records: `where` the
+ * document was, what was left out, where the original is kept (`keptAs`), and what loaded.
+ */
+export function partialLoadProblem(where: string, parsed: ParsedState, keptAs: string): string {
+  const kept = Object.keys(parsed.state.watches).length;
+  return `${where}: ${describeDropped(parsed.dropped)}; ${keptAs}; the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`;
+}
+
 /** "2 records could not be used (…; …)": the dropped list for a message, bounded. */
 export function describeDropped(dropped: readonly string[]): string {
   const shown = dropped.slice(0, 3);
   if (dropped.length > 3) shown.push(`and ${dropped.length - 3} more`);
   return `${dropped.length} record${dropped.length === 1 ? '' : 's'} could not be used (${shown.join('; ')})`;
-}
-
-/** A short single-line rendering of a key or value for a message. */
-function excerpt(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ');
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 
 function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, max = 3): string {

@@ -1,6 +1,6 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import * as vscode from 'vscode';
-import { canPauseGoal, canRetryNow, describeErrorCode, describeState, formatClock, type WatchedThread, type WatchStateKind } from '../model/watch';
+import { canPauseGoal, canRetryNow, describeErrorCode, describeState, formatClock, waitsForLoad, type WatchedThread, type WatchStateKind } from '../model/watch';
 
 const ICONS: Record<WatchStateKind, [string, string?]> = {
   running: ['sync~spin', 'charts.green'],
@@ -55,7 +55,7 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vsc
   }
   if (w.lastFailure) rows.push(['Last error', `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`]);
   if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') rows.push(['Next try', formatClock(w.state.dueAt, now)]);
-  else if (w.state.kind === 'unloaded' && canRetryNow(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
+  else if (waitsForLoad(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
   if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
   rows.push(['Thread', w.threadId]);
   md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));

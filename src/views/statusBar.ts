@@ -3,7 +3,7 @@
 // a summary tooltip; a click shows the tree.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { canRetryNow, formatDuration, needsAttention } from '../model/watch';
+import { formatDuration, needsAttention, waitsForLoad } from '../model/watch';
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 
@@ -21,8 +21,7 @@ export class RecoveryStatusBar {
     const attention = snap.watches.filter((w) => needsAttention(w.state)).length;
     const scheduled = snap.watches.filter((w) => w.state.kind === 'backoff' || w.state.kind === 'usageLimited').length;
     const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
-    // Blocked by a failure on a thread the daemon has not loaded: stuck until a client opens it or Retry now.
-    const unloaded = snap.watches.filter((w) => w.state.kind === 'unloaded' && canRetryNow(w)).length;
+    const unloaded = snap.watches.filter(waitsForLoad).length;
     let countdown = false;
     if (snap.connection.kind !== 'connected') {
       this.item.text = snap.connection.kind === 'connecting' ? '$(loading~spin) Codex' : '$(debug-disconnect) Codex: no daemon';
