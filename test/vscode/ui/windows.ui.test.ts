@@ -93,8 +93,7 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       const t = await lab.goal('Disarmed by the user');
       await second.waitForTreeRows(VIEW, (r) => r.some((x) => x.startsWith('Disarmed by the user, retry in')), T);
       await second.runCommand('Codex Goal Recovery: Disarm thread');
-      await second.page.keyboard.type('Disarmed by the user');
-      await second.page.keyboard.press('Enter');
+      await second.pick('Disarmed by the user');
       await second.waitForTreeRows(VIEW, (r) => r.includes('Disarmed by the user, disarmed'), T);
       await new Promise((r) => setTimeout(r, 1_000)); // a turn started just before the disarm ends
       const before = await turnStatuses(t.threadId);

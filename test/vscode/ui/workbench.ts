@@ -252,10 +252,7 @@ export class Workbench {
     const input = widget.locator('.quick-input-box input');
     await input.waitFor({ state: 'visible', timeout: timeoutMs });
     await input.fill(`>${title}`);
-    const row = widget
-      .locator('.quick-input-list .monaco-list-row')
-      .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(title)}\\s*$`) }) })
-      .first();
+    const row = this.quickPickRow(title);
     try {
       await row.waitFor({ state: 'visible', timeout: timeoutMs });
     } catch (err) {
@@ -266,6 +263,24 @@ export class Workbench {
     await row.click();
     // The palette closes, unless the command opens another quick input.
     await widget.waitFor({ state: 'hidden', timeout: 2_000 }).catch(() => undefined);
+  }
+
+  /**
+   * Chooses the item labelled `label` in the quick pick a command opened, once it shows (a
+   * command opens it some time after the palette closes: keys typed before would be lost).
+   */
+  async pick(label: string, timeoutMs = 30_000): Promise<void> {
+    const row = this.quickPickRow(label);
+    await row.waitFor({ state: 'visible', timeout: timeoutMs });
+    await row.click();
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
+  }
+
+  /** The quick input's row whose label is exactly `label`. */
+  private quickPickRow(label: string): Locator {
+    return this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row')
+      .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }) })
+      .first();
   }
 
   /** A PNG of the whole window in test-artifacts/; returns its path. */
