@@ -55,6 +55,9 @@ export interface EngineDeps {
 
 /** Why an attempt was called off just before the set: data, logged as `skipped`. */
 class Abort extends Error {}
+/** The write-ahead save failed: the set is not sent, and the recovery waits `SAVE_RETRY_MS`. */
+class SaveFailed extends Abort {}
+const SAVE_RETRY_MS = 5_000;
 
 export class Engine {
   private state: PersistedState = emptyState();
@@ -78,7 +81,13 @@ export class Engine {
   /** Both clocks read together at the last look: a wall-clock jump shows as a difference of their deltas. */
   private clockRef: { wall: number; mono: number } | null = null;
   private stopped = true;
-  private saving: Promise<void> = Promise.resolve();
+  private saving: Promise<unknown> = Promise.resolve();
+  /**
+   * Decisions made but not announced yet: each goes out once the save that holds the state it
+   * reports has resolved (durable before announced). `viewsStale`: likewise for the views.
+   */
+  private readonly outbox: Decision[] = [];
+  private viewsStale = false;
   /**
    * Threads whose watch may have changed since the last save (`allDirty`: every one, e.g. after
    * a load or a reset). A save re-serializes only those; the store keeps the rest as it wrote them.
@@ -99,7 +108,7 @@ export class Engine {
   /** The pending lazy save (`persistSoon`), if any. */
   private lazySave: TimerHandle | null = null;
   /** A save queued behind the one being written, not started yet: later callers share it. */
-  private queuedSave: Promise<void> | null = null;
+  private queuedSave: Promise<boolean> | null = null;
 
   private options: EngineOptions;
   private limiter: RecoveryLimiter;
@@ -162,6 +171,10 @@ export class Engine {
     this.session = null;
     await session?.close();
     await this.persist();
+    // A clean stop leaves one snapshot (a journal, if the store keeps one, folded into it).
+    await this.deps.store.compact?.().catch((error: unknown) => {
+      this.deps.onDecision({ type: 'warning', message: `could not compact the state in ${this.deps.store.location}: ${errorText(error)}` });
+    });
   }
 
   /** Resolves when no work is under way (for tests and orderly shutdown). */
@@ -1024,7 +1037,7 @@ export class Engine {
       // Write-ahead: the intent is on disk before the set can take effect.
       w.pending = { failedTurnId, attempt, sentAt: this.deps.clock.now() };
       this.setState(w, { kind: 'recovering', attempt, failedTurnId, sentAt: w.pending.sentAt });
-      await this.persist();
+      if (!(await this.persist())) throw new SaveFailed(`the intent could not be saved to ${this.deps.store.location}; the recovery waits ${SAVE_RETRY_MS / 1000} s and tries again`);
       this.unchanged(live, seq, 'an event arrived while the intent was saved');
       this.check(w, live, expectedStatus, failedTurnId);
     } catch (error) {
@@ -1058,6 +1071,12 @@ export class Engine {
     if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
     this.limiter.giveBack();
     if (w.state.kind === 'recovering') w.state = p.scheduled;
+    if (error instanceof SaveFailed && (w.state.kind === 'backoff' || w.state.kind === 'usageLimited')) {
+      // Never sent without its intent on disk; and not at once again, against a failing disk.
+      const until = Math.max(w.state.dueAt, this.deps.clock.now() + SAVE_RETRY_MS);
+      w.state = { ...w.state, dueAt: until };
+      if (w.lastFailure?.turnId === failedTurnId && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = until;
+    }
     if (!(error instanceof Abort)) throw error;
     this.emit({ type: 'skipped', threadId: w.threadId, reason: error.message });
     if (this.session === p.session && !this.stopped) await this.evaluateAfterAbort(p.session, w);
@@ -1078,6 +1097,17 @@ export class Engine {
       return;
     }
     this.emit({ type: 'recovering', threadId, attempt, failedTurnId });
+    try {
+      // Announced before it goes out (the intent is on disk: this save writes nothing new), then
+      // checked once more: an event during the announcement calls the set off.
+      await this.persist();
+      if (this.session !== session) throw new Abort('the connection changed while the recovery was announced');
+      this.unchanged(live, p.seq, 'an event arrived while the recovery was announced');
+      this.check(w, live, p.expectedStatus, failedTurnId);
+    } catch (error) {
+      await this.calledOff(p, error);
+      return;
+    }
     try {
       const result = await session.setGoalActive(threadId);
       if (result) w.goal = snapshot(result);
@@ -1244,11 +1274,13 @@ export class Engine {
   }
 
   /**
-   * Saves the whole state; saves are serialized and the last one wins. Callers that come while
-   * a save is waiting to start share it: it takes the state as it is when it starts, so it
-   * holds every change made before any of them called.
+   * Saves the state, durably, then announces what was decided before the save began (decision
+   * lines, the views): nothing is announced that a crash could take back. Saves are serialized.
+   * Callers that come while a save is waiting to start share it: it takes the state as it is
+   * when it starts, so it holds every change made before any of them called. Resolves to
+   * whether the save succeeded (a failure is announced as a warning, with what it held).
    */
-  private persist(): Promise<void> {
+  private persist(): Promise<boolean> {
     if (this.lazySave) {
       // This save covers what the lazy one would have.
       this.deps.clock.clearTimer(this.lazySave);
@@ -1258,27 +1290,57 @@ export class Engine {
     const run = this.saving.then(async () => {
       this.queuedSave = null;
       const started = this.deps.clock.now();
+      const announce = this.outbox.splice(0);
+      const views = this.viewsStale || announce.length > 0;
+      this.viewsStale = false;
       // What may differ from the last save: marked threads, and those with work under way.
       const changed = this.allDirty ? undefined : new Set([...this.dirty, ...this.lanes.keys()]);
       this.dirty.clear();
       this.allDirty = false;
-      await this.deps.store.save(this.state, changed);
-      this.saveMs.push(Math.max(0, this.deps.clock.now() - started));
-      if (this.saveMs.length > 16) this.saveMs.shift();
-    }).catch((error: unknown) => {
-      this.emit({ type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` });
+      let failure: Decision | null = null;
+      try {
+        await this.deps.store.save(this.state, changed);
+        this.saveMs.push(Math.max(0, this.deps.clock.now() - started));
+        if (this.saveMs.length > 16) this.saveMs.shift();
+      } catch (error) {
+        // Everything may differ from what is on disk now: the next save writes it all.
+        this.allDirty = true;
+        failure = { type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` };
+      }
+      // Announced even when the save failed (with the warning saying so): never silently lost.
+      for (const d of announce) this.deliver(d);
+      if (failure) this.deliver(failure);
+      if (views) this.deps.onChange?.();
+      return failure === null;
     });
     this.queuedSave = run;
-    this.saving = run;
+    this.saving = run.catch(() => undefined);
     return run;
   }
 
-  private emit(decision: Decision): void {
-    this.deps.onDecision(decision);
+  /** Announces soon: after the save that holds what was decided so far. */
+  private commitSoon(): void {
+    void this.track(this.persist());
   }
 
+  private deliver(decision: Decision): void {
+    try {
+      this.deps.onDecision(decision);
+    } catch {
+      // A view's failure must not stop the engine or lose the next announcements.
+    }
+  }
+
+  /** Every decision goes out through the outbox: after the save that holds it. */
+  private emit(decision: Decision): void {
+    this.outbox.push(decision);
+    this.commitSoon();
+  }
+
+  /** Something a view shows changed: the views hear of it after the save that holds it. */
   private changed(): void {
-    this.deps.onChange?.();
+    this.viewsStale = true;
+    this.commitSoon();
   }
 }
 

@@ -77,4 +77,8 @@ export class HandoverStore implements StateStore {
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
     return this.inner.save(state, changed);
   }
+
+  async compact(): Promise<void> {
+    await this.inner.compact?.();
+  }
 }

@@ -1,5 +1,4 @@
 // The headless runner: the engine's public face for tests and servers.
-import { promises as fs } from 'node:fs';
 import { Engine } from '../core/engine';
 import { systemClock } from '../core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
@@ -8,8 +7,8 @@ import { connectDaemon } from '../protocol/client';
 import { electionDir, electionFor } from '../leader/naming';
 import { HandoverStore } from '../leader/handover';
 import type { TransportTarget } from '../protocol/transport';
-import { JsonFileStore } from '../store/jsonFileStore';
-import { describeDropped, parsePersisted } from '../store/store';
+import { JsonFileStore, readStateFile } from '../store/jsonFileStore';
+import { describeDropped } from '../store/store';
 import { VERSION } from '../version';
 import { parseCli, UsageError, USAGE, type StatusArgs, type WatchArgs } from './args';
 import { decisionJson, decisionLine } from '../model/decisionText';
@@ -127,33 +126,31 @@ export function describeTarget(target: TransportTarget): string {
 }
 
 async function status(args: StatusArgs): Promise<number> {
-  let text: string;
+  let stored;
   try {
-    text = await fs.readFile(args.statePath, 'utf8');
+    stored = await readStateFile(args.statePath);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      process.stdout.write(args.json ? '{"watches":[]}\n' : `no state at ${args.statePath}: nothing watched yet\n`);
-      return 0;
-    }
-    process.stderr.write(`codex-goal-recovery: cannot read ${args.statePath}: ${(error as Error).message}\n`);
+    process.stderr.write(`codex-goal-recovery: ${(error as Error).message}\n`);
     return 1;
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath} is not valid JSON (${(error as Error).message}); the runner keeps it aside and starts clean\n`);
+  if (stored.kind === 'missing') {
+    process.stdout.write(args.json ? '{"watches":[]}\n' : `no state at ${args.statePath}: nothing watched yet\n`);
+    return 0;
+  }
+  if (stored.kind === 'unusable') {
+    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${stored.reason}; the runner keeps it aside and starts clean\n`);
     return 1;
   }
-  const parsed = parsePersisted(raw);
-  if ('error' in parsed) {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${parsed.error}\n`);
-    return 1;
+  if (stored.dropped.length > 0) {
+    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${describeDropped(stored.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`);
   }
-  if (parsed.dropped.length > 0) {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${describeDropped(parsed.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`);
+  const journal = stored.journal;
+  if (journal && 'unusable' in journal) {
+    process.stderr.write(`codex-goal-recovery: ${args.statePath}.journal: ${journal.unusable}; its changes are not shown (the runner keeps it aside)\n`);
+  } else if (journal && journal.dropped.length > 0) {
+    process.stderr.write(`codex-goal-recovery: ${args.statePath}.journal: ${describeDropped(journal.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`);
   }
-  process.stdout.write(args.json ? `${JSON.stringify(statusJson(parsed.state))}\n` : statusText(parsed.state, Date.now()));
+  process.stdout.write(args.json ? `${JSON.stringify(statusJson(stored.state))}\n` : statusText(stored.state, Date.now()));
   return 0;
 }
 

@@ -1,142 +1,261 @@
-// The state as one JSON file (the headless runner's store).
+// The state as a JSON snapshot and a crash journal beside it (the headless runner's store).
 //
-// Writes are atomic: a temp file in the same directory, fsynced, renamed over the target,
-// then the directory fsynced; mode 0600, parent directory created 0700. Saves are
-// serialized and coalesced: the state of the last call is the one left on disk.
+// A save appends one small record per changed watch to `<path>.journal` and fdatasyncs it
+// before it resolves (src/store/journal.ts): what the engine announces or acts on after a save
+// is on disk, at the cost of one short write, however many threads are watched. The journal is
+// folded into a new snapshot when it outgrows the snapshot (at least 1 MiB), at a clean stop
+// (`compact`) and at every load that replayed anything. Snapshot writes are atomic: a temp file
+// in the same directory, fsynced, renamed over the target, then the directory fsynced; mode
+// 0600, parent directory created 0700. Saves are serialized and coalesced.
 // A file that cannot be used is never deleted: it is moved aside to
-// `<path>.corrupt-<timestamp>` and the load starts clean, saying so. A file with a few bad
-// records is copied there, and the rest of it loads.
+// `<path>.corrupt-<timestamp>` and the load starts clean, saying so. A file (or a journal)
+// with a few bad records is copied there, and the rest of it loads.
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
-import { emptyState, type PersistedState } from '../model/watch';
-import { parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
+import { randomBytes } from 'node:crypto';
+import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
+import { JournalWriter, journalLines, replayJournal, type Replayed } from './journal';
+import { describeDropped, parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
 const STALE_TEMP_MS = 10 * 60 * 1000;
+/** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
+export const MIN_FOLD_BYTES = 1024 * 1024;
 
 export interface JsonFileStoreOptions {
   /** A state file larger than this is treated as corrupt; default 64 MiB. */
   maxBytes?: number;
   /** Clock for the `.corrupt-<timestamp>` name (tests). */
   now?: () => number;
+  /** The journal is folded once larger than the snapshot and this; default 1 MiB. */
+  minFoldBytes?: number;
 }
 
-interface Pending {
-  json: string;
-  waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
+/** One save (or compaction) waiting to be written. */
+interface Job {
+  /** Journal lines to append; '' for none. */
+  lines: string;
+  /** A whole new snapshot instead (the lines are in it), with its journal generation. */
+  fold: { document: string; generation: string } | null;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** What a state file and its journal hold, read without changing anything. */
+export type StoredState =
+  | { kind: 'missing' }
+  | { kind: 'unusable'; reason: string }
+  | {
+    kind: 'state';
+    state: PersistedState;
+    /** Snapshot records left out (see parsePersisted). */
+    dropped: string[];
+    /** The snapshot's journal generation (null: written before the journal existed). */
+    generation: string | null;
+    /** What the journal added; null when there is none. */
+    journal: (Replayed & { bytes: number }) | { unusable: string } | null;
+  };
+
+/**
+ * Reads the snapshot at `path` and replays its journal over it, writing nothing (the `status`
+ * command reads a running runner's state this way). Rejects only when a file cannot be looked at.
+ */
+export async function readStateFile(path: string, opts: { maxBytes?: number; now?: () => number } = {}): Promise<StoredState> {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
+  let st;
+  try {
+    st = await fsp.stat(path);
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return { kind: 'missing' };
+    throw new Error(`cannot read state file ${path}: ${errText(err)}`, { cause: err });
+  }
+  if (!st.isFile()) return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
+  if (st.size > maxBytes) return { kind: 'unusable', reason: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
+  const text = await readText(path, 'state file');
+  if (typeof text !== 'string') return { kind: 'unusable', reason: text.reason };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    return { kind: 'unusable', reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${errText(err)}` };
+  }
+  const parsed = parsePersisted(raw, opts.now);
+  if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
+  const g = (raw as { journal?: unknown }).journal;
+  const generation = typeof g === 'string' && g.length > 0 ? g : null;
+  return { kind: 'state', state: parsed.state, dropped: parsed.dropped, generation, journal: await readJournal(`${path}.journal`, parsed.state, generation, maxBytes) };
+}
+
+/** Replays the journal at `path` over `state` (in place), if there is one. */
+async function readJournal(path: string, state: PersistedState, generation: string | null, maxBytes: number): Promise<(Replayed & { bytes: number }) | { unusable: string } | null> {
+  let st;
+  try {
+    st = await fsp.stat(path);
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return null;
+    throw new Error(`cannot read the journal ${path}: ${errText(err)}`, { cause: err });
+  }
+  if (!st.isFile()) return { unusable: 'not a regular file' };
+  if (st.size > maxBytes) return { unusable: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
+  const text = await readText(path, 'journal');
+  if (typeof text !== 'string') return { unusable: text.reason };
+  return { ...replayJournal(state, text, generation), bytes: st.size };
+}
+
+/** A file's text; `{reason}` when it is not ours to read (mode, ACL): unusable, kept aside. */
+async function readText(path: string, what: string): Promise<string | { reason: string }> {
+  try {
+    return await fsp.readFile(path, 'utf8');
+  } catch (err) {
+    if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { reason: `unreadable: ${errText(err)}` };
+    throw new Error(`cannot read ${what} ${path}: ${errText(err)}`, { cause: err });
+  }
 }
 
 let tempCounter = 0;
 
 export class JsonFileStore implements StateStore {
   readonly location: string;
+  readonly journalPath: string;
   private readonly maxBytes: number;
+  private readonly minFoldBytes: number;
   private readonly now: () => number;
-  /** The newest state waiting to be written, with every save() call it answers. */
-  private pending: Pending | null = null;
-  private writing = false;
   private readonly serializer = new StateSerializer();
+  private readonly journal: JournalWriter;
+  /** Saves not written yet, in order. */
+  private queue: Job[] = [];
+  private writing: Promise<void> | null = null;
+  /** The journal generation of the snapshot on disk; null: the next save writes a snapshot. */
+  private generation: string | null = null;
+  private snapshotBytes = 0;
 
   constructor(readonly path: string, opts: JsonFileStoreOptions = {}) {
     this.path = nodePath.resolve(path);
     this.location = this.path;
+    this.journalPath = `${this.path}.journal`;
     this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
+    this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
     this.now = opts.now ?? Date.now;
+    this.journal = new JournalWriter(this.journalPath, syncDir);
   }
 
   /**
    * Missing file: empty state, no problem. Unusable file (corrupt, wrong shape or version, too
-   * large, unreadable, a directory or anything else that is not a file): moved aside, empty
-   * state, `problem` says so. A good file with some bad records: the rest is loaded, the file
-   * as it was is copied aside, the good part written back, and `problem` lists what was left
-   * out. Rejects only when the file cannot be looked at or kept aside (the directory's
-   * permissions...): starting clean then would overwrite it on the next save.
+   * large, unreadable, a directory or anything else that is not a file): moved aside (with its
+   * journal), empty state, `problem` says so. A good file with some bad records, or a journal
+   * with some: the rest is loaded, the file as it was is copied aside, and `problem` lists what
+   * was left out. A journal that was replayed is folded into a new snapshot at once. Rejects
+   * only when a file cannot be looked at or kept aside (the directory's permissions...):
+   * starting clean then would overwrite it on the next save.
    */
   async load(): Promise<LoadResult> {
     await this.removeStaleTemps();
-    let st;
-    try {
-      st = await fsp.stat(this.path);
-    } catch (err) {
-      if (errCode(err) === 'ENOENT') return { state: emptyState(), problem: null };
-      throw new Error(`cannot read state file ${this.path}: ${errText(err)}`, { cause: err });
+    const stored = await readStateFile(this.path, { maxBytes: this.maxBytes, now: this.now });
+    if (stored.kind === 'missing') {
+      // A journal without its snapshot belongs to nothing that can be read: kept, never replayed.
+      const orphan = await exists(this.journalPath) ? await this.moveAside(this.journalPath, 'a journal without its state file') : null;
+      return { state: emptyState(), problem: orphan ? `journal ${this.journalPath} had no state file beside it; kept aside as ${orphan}; starting clean` : null };
     }
-    const result = !st.isFile()
-      ? { reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' }
-      : st.size > this.maxBytes
-        ? { reason: `${st.size} bytes, more than the ${this.maxBytes}-byte limit` }
-        : await this.read();
-    if ('state' in result) {
-      if (result.dropped.length === 0) return { state: result.state, problem: null };
-      const aside = await this.copyAside();
-      await this.save(result.state);
-      return { state: result.state, problem: partialLoadProblem(`state file ${this.path}`, result, `the file as it was is kept as ${aside}`) };
+    if (stored.kind === 'unusable') {
+      const aside = await this.moveAside(this.path, stored.reason);
+      const journalAside = await exists(this.journalPath) ? await this.moveAside(this.journalPath, 'its state file is unusable') : null;
+      return {
+        state: emptyState(),
+        problem: `state file ${this.path} was unusable (${stored.reason}); kept aside as ${aside}${journalAside ? ` (its journal as ${journalAside})` : ''}; starting clean`,
+      };
     }
-    const aside = await this.moveAside(result.reason);
-    return {
-      state: emptyState(),
-      problem: `state file ${this.path} was unusable (${result.reason}); kept aside as ${aside}; starting clean`,
-    };
-  }
-
-  private async read(): Promise<{ state: PersistedState; dropped: string[] } | { reason: string }> {
-    let text: string;
-    try {
-      text = await fsp.readFile(this.path, 'utf8');
-    } catch (err) {
-      // Not ours to read any more (mode, ACL): unusable, and moved aside like any bad file.
-      if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { reason: `unreadable: ${errText(err)}` };
-      throw new Error(`cannot read state file ${this.path}: ${errText(err)}`, { cause: err });
+    const problems: string[] = [];
+    if (stored.dropped.length > 0) {
+      const aside = await this.copyAside(this.path);
+      problems.push(partialLoadProblem(`state file ${this.path}`, { state: stored.state, dropped: stored.dropped }, `the file as it was is kept as ${aside}`));
     }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      return { reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${errText(err)}` };
+    const j = stored.journal;
+    if (j && 'unusable' in j) {
+      const aside = await this.moveAside(this.journalPath, j.unusable);
+      problems.push(`journal ${this.journalPath} was unusable (${j.unusable}); kept aside as ${aside}; the state file loaded without the changes it held`);
+    } else if (j && j.dropped.length > 0) {
+      const aside = await this.copyAside(this.journalPath);
+      problems.push(`journal ${this.journalPath}: ${describeDropped(j.dropped)}; the journal as it was is kept as ${aside}; its other ${j.applied} record${j.applied === 1 ? '' : 's'} loaded`);
     }
-    const parsed = parsePersisted(raw, this.now);
-    return 'state' in parsed ? parsed : { reason: parsed.error };
+    this.serializer.changes(stored.state);
+    this.generation = stored.generation;
+    // Anything to fold in (or a snapshot from before the journal): a new snapshot now, so the
+    // journal starts empty and a torn or stale tail is never appended to.
+    if (j !== null || stored.generation === null || stored.dropped.length > 0) {
+      await this.compact();
+    } else {
+      await this.journal.reset(stored.generation); // there is none: the first append starts it
+      this.snapshotBytes = (await fsp.stat(this.path)).size;
+    }
+    return { state: stored.state, problem: problems.length > 0 ? problems.join('; ') : null };
   }
 
   /**
-   * Writes `state` as it is now. Calls made while a write is running are coalesced: the
-   * last one's state is written next, and all of them resolve once it is on disk.
-   * Rejects (writing nothing) if the state would not load back.
+   * Makes `state`, as it is now, durable: its changes since the last save go to the journal
+   * (fdatasync'd) before this resolves; a save that changed nothing resolves once the saves
+   * before it are on disk. Rejects (writing nothing) if the state would not load back.
    */
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-    let json: string;
+    let lines: string;
     try {
-      json = this.serializer.serialize(state, changed);
+      lines = journalLines(this.serializer.changes(state, changed));
     } catch (err) {
       return Promise.reject(new Error(`refusing to save an invalid state to ${this.path}: ${errText(err)}`, { cause: err }));
     }
+    const fold = this.generation === null || this.journal.bytes + lines.length > Math.max(this.minFoldBytes, this.snapshotBytes);
+    if (lines === '' && !fold) return this.writing ?? Promise.resolve();
+    return this.enqueue(lines, fold ? this.nextSnapshot(state.version) : null);
+  }
+
+  /** Folds the journal into a new snapshot (a clean stop calls it; so does a load that replayed one). */
+  compact(): Promise<void> {
+    return this.enqueue('', this.nextSnapshot(STATE_VERSION));
+  }
+
+  private nextSnapshot(version: number): { document: string; generation: string } {
+    const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    return { document: this.serializer.document(version, { journal: JSON.stringify(generation) }), generation };
+  }
+
+  private enqueue(lines: string, fold: Job['fold']): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (this.pending) {
-        this.pending.json = json;
-        this.pending.waiters.push({ resolve, reject });
-      } else {
-        this.pending = { json, waiters: [{ resolve, reject }] };
-      }
-      if (!this.writing) void this.pump();
+      this.queue.push({ lines, fold, resolve, reject });
+      this.writing ??= this.pump();
     });
   }
 
+  /**
+   * Writes what is queued: the newest snapshot among the jobs (it holds every change before it),
+   * then the journal lines of the jobs after it, in one append and one fdatasync.
+   */
   private async pump(): Promise<void> {
-    this.writing = true;
     try {
-      while (this.pending) {
-        const job = this.pending;
-        this.pending = null;
+      while (this.queue.length > 0) {
+        const jobs = this.queue;
+        this.queue = [];
+        let from = 0;
+        for (let i = jobs.length - 1; i >= 0; i--) if (jobs[i]!.fold) { from = i; break; }
+        const fold = jobs[from]!.fold;
         try {
-          await this.writeAtomic(job.json);
-          for (const w of job.waiters) w.resolve();
+          if (fold) {
+            await this.writeAtomic(fold.document);
+            await this.journal.reset(fold.generation);
+            this.generation = fold.generation;
+            this.snapshotBytes = fold.document.length;
+          }
+          const lines = jobs.slice(fold ? from + 1 : 0).map((j) => j.lines).join('');
+          if (lines !== '') await this.journal.append(lines);
+          for (const j of jobs) j.resolve();
         } catch (err) {
-          for (const w of job.waiters) w.reject(err);
+          // The journal may end in a torn record now: the next save writes a whole snapshot.
+          this.generation = null;
+          const error = new Error(`cannot save state to ${this.path}: ${errText(err)}`, { cause: err });
+          for (const j of jobs) j.reject(error);
         }
       }
     } finally {
-      this.writing = false;
+      this.writing = null;
     }
   }
 
@@ -156,47 +275,47 @@ export class JsonFileStore implements StateStore {
       await fsp.rename(tmp, this.path);
     } catch (err) {
       await fsp.unlink(tmp).catch(() => undefined);
-      throw new Error(`cannot save state to ${this.path}: ${errText(err)}`, { cause: err });
+      throw err;
     }
     await syncDir(dir);
   }
 
-  /** A fresh `<path>.corrupt-<timestamp>[-n]` name: nothing is ever overwritten. */
-  private asideNames(): string[] {
+  /** A fresh `<file>.corrupt-<timestamp>[-n]` name: nothing is ever overwritten. */
+  private asideNames(file: string): string[] {
     const stamp = new Date(this.now()).toISOString().replace(/[:.]/g, '-');
-    return Array.from({ length: 1000 }, (_, n) => `${this.path}.corrupt-${stamp}${n === 0 ? '' : `-${n}`}`);
+    return Array.from({ length: 1000 }, (_, n) => `${file}.corrupt-${stamp}${n === 0 ? '' : `-${n}`}`);
   }
 
-  /** Copies the file as it is to a fresh aside name (the original stays); returns that path. */
-  private async copyAside(): Promise<string> {
-    for (const aside of this.asideNames()) {
+  /** Copies `file` as it is to a fresh aside name (the original stays); returns that path. */
+  private async copyAside(file: string): Promise<string> {
+    for (const aside of this.asideNames(file)) {
       try {
-        await fsp.copyFile(this.path, aside, fsConstants.COPYFILE_EXCL);
+        await fsp.copyFile(file, aside, fsConstants.COPYFILE_EXCL);
       } catch (err) {
         if (errCode(err) === 'EEXIST') continue;
-        throw new Error(`state file ${this.path} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, { cause: err });
+        throw new Error(`${describeFile(file, this.path)} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, { cause: err });
       }
       await fsp.chmod(aside, 0o600).catch(() => undefined);
       return aside;
     }
-    throw new Error(`state file ${this.path} has unusable records and no free name was found to copy it aside`);
+    throw new Error(`${describeFile(file, this.path)} has unusable records and no free name was found to copy it aside`);
   }
 
-  /** Renames the unusable file to a fresh `<path>.corrupt-<timestamp>`; returns that path. */
-  private async moveAside(reason: string): Promise<string> {
-    for (const aside of this.asideNames()) {
+  /** Renames an unusable `file` to a fresh `<file>.corrupt-<timestamp>`; returns that path. */
+  private async moveAside(file: string, reason: string): Promise<string> {
+    for (const aside of this.asideNames(file)) {
       if (await exists(aside)) continue;
       try {
-        await fsp.rename(this.path, aside);
+        await fsp.rename(file, aside);
       } catch (err) {
         throw new Error(
-          `state file ${this.path} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`,
+          `${describeFile(file, this.path)} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`,
           { cause: err },
         );
       }
       return aside;
     }
-    throw new Error(`state file ${this.path} is unusable (${reason}) and no free name was found to move it aside`);
+    throw new Error(`${describeFile(file, this.path)} is unusable (${reason}) and no free name was found to move it aside`);
   }
 
   /** Removes temp files left by a crashed writer (dead pid, or older than 10 minutes). */
@@ -221,6 +340,10 @@ export class JsonFileStore implements StateStore {
       if (stale) await fsp.unlink(full).catch(() => undefined);
     }
   }
+}
+
+function describeFile(file: string, statePath: string): string {
+  return file === statePath ? `state file ${file}` : `journal ${file}`;
 }
 
 async function syncDir(dir: string): Promise<void> {

@@ -18,11 +18,18 @@ export interface LoadResult {
 export interface StateStore {
   load(): Promise<LoadResult>;
   /**
-   * Persists `state` as it is at the time of the call (later mutations are not saved).
+   * Persists `state` as it is at the time of the call (later mutations are not saved), durably:
+   * when the promise resolves, a crash cannot lose it (the engine announces and acts on a
+   * decision only after the save that holds it resolved).
    * `changed`: the threads whose watch may differ from the previous save through this store (a
    * hint a store may use to skip re-serializing the others); omitted, every one may have.
    */
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void>;
+  /**
+   * Folds whatever the store keeps beside its snapshot (a journal) into it: a clean stop calls
+   * it after its last save. Optional: a store that writes whole states has nothing to fold.
+   */
+  compact?(): Promise<void>;
   /** Where the state lives, for messages (a file path, or a description). */
   readonly location: string;
 }
@@ -144,41 +151,94 @@ function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: st
 
 const TopLevelSchema = PersistedStateSchema.omit({ watches: true });
 
+/** What changed in a state since a serializer last looked: each a JSON text, already checked. */
+export interface StateChanges {
+  /** Watches whose JSON differs from the last look (new ones included), by thread id. */
+  watches: Array<[string, string]>;
+  /** Thread ids whose watch is gone since the last look. */
+  removed: string[];
+  /** `{"pausedAt":…,"disarmed":…}` when either differs from the last look; else null. */
+  top: string | null;
+}
+
 /**
- * Turns a state into the JSON a store writes, refusing one that would not load back. Watches
- * are checked against the schema only when their JSON differs from what this serializer last
- * wrote: a save costs one stringify plus a check of what changed, not a check of every watch
- * (with 10,000 watches a full check takes about half a second here).
+ * Turns a state into the JSON a store writes, refusing one that would not load back. It keeps
+ * the JSON of every watch as it last saw it: a watch is checked against the schema only when
+ * its JSON differs, so a save costs one stringify of what may have changed plus a check of what
+ * did (with 10,000 watches a full check takes about half a second here). `changes` gives what
+ * differs (a journal appends just that); `document` the whole state as one JSON text.
  */
 export class StateSerializer {
-  private checked = new Map<string, string>();
+  private known = new Map<string, string>();
+  private pausedAt: string | null = null;
+  private disarmed: string | null = null;
 
   /**
-   * Throws an Error describing the first problem if the state is not valid. `changed`: only
-   * these watches may differ from the previous call; the JSON of the others is reused.
+   * What differs from the previous call, checked; throws an Error describing the first problem
+   * (and then has taken nothing in). `changed`: only these watches may differ; the others are
+   * taken as they were (omitted: every one is looked at).
    */
-  serialize(state: PersistedState, changed?: ReadonlySet<string>): string {
-    const top = TopLevelSchema.safeParse(state);
-    if (!top.success) throw new Error(describeIssues(top.error.issues));
-    const checked = new Map<string, string>();
-    const parts: string[] = [];
-    for (const [id, watch] of Object.entries(state.watches)) {
-      const previous = this.checked.get(id);
-      if (changed && previous !== undefined && !changed.has(id)) {
-        checked.set(id, previous);
-        parts.push(`${JSON.stringify(id)}:${previous}`);
+  changes(state: PersistedState, changed?: ReadonlySet<string>): StateChanges {
+    const topCheck = TopLevelSchema.safeParse(state);
+    if (!topCheck.success) throw new Error(describeIssues(topCheck.error.issues));
+    const hinted = changed !== undefined && this.countMatches(state, changed);
+    const ids: Iterable<string> = hinted ? changed : Object.keys(state.watches);
+    const watches: Array<[string, string]> = [];
+    const removed = new Set<string>();
+    for (const id of ids) {
+      const watch = Object.hasOwn(state.watches, id) ? state.watches[id] : undefined;
+      const previous = this.known.get(id);
+      if (!watch) {
+        if (previous !== undefined) removed.add(id);
         continue;
       }
       if (watch.threadId !== id) throw new Error(`watches.${id}: its threadId is ${JSON.stringify(watch.threadId)}`);
       const json = JSON.stringify(watch);
-      if (previous !== json) {
-        const parsed = WatchedThreadSchema.safeParse(watch);
-        if (!parsed.success) throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
-      }
-      checked.set(id, json);
-      parts.push(`${JSON.stringify(id)}:${json}`);
+      if (previous === json) continue;
+      const parsed = WatchedThreadSchema.safeParse(watch);
+      if (!parsed.success) throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
+      watches.push([id, json]);
     }
-    this.checked = checked;
-    return `{"version":${JSON.stringify(state.version)},"pausedAt":${JSON.stringify(state.pausedAt)},"watches":{${parts.join(',')}},"disarmed":${JSON.stringify(state.disarmed)}}\n`;
+    if (!hinted) for (const id of this.known.keys()) if (!Object.hasOwn(state.watches, id)) removed.add(id);
+    for (const [id, json] of watches) this.known.set(id, json);
+    for (const id of removed) this.known.delete(id);
+    const pausedAt = JSON.stringify(state.pausedAt);
+    const disarmed = JSON.stringify(state.disarmed);
+    const topChanged = pausedAt !== this.pausedAt || disarmed !== this.disarmed;
+    this.pausedAt = pausedAt;
+    this.disarmed = disarmed;
+    return { watches, removed: [...removed], top: topChanged ? `{"pausedAt":${pausedAt},"disarmed":${disarmed}}` : null };
+  }
+
+  /**
+   * The whole state as the last `changes` call took it in, as one JSON text. `extra`: top-level
+   * fields of the store's own, each as JSON text.
+   */
+  document(version: number, extra: Record<string, string> = {}): string {
+    const parts: string[] = [];
+    for (const [id, json] of this.known) parts.push(`${JSON.stringify(id)}:${json}`);
+    const more = Object.entries(extra).map(([k, v]) => `,${JSON.stringify(k)}:${v}`).join('');
+    return `{"version":${JSON.stringify(version)}${more},"pausedAt":${this.pausedAt ?? 'null'},"watches":{${parts.join(',')}},"disarmed":${this.disarmed ?? '{}'}}\n`;
+  }
+
+  /** Throws an Error describing the first problem if the state is not valid; else its whole JSON. */
+  serialize(state: PersistedState, changed?: ReadonlySet<string>): string {
+    this.changes(state, changed);
+    return this.document(state.version);
+  }
+
+  /**
+   * Whether the `changed` hint can be trusted for removals: the state has exactly the watches the
+   * serializer knows, give or take those named in it. Otherwise every watch is looked at.
+   */
+  private countMatches(state: PersistedState, changed: ReadonlySet<string>): boolean {
+    let size = this.known.size;
+    for (const id of changed) {
+      const has = Object.hasOwn(state.watches, id);
+      const knew = this.known.has(id);
+      if (has && !knew) size += 1;
+      else if (!has && knew) size -= 1;
+    }
+    return size === Object.keys(state.watches).length;
   }
 }
