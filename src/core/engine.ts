@@ -811,8 +811,10 @@ export class Engine {
     w.pending = null;
     if (goal && (goal.status === 'blocked' || goal.status === 'usageLimited')) {
       addHistory(w, { at: this.deps.clock.now(), failedTurnId: pending.failedTurnId, attempt: pending.attempt, error: w.lastFailure?.code ?? '', outcome: 'rejected', detail: 'the set did not take effect' });
-      if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = this.deps.clock.now();
-      // Not in backoff any more: the next decision puts it back, due now.
+      // Due again at once, but never before its due time: an intent prepared ahead of it (and
+      // cut short by a crash before the set went out) is not sent early.
+      if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);
+      // Not in backoff any more: the next decision puts it back, due then.
       w.state = { kind: 'running' };
     }
     return false;

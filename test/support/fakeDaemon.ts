@@ -92,7 +92,8 @@ export class FakeDaemon {
   readonly requests: WireMessage[] = [];
   /** Broken rules seen on the wire: a set beyond {threadId,status,origin}, a reply to a server request. */
   readonly violations: string[] = [];
-  before: ((m: WireMessage) => void) | null = null;
+  /** Runs before each request is handled; `false` drops it unanswered (a test's judge refused it). */
+  before: ((m: WireMessage) => void | boolean) | null = null;
   lostReply = false;
   setError: { code: number; message: string } | null = null;
   /** When set, `thread/resume` fails with this message. */
@@ -228,6 +229,9 @@ export class FakeDaemon {
   }
 
   private receive(connection: FakeConnection, line: string): void {
+    // A connection that is gone (its client crashed, or closed it) says nothing more: what it
+    // wrote and the daemon had not read yet is lost with it.
+    if (connection.closedReason !== null) return;
     const m = JSON.parse(line) as WireMessage;
     if (m.method === undefined) {
       if (m.id !== undefined && this.serverRequestIds.has(m.id)) this.violations.push(`answered server request ${String(m.id)}: ${line}`);
@@ -235,7 +239,7 @@ export class FakeDaemon {
     }
     if (m.id === undefined) return; // `initialized`
     this.requests.push(m);
-    this.before?.(m);
+    if (this.before?.(m) === false) return;
     const reply = (result: unknown) => connection.send({ id: m.id, result });
     const fail = (code: number, message: string) => connection.send({ id: m.id, error: { code, message } });
     const p = m.params ?? {};
