@@ -213,18 +213,45 @@ async function savedStateIsGood(store: StateStore): Promise<PersistedState> {
 
 const OUT = path.resolve(__dirname, '..', '..');
 const NOBODY = 65534;
+const ROOT = process.getuid?.() === 0;
+
+/** Whether this process can open `file` for reading. */
+function canOpen(file: string): boolean {
+  try {
+    fs.closeSync(fs.openSync(file, 'r'));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Loads the store in a child process. As root (which reads any file), the child runs as uid
  * 65534 on a directory it owns, so that mode 000 really is unreadable to it.
+ *
+ * The child loads the compiled store while it still runs as the test's user, and only then drops
+ * to uid 65534 (no supplementary groups, and so no capabilities left): uid 65534 need not be able
+ * to read the checkout, which may be anywhere (a clone in a private 0700 directory is not
+ * traversable by other users). The load itself, the only thing that touches the state file, runs
+ * as uid 65534; the child checks that it does before it reads anything.
  */
 function loadInChild(file: string): { state?: PersistedState; problem?: string | null; error?: string } {
   const script = `
     const { JsonFileStore } = require(${JSON.stringify(path.join(OUT, 'src', 'store', 'jsonFileStore.js'))});
+    if (${ROOT}) {
+      process.setgroups([]);
+      process.setgid(${NOBODY});
+      process.setuid(${NOBODY});
+      const ids = [process.getuid(), process.geteuid(), process.getgid(), process.getegid(), process.getgroups().filter((g) => g !== ${NOBODY}).length];
+      if (ids.join() !== '${NOBODY},${NOBODY},${NOBODY},${NOBODY},0') throw new Error('could not become uid ${NOBODY}: ' + ids.join());
+    }
+    // The reader reaches the file (its directories are searchable): only the file's mode stops it.
+    require('node:fs').statSync(${JSON.stringify(file)});
     new JsonFileStore(${JSON.stringify(file)}, { now: () => ${NOW} }).load()
       .then((r) => process.stdout.write(JSON.stringify(r)), (e) => process.stdout.write(JSON.stringify({ error: e.message })));`;
-  const asNobody = process.getuid?.() === 0;
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000, ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}) });
+  // cwd: the state file's directory (the child's own, as root), not the checkout, which uid
+  // 65534 may not be able to reach.
+  const r = spawnSync(process.execPath, ['-e', script], { cwd: path.dirname(file), encoding: 'utf8', timeout: 20_000 });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as { state?: PersistedState; problem?: string | null; error?: string };
 }
@@ -236,7 +263,7 @@ describe('corrupt state in the JSON file store (the runner)', () => {
     const what = c.file;
     const reason = c.fileReason;
     if (what === null || reason === null) continue;
-    test(`Invariant: ${c.name}: reported in one clear message, kept aside unchanged and never deleted; the engine starts clean, recovers normally and saves a good state`, async () => {
+    test(`Invariant: ${c.name}: reported in one clear message, kept aside unchanged and never deleted; the engine starts clean, recovers normally and saves a good state`, async (t) => {
       const dir = tempDir('cgr-fs-');
       const file = path.join(dir, 'state.json');
       const aside = `${file}${FILE_ASIDE_SUFFIX}`;
@@ -246,16 +273,25 @@ describe('corrupt state in the JSON file store (the runner)', () => {
         if (what === 'unreadable') {
           const content = Buffer.from(goodJson());
           fs.writeFileSync(file, content);
-          if (process.getuid?.() === 0) {
+          if (ROOT) {
             fs.chownSync(dir, NOBODY, NOBODY);
             fs.chownSync(file, NOBODY, NOBODY);
           }
           fs.chmodSync(file, 0o000);
+          if (!ROOT && canOpen(file)) {
+            // Not root, so the child cannot switch to another user; and this user reads a mode-000
+            // file of its own (a capability such as CAP_DAC_OVERRIDE): nothing here is unreadable.
+            t.skip(`uid ${process.getuid?.()} can read a mode-000 file (it has a capability such as CAP_DAC_OVERRIDE) and, not being root, cannot run the reader as another user: this case needs root or a user without that capability`);
+            return;
+          }
+          t.diagnostic(ROOT
+            ? `the reader runs as uid ${NOBODY}, the file's owner (the test runs as root, which reads any file)`
+            : `the reader runs as uid ${process.getuid?.()}, the file's owner (not root: no other user to switch to, and none needed)`);
           const loaded = loadInChild(file);
           assert.equal(loaded.error, undefined, loaded.error);
           assert.deepEqual(loaded.state, emptyState());
           problem = loaded.problem;
-          if (process.getuid?.() === 0) fs.chownSync(dir, 0, 0);
+          if (ROOT) fs.chownSync(dir, 0, 0);
           fs.chmodSync(aside, 0o600);
           checkAside = () => assert.equal(sha(fs.readFileSync(aside)), sha(content), 'the unreadable file is kept aside unchanged');
           checkAside();
