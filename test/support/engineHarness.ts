@@ -8,7 +8,10 @@ import type { Decision } from '../../src/model/decision';
 import type { Connector } from '../../src/protocol/daemon';
 import type { StateStore } from '../../src/store/store';
 import { FakeClock } from './fakeClock';
-import { FakeDaemon } from './fakeDaemon';
+import { FakeDaemon, type FakeConnection } from './fakeDaemon';
+import { ScopedClock } from './crashWorld';
+import { startSession } from '../../src/protocol/client';
+import type { PersistedState } from '../../src/model/watch';
 import { MemoryStore } from './memoryStore';
 
 export interface Harness {
@@ -27,6 +30,27 @@ export interface Harness {
   /** Lets in-memory streams deliver, then waits for the engine. */
   settle(): Promise<void>;
   cleanup(): Promise<void>;
+  /**
+   * A crash: the engine is dropped without `stop()`. Its timers die, its connections close, and
+   * nothing it writes from now on reaches the store (a save under way may still land, as on a
+   * real disk). `cleanup` then only removes the directory.
+   */
+  crash(): void;
+}
+
+/** A store whose writer can die: after `kill`, its saves never reach the store it wraps. */
+class MortalStore implements StateStore {
+  private dead = false;
+  constructor(private readonly inner: StateStore) {}
+  get location(): string { return this.inner.location; }
+  load() { return this.inner.load(); }
+  save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+    return this.dead ? new Promise<void>(() => undefined) : this.inner.save(state, changed);
+  }
+  async compact(): Promise<void> {
+    if (!this.dead) await this.inner.compact?.();
+  }
+  kill(): void { this.dead = true; }
 }
 
 export const TEST_OPTIONS: EngineOptions = {
@@ -58,12 +82,21 @@ export async function makeHarness(init: {
   const store = init.store ?? new MemoryStore();
   const decisions: Decision[] = [];
   let changes = 0;
+  const scoped = new ScopedClock(clock);
+  const mortal = new MortalStore(store);
+  const connections: FakeConnection[] = [];
+  const baseConnect = init.connect ? init.connect(daemon, clock) : null;
+  let crashed = false;
   const engine = new Engine({ ...TEST_OPTIONS, ...init.options }, {
-    connect: init.connect ? init.connect(daemon, clock) : daemon.connector(),
-    store,
-    clock,
+    connect: baseConnect ?? (async (listener) => {
+      const c = daemon.accept();
+      connections.push(c);
+      return startSession(c.transport(), listener, { clientVersion: 'test', requestTimeoutMs: 5_000 });
+    }),
+    store: mortal,
+    clock: scoped,
     random: init.random ?? (() => 1), // the seed's jitter(d) = d: the full nominal delay
-    onDecision: (d) => decisions.push(d),
+    onDecision: (d) => { if (!crashed) decisions.push(d); },
     onChange: () => { changes += 1; },
     onRolloutRead: init.onRolloutRead,
   });
@@ -71,7 +104,7 @@ export async function makeHarness(init: {
     for (let i = 0; i < 5; i++) {
       await new Promise((resolve) => setImmediate(resolve));
       clock.advance(0); // timers due now fire, as real ones would
-      await engine.idle();
+      if (!crashed) await engine.idle();
     }
   };
   const h: Harness = {
@@ -92,8 +125,14 @@ export async function makeHarness(init: {
       await settle();
     },
     settle,
+    crash: () => {
+      crashed = true;
+      scoped.kill();
+      mortal.kill();
+      for (const c of connections) c.close('EOF (the engine crashed)');
+    },
     cleanup: async () => {
-      await engine.stop();
+      if (!crashed) await engine.stop();
       if (!init.dir) fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -690,6 +690,99 @@ describe('engine', () => {
   });
 });
 
+/** A store whose saves wait until the test opens the gate: what a slow disk looks like. */
+class GatedStore extends MemoryStore {
+  private gate: Array<() => void> = [];
+  held = true;
+  override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+    const copy = structuredClone(state);
+    if (this.held) await new Promise<void>((resolve) => this.gate.push(resolve));
+    await super.save(copy, changed);
+  }
+  open(): void {
+    this.held = false;
+    for (const f of this.gate.splice(0)) f();
+  }
+}
+
+describe('engine: durable before announced', () => {
+  it('announces a decision, and tells its views, only once the save holding it is on disk; never sends the set before its write-ahead is', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    const store = new GatedStore();
+    const h = await makeHarness({ dir, daemon, store, start: false, options: { prepareMs: 200 } });
+    harnesses.push(h);
+    // While a save is held, the engine is not idle (h.settle would wait for it): turns of the loop.
+    const turns = async (n = 20) => {
+      for (let i = 0; i < n; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        h.clock.advance(0);
+      }
+    };
+    await h.engine.start();
+    await turns();
+    assert.equal(h.engine.watch('thread-1')?.state.kind, 'running', 'not armed in memory');
+    assert.deepEqual(h.decisions.filter((d) => d.type === 'armed'), [], 'announced the arming before it was saved');
+    const viewsBefore = h.changes();
+    store.open();
+    await h.settle();
+    assert.equal(h.decisions.filter((d) => d.type === 'armed').length, 1, 'the arming was not announced after its save');
+    assert.ok(h.changes() > viewsBefore, 'the views were not told after the save');
+    assert.equal(store.saved.watches['thread-1']?.state.kind, 'running');
+
+    store.held = true;
+    daemon.failWithEvents('thread-1');
+    await turns();
+    assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
+    assert.equal(h.decisions.filter((d) => d.type === 'backoff').length, 0, 'announced the backoff before it was saved');
+    store.open();
+    await h.settle();
+    const backoff = h.decisions.find((d) => d.type === 'backoff');
+    assert.ok(backoff && backoff.type === 'backoff');
+    assert.equal(store.saved.watches['thread-1']?.lastFailure?.dueAt, backoff.dueAt, 'the announced due time is not the saved one');
+
+    // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
+    store.held = true;
+    h.clock.advance(backoff.dueAt - h.clock.now() + 500);
+    await turns();
+    assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out before its intent was on disk');
+    assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 0);
+    store.open();
+    await h.settle();
+    await h.advance(0);
+    assert.equal(daemon.count('thread/goal/set'), 1);
+    assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 1);
+  });
+
+  it('a failing write-ahead save never sends the set; the recovery waits and tries again once the disk is back', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    let failing = false;
+    class FailingStore extends MemoryStore {
+      override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+        if (failing) throw new Error('ENOSPC: no space left on device');
+        await super.save(state, changed);
+      }
+    }
+    const h = await makeHarness({ dir, daemon, store: new FailingStore(), options: { prepareMs: 200 } });
+    harnesses.push(h);
+    daemon.failWithEvents('thread-1');
+    await h.settle();
+    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    failing = true;
+    await h.advance(due - h.clock.now() + 1_000);
+    assert.equal(daemon.count('thread/goal/set'), 0, 'sent the set although its intent could not be saved');
+    assert.ok(h.decisions.some((d) => d.type === 'warning' && /could not save state.*ENOSPC/.test(d.message)), 'the failed save was not reported');
+    assert.ok(h.decisions.some((d) => d.type === 'skipped' && /intent could not be saved/.test(d.reason)), 'the held recovery was not explained');
+    const sets = daemon.count('thread/goal/set');
+    failing = false;
+    await h.advance(6_000);
+    assert.equal(daemon.count('thread/goal/set'), sets + 1, 'not recovered once the disk was back');
+  });
+});
+
 describe('engine: the first look at a large rollout', () => {
   const MB = 1024 * 1024;
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
 import { parsePersisted } from '../../src/store/store';
 import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
 
@@ -301,5 +301,144 @@ describe('JsonFileStore', () => {
     assert.equal(await fsp.readFile(aside, 'utf8'), content);
     assert.deepEqual(await new JsonFileStore(file).load(), { state: sampleState(3), problem: null });
     assert.deepEqual(await listDir(d), ['state.json', path.basename(aside)]);
+  });
+});
+
+describe('JsonFileStore: the crash journal', () => {
+  /** A state of `n` watches like sampleState's, ids w0…w(n-1). */
+  function manyWatches(n: number): PersistedState {
+    const s = emptyState();
+    const template = sampleState().watches['thr_1']!;
+    for (let i = 0; i < n; i++) s.watches[`w${i}`] = { ...structuredClone(template), threadId: `w${i}` };
+    return s;
+  }
+
+  test('a save after the first appends only what changed, fdatasynced; a store dropped without compact (a crash) loads it back, then folds the journal', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file);
+    const s = manyWatches(200);
+    await store.save(s); // the first save writes a snapshot
+    const snapshotBytes = (await fsp.stat(file)).size;
+    s.watches['w7']!.failures = 3;
+    s.watches['w7']!.state = { kind: 'backoff', dueAt: 5, attempt: 3, failedTurnId: 'turn-x' };
+    await store.save(s, new Set(['w7']));
+    delete s.watches['w8'];
+    s.pausedAt = 9;
+    await store.save(s, new Set(['w8']));
+    assert.equal((await fsp.stat(file)).size, snapshotBytes, 'the snapshot was rewritten');
+    const journal = await fsp.readFile(`${file}.journal`, 'utf8');
+    const lines = journal.trimEnd().split('\n');
+    assert.equal(lines.length, 4, 'a header and one record per change');
+    assert.ok(journal.length < 2_000, `the journal holds more than the changes: ${journal.length} bytes`);
+    if (posix) assert.equal((await fsp.stat(`${file}.journal`)).mode & 0o777, 0o600);
+    // The crash: the store is dropped, never compacted. What status and a new store read:
+    const read = await readStateFile(file);
+    assert.ok(read.kind === 'state');
+    assert.deepEqual(read.state, s);
+    const again = new JsonFileStore(file);
+    assert.deepEqual(await again.load(), { state: s, problem: null });
+    assert.deepEqual(await listDir(d), ['state.json'], 'the replayed journal was not folded into the snapshot');
+    assert.deepEqual(await new JsonFileStore(file).load(), { state: s, problem: null });
+  });
+
+  test('a torn last record (a crash in the middle of an append) is ignored, silently: its save never resolved', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file);
+    const s = sampleState(1);
+    await store.save(s);
+    s.pausedAt = 2;
+    await store.save(s);
+    await fsp.appendFile(`${file}.journal`, '{"top":{"pausedAt":3,"disa');
+    assert.deepEqual(await new JsonFileStore(file).load(), { state: s, problem: null });
+    // Folded: a later append never follows the torn bytes.
+    assert.deepEqual(await listDir(d), ['state.json']);
+  });
+
+  test('a journal of another generation (a crash after its snapshot was written, before it was removed) is not replayed', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file);
+    const s = sampleState(1);
+    await store.save(s);
+    await fsp.writeFile(`${file}.journal`, `{"journal":1,"generation":"older"}\n{"top":{"pausedAt":77,"disarmed":{}}}\n`);
+    assert.deepEqual(await new JsonFileStore(file).load(), { state: s, problem: null });
+    assert.deepEqual(await listDir(d), ['state.json']);
+  });
+
+  test('a bad record is reported and the journal kept aside; the other records load', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file, { now: () => 0 });
+    const s = sampleState(null);
+    await store.save(s);
+    s.pausedAt = 4;
+    await store.save(s);
+    const good = await fsp.readFile(`${file}.journal`, 'utf8');
+    const w = structuredClone(s.watches['thr_1']!);
+    w.failures = 2;
+    const content = `${good}{"watch":{"threadId":"thr_1","state":{"kind":"nope"}}}\nnot json at all\n{"watch":${JSON.stringify(w)}}\n`;
+    await fsp.writeFile(`${file}.journal`, content);
+    const r = await new JsonFileStore(file, { now: () => 0 }).load();
+    const aside = `${file}.journal.corrupt-1970-01-01T00-00-00-000Z`;
+    assert.equal(r.state.pausedAt, 4);
+    assert.equal(r.state.watches['thr_1']!.failures, 2, 'the good record after the bad ones was not applied');
+    assert.match(r.problem ?? '', new RegExp(`^journal ${file}\\.journal: 2 records could not be used \\(journal record 2: watch "thr_1": .*; journal record 3: not JSON \\(not json at all\\)\\); the journal as it was is kept as ${aside.replace(/\./g, '\\.')}; its other 2 records loaded$`));
+    assert.equal(await fsp.readFile(aside, 'utf8'), content);
+    assert.deepEqual(await new JsonFileStore(file).load(), { state: r.state, problem: null });
+  });
+
+  test('an unusable journal (a directory) is moved aside, reported, and the snapshot loads', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    await new JsonFileStore(file).save(sampleState(1));
+    await fsp.mkdir(`${file}.journal`);
+    const r = await new JsonFileStore(file, { now: () => 0 }).load();
+    assert.deepEqual(r.state, sampleState(1));
+    assert.equal(r.problem, `journal ${file}.journal was unusable (not a regular file); kept aside as ${file}.journal.corrupt-1970-01-01T00-00-00-000Z; the state file loaded without the changes it held`);
+  });
+
+  test('a journal with no state file beside it is kept aside, never replayed onto nothing', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    await fsp.writeFile(`${file}.journal`, '{"journal":1,"generation":"g"}\n{"top":{"pausedAt":1,"disarmed":{}}}\n');
+    const r = await new JsonFileStore(file, { now: () => 0 }).load();
+    assert.deepEqual(r.state, emptyState());
+    assert.equal(r.problem, `journal ${file}.journal had no state file beside it; kept aside as ${file}.journal.corrupt-1970-01-01T00-00-00-000Z; starting clean`);
+  });
+
+  test('the journal is folded into a new snapshot once it outgrows it; compact folds it at once', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    const store = new JsonFileStore(file, { minFoldBytes: 4_096 });
+    const s = manyWatches(3);
+    await store.save(s);
+    let largest = 0;
+    for (let i = 0; i < 200; i++) {
+      s.watches[`w${i % 3}`]!.failures = i;
+      await store.save(s, new Set([`w${i % 3}`]));
+      const size = await fsp.stat(`${file}.journal`).then((st) => st.size, () => 0);
+      largest = Math.max(largest, size);
+    }
+    assert.ok(largest <= 4_096 + 2_000, `the journal grew to ${largest} bytes`);
+    assert.deepEqual((await new JsonFileStore(file).load()).state, s);
+    s.pausedAt = 1;
+    await store.save(s);
+    await store.compact();
+    assert.deepEqual(await listDir(d), ['state.json']);
+    assert.deepEqual(JSON.parse(await fsp.readFile(file, 'utf8')).pausedAt, 1);
+  });
+
+  test('a snapshot from before the journal existed loads, and gets a journal generation', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    await fsp.writeFile(file, JSON.stringify(sampleState(5)));
+    const store = new JsonFileStore(file);
+    assert.deepEqual(await store.load(), { state: sampleState(5), problem: null });
+    assert.equal(typeof JSON.parse(await fsp.readFile(file, 'utf8')).journal, 'string');
+    const s = sampleState(6);
+    await store.save(s);
+    assert.deepEqual((await new JsonFileStore(file).load()).state, s);
   });
 });

@@ -5,8 +5,8 @@
 //   TestOldBlocked         -> "never adopts a goal that was blocked before the engine saw it"
 //   TestPauseDuringRead    -> "a human pause that arrives during <method> wins" (goal/get, turns/list, read)
 //   TestLiveActivity       -> "never competes with a live turn" and "... a pending approval that arrives during the pre-set read"
-//   TestRestartPending     -> "a pending recovery survives a restart"
-//   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again"
+//   TestRestartPending     -> "a pending recovery survives a restart" (and "... by crash" / "... by stop")
+//   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again" (and "... then a crash")
 //   TestResetSetError      -> "a set that errors while notifications show success counts as success"
 //   TestNoCompetingRetry   -> "never competes with Codex's own retry"
 //   human()/intentLine     -> "a human marker newer than the arming disarms; a later human active re-arms"
@@ -29,6 +29,7 @@ import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { FakeClock } from '../support/fakeClock';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -193,6 +194,63 @@ describe('seed scenarios', () => {
     await h.reconcile();
     assert.equal(daemon.count('thread/goal/set'), 1, 'lost pending recovery across restart');
     assert.equal(h.engine.watch('thread-1')!.failures, 3);
+  });
+
+  // Restarts like life: the same promise, with the engine restarted by a crash (dropped without
+  // stop(), its store holding only what it durably wrote) and by a clean stop. Shipped defaults
+  // (backoff base 30 s, the limiter, the 200 ms preparation, the 60 s resync).
+  for (const how of ['crash', 'stop'] as const) {
+    it(`a pending recovery survives a restart by ${how}: due at the stored time, recovered once (TestRestartPending)`, async () => {
+      const dir = tmp();
+      const statePath = path.join(dir, 'state.json');
+      const clock = new FakeClock();
+      const daemon = new FakeDaemon(dir);
+      daemon.addThread();
+      const first = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS, random: () => 0.5 });
+      assert.equal(first.engine.watch('thread-1')?.state.kind, 'running');
+      daemon.failWithEvents('thread-1');
+      await first.settle();
+      const backoff = first.decisions.find((d) => d.type === 'backoff');
+      assert.ok(backoff && backoff.type === 'backoff', 'no backoff announced');
+      await first.advance(600); // the new user's kill -9 came 0.6 s after the backoff line
+      if (how === 'crash') first.crash();
+      else await first.engine.stop();
+      const second = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS, random: () => 0.5 });
+      const w = () => second.engine.watch('thread-1')!;
+      assert.equal(w().state.kind, 'backoff', `after the ${how}, the watch is ${JSON.stringify(w().state)}`);
+      assert.equal(dueAt(w().state), backoff.dueAt, 'the due time changed across the restart');
+      assert.equal(w().failures, 1);
+      await second.advance(backoff.dueAt - clock.now() - 1);
+      assert.equal(daemon.count('thread/goal/set'), 0, 'recovered before the stored due time');
+      await second.advance(1);
+      assert.equal(daemon.count('thread/goal/set'), 1, 'the pending recovery was lost across the restart');
+      assert.deepEqual(w().recovered, ['turn-1']);
+      await second.advance(DEFAULT_OPTIONS.resyncMs * 2);
+      assert.equal(daemon.count('thread/goal/set'), 1, 'recovered twice');
+      assert.deepEqual(daemon.violations, []);
+    });
+  }
+
+  it('a lost set reply, then a crash: never repeated once the goal is active again (TestLostSetReply, by crash)', async () => {
+    const dir = tmp();
+    const statePath = path.join(dir, 'state.json');
+    const clock = new FakeClock();
+    const daemon = failedDaemon(dir);
+    daemon.lostReply = true;
+    await new JsonFileStore(statePath).save(stateWith(failedWatch(clock.now(), daemon.thread().path)));
+    const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
+    assert.equal(daemon.count('thread/goal/set'), 1, 'missing mutation');
+    h.crash(); // the reply was lost, then the engine died before it learnt anything more
+
+    const reconnected = new FakeDaemon(dir);
+    reconnected.threads.set('thread-1', { ...daemon.thread(), loaded: true });
+    const h2 = await harness({ dir, daemon: reconnected, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
+    await h2.reconcile();
+    await h2.advance(DEFAULT_OPTIONS.resyncMs * 2);
+    const w = h2.engine.watch('thread-1')!;
+    assert.equal(reconnected.count('thread/goal/set'), 0, 'duplicated a successful mutation after a lost reply and a crash');
+    assert.equal(w.pending, null);
+    assert.deepEqual(w.recovered, ['turn-1']);
   });
 
   it('a lost set reply is never repeated once the goal is active again (TestLostSetReply)', async () => {
