@@ -213,6 +213,12 @@ export class JsonFileStore implements StateStore {
     return this.enqueue('', this.nextSnapshot(STATE_VERSION));
   }
 
+  /** Waits for what is being written, then lets go of the journal file (nothing is folded). */
+  async close(): Promise<void> {
+    await this.writing;
+    await this.journal.close();
+  }
+
   private nextSnapshot(version: number): { document: string; generation: string } {
     const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
     return { document: this.serializer.document(version, { journal: JSON.stringify(generation) }), generation };

@@ -6,11 +6,13 @@ import { memoryStore10k } from './memoryStore10k';
 import { rolloutBench } from './rollout';
 import { timerPrecision } from './timerPrecision';
 import type { Bench } from './types';
+import { writeAheadBench } from './writeAhead';
 
 // The most timing-sensitive last, when the disk-heavy ones are done.
 export const BENCHES: Bench[] = [
   rolloutBench,
   memoryStore10k,
+  writeAheadBench,
   activationBench,
   endToEndBench,
   idleCost,
