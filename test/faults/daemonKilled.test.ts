@@ -47,6 +47,7 @@ import { startThreadWithGoal, UserClient, waitTurnCompleted, type StartedGoalThr
 import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
 import { DaemonLab } from '../support/daemonLab';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
+import { readStateFile } from '../../src/store/jsonFileStore';
 import { rng as seededRandom } from '../support/random';
 
 const T = 60_000;
@@ -267,11 +268,9 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     const deadline = Date.now() + 20_000;
     let w: SavedWatch | undefined;
     while (Date.now() < deadline) {
-      try {
-        w = (JSON.parse(fs.readFileSync(statePath, 'utf8')) as { watches: Record<string, SavedWatch> }).watches[threadId];
-      } catch {
-        w = undefined; // between two atomic writes there is always a whole file; absent at first
-      }
+      // The snapshot and its journal, read as a restarted runner would (absent at first).
+      const stored = await readStateFile(statePath).catch(() => null);
+      w = stored?.kind === 'state' ? stored.state.watches[threadId] as SavedWatch | undefined : undefined;
       if (w && ok(w)) return w;
       await sleep(100);
     }

@@ -28,6 +28,8 @@ import * as path from 'node:path';
 import { sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { waitGoalStatus, waitTurnCompleted, type StartedGoalThread, type UserClient } from '../../src/demo/userClient';
 import { DaemonLab } from '../support/daemonLab';
+import { readStateFile } from '../../src/store/jsonFileStore';
+import type { PersistedState } from '../../src/model/watch';
 import { RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
 import { rng as seededRandom } from '../support/random';
@@ -228,7 +230,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
       await sleep(1_500);
       await assertOneRecoveryPerFailedTurn(g, 1);
-      const saved = JSON.parse(fs.readFileSync(leader.statePath, 'utf8')) as { watches: Record<string, { pending: { failedTurnId: string } | null }> };
+      const saved = await readState(leader.statePath);
       if (saved.watches[g.threadId]?.pending?.failedTurnId === failedTurnId) {
         killed = leader;
       } else {
@@ -253,10 +255,17 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     assert.equal(await back.stop(), 0, 'the restarted runner did not stop cleanly');
     assert.deepEqual(back.stderr, []);
     assert.deepEqual(engineLinesWhileFollowing(back), [], 'the restarted runner ran an engine while following');
-    const saved = JSON.parse(fs.readFileSync(killed.statePath, 'utf8')) as { watches: Record<string, { pending: unknown; recovered: string[] }> };
+    const saved = await readState(killed.statePath);
     assert.equal(saved.watches[g!.threadId]!.pending, null);
     assert.deepEqual(saved.watches[g!.threadId]!.recovered, [failedTurnId]);
   });
+
+  /** What a runner's state file and its journal hold, read as a restarted runner would. */
+  async function readState(file: string): Promise<PersistedState> {
+    const stored = await readStateFile(file);
+    if (stored.kind !== 'state') throw new Error(`${file}: ${stored.kind === 'unusable' ? stored.reason : 'missing'}`);
+    return stored.state;
+  }
 
   after(() => {
     if (takeovers.length === 0) return;
