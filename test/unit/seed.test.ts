@@ -6,7 +6,7 @@
 //   TestPauseDuringRead    -> "a human pause that arrives during <method> wins" (goal/get, turns/list, read)
 //   TestLiveActivity       -> "never competes with a live turn" and "... a pending approval that arrives during the pre-set read"
 //   TestRestartPending     -> "a pending recovery survives a restart" (and "... by crash" / "... by stop")
-//   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again" (and "... then a crash")
+//   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again, restarted by stop / by crash"
 //   TestResetSetError      -> "a set that errors while notifications show success counts as success"
 //   TestNoCompetingRetry   -> "never competes with Codex's own retry"
 //   human()/intentLine     -> "a human marker newer than the arming disarms; a later human active re-arms"
@@ -231,52 +231,34 @@ describe('seed scenarios', () => {
     });
   }
 
-  it('a lost set reply, then a crash: never repeated once the goal is active again (TestLostSetReply, by crash)', async () => {
-    const dir = tmp();
-    const statePath = path.join(dir, 'state.json');
-    const clock = new FakeClock();
-    const daemon = failedDaemon(dir);
-    daemon.lostReply = true;
-    await new JsonFileStore(statePath).save(stateWith(failedWatch(clock.now(), daemon.thread().path)));
-    const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
-    assert.equal(daemon.count('thread/goal/set'), 1, 'missing mutation');
-    h.crash(); // the reply was lost, then the engine died before it learnt anything more
+  for (const how of ['stop', 'crash'] as const) {
+    it(`a lost set reply is never repeated once the goal is active again, restarted by ${how} (TestLostSetReply)`, async () => {
+      const dir = tmp();
+      const statePath = path.join(dir, 'state.json');
+      const clock = new FakeClock();
+      const daemon = failedDaemon(dir);
+      daemon.lostReply = true;
+      await new JsonFileStore(statePath).save(stateWith(failedWatch(clock.now(), daemon.thread().path)));
+      const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
+      assert.equal(daemon.count('thread/goal/set'), 1, 'missing mutation');
+      assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected'), 'connection error not reported');
+      // The reply was lost; then the engine stops, or dies before it learns anything more.
+      if (how === 'crash') h.crash();
+      else await h.engine.stop();
 
-    const reconnected = new FakeDaemon(dir);
-    reconnected.threads.set('thread-1', { ...daemon.thread(), loaded: true });
-    const h2 = await harness({ dir, daemon: reconnected, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
-    await h2.reconcile();
-    await h2.advance(DEFAULT_OPTIONS.resyncMs * 2);
-    const w = h2.engine.watch('thread-1')!;
-    assert.equal(reconnected.count('thread/goal/set'), 0, 'duplicated a successful mutation after a lost reply and a crash');
-    assert.equal(w.pending, null);
-    assert.deepEqual(w.recovered, ['turn-1']);
-  });
-
-  it('a lost set reply is never repeated once the goal is active again (TestLostSetReply)', async () => {
-    const dir = tmp();
-    const statePath = path.join(dir, 'state.json');
-    const clock = new FakeClock();
-    const daemon = failedDaemon(dir);
-    daemon.lostReply = true;
-    await new JsonFileStore(statePath).save(stateWith(failedWatch(clock.now(), daemon.thread().path)));
-    const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
-    assert.equal(daemon.count('thread/goal/set'), 1, 'missing mutation');
-    assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected'), 'connection error not reported');
-    await h.engine.stop();
-
-    // A new engine (a crash and restart) against the daemon where the set did take effect.
-    const reconnected = new FakeDaemon(dir);
-    reconnected.addThread();
-    reconnected.threads.set('thread-1', { ...daemon.thread(), loaded: true });
-    const h2 = await harness({ dir, daemon: reconnected, clock, store: new JsonFileStore(statePath) });
-    await h2.reconcile();
-    const w = h2.engine.watch('thread-1')!;
-    assert.equal(reconnected.count('thread/goal/set'), 0, 'duplicated a successful mutation after lost reply');
-    assert.equal(dueAt(w.state), null);
-    assert.equal(w.pending, null);
-    assert.deepEqual(w.recovered, ['turn-1']);
-  });
+      // A new engine against the daemon where the set did take effect.
+      const reconnected = new FakeDaemon(dir);
+      reconnected.threads.set('thread-1', { ...daemon.thread(), loaded: true });
+      const h2 = await harness({ dir, daemon: reconnected, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
+      await h2.reconcile();
+      await h2.advance(DEFAULT_OPTIONS.resyncMs * 2);
+      const w = h2.engine.watch('thread-1')!;
+      assert.equal(reconnected.count('thread/goal/set'), 0, 'duplicated a successful mutation after lost reply');
+      assert.equal(dueAt(w.state), null);
+      assert.equal(w.pending, null);
+      assert.deepEqual(w.recovered, ['turn-1']);
+    });
+  }
 
   it('a pending intent is confirmed after a restart even when the goal has completed meanwhile', async () => {
     const dir = tmp();
