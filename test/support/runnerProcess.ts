@@ -36,6 +36,15 @@ export function testRuntimeDir(): string {
   return runtimeDir;
 }
 
+/** The runner's tuning variables (not flags: the command line is a fixed contract). */
+const TUNING = ['CODEX_GOAL_RECOVERY_RESYNC_S', 'CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S'] as const;
+
+/**
+ * A 1 s resync instead of the shipped 60 s, for a test that needs the runner to notice quickly
+ * what no notification tells it. Each use says why in its test's header.
+ */
+export const SHORT_RESYNC: NodeJS.ProcessEnv = { CODEX_GOAL_RECOVERY_RESYNC_S: '1' };
+
 export class RunnerProcess {
   readonly decisions: RunnerDecision[] = [];
   readonly stderr: string[] = [];
@@ -48,9 +57,18 @@ export class RunnerProcess {
   private readonly exited: Promise<number | null>;
   private waiters = new Set<() => void>();
 
+  /**
+   * `env` is added to this process's environment. The runner runs with the shipped tuning (resync
+   * every 60 s, the limiter's 3 then one per 10 s): a tuning variable inherited from the
+   * developer's shell is dropped, and a test that needs another value passes it here (e.g.
+   * {@link SHORT_RESYNC}) and says why in its header. A short resync saves the state every
+   * second and so hides whatever the engine forgot to save when it decided (issue 8).
+   */
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+    const inherited = { ...process.env };
+    for (const key of TUNING) delete inherited[key];
     this.child = spawn(process.execPath, [CLI, 'watch', ...args, '--json'], {
-      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
+      env: { ...inherited, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
