@@ -55,6 +55,8 @@ export class RunnerProcess {
   /** False once the process has exited, whether by itself or by a signal. */
   running = true;
   private readonly exited: Promise<number | null>;
+  /** Its stdout and stderr are closed: every line it wrote has been read. */
+  private readonly drained: Promise<void>;
   private waiters = new Set<() => void>();
 
   /**
@@ -81,6 +83,7 @@ export class RunnerProcess {
       this.poke();
     });
     readline.createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
+    this.drained = new Promise((resolve) => this.child.once('close', () => resolve()));
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
       this.exitCode = code;
       this.signalCode = signal;
@@ -114,16 +117,29 @@ export class RunnerProcess {
     return this.waitFor((d) => d.type === 'connection' && d.state === 'connected', timeoutMs, 'connection');
   }
 
-  /** SIGINT: the runner saves its state and exits 0. */
+  /** SIGINT: the runner saves its state and exits 0. Resolves once every line it wrote is read. */
   async stop(): Promise<number | null> {
     if (this.running) this.signal('SIGINT');
-    return this.exited;
+    const code = await this.exited;
+    await this.linesRead();
+    return code;
   }
 
-  /** SIGKILL: a crash, no chance to save. */
+  /** SIGKILL: a crash, no chance to save. Resolves once every line it wrote is read. */
   async kill(): Promise<void> {
     if (this.running) this.signal('SIGKILL');
     await this.exited;
+    await this.linesRead();
+  }
+
+  /**
+   * 'exit' can come before the last lines in the pipe are read; 'close' comes after them (capped:
+   * a process it started that kept the pipe open must not hang a test).
+   */
+  private async linesRead(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.drained, new Promise<void>((resolve) => { timer = setTimeout(resolve, 5_000); })]);
+    clearTimeout(timer);
   }
 
   transcript(): string {
