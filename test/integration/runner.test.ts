@@ -1,18 +1,33 @@
 // The headless runner against the real Codex app-server daemon (@openai/codex, pinned) and the
 // project's mock model, through the daemon's control socket. Each test gets its own CODEX_HOME,
 // daemon, mock model and runner state, and cleans every process it started.
+//
+// Every runner here runs with the shipped resync (60 s): a 1 s resync saves the state every
+// second and hid issue 8 (a decision announced, then lost with a crash). A promise about restarts
+// is checked for both ways a runner ends: a crash (SIGKILL, nothing saved on the way out) and a
+// clean stop (SIGINT, it saves). "Nothing else happened" is never a fixed sleep: the runner is
+// stopped cleanly (its stop waits for the work under way, its connect-time look included, and
+// saves), and its saved state must show no recovery still planned; the daemon's own record (the
+// rollout's automatic activations, test/support/rolloutGoals.ts) counts the recoveries.
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import { controlSocketPath, killAllTracked, makeCodexHome, restartDaemon, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
+import { controlSocketPath, daemonPid, killAllTracked, makeCodexHome, restartDaemon, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
 import { CLI, RunnerProcess } from '../support/runnerProcess';
+import { readRolloutGoals } from '../support/rolloutGoals';
 import { spawnSync } from 'node:child_process';
 
 const T = 60_000;
+/**
+ * "Not before the due time", to within what timers promise: the rollout's timestamps and the
+ * runner's due times come from one clock in whole ms, and a Node timer counts from the event
+ * loop's cached time, so it may fire a few ms early by the wall clock on a busy loop.
+ */
+const CLOCK_SLACK_MS = 25;
 
 interface Env {
   mock: MockModel;
@@ -61,6 +76,65 @@ async function goal(objective: string, opts: Parameters<typeof startThreadWithGo
 
 async function turns(threadId: string): Promise<{ id: string; status: string }[]> {
   return (await env.user.request('thread/turns/list', { threadId }, T)).data;
+}
+
+/** How a runner is ended before it is started again: a crash, or Ctrl-C. */
+type Ending = 'SIGKILL' | 'SIGINT';
+const ENDINGS: readonly Ending[] = ['SIGKILL', 'SIGINT'];
+
+async function end(r: RunnerProcess, how: Ending): Promise<void> {
+  if (how === 'SIGKILL') await r.kill();
+  else assert.equal(await r.stop(), 0, `the runner did not stop cleanly\n${r.transcript()}`);
+}
+
+interface SavedWatch {
+  threadId: string;
+  state: { kind: string; dueAt?: number };
+  pending: unknown;
+  recovered: string[];
+  history: { outcome: string; failedTurnId: string }[];
+  lastFailure: { turnId: string; dueAt: number | null } | null;
+}
+
+/** What the runner's state file holds for a thread, through its public reader (`status --json`). */
+function saved(threadId: string): SavedWatch | undefined {
+  const r = spawnSync(process.execPath, [CLI, 'status', '--state', env.state, '--json'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `status could not read the state file: ${r.stderr}`);
+  assert.equal(r.stderr, '', 'status found a problem in the state file');
+  return (JSON.parse(r.stdout) as { watches: SavedWatch[] }).watches.find((w) => w.threadId === threadId);
+}
+
+/**
+ * After a runner stopped cleanly: its file records the failed turn as recovered exactly once,
+ * with no intent pending and no recovery still planned.
+ */
+function assertSavedRecovered(threadId: string, failedTurnId: string): SavedWatch {
+  const w = saved(threadId);
+  assert.ok(w, 'the stopped runner saved no record of the thread');
+  assert.equal(w.pending, null, `an intent is still pending: ${JSON.stringify(w)}`);
+  assert.deepEqual(w.recovered, [failedTurnId], `recovered: ${JSON.stringify(w)}`);
+  assert.equal(w.history.filter((h) => h.outcome === 'recovered' && h.failedTurnId === failedTurnId).length, 1, `the recovery is not recorded exactly once: ${JSON.stringify(w.history)}`);
+  assert.ok(!['backoff', 'recovering', 'usageLimited'].includes(w.state.kind), `a recovery is still planned: ${JSON.stringify(w.state)}`);
+  return w;
+}
+
+/**
+ * The daemon's record of the thread: one failed turn, then one completed; exactly one automatic
+ * activation, right after the failed turn; the goal complete. Returns that activation.
+ */
+async function assertRecoveredOnceByDaemon(t: StartedGoalThread, failedTurnId: string): Promise<{ at: number }> {
+  // The goal turns complete before its turn ends: wait for the turn's end.
+  let all = await turns(t.threadId);
+  for (const deadline = Date.now() + T; all.some((x) => x.status === 'inProgress') && Date.now() < deadline; all = await turns(t.threadId)) await sleep(100);
+  assert.deepEqual(all.map((x) => x.status).sort(), ['completed', 'failed'], `turns: ${JSON.stringify(all)}`);
+  assert.equal(all.find((x) => x.status === 'failed')!.id, failedTurnId);
+  const goals = readRolloutGoals(String(t.thread.path));
+  assert.deepEqual(goals.unreadable, [], 'a rollout line is not JSON');
+  assert.equal(goals.user.length, 1, 'the user set the goal once');
+  assert.equal(goals.automatic.length, 1, `effective recoveries (automatic activations in the rollout): ${JSON.stringify(goals.automatic)}`);
+  assert.equal(goals.automatic[0]!.afterTurn, failedTurnId, 'the activation does not follow the failed turn');
+  assert.equal((await env.user.request('thread/goal/get', { threadId: t.threadId }, T)).goal.status, 'complete');
+  return goals.automatic[0]!;
 }
 
 describe('runner against the real daemon (control socket)', () => {
@@ -154,53 +228,126 @@ describe('runner against the real daemon (control socket)', () => {
     if (!hadLeftover) fs.rmSync(sandboxLeftover, { recursive: true, force: true });
   });
 
-  it('a daemon restart during backoff ends in exactly one recovery', { timeout: 2 * T }, async () => {
-    const r = runner(['--base-delay', '6', '--max-delay', '6']);
-    await r.connected();
-    env.mock.setMode('http500');
-    const t = await goal('daemon restarts during backoff');
-    await r.waitFor((d) => d.type === 'backoff', T, 'backoff');
-    env.mock.setMode('goalComplete');
-    await env.user.close();
-    await restartDaemon(env.home.dir);
-    await r.waitFor((d) => d.type === 'connection' && d.state === 'connected' && r.of('connection').indexOf(d) > 0, T, 'reconnect');
-    env.user = await UserClient.overSocket(controlSocketPath(env.home.dir), { name: 'test-user-2' });
-    await r.waitFor((d) => d.type === 'recovered' && d.threadId === t.threadId, T, 'the recovery');
-    const g = await env.user.request('thread/goal/get', { threadId: t.threadId }, T);
-    if (g.goal.status !== 'complete') await waitGoalStatus(env.user, t.threadId, 'complete', T);
-    await sleep(2_000);
-    assert.equal(r.of('recovering', t.threadId).length, 1, 'more than one recovery');
-    assert.deepEqual((await turns(t.threadId)).map((x) => x.status).sort(), ['completed', 'failed']);
-  });
+  // The daemon restarted during a backoff, both ways: `daemon restart` (SIGTERM, drains, loads
+  // the threads again by itself) and a crash (SIGKILL to its process group, then `daemon
+  // restart`: it loads no thread, measured; the user's client opens its thread again, as a real
+  // one does after reconnecting, and the engine never loads one on its own).
+  for (const how of ['daemon restart', 'SIGKILL + daemon restart'] as const) {
+    it(`a daemon restart during backoff ends in exactly one recovery (${how})`, { timeout: 2 * T }, async () => {
+      const r = runner(['--base-delay', '6', '--max-delay', '6']);
+      await r.connected();
+      env.mock.setMode('http500');
+      const t = await goal(`daemon restarts during backoff (${how})`);
+      const backoff = await r.waitFor((d) => d.type === 'backoff' && d.threadId === t.threadId, T, 'backoff');
+      const failedTurnId = String(backoff.failedTurnId);
+      env.mock.setMode('goalComplete');
+      await env.user.close();
+      if (how === 'SIGKILL + daemon restart') {
+        const pid = daemonPid(env.home.dir);
+        assert.ok(pid, 'no daemon to kill');
+        process.kill(-pid, 'SIGKILL');
+      }
+      await restartDaemon(env.home.dir);
+      await r.waitFor((d) => d.type === 'connection' && d.state === 'connected' && r.of('connection').indexOf(d) > 0, T, 'reconnect');
+      env.user = await UserClient.overSocket(controlSocketPath(env.home.dir), { name: 'test-user-2' });
+      if (how === 'SIGKILL + daemon restart') await env.user.request('thread/resume', { threadId: t.threadId }, T);
+      const recovered = await r.waitFor((d) => d.type === 'recovered' && d.threadId === t.threadId, T, 'the recovery');
+      assert.ok(Date.parse(recovered.ts) >= Number(backoff.dueAt) - CLOCK_SLACK_MS, 'recovered before the due time');
+      const g = await env.user.request('thread/goal/get', { threadId: t.threadId }, T);
+      if (g.goal.status !== 'complete') await waitGoalStatus(env.user, t.threadId, 'complete', T);
+      // Nothing more: the stopped runner has no recovery planned, and the daemon saw exactly one.
+      assert.equal(await r.stop(), 0);
+      assert.equal(r.of('recovering', t.threadId).length, 1, 'more than one recovery');
+      assertSavedRecovered(t.threadId, failedTurnId);
+      await assertRecoveredOnceByDaemon(t, failedTurnId);
+    });
+  }
 
-  it('a runner killed right after sending the set does not send a second one when restarted', { timeout: 2 * T }, async () => {
-    const first = runner();
-    await first.connected();
-    env.mock.setMode('http500');
-    const t = await goal('runner crashes mid-recovery');
-    await first.waitFor((d) => d.type === 'backoff', T, 'backoff');
-    env.mock.setMode('goalComplete');
-    const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
-    await first.waitFor((d) => d.type === 'recovering', T, 'recovering');
-    // The set reached the daemon: kill the runner now, before it can record the outcome.
-    await waitGoalStatus(env.user, t.threadId, 'active', T, failed.seq);
-    await first.kill();
-    await waitGoalStatus(env.user, t.threadId, 'complete', T, failed.seq);
-    const second = runner();
-    await second.connected();
-    await sleep(3_000);
-    assert.equal(second.of('recovering').length, 0, `sent a second set after the crash\n${second.transcript()}`);
-    // On disk, the recovery is recorded exactly once (the first runner may have printed it
-    // before it died, without saving it: then the second confirms it from the daemon's state).
-    assert.equal(await second.stop(), 0);
-    const saved = JSON.parse(fs.readFileSync(env.state, 'utf8')) as { watches: Record<string, { recovered: string[]; pending: unknown; history: { outcome: string }[] }> };
-    const w = saved.watches[t.threadId]!;
-    assert.equal(w.pending, null);
-    assert.equal(w.recovered.length, 1);
-    assert.equal(w.history.filter((h) => h.outcome === 'recovered').length, 1, 'the recovery was not recorded exactly once');
-    const all = await turns(t.threadId);
-    assert.deepEqual(all.map((x) => x.status).sort(), ['completed', 'failed']);
-  });
+  // Issue 8, exactly as reported: a goal armed, its turn fails (HTTP 500), the runner announces
+  // `backoff` (due in 1.5–3 s with --base-delay 3) and is SIGKILLed 600 ms later, then started
+  // again on the same --state. The restarted runner never saw the goal active, so only what the
+  // first one saved lets it recover the goal (by its rules, a goal it finds already blocked and has
+  // no record of is never adopted). With SIGINT instead of SIGKILL the first runner saves on its
+  // way out: the same steps must end the same way.
+  for (const how of ENDINGS) {
+    it(`issue 8: a runner ${how === 'SIGKILL' ? 'SIGKILLed' : 'stopped (SIGINT)'} 600 ms into a backoff and restarted on the same --state recovers the failed turn exactly once, not before its due time`, { timeout: 2 * T }, async () => {
+      const args = ['--base-delay', '3', '--max-delay', '3'];
+      const first = runner(args);
+      await first.connected();
+      env.mock.setMode('http500');
+      const t = await goal(`issue 8 (${how})`);
+      await first.waitFor((d) => d.type === 'armed' && d.threadId === t.threadId, T, 'armed');
+      const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
+      const failedTurnId = String(failed.params.turn.id);
+      const backoff = await first.waitFor((d) => d.type === 'backoff' && d.threadId === t.threadId, T, 'backoff');
+      assert.equal(backoff.failedTurnId, failedTurnId);
+      const due = Number(backoff.dueAt);
+      env.mock.setMode('goalComplete');
+      // The fault itself is timed: 600 ms after the announcement.
+      await sleep(Math.max(0, Date.parse(backoff.ts) + 600 - Date.now()));
+      assert.equal(first.of('recovering', t.threadId).length, 0, 'the recovery was due already');
+      await end(first, how);
+      const endedAt = Date.now();
+      assert.ok(endedAt < due, `the runner ended ${endedAt - due} ms after the due time: not during the backoff`);
+      const left = saved(t.threadId); // what the first runner left on disk (shown if the recovery is lost)
+
+      const second = runner(args);
+      await second.connected();
+      // The daemon's record: the goal becomes active again and completes. Given until well past
+      // the due time (the restarted runner may come up after it: then it acts at once).
+      const deadline = Math.max(due, Date.now()) + 20_000;
+      const complete = await waitGoalStatus(env.user, t.threadId, 'complete', deadline - Date.now(), failed.seq).catch(() => null);
+      const status = (await env.user.request('thread/goal/get', { threadId: t.threadId }, T)).goal.status;
+      assert.ok(complete, `the restarted runner never recovered the goal: it is still ${status} ${Math.round((Date.now() - due) / 1000)} s after its announced due time; what the ${how === 'SIGKILL' ? 'killed' : 'stopped'} runner had saved for the thread: ${JSON.stringify(left) ?? 'nothing'}; the restarted runner has it as ${JSON.stringify(saved(t.threadId)?.state) ?? 'nothing'} on disk\n--- restarted runner ---\n${second.transcript()}`);
+      await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
+      assert.equal(await second.stop(), 0);
+
+      const activation = await assertRecoveredOnceByDaemon(t, failedTurnId);
+      assert.equal(first.of('recovering', t.threadId).length, 0);
+      assert.equal(second.of('recovering', t.threadId).length, 1, `the restarted runner sent ${second.of('recovering', t.threadId).length} sets`);
+      // It took the thread over from the file: it never saw the goal active, so it never armed it.
+      assert.equal(second.of('armed', t.threadId).length, 0, 'the restarted runner armed the thread itself');
+      // The due time the first runner announced is the one it saved, and nothing acted before it.
+      assert.equal(left?.lastFailure?.dueAt, due, `the announced due time was not on disk when the runner ended: ${JSON.stringify(left)}`);
+      const set = second.of('recovering', t.threadId)[0]!;
+      assert.ok(Date.parse(set.ts) >= due - CLOCK_SLACK_MS, `the restarted runner sent its set ${due - Date.parse(set.ts)} ms before the due time`);
+      assert.ok(activation.at >= due - CLOCK_SLACK_MS, `the daemon recorded the activation ${due - activation.at} ms before the due time`);
+      assertSavedRecovered(t.threadId, failedTurnId);
+    });
+  }
+
+  // The runner ended right after its set reached the daemon: a crash (the outcome may not be on
+  // disk: only the write-ahead intent, which the restarted runner resolves from the daemon's
+  // state), or a clean stop (it waits for the set's reply and saves the outcome).
+  for (const how of ENDINGS) {
+    it(`a runner ${how === 'SIGKILL' ? 'killed' : 'stopped (SIGINT)'} right after sending the set does not send a second one when restarted`, { timeout: 2 * T }, async () => {
+      const first = runner();
+      await first.connected();
+      env.mock.setMode('http500');
+      const t = await goal(`runner ends mid-recovery (${how})`);
+      await first.waitFor((d) => d.type === 'backoff', T, 'backoff');
+      env.mock.setMode('goalComplete');
+      const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
+      const failedTurnId = String(failed.params.turn.id);
+      await first.waitFor((d) => d.type === 'recovering', T, 'recovering');
+      // The set reached the daemon: end the runner now, before it can record the outcome.
+      await waitGoalStatus(env.user, t.threadId, 'active', T, failed.seq);
+      await end(first, how);
+      const complete = await waitGoalStatus(env.user, t.threadId, 'complete', T, failed.seq);
+      await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
+      const second = runner();
+      await second.connected();
+      // Its stop waits for its first look at the daemon (where a second set would be decided)
+      // and saves what it decided.
+      assert.equal(await second.stop(), 0);
+      assert.equal(second.of('recovering').length, 0, `sent a second set after the restart\n${second.transcript()}`);
+      // On disk, the recovery is recorded exactly once (the first runner may have printed it
+      // before it died, without saving it: then the second confirms it from the daemon's state).
+      const w = assertSavedRecovered(t.threadId, failedTurnId);
+      assert.equal(w.state.kind, 'complete');
+      await assertRecoveredOnceByDaemon(t, failedTurnId);
+    });
+  }
 
   it('does not adopt a goal that was already blocked when it started', { timeout: T }, async () => {
     env.mock.setMode('http500');
@@ -209,10 +356,10 @@ describe('runner against the real daemon (control socket)', () => {
     env.mock.setMode('goalComplete');
     const r = runner();
     await r.connected();
-    await sleep(4_000);
+    // Its stop waits for its first look at the daemon, where it decides about the thread.
+    assert.equal(await r.stop(), 0);
     assert.equal(r.of('recovering').length, 0, 'adopted an old blocked goal');
     assert.equal(r.of('armed', t.threadId).length, 0);
-    await r.stop();
     const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], { encoding: 'utf8' });
     assert.match(status.stdout, /not adopted \(already blocked/);
   });

@@ -25,6 +25,11 @@ export interface Activation {
   offset: number;
   /** The turn that started last before this activation (the failed turn it re-activates), or null. */
   afterTurn: string | null;
+  /**
+   * When the daemon wrote it (the line's `timestamp`, ms since the epoch; NaN if it has none):
+   * the daemon's clock, the machine's, so comparable with the runner's due times.
+   */
+  at: number;
 }
 
 export interface RolloutGoals {
@@ -75,7 +80,7 @@ export function readRolloutGoals(rolloutPath: string): RolloutGoals {
         out.turns.push(p.turn_id);
       }
       if (p.type === 'thread_goal_updated' && isObj(p.goal) && p.goal.status === 'active') {
-        const activation = { line: i, offset: start, afterTurn: lastTurn };
+        const activation = { line: i, offset: start, afterTurn: lastTurn, at: typeof obj.timestamp === 'string' ? Date.parse(obj.timestamp) : NaN };
         if (previous !== null && isUserGoalMessage(previous)) out.user.push(activation);
         else out.automatic.push(activation);
       }

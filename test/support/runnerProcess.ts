@@ -36,6 +36,15 @@ export function testRuntimeDir(): string {
   return runtimeDir;
 }
 
+/** The runner's tuning variables (not flags: the command line is a fixed contract). */
+const TUNING = ['CODEX_GOAL_RECOVERY_RESYNC_S', 'CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S'] as const;
+
+/**
+ * A 1 s resync instead of the shipped 60 s, for a test that needs the runner to notice quickly
+ * what no notification tells it. Each use says why in its test's header.
+ */
+export const SHORT_RESYNC: NodeJS.ProcessEnv = { CODEX_GOAL_RECOVERY_RESYNC_S: '1' };
+
 export class RunnerProcess {
   readonly decisions: RunnerDecision[] = [];
   readonly stderr: string[] = [];
@@ -46,11 +55,22 @@ export class RunnerProcess {
   /** False once the process has exited, whether by itself or by a signal. */
   running = true;
   private readonly exited: Promise<number | null>;
+  /** Its stdout and stderr are closed: every line it wrote has been read. */
+  private readonly drained: Promise<void>;
   private waiters = new Set<() => void>();
 
+  /**
+   * `env` is added to this process's environment. The runner runs with the shipped tuning (resync
+   * every 60 s, the limiter's 3 then one per 10 s): a tuning variable inherited from the
+   * developer's shell is dropped, and a test that needs another value passes it here (e.g.
+   * {@link SHORT_RESYNC}) and says why in its header. A short resync saves the state every
+   * second and so hides whatever the engine forgot to save when it decided (issue 8).
+   */
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+    const inherited = { ...process.env };
+    for (const key of TUNING) delete inherited[key];
     this.child = spawn(process.execPath, [CLI, 'watch', ...args, '--json'], {
-      env: { ...process.env, CODEX_GOAL_RECOVERY_RESYNC_S: '1', XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
+      env: { ...inherited, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -63,6 +83,7 @@ export class RunnerProcess {
       this.poke();
     });
     readline.createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
+    this.drained = new Promise((resolve) => this.child.once('close', () => resolve()));
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
       this.exitCode = code;
       this.signalCode = signal;
@@ -96,16 +117,29 @@ export class RunnerProcess {
     return this.waitFor((d) => d.type === 'connection' && d.state === 'connected', timeoutMs, 'connection');
   }
 
-  /** SIGINT: the runner saves its state and exits 0. */
+  /** SIGINT: the runner saves its state and exits 0. Resolves once every line it wrote is read. */
   async stop(): Promise<number | null> {
     if (this.running) this.signal('SIGINT');
-    return this.exited;
+    const code = await this.exited;
+    await this.linesRead();
+    return code;
   }
 
-  /** SIGKILL: a crash, no chance to save. */
+  /** SIGKILL: a crash, no chance to save. Resolves once every line it wrote is read. */
   async kill(): Promise<void> {
     if (this.running) this.signal('SIGKILL');
     await this.exited;
+    await this.linesRead();
+  }
+
+  /**
+   * 'exit' can come before the last lines in the pipe are read; 'close' comes after them (capped:
+   * a process it started that kept the pipe open must not hang a test).
+   */
+  private async linesRead(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.drained, new Promise<void>((resolve) => { timer = setTimeout(resolve, 5_000); })]);
+    clearTimeout(timer);
   }
 
   transcript(): string {
