@@ -810,7 +810,7 @@ export class Engine {
     }
     w.pending = null;
     if (goal && (goal.status === 'blocked' || goal.status === 'usageLimited')) {
-      addHistory(w, { at: this.deps.clock.now(), failedTurnId: pending.failedTurnId, attempt: pending.attempt, error: w.lastFailure?.code ?? '', outcome: 'rejected', detail: 'the set did not take effect' });
+      addHistory(w, { at: this.deps.clock.now(), failedTurnId: pending.failedTurnId, attempt: pending.attempt, error: w.lastFailure?.code ?? '', outcome: 'skipped', detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again' });
       // Due again at once, but never before its due time: an intent prepared ahead of it (and
       // cut short by a crash before the set went out) is not sent early.
       if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);

@@ -1,7 +1,7 @@
 // Fault 1: the Codex daemon is SIGKILLed at a random point of a recovery, and started again.
 //
 // One real daemon (@openai/codex 0.169.0, pinned), the project's mock model and ONE headless runner
-// (dist/cli.js, --json, short backoff, a 1 s resync, the global limiter's interval 0.2 s) for every
+// (dist/cli.js, --json, short backoff, the shipped resync, the global limiter's interval 0.2 s) for every
 // iteration; each iteration has its
 // own thread. An iteration: the user gives a thread a goal while the model answers HTTP 500; the
 // turn fails and blocks the goal; the model is healthy again (its next answer completes the goal).
@@ -35,13 +35,9 @@
 //     `status` reads the file;
 //  5. never a set on a complete goal: covered by (1), as such a set writes another activation.
 //
-// Why a 1 s resync (CODEX_GOAL_RECOVERY_RESYNC_S, passed explicitly; every other runner test keeps
-// the shipped 60 s): invariant 4 reads the runner's state file after every iteration, and the
-// runner saves a goal's completion (no decision it announces) only at its next resync or when it
-// stops. With the shipped value each iteration waits up to a minute for that save (measured: the
-// file still says `running` for the complete goal 20 s later). The short resync also narrows the
-// window in which a runner crash could lose an unsaved decision, but no runner is killed here:
-// that window is test/faults/runnerKilled.test.ts's subject, with the shipped resync.
+// The shipped 60 s resync: every change the engine makes, a goal's completion included, is saved
+// before it is shown or announced (durable before announced), so invariant 4 does not wait for
+// a resync to find the state file consistent.
 //
 // Replay a failure with CGR_FAULT_SEED=<seed printed below>; CGR_FAULT_ITERATIONS (default 20).
 import { after, before, describe, it } from 'node:test';
@@ -52,7 +48,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { daemonPid, restartDaemon, sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, UserClient, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
-import { CLI, RunnerProcess, SHORT_RESYNC, type RunnerDecision } from '../support/runnerProcess';
+import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
 import { DaemonLab } from '../support/daemonLab';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
 import { readStateFile } from '../../src/store/jsonFileStore';
@@ -111,7 +107,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     statePath = path.join(dir, 'state.json');
     // The global limiter (one recovery per 10 s after a burst of 3) would hold most iterations'
     // recoveries past the kill window: one per 0.2 s here.
-    runner = new RunnerProcess(['--codex-home', lab.home.dir, '--state', statePath, '--base-delay', '1', '--max-delay', '1', '--max-attempts', '50'], { ...SHORT_RESYNC, CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.2' });
+    runner = new RunnerProcess(['--codex-home', lab.home.dir, '--state', statePath, '--base-delay', '1', '--max-delay', '1', '--max-attempts', '50'], { CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.2' });
     await runner.connected();
   });
 

@@ -39,12 +39,6 @@ export function testRuntimeDir(): string {
 /** The runner's tuning variables (not flags: the command line is a fixed contract). */
 const TUNING = ['CODEX_GOAL_RECOVERY_RESYNC_S', 'CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S'] as const;
 
-/**
- * A 1 s resync instead of the shipped 60 s, for a test that needs the runner to notice quickly
- * what no notification tells it. Each use says why in its test's header.
- */
-export const SHORT_RESYNC: NodeJS.ProcessEnv = { CODEX_GOAL_RECOVERY_RESYNC_S: '1' };
-
 export class RunnerProcess {
   readonly decisions: RunnerDecision[] = [];
   readonly stderr: string[] = [];
@@ -63,8 +57,8 @@ export class RunnerProcess {
    * `env` is added to this process's environment. The runner runs with the shipped tuning (resync
    * every 60 s, the limiter's 3 then one per 10 s): a tuning variable inherited from the
    * developer's shell is dropped, and a test that needs another value passes it here (e.g.
-   * {@link SHORT_RESYNC}) and says why in its header. A short resync saves the state every
-   * second and so hides whatever the engine forgot to save when it decided (issue 8).
+   * `CODEX_GOAL_RECOVERY_RESYNC_S`) and says why in its header. A short resync saves the state
+   * every second and so hides whatever the engine forgot to save when it decided (issue 8).
    */
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     const inherited = { ...process.env };
