@@ -564,6 +564,7 @@ export class Engine {
     w.goal = snapshot(current);
     w.title = current.objective || threadId;
     this.state.watches[threadId] = w;
+    this.dirty.add(threadId);
     if (seen.status !== 'active' || !this.options.autoArm) {
       w.state = { kind: 'notAdopted', status: current.status };
       this.changed();
@@ -1295,8 +1296,11 @@ export class Engine {
       const announce = this.outbox.splice(0);
       const views = this.viewsStale || announce.length > 0;
       this.viewsStale = false;
-      // What may differ from the last save: marked threads, and those with work under way.
-      const changed = this.allDirty ? undefined : new Set([...this.dirty, ...this.lanes.keys()]);
+      // What may differ from the last save: the marked threads (every state change, event and
+      // decision marks its thread; a lane marks its thread again when it ends). Not every thread
+      // with work under way: while thousands are armed at once, that re-serialized them all at
+      // every save.
+      const changed = this.allDirty ? undefined : new Set(this.dirty);
       this.dirty.clear();
       this.allDirty = false;
       let failure: Decision | null = null;
@@ -1335,6 +1339,8 @@ export class Engine {
 
   /** Every decision goes out through the outbox: after the save that holds it. */
   private emit(decision: Decision): void {
+    // The thread it speaks of is saved with it, whatever else marked it or not.
+    if ('threadId' in decision && decision.threadId !== undefined && decision.threadId !== '*') this.dirty.add(decision.threadId);
     this.outbox.push(decision);
     this.commitSoon();
   }
