@@ -175,13 +175,15 @@ export class StateSerializer {
 
   /**
    * What differs from the previous call, checked; throws an Error describing the first problem
-   * (and then has taken nothing in). `changed`: only these watches may differ; the others are
-   * taken as they were (omitted: every one is looked at).
+   * (and then has taken nothing in). `changed`: only these watches may differ, be new or be gone;
+   * the others are taken as they were (omitted: every one is looked at). The engine marks every
+   * watch it adds, changes or removes (its test "saves only what changed, and what it saves
+   * equals a full save" holds it to that).
    */
   changes(state: PersistedState, changed?: ReadonlySet<string>): StateChanges {
     const topCheck = TopLevelSchema.safeParse(state);
     if (!topCheck.success) throw new Error(describeIssues(topCheck.error.issues));
-    const hinted = changed !== undefined && this.countMatches(state, changed);
+    const hinted = changed !== undefined;
     const ids: Iterable<string> = hinted ? changed : Object.keys(state.watches);
     const watches: Array<[string, string]> = [];
     const removed = new Set<string>();
@@ -225,20 +227,5 @@ export class StateSerializer {
   serialize(state: PersistedState, changed?: ReadonlySet<string>): string {
     this.changes(state, changed);
     return this.document(state.version);
-  }
-
-  /**
-   * Whether the `changed` hint can be trusted for removals: the state has exactly the watches the
-   * serializer knows, give or take those named in it. Otherwise every watch is looked at.
-   */
-  private countMatches(state: PersistedState, changed: ReadonlySet<string>): boolean {
-    let size = this.known.size;
-    for (const id of changed) {
-      const has = Object.hasOwn(state.watches, id);
-      const knew = this.known.has(id);
-      if (has && !knew) size += 1;
-      else if (!has && knew) size -= 1;
-    }
-    return size === Object.keys(state.watches).length;
   }
 }

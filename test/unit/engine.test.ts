@@ -721,6 +721,7 @@ describe('engine: durable before announced', () => {
       }
     };
     await h.engine.start();
+    await until(() => h.engine.watch('thread-1')?.state.kind === 'running');
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running', 'not armed in memory');
     assert.deepEqual(h.decisions.filter((d) => d.type === 'armed'), [], 'announced the arming before it was saved');
@@ -733,6 +734,7 @@ describe('engine: durable before announced', () => {
 
     store.held = true;
     daemon.failWithEvents('thread-1');
+    await until(() => h.engine.watch('thread-1')?.state.kind === 'backoff');
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
     assert.equal(h.decisions.filter((d) => d.type === 'backoff').length, 0, 'announced the backoff before it was saved');
@@ -745,6 +747,7 @@ describe('engine: durable before announced', () => {
     // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
     store.held = true;
     h.clock.advance(backoff.dueAt - h.clock.now() + 500);
+    await until(() => h.engine.watch('thread-1')?.state.kind === 'recovering'); // the write-ahead is waiting
     await turns();
     assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out before its intent was on disk');
     assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 0);
