@@ -1099,18 +1099,10 @@ export class Engine {
       await this.calledOff(p, error);
       return;
     }
+    // What it announces is on disk already (the write-ahead: `recovering`, the intent): the set
+    // goes out at once, and the line follows with the next save (waiting for one here would put
+    // every save under way between the due time and the set).
     this.emit({ type: 'recovering', threadId, attempt, failedTurnId });
-    try {
-      // Announced before it goes out (the intent is on disk: this save writes nothing new), then
-      // checked once more: an event during the announcement calls the set off.
-      await this.persist();
-      if (this.session !== session) throw new Abort('the connection changed while the recovery was announced');
-      this.unchanged(live, p.seq, 'an event arrived while the recovery was announced');
-      this.check(w, live, p.expectedStatus, failedTurnId);
-    } catch (error) {
-      await this.calledOff(p, error);
-      return;
-    }
     try {
       const result = await session.setGoalActive(threadId);
       if (result) w.goal = snapshot(result);
