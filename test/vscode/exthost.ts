@@ -128,7 +128,13 @@ export function extensionLogFiles(userDataDir: string): string[] {
       if (fs.existsSync(file)) out.push(file);
     }
   }
-  return out.sort();
+  // exthost10 after exthost9: by the numbers in the path, not as strings.
+  return out.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+}
+
+/** The lines of the extension logs that are not among `before` (extensionLogFiles() earlier). */
+export function newExtensionLogLines(userDataDir: string, before: readonly string[]): string[] {
+  return extensionLogFiles(userDataDir).filter((f) => !before.includes(f)).flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').filter(Boolean));
 }
 
 /** All lines of every extension log, oldest host first. */

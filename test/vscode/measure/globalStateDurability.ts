@@ -21,7 +21,7 @@ import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { readRolloutGoals } from '../../support/rolloutGoals';
 import { ARTIFACTS_DIR } from '../paths';
-import { extensionLogLines, killHard, readStoredGlobalState, sleep, waitForExtensionHost, waitForLogLine } from '../exthost';
+import { extensionLogFiles, killHard, newExtensionLogLines, readStoredGlobalState, sleep, waitForExtensionHost, waitForLogLine } from '../exthost';
 import { REPO_ROOT } from '../paths';
 import { Workbench } from '../ui/workbench';
 
@@ -174,7 +174,7 @@ async function oneRun(n: number, delayMs: number, mode: Args['mode'], lab: Daemo
   // The model is healthy again: the recovery (if any) completes the goal.
   lab.mock.setMode('goalComplete');
   step(`stored: ${brief(idbAtKill)}, then ${brief(idbLater)}; reloading`);
-  const linesBefore = extensionLogLines(wb.server.userDataDir).length;
+  const filesBefore = extensionLogFiles(wb.server.userDataDir);
   const reloadStart = Date.now();
   if (mode === 'window') await wb.reopenCrashed(T);
   else await wb.reload(T);
@@ -185,7 +185,8 @@ async function oneRun(n: number, delayMs: number, mode: Args['mode'], lab: Daemo
   await wb.openViewContainer('Codex Goal Recovery');
   const rows = await wb.waitForTreeRows('Watched goals', (r) => r.some((x) => x.startsWith(`durability run ${n},`)), T);
   const rowAfterRestart = rows.find((x) => x.startsWith(`durability run ${n},`))!.slice(`durability run ${n}, `.length);
-  const newLines = () => extensionLogLines(wb.server.userDataDir).slice(linesBefore);
+  // The restarted extension host logs to a file of its own.
+  const newLines = () => newExtensionLogLines(wb.server.userDataDir, filesBefore);
   const loadedLine = newLines().find((l) => /state loaded/.test(l)) ?? null;
   let goalStatus = 'blocked';
   try {
