@@ -1,10 +1,12 @@
 // The extension's entry point: wires the window's role (engine here, or following the
 // window that runs it), the views, the commands and the settings. Activation never waits for
 // the daemon: the connection starts in the background.
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
 import { readSettings, SECTION } from './config/settings';
 import { WindowRole } from './host/windowRole';
+import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
 import { Notifier } from './views/notifier';
 import { RecoveryStatusBar } from './views/statusBar';
@@ -30,7 +32,10 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   context.globalState.setKeysForSync([]);
 
   const notifier = new Notifier(() => settings.notifications);
-  role = new WindowRole(context, settings, { log, notify: (d, snap) => notifier.decided(d, snap) });
+  // globalState's own writes reach the disk only some time after they resolve (and in code-server
+  // in the browser): the engine's crash journal sits beside it on this machine's disk.
+  const journalPath = context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
+  role = new WindowRole(context, settings, { log, notify: (d, snap) => notifier.decided(d, snap) }, journalPath);
   const service = () => role!.service();
 
   const tree = new WatchTree(() => service().snapshot());

@@ -32,8 +32,18 @@ export class EngineHost implements RecoveryService {
   /** The engine's start: commands wait for it. */
   private ready: Promise<void> | null = null;
 
-  /** `seed`: the previous leader's last snapshot, when this window takes over from another engine. */
-  constructor(private settings: Settings, private readonly globalState: MementoLike, private readonly io: HostIo, private readonly seed: EngineSnapshot | null = null) {
+  /**
+   * `seed`: the previous leader's last snapshot, when this window takes over from another engine.
+   * `journalPath`: the crash journal beside globalState (a file in the extension's global storage);
+   * omitted, globalState alone.
+   */
+  constructor(
+    private settings: Settings,
+    private readonly globalState: MementoLike,
+    private readonly io: HostIo,
+    private readonly seed: EngineSnapshot | null = null,
+    private readonly journalPath?: string,
+  ) {
     this.engine = this.makeEngine();
     this.cached = this.engine.snapshot();
   }
@@ -78,7 +88,11 @@ export class EngineHost implements RecoveryService {
         onStderr: (line) => this.io.log.debug(`codex: ${line}`),
       }),
       target: this.settings.socketPath,
-      store: new HandoverStore(new GlobalStateStore(this.globalState), this.seed, (taken) =>
+      store: new HandoverStore(new GlobalStateStore(this.globalState, {
+        ...(this.journalPath !== undefined && { journalPath: this.journalPath }),
+        info: (line) => this.io.log.info(line),
+        onProblem: (message) => this.io.log.warn(message),
+      }), this.seed, (taken) =>
         this.io.log.info(`took over ${taken.length} watched thread(s) from the previous leader's last state`)),
       clock: systemClock,
       random: Math.random,

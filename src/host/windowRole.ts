@@ -45,7 +45,8 @@ export class WindowRole {
   /** The latest state the leader pushed while this window followed: the start of its own term. */
   private leaderSnapshot: EngineSnapshot | null = null;
 
-  constructor(private readonly context: vscode.ExtensionContext, private settings: Settings, private readonly io: HostIo) {
+  /** `journalPath`: the engine's crash journal beside globalState (see GlobalStateStore). */
+  constructor(private readonly context: vscode.ExtensionContext, private settings: Settings, private readonly io: HostIo, private readonly journalPath?: string) {
     this.current = new Starting(settings.socketPath);
   }
 
@@ -100,7 +101,7 @@ export class WindowRole {
 
   private lead(server: LeaderServer | null): void {
     this.clearRole();
-    const host = new EngineHost(this.settings, this.context.globalState, this.io, this.leaderSnapshot);
+    const host = new EngineHost(this.settings, this.context.globalState, this.io, this.leaderSnapshot, this.journalPath);
     this.leaderSnapshot = null;
     this.engine = host;
     this.io.log.info(server ? 'this window runs the engine (leader)' : 'this window runs the engine');

@@ -1,10 +1,31 @@
 // The extension's store: the watch state in VS Code's globalState (a Memento), under a
-// namespaced, versioned key. Machine state is never synced across machines. A value that
-// cannot be read is kept aside under its own key and reported, never silently dropped; a value
-// with a few bad records is kept aside too, and the rest of it is used.
+// namespaced, versioned key, and, given a journal path (under the extension's globalStorageUri),
+// a crash journal beside it. Machine state is never synced across machines. A value that cannot
+// be read is kept aside under its own key and reported, never silently dropped; a value with a
+// few bad records is kept aside too, and the rest of it is used.
+//
+// Why a journal (docs/globalstate-durability.md): `globalState.update` resolves once the
+// workbench holds the value in memory; the workbench writes it to disk later (code-server: to the
+// browser's IndexedDB about 100 ms later; desktop VS Code: through its main process to
+// state.vscdb). A SIGKILLed extension host loses nothing that resolved, but a crash of the whole
+// window or app loses what the workbench had not written yet, although the engine announced it.
+// So every save also appends its changes to the journal (src/store/journal.ts, one record per
+// changed watch), fdatasync'd before the save resolves. globalState stays the snapshot, written
+// whole at every save as before, and carries the journal generation it belongs to (its
+// `journal` field). On load, the journal of the snapshot's generation is replayed over it
+// (records are whole watches: replaying them over a snapshot that already has some is harmless),
+// and the result is written back with a new generation (a fold). A fold keeps the journal it
+// replaces as `<journal>.prev`: if the workbench then loses the new snapshot, the one it still
+// has names the previous generation, and both journals are replayed. Folds also happen when the
+// journal outgrows the snapshot (at least 1 MiB) and at a clean stop (`compact`).
+import { promises as fsp } from 'node:fs';
+import * as nodePath from 'node:path';
+import { randomBytes } from 'node:crypto';
 import type { PersistedState } from '../model/watch';
-import { emptyState } from '../model/watch';
-import { parsePersisted, partialLoadProblem, type LoadResult, type StateStore } from './store';
+import { emptyState, STATE_VERSION } from '../model/watch';
+import { copyAside, exists, moveAside } from './aside';
+import { JournalWriter, journalGeneration, journalLines, replayJournal } from './journal';
+import { describeDropped, parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -17,39 +38,285 @@ export const STATE_KEY = 'codexGoalRecovery.state';
 export const CORRUPT_PREFIX = 'codexGoalRecovery.state.corrupt.';
 /** A larger value is not loaded (globalState lives in memory in every window). */
 export const MAX_STATE_CHARS = 16 * 1024 * 1024;
+/** A larger journal is not read (kept aside). */
+export const MAX_JOURNAL_BYTES = 64 * 1024 * 1024;
+/** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
+export const MIN_FOLD_BYTES = 1024 * 1024;
+/** The journal's file name in the extension's global storage directory. */
+export const JOURNAL_FILE = 'state.journal';
+
+export interface GlobalStateStoreOptions {
+  /** The crash journal's path (a local file); omitted, globalState alone (no journal). */
+  journalPath?: string;
+  /** Clock for aside names and generations (tests). */
+  now?: () => number;
+  /** The journal is folded once larger than the snapshot and this; default 1 MiB. */
+  minFoldBytes?: number;
+  /** What the load found, one line (for the log). */
+  info?: (line: string) => void;
+  /**
+   * A journal that can no longer be written: the store goes on with globalState alone (as before
+   * the journal existed) and says so here once.
+   */
+  onProblem?: (message: string) => void;
+}
+
+/** What a journal file at a path holds, read without changing anything. */
+type JournalFile =
+  | { kind: 'missing' }
+  | { kind: 'unusable'; reason: string }
+  | { kind: 'text'; text: string; generation: string | null };
+
+async function readJournalFile(path: string): Promise<JournalFile> {
+  let st;
+  try {
+    st = await fsp.lstat(path);
+  } catch (err) {
+    // ENOTDIR: a file where its directory should be, so no journal there (saves will say so).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+    return { kind: 'unusable', reason: errText(err) };
+  }
+  if (!st.isFile()) return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
+  if (st.size > MAX_JOURNAL_BYTES) return { kind: 'unusable', reason: `${st.size} bytes, more than the ${MAX_JOURNAL_BYTES}-byte limit` };
+  try {
+    const text = await fsp.readFile(path, 'utf8');
+    return { kind: 'text', text, generation: journalGeneration(text) };
+  } catch (err) {
+    return { kind: 'unusable', reason: `unreadable: ${errText(err)}` };
+  }
+}
 
 export class GlobalStateStore implements StateStore {
   readonly location = `VS Code globalState "${STATE_KEY}"`;
+  private readonly now: () => number;
+  private readonly journalPath: string | null;
+  private readonly prevPath: string | null;
+  private readonly minFoldBytes: number;
+  private readonly serializer = new StateSerializer();
+  private readonly writer: JournalWriter | null;
+  /** Whether saves append to the journal (false: none configured, or it failed). */
+  private journaling: boolean;
+  /** The journal generation of the snapshot in globalState; null: the next save writes a new one. */
+  private generation: string | null = null;
+  private snapshotChars = 0;
+  /** Saves and folds, one at a time, in order. */
+  private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly memento: MementoLike, private readonly now: () => number = Date.now) {}
+  constructor(private readonly memento: MementoLike, options: GlobalStateStoreOptions | (() => number) = {}) {
+    const opts = typeof options === 'function' ? { now: options } : options;
+    this.now = opts.now ?? Date.now;
+    this.journalPath = opts.journalPath ? nodePath.resolve(opts.journalPath) : null;
+    this.prevPath = this.journalPath ? `${this.journalPath}.prev` : null;
+    this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
+    this.info = opts.info ?? (() => undefined);
+    this.onProblem = opts.onProblem ?? (() => undefined);
+    this.writer = this.journalPath ? new JournalWriter(this.journalPath, syncDir) : null;
+    this.journaling = this.writer !== null;
+  }
 
+  private readonly info: (line: string) => void;
+  private readonly onProblem: (message: string) => void;
+
+  /**
+   * Missing value: empty state, no problem. Unusable value: kept aside under its own key (with its
+   * journals kept aside as files), empty state, `problem` says so. A value with some bad records,
+   * or a journal with some: the rest is loaded, the original kept aside, `problem` lists what was
+   * left out. The journal of the snapshot's generation is replayed over it, and the result is
+   * folded into a new snapshot at once.
+   */
   async load(): Promise<LoadResult> {
     const raw = this.memento.get<unknown>(STATE_KEY);
-    if (raw === undefined) return { state: emptyState(), problem: null };
-    let error: string | null = null;
-    let size = 0;
-    try {
-      size = JSON.stringify(raw)?.length ?? 0;
-    } catch (e) {
-      error = `not serializable (${e instanceof Error ? e.message : String(e)})`;
-    }
-    if (error === null && size > MAX_STATE_CHARS) error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
-    if (error === null) {
-      const parsed = parsePersisted(raw, this.now);
-      if ('state' in parsed) {
-        if (parsed.dropped.length === 0) return { state: parsed.state, problem: null };
-        // Keep the value as it was, then store the part that can be used.
+    const problems: string[] = [];
+    let state = emptyState();
+    let generation: string | null = null;
+    let usable = false;
+    let dropped = false;
+    if (raw !== undefined) {
+      let error: string | null = null;
+      let size = 0;
+      try {
+        size = JSON.stringify(raw)?.length ?? 0;
+      } catch (e) {
+        error = `not serializable (${errText(e)})`;
+      }
+      if (error === null && size > MAX_STATE_CHARS) error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
+      if (error === null) {
+        const parsed = parsePersisted(raw, this.now);
+        if ('state' in parsed) {
+          usable = true;
+          state = parsed.state;
+          const g = (raw as { journal?: unknown }).journal;
+          generation = typeof g === 'string' && g.length > 0 ? g : null;
+          if (parsed.dropped.length > 0) {
+            // Keep the value as it was; the part that can be used is written back below.
+            dropped = true;
+            const aside = this.asideKey();
+            await this.memento.update(aside, raw);
+            problems.push(partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`));
+          }
+        } else {
+          error = parsed.error;
+        }
+      }
+      if (!usable) {
         const aside = this.asideKey();
         await this.memento.update(aside, raw);
-        await this.save(parsed.state);
-        return { state: parsed.state, problem: partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`) };
+        await this.memento.update(STATE_KEY, undefined);
+        problems.push(`the stored watch state could not be used: ${error}; kept aside as "${aside}"; starting clean`);
       }
-      error = parsed.error;
     }
-    const aside = this.asideKey();
-    await this.memento.update(aside, raw);
-    await this.memento.update(STATE_KEY, undefined);
-    return { state: emptyState(), problem: `the stored watch state could not be used: ${error}; kept aside as "${aside}"; starting clean` };
+
+    let replayed = 0;
+    /** Journals that were replayed or reported: folded into a new snapshot below. */
+    let journalsUsed = false;
+    if (this.journalPath && this.prevPath) {
+      const files: Array<{ path: string; file: JournalFile }> = [
+        { path: this.prevPath, file: await readJournalFile(this.prevPath) },
+        { path: this.journalPath, file: await readJournalFile(this.journalPath) },
+      ];
+      if (!usable) {
+        // Journals belong to a snapshot that cannot be read: kept, never replayed.
+        for (const { path, file } of files) {
+          if (file.kind === 'missing') continue;
+          const why = raw === undefined ? 'no watch state in globalState beside it' : 'the watch state in globalState is unusable';
+          const aside = await moveAside(path, this.now(), `journal ${path}`, why);
+          problems.push(`journal ${path} could not be replayed (${why}); kept aside as ${aside}`);
+          journalsUsed = true;
+        }
+      } else {
+        // Which journals follow the snapshot: the current one, or the previous one and then the current one.
+        const [prev, cur] = files as [{ path: string; file: JournalFile }, { path: string; file: JournalFile }];
+        const chain = cur.file.kind === 'text' && cur.file.generation === generation && generation !== null ? [cur]
+          : prev.file.kind === 'text' && prev.file.generation === generation && generation !== null ? [prev, cur]
+            : [];
+        for (const { path, file } of files) {
+          if (file.kind === 'unusable') {
+            const aside = await moveAside(path, this.now(), `journal ${path}`, file.reason);
+            problems.push(`journal ${path} was unusable (${file.reason}); kept aside as ${aside}; the watch state loaded without the changes it held`);
+            journalsUsed = true;
+          } else if (file.kind === 'text' && file.generation === null && file.text.includes('\n')) {
+            // A header that cannot be read (one cut short is a journal nothing was written to).
+            const aside = await copyAside(path, this.now(), `journal ${path}`);
+            problems.push(`journal ${path}: its header is unreadable; kept aside as ${aside}; the watch state loaded without the changes it held`);
+            journalsUsed = true;
+          }
+        }
+        for (const { path, file } of chain) {
+          if (file.kind !== 'text' || file.generation === null) continue;
+          journalsUsed = true;
+          const r = replayJournal(state, file.text, file.generation);
+          replayed += r.applied;
+          if (r.dropped.length > 0) {
+            const aside = await copyAside(path, this.now(), `journal ${path}`);
+            problems.push(`journal ${path}: ${describeDropped(r.dropped)}; the journal as it was is kept as ${aside}; its other ${r.applied} record${r.applied === 1 ? '' : 's'} loaded`);
+          }
+        }
+      }
+    }
+
+    this.serializer.changes(state);
+    if (this.journaling) {
+      // Anything to fold in (or no generation yet): a new snapshot now, and the journal starts
+      // empty, so a torn or stale tail is never appended to.
+      if (journalsUsed || generation === null || dropped) {
+        await this.enqueue(() => this.fold(this.serializer.document(STATE_VERSION)));
+      } else {
+        // A journal of another generation was folded into this snapshot already: the first append
+        // replaces it (the previous one stays as it is).
+        await this.prepareDir().catch((err: unknown) => this.journalFailed(err));
+        await this.writer!.reset(generation);
+        this.generation = generation;
+        this.snapshotChars = JSON.stringify(raw).length;
+      }
+    } else if (dropped) {
+      await this.memento.update(STATE_KEY, JSON.parse(this.serializer.document(state.version)));
+    }
+    const n = Object.keys(state.watches).length;
+    this.info(`state loaded from globalState: ${n} watch${n === 1 ? '' : 'es'}${this.journalPath ? `; crash journal: ${replayed} record${replayed === 1 ? '' : 's'} replayed` : ''}`);
+    return { state, problem: problems.length > 0 ? problems.join('; ') : null };
+  }
+
+  /**
+   * Makes `state`, as it is now, durable: globalState gets it whole, and its changes since the last
+   * save go to the journal (fdatasync'd) before this resolves. Rejects (writing nothing) if the
+   * state would not load back.
+   */
+  save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+    let lines: string;
+    let document: string;
+    try {
+      lines = journalLines(this.serializer.changes(state, changed));
+      document = this.serializer.document(state.version);
+    } catch (err) {
+      return Promise.reject(new Error(`refusing to save an invalid state to ${this.location}: ${errText(err)}`, { cause: err }));
+    }
+    return this.enqueue(async () => {
+      if (!this.journaling) return this.memento.update(STATE_KEY, JSON.parse(document));
+      const fold = this.generation === null || this.writer!.bytes + Buffer.byteLength(lines) > Math.max(this.minFoldBytes, this.snapshotChars);
+      if (fold) {
+        // The lines go to the journal first: it is kept (as .prev) until the fold after this one,
+        // so the changes survive if the workbench loses the new snapshot.
+        if (this.generation !== null) await this.writer!.append(lines).catch((err: unknown) => this.journalFailed(err));
+        return this.fold(document);
+      }
+      const generation = this.generation!;
+      const [, appended] = await Promise.all([
+        this.memento.update(STATE_KEY, withGeneration(document, generation)),
+        this.writer!.append(lines).then(() => true, (err: unknown) => this.journalFailed(err)),
+      ]);
+      if (!appended) this.generation = null;
+    });
+  }
+
+  /** Folds the journal into a new snapshot (a clean stop calls it). */
+  compact(): Promise<void> {
+    if (!this.journaling) return this.chain;
+    return this.enqueue(() => this.fold(this.serializer.document(STATE_VERSION)));
+  }
+
+  /**
+   * Writes `document` to globalState with a new generation, then starts a new journal for it; the
+   * one it replaces is kept as `.prev` (see the header).
+   */
+  private async fold(document: string): Promise<void> {
+    const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    await this.memento.update(STATE_KEY, withGeneration(document, generation));
+    this.generation = generation;
+    this.snapshotChars = document.length;
+    if (!this.journaling) return;
+    try {
+      await this.writer!.close();
+      await this.prepareDir();
+      await fsp.rm(this.prevPath!, { force: true });
+      if (await exists(this.journalPath!)) await fsp.rename(this.journalPath!, this.prevPath!);
+      await this.writer!.reset(generation);
+    } catch (err) {
+      this.journalFailed(err);
+    }
+  }
+
+  /** The journal's directory, private (0700), created if missing. */
+  private async prepareDir(): Promise<void> {
+    const dir = nodePath.dirname(this.journalPath!);
+    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+    await fsp.chmod(dir, 0o700).catch(() => undefined);
+  }
+
+  /** The journal cannot be written: go on with globalState alone, and say so once. */
+  private journalFailed(err: unknown): false {
+    if (this.journaling) {
+      this.journaling = false;
+      void this.writer?.close();
+      this.onProblem(`could not write the crash journal ${this.journalPath}: ${errText(err)}; the watch state is kept in globalState alone (a crash of the whole window may lose its last changes)`);
+    }
+    return false;
+  }
+
+  private enqueue(job: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(job);
+    this.chain = run.catch(() => undefined);
+    return run;
   }
 
   /** A key not in use yet: two bad values in the same millisecond must not overwrite each other. */
@@ -61,8 +328,27 @@ export class GlobalStateStore implements StateStore {
       if (!taken.has(key)) return key;
     }
   }
+}
 
-  async save(state: PersistedState): Promise<void> {
-    await this.memento.update(STATE_KEY, structuredClone(state));
+/** The snapshot value: the state's document with the journal generation it belongs to. */
+function withGeneration(document: string, generation: string): unknown {
+  const value = JSON.parse(document) as Record<string, unknown>;
+  value.journal = generation;
+  return value;
+}
+
+async function syncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, 'r');
+    await fh.sync();
+  } catch {
+    // Directories cannot be opened or fsynced on some platforms (Windows).
+  } finally {
+    await fh?.close().catch(() => undefined);
   }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -36,6 +36,14 @@ export function journalHeader(generation: string): string {
   return `${JSON.stringify({ journal: JOURNAL_FORMAT, generation })}\n`;
 }
 
+/** The generation a journal's text names in its header; null when it has no readable header. */
+export function journalGeneration(text: string): string | null {
+  const end = text.indexOf('\n');
+  if (end < 0) return null; // no complete header line
+  const h = HeaderSchema.safeParse(parseLine(text.slice(0, end)));
+  return h.success ? h.data.generation : null;
+}
+
 export interface Replayed {
   /** Records applied. */
   applied: number;

@@ -46,7 +46,8 @@ export class Workbench {
   private constructor(
     readonly server: CodeServer,
     readonly browser: Browser,
-    readonly page: Page,
+    /** The window's page (replaced by reopenCrashed()). */
+    public page: Page,
     /** A second window shares the first one's code-server and browser: closing it closes only its page. */
     private readonly owner = true,
   ) {}
@@ -77,7 +78,9 @@ export class Workbench {
     let browser: Browser | undefined;
     try {
       browser = await launchChromium();
-      const page = await browser.newPage({ viewport: options.viewport ?? { width: 1400, height: 900 } });
+      // A context of its own (not browser.newPage()'s): reopenCrashed() opens a page in it again.
+      const context = await browser.newContext({ viewport: options.viewport ?? { width: 1400, height: 900 } });
+      const page = await context.newPage();
       const wb = new Workbench(server, browser, page);
       page.on('console', (msg) => {
         const line = `[browser ${msg.type()}] ${msg.text()}`;
@@ -108,6 +111,18 @@ export class Workbench {
     await this.page.waitForFunction(() => typeof (globalThis as unknown as SmokeWindow).driver?.whenWorkbenchRestored === 'function', null, { timeout: timeoutMs });
     await this.page.evaluate(() => (globalThis as unknown as SmokeWindow).driver!.whenWorkbenchRestored());
     await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: timeoutMs });
+  }
+
+  /**
+   * After the window's renderer crashed (CDP Page.crash): opens the workbench again in a new page
+   * of the same browser profile (its storage, IndexedDB included), as a person reopens a window.
+   */
+  async reopenCrashed(timeoutMs = 90_000): Promise<void> {
+    const crashed = this.page;
+    const page = await crashed.context().newPage();
+    await crashed.close().catch(() => undefined);
+    this.page = page;
+    await loadWorkbench(page, this.server, timeoutMs);
   }
 
   /** Closes this window only (its page), as a person closes one VS Code window of several. */

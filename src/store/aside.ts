@@ -1,0 +1,51 @@
+// Keeping an unusable file aside, never deleting it: `<file>.corrupt-<timestamp>[-n]`, a name
+// nothing else uses, so two kept in the same millisecond never overwrite each other.
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+
+/** Fresh `<file>.corrupt-<timestamp>[-n]` names, in the order to try them. */
+export function asideNames(file: string, now: number): string[] {
+  const stamp = new Date(now).toISOString().replace(/[:.]/g, '-');
+  return Array.from({ length: 1000 }, (_, n) => `${file}.corrupt-${stamp}${n === 0 ? '' : `-${n}`}`);
+}
+
+/** Copies `file` as it is to a fresh aside name (the original stays, mode 0600); returns that path. */
+export async function copyAside(file: string, now: number, what: string): Promise<string> {
+  for (const aside of asideNames(file, now)) {
+    try {
+      await fsp.copyFile(file, aside, fsConstants.COPYFILE_EXCL);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw new Error(`${what} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, { cause: err });
+    }
+    await fsp.chmod(aside, 0o600).catch(() => undefined);
+    return aside;
+  }
+  throw new Error(`${what} has unusable records and no free name was found to copy it aside`);
+}
+
+/** Renames an unusable `file` (or directory) to a fresh aside name; returns that path. */
+export async function moveAside(file: string, now: number, what: string, reason: string): Promise<string> {
+  for (const aside of asideNames(file, now)) {
+    if (await exists(aside)) continue;
+    try {
+      await fsp.rename(file, aside);
+    } catch (err) {
+      throw new Error(`${what} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`, { cause: err });
+    }
+    return aside;
+  }
+  throw new Error(`${what} is unusable (${reason}) and no free name was found to move it aside`);
+}
+
+export async function exists(p: string): Promise<boolean> {
+  try {
+    await fsp.lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
