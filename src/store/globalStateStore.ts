@@ -111,7 +111,7 @@ export class GlobalStateStore implements StateStore {
     this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
     this.info = opts.info ?? (() => undefined);
     this.onProblem = opts.onProblem ?? (() => undefined);
-    this.writer = this.journalPath ? new JournalWriter(this.journalPath, syncDir) : null;
+    this.writer = this.journalPath ? new JournalWriter(this.journalPath) : null;
     this.journaling = this.writer !== null;
   }
 
@@ -335,18 +335,6 @@ function withGeneration(document: string, generation: string): unknown {
   const value = JSON.parse(document) as Record<string, unknown>;
   value.journal = generation;
   return value;
-}
-
-async function syncDir(dir: string): Promise<void> {
-  let fh: fsp.FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, 'r');
-    await fh.sync();
-  } catch {
-    // Directories cannot be opened or fsynced on some platforms (Windows).
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
 }
 
 function errText(err: unknown): string {

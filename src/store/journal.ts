@@ -144,7 +144,7 @@ export class JournalWriter {
   /** Bytes written to the current journal (0 until its first append). */
   bytes = 0;
 
-  constructor(readonly path: string, private readonly syncDir: (dir: string) => Promise<void>) {}
+  constructor(readonly path: string) {}
 
   /** The next append starts a new journal for `generation` (call after its snapshot is on disk). */
   async reset(generation: string): Promise<void> {
@@ -178,12 +178,25 @@ export class JournalWriter {
       throw err;
     }
     this.bytes += Buffer.byteLength(lines);
-    if (created) await this.syncDir(nodePath.dirname(this.path));
+    if (created) await syncDir(nodePath.dirname(this.path));
   }
 
   async close(): Promise<void> {
     const h = this.handle;
     this.handle = null;
     await h?.close().catch(() => undefined);
+  }
+}
+
+/** fsyncs a directory, so that a file created or renamed in it survives a power loss. */
+export async function syncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, 'r');
+    await fh.sync();
+  } catch {
+    // Directories cannot be opened or fsynced on some platforms (Windows); the rename is done.
+  } finally {
+    await fh?.close().catch(() => undefined);
   }
 }

@@ -10,11 +10,12 @@
 // A file that cannot be used is never deleted: it is moved aside to
 // `<path>.corrupt-<timestamp>` and the load starts clean, saying so. A file (or a journal)
 // with a few bad records is copied there, and the rest of it loads.
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
-import { JournalWriter, journalLines, replayJournal, type Replayed } from './journal';
+import { copyAside, exists, moveAside } from './aside';
+import { JournalWriter, journalLines, replayJournal, syncDir, type Replayed } from './journal';
 import { describeDropped, parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
@@ -137,7 +138,7 @@ export class JsonFileStore implements StateStore {
     this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
     this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
     this.now = opts.now ?? Date.now;
-    this.journal = new JournalWriter(this.journalPath, syncDir);
+    this.journal = new JournalWriter(this.journalPath);
   }
 
   /**
@@ -286,42 +287,12 @@ export class JsonFileStore implements StateStore {
     await syncDir(dir);
   }
 
-  /** A fresh `<file>.corrupt-<timestamp>[-n]` name: nothing is ever overwritten. */
-  private asideNames(file: string): string[] {
-    const stamp = new Date(this.now()).toISOString().replace(/[:.]/g, '-');
-    return Array.from({ length: 1000 }, (_, n) => `${file}.corrupt-${stamp}${n === 0 ? '' : `-${n}`}`);
+  private copyAside(file: string): Promise<string> {
+    return copyAside(file, this.now(), describeFile(file, this.path));
   }
 
-  /** Copies `file` as it is to a fresh aside name (the original stays); returns that path. */
-  private async copyAside(file: string): Promise<string> {
-    for (const aside of this.asideNames(file)) {
-      try {
-        await fsp.copyFile(file, aside, fsConstants.COPYFILE_EXCL);
-      } catch (err) {
-        if (errCode(err) === 'EEXIST') continue;
-        throw new Error(`${describeFile(file, this.path)} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, { cause: err });
-      }
-      await fsp.chmod(aside, 0o600).catch(() => undefined);
-      return aside;
-    }
-    throw new Error(`${describeFile(file, this.path)} has unusable records and no free name was found to copy it aside`);
-  }
-
-  /** Renames an unusable `file` to a fresh `<file>.corrupt-<timestamp>`; returns that path. */
-  private async moveAside(file: string, reason: string): Promise<string> {
-    for (const aside of this.asideNames(file)) {
-      if (await exists(aside)) continue;
-      try {
-        await fsp.rename(file, aside);
-      } catch (err) {
-        throw new Error(
-          `${describeFile(file, this.path)} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`,
-          { cause: err },
-        );
-      }
-      return aside;
-    }
-    throw new Error(`${describeFile(file, this.path)} is unusable (${reason}) and no free name was found to move it aside`);
+  private moveAside(file: string, reason: string): Promise<string> {
+    return moveAside(file, this.now(), describeFile(file, this.path), reason);
   }
 
   /** Removes temp files left by a crashed writer (dead pid, or older than 10 minutes). */
@@ -352,33 +323,12 @@ function describeFile(file: string, statePath: string): string {
   return file === statePath ? `state file ${file}` : `journal ${file}`;
 }
 
-async function syncDir(dir: string): Promise<void> {
-  let fh: fsp.FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, 'r');
-    await fh.sync();
-  } catch {
-    // Directories cannot be opened or fsynced on some platforms (Windows); the rename is done.
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
-}
-
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
     return errCode(err) === 'EPERM';
-  }
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await fsp.lstat(p);
-    return true;
-  } catch {
-    return false;
   }
 }
 
