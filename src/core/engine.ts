@@ -1,7 +1,6 @@
 // The recovery engine: watches goal threads on a Codex app-server and re-activates
 // goals that a transient failure blocked, safely. Pure TypeScript: the daemon
 // connection, the store, the clock and randomness are injected.
-import { promises as fs } from 'node:fs';
 import type { Decision } from '../model/decision';
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import {
@@ -274,10 +273,16 @@ export class Engine {
     delete this.state.disarmed[threadId];
     const w = this.state.watches[threadId];
     if (w && isDisarmed(w.state)) {
+      // Armed again as at its first arming: from the goal's last activation in the rollout (the
+      // next look reads back to it). What happened since still counts: a block the model chose
+      // while the thread was disarmed (never read then) is not taken for a failure to recover,
+      // and a person's marker since the activation still speaks for them.
       this.dirty.add(threadId);
       w.armedAt = this.deps.clock.now();
-      w.armOffset = await this.rolloutSize(w.rolloutPath);
-      w.rolloutOffset = w.armOffset ?? 0;
+      w.armOffset = null;
+      w.rolloutOffset = 0;
+      w.lastMarker = null;
+      w.modelBlockOffset = null;
       this.setState(w, { kind: 'running' });
     }
     this.emit({ type: 'rearmed', threadId, reason: 're-armed by the user' });
@@ -1203,15 +1208,6 @@ export class Engine {
     }
     const title = thread.name || thread.preview || w.goal?.objective;
     if (title) w.title = title.length > 120 ? `${title.slice(0, 117)}…` : title;
-  }
-
-  private async rolloutSize(path: string | null): Promise<number | null> {
-    if (!path) return null;
-    try {
-      return (await fs.stat(path)).size;
-    } catch {
-      return null;
-    }
   }
 
   private setState(w: WatchedThread, state: WatchState): void {

@@ -195,6 +195,21 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
   });
 
+  it('a block the model chose while the thread was disarmed is not recovered after Re-arm (found by the crash-consistency property)', async () => {
+    const h = await armed();
+    const t = h.daemon.thread();
+    await h.engine.disarm('thread-1');
+    fs.appendFileSync(t.path, `${modelGoalCall('blocked')}\n`);
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'disarmed');
+    await h.engine.rearm('thread-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'modelBlocked', 'the re-arm took the model\'s block for a failure');
+    await h.advance(10 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered a block the model chose');
+  });
+
   it('gives up after max attempts of consecutive failures; a successful turn resets the count', async () => {
     const h = await armed({ options: { maxAttempts: 3 } });
     let turn = 1;
