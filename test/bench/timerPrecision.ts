@@ -133,7 +133,7 @@ export const timerPrecision: Bench = {
       ],
       notes: [
         `Every one of the ${p.threads} failures was recovered by both; the run lasted ${(ours.durationMs / 1000).toFixed(1)} s (product) and ${(base.durationMs / 1000).toFixed(1)} s (baseline).`,
-        'Lateness is measured at the daemon: the arrival of thread/goal/set minus the announced due time. It includes the re-reads before the set (goal, thread, turns, rollout) and the write-ahead save of the whole state.',
+        'Lateness is measured at the daemon: the arrival of thread/goal/set minus the announced due time. It includes the re-reads before the set (goal, thread, turns, rollout) and the write-ahead save (one journal record); a recovery is prepared ahead of its due time, so neither delays the set unless it takes longer than the lead.',
         'Baseline: polls thread/goal/get for every thread once a second (plus thread/turns/list for blocked goals) and sets what is due; its lateness is bounded by the poll period, its RPCs grow with threads × seconds.',
         'The global limiter is opened for this run (it deliberately spaces recoveries: 3 at once, then 1 per 10 s by default).',
         'The fake daemon runs in the same process as the engine: both the product and the baseline share the event loop with it.',
