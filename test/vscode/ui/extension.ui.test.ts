@@ -3,13 +3,11 @@
 // the status-bar countdown, and "Pause auto-recovery" from the command palette.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
-import { makeTempDir, removeTempDir } from '../cleanup';
-import { REPO_ROOT } from '../paths';
-import { Workbench } from './workbench';
+import { openLabWindow, type LabWindow } from './labWindow';
+import type { Workbench } from './workbench';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
@@ -23,26 +21,14 @@ function secondsLeft(text: string): number {
 }
 
 describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
-  let temp: string;
+  let env: LabWindow | undefined;
   let lab: DaemonLab;
   let user: UserClient;
   let wb: Workbench;
 
   before(async () => {
-    temp = makeTempDir('cgr-ui-ext-');
-    const folder = path.join(temp, 'project');
-    fs.mkdirSync(folder);
-    lab = await DaemonLab.start();
-    wb = await Workbench.open({
-      extensionDevelopmentPath: REPO_ROOT,
-      folder,
-      settings: {
-        'codexGoalRecovery.codexHome': lab.home.dir,
-        'codexGoalRecovery.baseDelaySeconds': 90,
-        'codexGoalRecovery.maxDelaySeconds': 90,
-        'codexGoalRecovery.notifications': 'none',
-      },
-    });
+    env = await openLabWindow('cgr-ui-ext-', { 'codexGoalRecovery.baseDelaySeconds': 90, 'codexGoalRecovery.maxDelaySeconds': 90 });
+    ({ lab, wb } = env);
     await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T).catch(async (error: unknown) => {
       // Say why: the item's tooltip carries the connection's state.
       const label = await wb.statusBarAriaLabel(STATUS, 1_000).catch(() => '(no label)');
@@ -63,9 +49,7 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
   }, { timeout: 240_000 });
 
   after(async () => {
-    await wb?.close();
-    await lab?.close();
-    if (temp) removeTempDir(temp);
+    await env?.close();
   });
 
   it('shows the watched threads in their states in the sidebar', () =>

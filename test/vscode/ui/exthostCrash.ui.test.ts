@@ -8,50 +8,34 @@
 // has the measurements behind both.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { readRolloutGoals } from '../../support/rolloutGoals';
-import { makeTempDir, removeTempDir } from '../cleanup';
 import { extensionLogFiles, killHard, newExtensionLogLines, waitForExtensionHost, waitForLogLine } from '../exthost';
-import { REPO_ROOT } from '../paths';
-import { Workbench } from './workbench';
+import { openLabWindow, type LabWindow } from './labWindow';
+import type { Workbench } from './workbench';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
 const T = 90_000;
 
 describe('the extension host killed during a backoff', { timeout: 600_000 }, () => {
-  let temp: string;
+  let env: LabWindow | undefined;
   let lab: DaemonLab;
   let user: UserClient;
   let wb: Workbench;
 
   before(async () => {
-    temp = makeTempDir('cgr-ui-crash-');
-    const folder = path.join(temp, 'project');
-    fs.mkdirSync(folder);
-    lab = await DaemonLab.start();
-    wb = await Workbench.open({
-      extensionDevelopmentPath: REPO_ROOT,
-      folder,
-      settings: {
-        'codexGoalRecovery.codexHome': lab.home.dir,
-        // 6–12 s: the kill lands well inside it, and the reload may end before or after it.
-        'codexGoalRecovery.baseDelaySeconds': 12,
-        'codexGoalRecovery.maxDelaySeconds': 12,
-        'codexGoalRecovery.notifications': 'none',
-      },
-    });
+    // 6–12 s backoffs: the kill lands well inside one, and the reload may end before or after it.
+    env = await openLabWindow('cgr-ui-crash-', { 'codexGoalRecovery.baseDelaySeconds': 12, 'codexGoalRecovery.maxDelaySeconds': 12 });
+    ({ lab, wb } = env);
     await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
     user = await lab.user();
   }, { timeout: 240_000 });
 
   after(async () => {
-    await wb?.close();
-    await lab?.close();
-    if (temp) removeTempDir(temp);
+    await env?.close();
   });
 
   /**

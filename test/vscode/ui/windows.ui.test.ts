@@ -2,21 +2,18 @@
 // each window has its own extension host; exactly one runs the engine. Exactly one recovery per
 // failed turn; when the leader's window closes, another takes over; a disarm survives a reload.
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { about, waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
-import { makeTempDir, removeTempDir } from '../cleanup';
-import { REPO_ROOT } from '../paths';
-import { Workbench } from './workbench';
+import { openLabWindow, type LabWindow } from './labWindow';
+import type { Workbench } from './workbench';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
 const T = 60_000;
 
 describe('two windows on one daemon', { timeout: 420_000 }, () => {
-  let temp: string;
+  let env: LabWindow | undefined;
   let lab: DaemonLab;
   let user: UserClient;
   let first: Workbench;
@@ -26,22 +23,9 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
     ((await user.request('thread/turns/list', { threadId }, T)).data as { status: string }[]).map((x) => x.status).sort();
 
   before(async () => {
-    temp = makeTempDir('cgr-ui-win-');
-    const folder = path.join(temp, 'project');
-    fs.mkdirSync(folder);
-    lab = await DaemonLab.start();
-    first = await Workbench.open({
-      extensionDevelopmentPath: REPO_ROOT,
-      folder,
-      // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
-      args: ['--reconnection-grace-time', '1'],
-      settings: {
-        'codexGoalRecovery.codexHome': lab.home.dir,
-        'codexGoalRecovery.baseDelaySeconds': 1,
-        'codexGoalRecovery.maxDelaySeconds': 2,
-        'codexGoalRecovery.notifications': 'none',
-      },
-    });
+    // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
+    env = await openLabWindow('cgr-ui-win-', { 'codexGoalRecovery.baseDelaySeconds': 1, 'codexGoalRecovery.maxDelaySeconds': 2 }, ['--reconnection-grace-time', '1']);
+    ({ lab, wb: first } = env);
     await first.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
     second = await first.openWindow();
     await second.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
@@ -50,9 +34,7 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
 
   after(async () => {
     await second?.close();
-    await first?.close(); // stops code-server and the browser
-    await lab?.close();
-    if (temp) removeTempDir(temp);
+    await env?.close(); // stops code-server and the browser, then the daemon
   });
 
   it('recovers each failed turn exactly once, and both windows show it', () =>
