@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
 import { JournalWriter, journalLines, replayJournal, syncDir, type Replayed } from './journal';
+import { excerpt } from '../protocol/lineSplitter';
 import { describeDropped, parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
@@ -79,7 +80,9 @@ export async function readStateFile(path: string, opts: { maxBytes?: number; now
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    return { kind: 'unusable', reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${errText(err)}` };
+    // JSON.parse quotes the text around the error: binary garbage would put newlines and control
+    // characters into a message that must stay one readable line.
+    return { kind: 'unusable', reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${printable(errText(err))}` };
   }
   const parsed = parsePersisted(raw, opts.now);
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
@@ -339,4 +342,9 @@ function errCode(err: unknown): string | undefined {
 
 function errText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** One line of printable text: whitespace folded, other control characters shown as U+FFFD, bounded. */
+function printable(text: string): string {
+  return excerpt(text, 200).replace(/[\u0000-\u001f\u007f]/g, '\ufffd');
 }

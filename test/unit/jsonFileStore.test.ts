@@ -442,3 +442,15 @@ describe('JsonFileStore: the crash journal', () => {
     assert.deepEqual((await new JsonFileStore(file).load()).state, s);
   });
 });
+
+describe('JsonFileStore: messages', () => {
+  test('invalid JSON is reported on one printable line, whatever bytes the parser quotes from the file', async () => {
+    const d = await freshDir();
+    const file = path.join(d, 'state.json');
+    await fsp.writeFile(file, Buffer.from('{"version":\n\n\u0001\u0000 binary\r\ngarbage'));
+    const r = await new JsonFileStore(file, { now: () => 0 }).load();
+    assert.ok(r.problem);
+    assert.match(r.problem, /invalid JSON: /);
+    assert.ok(!/[\u0000-\u001f\u007f]/.test(r.problem), `control characters in: ${JSON.stringify(r.problem)}`);
+  });
+});
