@@ -1,0 +1,95 @@
+// The daemon is the judge: what a real `codex app-server` holds for a thread, read from its own
+// record — the turns (`thread/turns/list`), the goal (`thread/goal/get`) and the rollout's goal
+// events (test/support/rolloutGoals.ts) — never from the product's output or history.
+//
+// Why the rollout and not the turns: a second `thread/goal/set {status:"active"}` on a goal that
+// is already active starts no turn and the product prints nothing for it, but the daemon writes
+// one more `thread_goal_updated` event (measured, docs/daemon-behaviour.md (g)). So counting the
+// automatic activations per failed turn catches a duplicate set that counting turns or the
+// product's `recovering` lines would miss.
+//
+// Used by the integration, fault and VS Code suites: one way to say "exactly one recovery per
+// failed turn" and "no automatic set".
+import assert from 'node:assert/strict';
+import { readRolloutGoals, type Activation, type RolloutGoals } from './rolloutGoals';
+
+/** Anything that can make a JSON-RPC request to the daemon (the demo's UserClient, a probe). */
+export interface DaemonReader {
+  request(method: string, params: unknown, timeoutMs?: number): Promise<any>;
+}
+
+export interface TurnRow { id: string; status: string }
+
+export interface DaemonRecord {
+  threadId: string;
+  /** Turns in the order the daemon lists them. */
+  turns: TurnRow[];
+  /** Ids of the failed turns. */
+  failed: string[];
+  /** The goal's status now, or null when the thread has no goal. */
+  goalStatus: string | null;
+  rollout: RolloutGoals;
+  /** Automatic activations (the engine's effective sets), keyed by the turn each follows. */
+  automaticAfter: Map<string | null, Activation[]>;
+}
+
+const T = 60_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Reads the daemon's record of a thread. With `settled` (the default), first waits until no turn
+ * is in progress: a goal turns `complete` before its turn's end is listed.
+ */
+export async function daemonRecord(daemon: DaemonReader, threadId: string, rolloutPath: string, opts: { settled?: boolean; timeoutMs?: number } = {}): Promise<DaemonRecord> {
+  const timeoutMs = opts.timeoutMs ?? T;
+  let turns: TurnRow[] = (await daemon.request('thread/turns/list', { threadId }, timeoutMs)).data;
+  if (opts.settled !== false) {
+    for (const deadline = Date.now() + timeoutMs; turns.some((x) => x.status === 'inProgress'); ) {
+      if (Date.now() > deadline) throw new Error(`a turn of ${threadId} is still in progress after ${timeoutMs} ms: ${JSON.stringify(turns)}`);
+      await sleep(100);
+      turns = (await daemon.request('thread/turns/list', { threadId }, timeoutMs)).data;
+    }
+  }
+  const goal = (await daemon.request('thread/goal/get', { threadId }, timeoutMs)).goal as { status: string } | null;
+  const rollout = readRolloutGoals(rolloutPath);
+  const automaticAfter = new Map<string | null, Activation[]>();
+  for (const a of rollout.automatic) automaticAfter.set(a.afterTurn, [...(automaticAfter.get(a.afterTurn) ?? []), a]);
+  return {
+    threadId,
+    turns: turns.map((t) => ({ id: t.id, status: t.status })),
+    failed: turns.filter((t) => t.status === 'failed').map((t) => t.id),
+    goalStatus: goal?.status ?? null,
+    rollout,
+    automaticAfter,
+  };
+}
+
+function describeRecord(r: DaemonRecord): string {
+  const after = r.rollout.automatic.map((a) => a.afterTurn);
+  return `turns ${JSON.stringify(r.turns)}, goal ${r.goalStatus}, automatic activations after ${JSON.stringify(after)}, user activations ${r.rollout.user.length}`;
+}
+
+/** No automatic set ever took effect on the thread: the daemon's rollout has no automatic activation. */
+export function assertNoAutomaticSet(r: DaemonRecord, why = 'an automatic set on a goal the engine must leave alone'): void {
+  assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
+  assert.equal(r.rollout.automatic.length, 0, `${why}: ${describeRecord(r)}`);
+}
+
+/**
+ * Exactly one automatic activation right after each of the given failed turns (by default every
+ * failed turn the daemon lists), and none anywhere else: no duplicate, no recovery of a turn
+ * that did not fail, none lost.
+ */
+export function assertOneRecoveryPerFailedTurn(r: DaemonRecord, failedTurns: readonly string[] = r.failed): void {
+  assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
+  for (const [after, list] of r.automaticAfter) {
+    assert.ok(list.length <= 1, `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`);
+    assert.ok(after !== null && failedTurns.includes(after), `an automatic activation after turn ${after}, which is not a failed turn being recovered: ${describeRecord(r)}`);
+  }
+  for (const f of failedTurns) assert.equal(r.automaticAfter.get(f)?.length ?? 0, 1, `failed turn ${f} was not recovered exactly once: ${describeRecord(r)}`);
+}
+
+/** At most one automatic activation per turn (a recovery may still be to come, or given up). */
+export function assertNoDuplicateSet(r: DaemonRecord): void {
+  for (const [after, list] of r.automaticAfter) assert.ok(list.length <= 1, `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`);
+}
