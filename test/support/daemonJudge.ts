@@ -114,3 +114,10 @@ export async function waitForDaemonRecord(daemon: DaemonReader, threadId: string
     await sleep(100);
   }
 }
+
+/** No automatic set took effect since `before`, an earlier record of the same thread (rollouts only grow). */
+export function assertNoAutomaticSetSince(r: DaemonRecord, before: DaemonRecord, why = 'an automatic set on a goal the engine must leave alone'): void {
+  assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
+  const since = r.rollout.automatic.slice(before.rollout.automatic.length);
+  assert.equal(since.length, 0, `${why}: ${since.length} automatic activation(s) since the earlier record; ${describeRecord(r)}`);
+}
