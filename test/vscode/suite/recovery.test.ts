@@ -167,34 +167,39 @@ suite('recovery in the extension host (real daemon)', function () {
     // (an event-loop delay, the global limiter holding the attempt) is run again, up to 4 times;
     // a round counts when the engine said it called the attempt off because of the pause.
     let reached = 0;
-    for (let round = 1; round <= 4 && reached === 0; round++) {
-      lab.mock.setMode('http500');
-      const since = decisions.length;
-      const t = await lab.goal(`tree: paused while prepared (${round})`);
-      const backoff = await decision('the backoff', since, (d): d is Extract<Decision, { type: 'backoff' }> => d.type === 'backoff' && d.threadId === t.threadId);
-      lab.mock.setMode('goalComplete');
-      await sleepUntil(backoff.dueAt - 100);
-      await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
-      const pausedAt = api.snapshot().pausedAt;
-      assert.ok(pausedAt !== null, 'auto-recovery is not paused');
-      await engineLookedAfter(backoff.dueAt);
-      const r = await judge(t.threadId);
-      const calledOff = decisions.slice(since).some((d) => d.type === 'skipped' && d.threadId === t.threadId && d.reason === 'auto-recovery is paused');
-      // Paused before the due time: no set can have left before the pause, so none may be in the daemon's record.
-      const inTime = pausedAt < backoff.dueAt - 20;
-      console.log(`round ${round}: paused ${backoff.dueAt - pausedAt} ms before the due time; called off: ${calledOff}; automatic activations: ${r.rollout.automatic.length}`);
-      if (inTime) {
-        assertNoAutomaticSet(r, `an automatic set while auto-recovery was paused (paused ${backoff.dueAt - pausedAt} ms before the due time)`);
-        assert.equal(r.goalStatus, 'blocked');
+    try {
+      for (let round = 1; round <= 4 && reached === 0; round++) {
+        lab.mock.setMode('http500');
+        const since = decisions.length;
+        const t = await lab.goal(`tree: paused while prepared (${round})`);
+        const backoff = await decision('the backoff', since, (d): d is Extract<Decision, { type: 'backoff' }> => d.type === 'backoff' && d.threadId === t.threadId);
+        lab.mock.setMode('goalComplete');
+        await sleepUntil(backoff.dueAt - 100);
+        await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
+        const pausedAt = api.snapshot().pausedAt;
+        assert.ok(pausedAt !== null, 'auto-recovery is not paused');
+        await engineLookedAfter(backoff.dueAt);
+        const r = await judge(t.threadId);
+        const calledOff = decisions.slice(since).some((d) => d.type === 'skipped' && d.threadId === t.threadId && d.reason === 'auto-recovery is paused');
+        // Paused before the due time: no set can have left before the pause, so none may be in the daemon's record.
+        const inTime = pausedAt < backoff.dueAt - 20;
+        console.log(`round ${round}: paused ${backoff.dueAt - pausedAt} ms before the due time; called off: ${calledOff}; automatic activations: ${r.rollout.automatic.length}`);
+        if (inTime) {
+          assertNoAutomaticSet(r, `an automatic set while auto-recovery was paused (paused ${backoff.dueAt - pausedAt} ms before the due time)`);
+          assert.equal(r.goalStatus, 'blocked');
+        }
+        if (inTime && calledOff) reached += 1;
+        const resumed = user.lastSeq;
+        await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
+        await until('resumed', () => api.snapshot().pausedAt === null);
+        await waitGoalStatus(user, t.threadId, 'complete', T, inTime ? resumed : t.goalSetSeq);
+        await until('the completed row', () => row(t.threadId)?.description === 'complete');
+        await api.refresh();
+        assertOneRecoveryPerFailedTurn(await judge(t.threadId));
       }
-      if (inTime && calledOff) reached += 1;
-      const resumed = user.lastSeq;
-      await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
-      await until('resumed', () => api.snapshot().pausedAt === null);
-      await waitGoalStatus(user, t.threadId, 'complete', T, inTime ? resumed : t.goalSetSeq);
-      await until('the completed row', () => row(t.threadId)?.description === 'complete');
-      await api.refresh();
-      assertOneRecoveryPerFailedTurn(await judge(t.threadId));
+    } finally {
+      // A failed round must not leave the next tests paused.
+      if (api.snapshot().pausedAt !== null) await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
     }
     console.log(`pauses that landed while a recovery was prepared: ${reached} (at least 1 required)`);
     assert.ok(reached >= 1, 'in 4 rounds the pause never landed while a recovery was prepared');
