@@ -11,6 +11,7 @@ import { Countdown } from './views/countdown';
 import { Notifier } from './views/notifier';
 import { RecoveryStatusBar } from './views/statusBar';
 import { WatchTree } from './views/watchTree';
+import type { Decision } from './model/decision';
 import type { EngineSnapshot } from './model/snapshot';
 
 let role: WindowRole | undefined;
@@ -22,6 +23,14 @@ export interface CodexGoalRecoveryApi {
   /** The tree's top-level rows as rendered now. */
   rows(): { threadId: string; label: string; description: string; contextValue: string; icon: string }[];
   onDidChange(listener: () => void): vscode.Disposable;
+  /** Every decision this window's engine announces (once it is durable); none while it follows. */
+  onDidDecide(listener: (decision: Decision) => void): vscode.Disposable;
+  /**
+   * What the Refresh command does, awaited and not swallowed: resolves once the engine (this
+   * window's, or the leader's) has looked at every loaded thread again, after the work already
+   * queued for each; rejects if it could not.
+   */
+  refresh(): Promise<void>;
 }
 
 export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi {
@@ -35,7 +44,8 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   // globalState's own writes reach the disk only some time after they resolve (and in code-server
   // in the browser): the engine's crash journal sits beside it on this machine's disk.
   const journalPath = context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
-  role = new WindowRole(context, settings, { log, notify: (d, snap) => notifier.decided(d, snap) }, journalPath);
+  const decided = new vscode.EventEmitter<Decision>();
+  role = new WindowRole(context, settings, { log, notify: (d, snap) => { decided.fire(d); notifier.decided(d, snap); } }, journalPath);
   const service = () => role!.service();
 
   const tree = new WatchTree(() => service().snapshot());
@@ -61,6 +71,7 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
 
   context.subscriptions.push(
     log,
+    decided,
     view,
     tree,
     status,
@@ -94,6 +105,8 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
       };
     }),
     onDidChange: (listener) => role!.onDidChange(listener),
+    onDidDecide: (listener) => decided.event(listener),
+    refresh: () => service().run('refresh'),
   };
 }
 

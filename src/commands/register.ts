@@ -37,7 +37,10 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
 
   reg('codexGoalRecovery.pauseAutoRecovery', () => run('Pause auto-recovery', () => ctx.service().run('pauseAll')));
   reg('codexGoalRecovery.resumeAutoRecovery', () => run('Resume auto-recovery', () => ctx.service().run('resumeAll')));
-  reg('codexGoalRecovery.refresh', () => run('Refresh', () => ctx.service().run('refresh')));
+  reg('codexGoalRecovery.refresh', () => run('Refresh', async () => {
+    await ctx.service().run('refresh');
+    ctx.log.info('refresh: done (every thread the daemon has loaded was looked at again)');
+  }));
   reg('codexGoalRecovery.showLog', () => ctx.log.show());
   for (const c of threadCommands) {
     reg(c.id, (arg) => run(c.title, async () => {

@@ -93,3 +93,31 @@ export function assertOneRecoveryPerFailedTurn(r: DaemonRecord, failedTurns: rea
 export function assertNoDuplicateSet(r: DaemonRecord): void {
   for (const [after, list] of r.automaticAfter) assert.ok(list.length <= 1, `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`);
 }
+
+/** The thread's rollout, where the daemon says it is: `thread/read`'s `thread.path`. */
+export async function rolloutPathOf(daemon: DaemonReader, threadId: string, timeoutMs = T): Promise<string> {
+  const path = (await daemon.request('thread/read', { threadId }, timeoutMs)).thread?.path;
+  if (typeof path !== 'string' || path === '') throw new Error(`the daemon reports no rollout path for ${threadId}`);
+  return path;
+}
+
+/**
+ * Waits until the daemon's record of a thread passes `check` (read as it is, not settled: e.g.
+ * "an automatic activation after the first failed turn", "two failed turns"); returns it.
+ */
+export async function waitForDaemonRecord(daemon: DaemonReader, threadId: string, rolloutPath: string, what: string, check: (r: DaemonRecord) => boolean, timeoutMs = T): Promise<DaemonRecord> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await daemonRecord(daemon, threadId, rolloutPath, { settled: false, timeoutMs });
+    if (check(r)) return r;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} in the daemon's record: ${describeRecord(r)}`);
+    await sleep(100);
+  }
+}
+
+/** No automatic set took effect since `before`, an earlier record of the same thread (rollouts only grow). */
+export function assertNoAutomaticSetSince(r: DaemonRecord, before: DaemonRecord, why = 'an automatic set on a goal the engine must leave alone'): void {
+  assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
+  const since = r.rollout.automatic.slice(before.rollout.automatic.length);
+  assert.equal(since.length, 0, `${why}: ${since.length} automatic activation(s) since the earlier record; ${describeRecord(r)}`);
+}

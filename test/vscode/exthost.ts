@@ -118,6 +118,16 @@ export async function readStoredGlobalState(page: Page, extensionId: string): Pr
   return text === null ? undefined : JSON.parse(text) as Record<string, unknown>;
 }
 
+/** A watched thread as the stored globalState (readStoredGlobalState) holds it, or null. */
+export interface StoredWatch { kind: string; attempt?: number; dueAt?: number; failures: number; failedTurnId?: string }
+
+export function storedWatch(value: Record<string, unknown> | undefined, threadId: string): StoredWatch | null {
+  const state = value?.['codexGoalRecovery.state'] as { watches?: Record<string, { state: { kind: string; attempt?: number; dueAt?: number; failedTurnId?: string }; failures: number }> } | undefined;
+  const w = state?.watches?.[threadId];
+  if (!w) return null;
+  return { kind: w.state.kind, attempt: w.state.attempt, dueAt: w.state.dueAt, failures: w.failures, failedTurnId: w.state.failedTurnId };
+}
+
 /** Every "Codex Goal Recovery.log" the extension hosts of this user-data dir wrote. */
 export function extensionLogFiles(userDataDir: string): string[] {
   const out: string[] = [];

@@ -21,12 +21,11 @@ import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { readRolloutGoals } from '../../support/rolloutGoals';
 import { ARTIFACTS_DIR } from '../paths';
-import { extensionLogFiles, killHard, newExtensionLogLines, readStoredGlobalState, sleep, waitForExtensionHost, waitForLogLine } from '../exthost';
+import { extensionLogFiles, killHard, newExtensionLogLines, readStoredGlobalState, sleep, storedWatch, type StoredWatch, waitForExtensionHost, waitForLogLine } from '../exthost';
 import { REPO_ROOT } from '../paths';
 import { Workbench } from '../ui/workbench';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
-const STATE_KEY = 'codexGoalRecovery.state';
 const STATUS = 'codex-goal-recovery.status';
 const T = 90_000;
 const verbose = process.env.CGR_VSCODE_VERBOSE === '1' || process.env.CGR_MEASURE_VERBOSE === '1';
@@ -48,15 +47,10 @@ function parseArgs(argv: string[]): Args {
   return out;
 }
 
-interface WatchView { kind: string; attempt?: number; dueAt?: number; failures: number; failedTurnId?: string }
+type WatchView = StoredWatch;
 
 /** The watch of `threadId` in a stored globalState value, in brief. */
-function watchIn(value: Record<string, unknown> | undefined, threadId: string): WatchView | null {
-  const state = value?.[STATE_KEY] as { watches?: Record<string, { state: { kind: string; attempt?: number; dueAt?: number; failedTurnId?: string }; failures: number }> } | undefined;
-  const w = state?.watches?.[threadId];
-  if (!w) return null;
-  return { kind: w.state.kind, attempt: w.state.attempt, dueAt: w.state.dueAt, failures: w.failures, failedTurnId: w.state.failedTurnId };
-}
+const watchIn = storedWatch;
 
 function brief(w: WatchView | null): string {
   if (!w) return 'missing';

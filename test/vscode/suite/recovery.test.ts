@@ -2,12 +2,26 @@
 // The extension in a real extension host, against the real Codex daemon and the project's
 // mock model: the tree through an outage and its recovery, the commands that record the
 // user's intent, and the "no daemon" state.
+//
+// The daemon is the judge: "one recovery per failed turn" and "no set" are counted from its own
+// record (test/support/daemonJudge.ts: the rollout's automatic activations per failed turn, the
+// goal's status, the turns), the extension's history and tree only in addition. Before a "nothing
+// happened" check the test waits until the wall clock is past the due time, then until the engine
+// has looked at every loaded thread again after it (`engineLookedAfter`), never for a fixed time.
+//
+// Settings other than the shipped ones, and why: `notifications: none` (no toasts over the
+// workbench); `baseDelaySeconds`/`maxDelaySeconds`, set per test below, so that a backoff ends
+// within the test (the shipped 30 s base would make each recovery wait 15–30 s) but leaves the
+// test the time it needs to act inside it. The resync interval, the prepare lead, the limiter and
+// every other option stay as shipped: a short resync would hide missing event handling.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
+import type { Decision } from '../../../src/model/decision';
 import { codexBinary, controlSocketPath, makeCodexHome, seedDaemonPackage, stopDaemon } from '../../../src/demo/codexProcesses';
 import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
+import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord, rolloutPathOf, type DaemonRecord } from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
@@ -28,6 +42,11 @@ async function until<T>(what: string, probe: () => T | undefined | false, timeou
   }
 }
 
+/** Resolves once the wall clock is past `at`. */
+async function sleepUntil(at: number): Promise<void> {
+  for (let left = at - Date.now(); left > 0; left = at - Date.now()) await new Promise((r) => setTimeout(r, left));
+}
+
 suite('recovery in the extension host (real daemon)', function () {
   this.timeout(3 * T);
   let api: CodexGoalRecoveryApi;
@@ -36,7 +55,25 @@ suite('recovery in the extension host (real daemon)', function () {
   /** Every description a thread's row showed, in order. */
   const seen = new Map<string, string[]>();
 
+  /** Every decision the engine announced, in order. */
+  const decisions: Decision[] = [];
+
   const row = (threadId: string) => api.rows().find((r) => r.threadId === threadId);
+  const watch = (threadId: string) => api.snapshot().watches.find((x) => x.threadId === threadId);
+  /** The daemon's record of a thread (its rollout found through thread/read). */
+  const judge = async (threadId: string): Promise<DaemonRecord> => daemonRecord(user, threadId, await rolloutPathOf(user, threadId));
+  /** The first decision from `since` on that matches. */
+  const decision = <D extends Decision>(what: string, since: number, match: (d: Decision) => d is D) => until(what, () => decisions.slice(since).find(match));
+  /**
+   * The positive wait before a "nothing happened" check: the wall clock is past `dueAt` (a set
+   * never leaves before its due time; the engine's timers for it, in this same process, fire
+   * first), then the engine has looked at every loaded thread again, each after the work already
+   * queued for it (Refresh, awaited). Whatever the engine was going to do at the due time is done.
+   */
+  const engineLookedAfter = async (dueAt: number) => {
+    await sleepUntil(dueAt + 500);
+    await api.refresh();
+  };
   const record = () => {
     for (const r of api.rows()) {
       const list = seen.get(r.threadId) ?? [];
@@ -50,10 +87,11 @@ suite('recovery in the extension host (real daemon)', function () {
     await config().update('notifications', 'none', G);
     lab = await DaemonLab.start();
     api.onDidChange(record);
+    api.onDidDecide((d) => decisions.push(d));
   });
 
   suiteTeardown(async () => {
-    for (const key of ['codexHome', 'codexPath', 'baseDelaySeconds', 'maxDelaySeconds', 'resyncIntervalSeconds', 'notifications']) await config().update(key, undefined, G);
+    for (const key of ['codexHome', 'codexPath', 'baseDelaySeconds', 'maxDelaySeconds', 'notifications']) await config().update(key, undefined, G);
     await lab?.close();
   });
 
@@ -70,7 +108,6 @@ suite('recovery in the extension host (real daemon)', function () {
     // The second retry waits 2–4 s: time for the test to switch the mock before it goes out.
     await config().update('baseDelaySeconds', 2, G);
     await config().update('maxDelaySeconds', 8, G);
-    await config().update('resyncIntervalSeconds', 2, G);
     await config().update('codexHome', lab.home.dir, G);
     await until('the connection', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
     assert.equal(api.role(), 'leader');
@@ -88,9 +125,14 @@ suite('recovery in the extension host (real daemon)', function () {
     const shown = seen.get(t.threadId)!;
     assert.ok(shown.some((d) => /^retry in \d+:\d\d · attempt 1\/6$/.test(d)), `no first backoff in ${JSON.stringify(shown)}`);
     assert.equal(row(t.threadId)?.icon, 'pass');
-    const w = api.snapshot().watches.find((x) => x.threadId === t.threadId)!;
+    await api.refresh();
+    const r = await judge(t.threadId);
+    assert.equal(r.failed.length, 2, `two failed turns: ${JSON.stringify(r.turns)}`);
+    assertOneRecoveryPerFailedTurn(r);
+    assert.equal(r.goalStatus, 'complete');
+    // And the extension's own account agrees.
+    const w = watch(t.threadId)!;
     assert.deepEqual(w.history.map((h) => h.outcome), ['recovered', 'failed-again', 'recovered']);
-    assert.equal(w.history.filter((h) => h.outcome === 'recovered').length, 2, 'one recovery per failed turn');
   });
 
   test('Pause goal writes the user marker into the rollout and stops recovery', async () => {
@@ -99,17 +141,68 @@ suite('recovery in the extension host (real daemon)', function () {
     lab.mock.setMode('http500');
     const t = await lab.goal('tree: paused by the user');
     await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
+    const scheduled = watch(t.threadId)!.state;
+    assert.equal(scheduled.kind, 'backoff');
+    const dueAt = scheduled.kind === 'backoff' ? scheduled.dueAt : 0;
     assert.match(row(t.threadId)!.contextValue, /\bpausable\b/);
     await vscode.commands.executeCommand('codexGoalRecovery.pauseGoal', { threadId: t.threadId });
     await until('paused by you', () => row(t.threadId)?.description === 'paused by you');
-    const w = api.snapshot().watches.find((x) => x.threadId === t.threadId)!;
+    assert.ok(Date.now() < dueAt, 'the pause must land inside the backoff');
+    const w = watch(t.threadId)!;
     const rollout = fs.readFileSync(w.rolloutPath!, 'utf8');
     assert.match(rollout, /User set goal status: \\"paused\\"/, 'no user marker in the rollout');
     assert.match(rollout, /user\.goal/);
-    await new Promise((r) => setTimeout(r, 7_000)); // past the due time
-    const goal = (await user.request('thread/goal/get', { threadId: t.threadId }, T)).goal;
-    assert.equal(goal.status, 'paused');
-    assert.equal(api.snapshot().watches.find((x) => x.threadId === t.threadId)!.history.filter((h) => h.outcome === 'recovered').length, 0);
+    await engineLookedAfter(dueAt);
+    const r = await judge(t.threadId);
+    assertNoAutomaticSet(r, 'an automatic set after the user paused the goal');
+    assert.equal(r.goalStatus, 'paused');
+    assert.equal(watch(t.threadId)!.history.filter((h) => h.outcome === 'recovered').length, 0);
+  });
+
+  test('Pause auto-recovery that lands while a recovery is being prepared calls it off at the last check; Resume recovers it once', async () => {
+    // A recovery is prepared ahead of its due time (reads, checks, write-ahead; the shipped lead
+    // is 200 ms, more when saves are slow) and the set leaves at the due time after a last check.
+    // A pause 100 ms before the due time lands there: past the timer, with only that check
+    // between the pause and the set. The pause is timed, so a round where it missed that window
+    // (an event-loop delay, the global limiter holding the attempt) is run again, up to 4 times;
+    // a round counts when the engine said it called the attempt off because of the pause.
+    let reached = 0;
+    try {
+      for (let round = 1; round <= 4 && reached === 0; round++) {
+        lab.mock.setMode('http500');
+        const since = decisions.length;
+        const t = await lab.goal(`tree: paused while prepared (${round})`);
+        const backoff = await decision('the backoff', since, (d): d is Extract<Decision, { type: 'backoff' }> => d.type === 'backoff' && d.threadId === t.threadId);
+        lab.mock.setMode('goalComplete');
+        await sleepUntil(backoff.dueAt - 100);
+        await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
+        const pausedAt = api.snapshot().pausedAt;
+        assert.ok(pausedAt !== null, 'auto-recovery is not paused');
+        await engineLookedAfter(backoff.dueAt);
+        const r = await judge(t.threadId);
+        const calledOff = decisions.slice(since).some((d) => d.type === 'skipped' && d.threadId === t.threadId && d.reason === 'auto-recovery is paused');
+        // Paused before the due time: no set can have left before the pause, so none may be in the daemon's record.
+        const inTime = pausedAt < backoff.dueAt - 20;
+        console.log(`round ${round}: paused ${backoff.dueAt - pausedAt} ms before the due time; called off: ${calledOff}; automatic activations: ${r.rollout.automatic.length}`);
+        if (inTime) {
+          assertNoAutomaticSet(r, `an automatic set while auto-recovery was paused (paused ${backoff.dueAt - pausedAt} ms before the due time)`);
+          assert.equal(r.goalStatus, 'blocked');
+        }
+        if (inTime && calledOff) reached += 1;
+        const resumed = user.lastSeq;
+        await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
+        await until('resumed', () => api.snapshot().pausedAt === null);
+        await waitGoalStatus(user, t.threadId, 'complete', T, inTime ? resumed : t.goalSetSeq);
+        await until('the completed row', () => row(t.threadId)?.description === 'complete');
+        await api.refresh();
+        assertOneRecoveryPerFailedTurn(await judge(t.threadId));
+      }
+    } finally {
+      // A failed round must not leave the next tests paused.
+      if (api.snapshot().pausedAt !== null) await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
+    }
+    console.log(`pauses that landed while a recovery was prepared: ${reached} (at least 1 required)`);
+    assert.ok(reached >= 1, 'in 4 rounds the pause never landed while a recovery was prepared');
   });
 
   test('Start Codex daemon starts the daemon of the configured Codex home, with the configured executable', async () => {
@@ -145,8 +238,11 @@ suite('recovery in the extension host (real daemon)', function () {
     await vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: t.threadId });
     await waitGoalStatus(user, t.threadId, 'complete', T, since);
     await until('the completed row', () => row(t.threadId)?.description === 'complete');
-    const w = api.snapshot().watches.find((x) => x.threadId === t.threadId)!;
-    assert.deepEqual(w.history.map((h) => h.outcome), ['recovered']);
+    await api.refresh();
+    const r = await judge(t.threadId);
+    assert.equal(r.failed.length, 1, `one failed turn: ${JSON.stringify(r.turns)}`);
+    assertOneRecoveryPerFailedTurn(r);
+    assert.deepEqual(watch(t.threadId)!.history.map((h) => h.outcome), ['recovered']);
   });
 
   test('Disarm, Re-arm, Retry now, Pause and Resume auto-recovery, Refresh and Open rollout work', async () => {
@@ -172,6 +268,8 @@ suite('recovery in the extension host (real daemon)', function () {
     await vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: t.threadId });
     await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
     await until('complete', () => row(t.threadId)?.description === 'complete');
+    await api.refresh();
+    assertOneRecoveryPerFailedTurn(await judge(t.threadId));
 
     await vscode.commands.executeCommand('codexGoalRecovery.openRollout', { threadId: t.threadId });
     const w = api.snapshot().watches.find((x) => x.threadId === t.threadId)!;

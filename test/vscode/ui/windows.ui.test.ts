@@ -1,16 +1,32 @@
 // Several VS Code windows on one Codex daemon, in a real VS Code (code-server + Chromium):
 // each window has its own extension host; exactly one runs the engine. Exactly one recovery per
 // failed turn; when the leader's window closes, another takes over; a disarm survives a reload.
+//
+// The daemon is the judge (test/support/daemonJudge.ts): recoveries and "no set" are counted from
+// its record, the rollout's automatic activations per failed turn, not from turns or the tree. A
+// second set on a goal already active starts no turn, so counting turns would miss a duplicate.
+// "Nothing happened" is checked after a positive wait (labWindow.ts `engineLookedAfter`: past the
+// due time, then a Refresh the engine has finished), never after a fixed sleep.
+//
+// Settings other than the shipped ones, and why: `baseDelaySeconds: 1`, `maxDelaySeconds: 2`,
+// so that each backoff ends within a second or two (the shipped 30 s base would make the suite
+// wait minutes); `--reconnection-grace-time 1` (code-server's, not the extension's): a closed
+// page's extension host ends a second later instead of after 3 h, so the takeover can happen.
+// Everything else (resync interval, prepare lead, limiter) is as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { about, waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
+import { assertNoAutomaticSetSince, assertNoDuplicateSet, assertOneRecoveryPerFailedTurn, daemonRecord, rolloutPathOf, waitForDaemonRecord } from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
-import { openLabWindow, type LabWindow } from './labWindow';
+import { extensionLogLines } from '../exthost';
+import { engineLookedAfter, openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
 const T = 60_000;
+/** `maxDelaySeconds` below: no backoff of this suite is due later than this after its failure. */
+const MAX_DELAY_MS = 2_000;
 
 describe('two windows on one daemon', { timeout: 420_000 }, () => {
   let env: LabWindow | undefined;
@@ -19,8 +35,9 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
   let first: Workbench;
   let second: Workbench;
 
-  const turnStatuses = async (threadId: string) =>
-    ((await user.request('thread/turns/list', { threadId }, T)).data as { status: string }[]).map((x) => x.status).sort();
+  /** The daemon's record of a thread, settled (no turn in progress). */
+  const judge = async (threadId: string) => daemonRecord(user, threadId, await rolloutPathOf(user, threadId));
+  const statuses = (r: { turns: { status: string }[] }) => r.turns.map((x) => x.status).sort();
 
   before(async () => {
     // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
@@ -41,19 +58,24 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
     second.guard('ui-two-windows', async () => {
       lab.mock.setMode('http500');
       const t = await lab.goal('Two windows, one recovery');
-      await user.waitFor(about(t.threadId, 'turn/completed', (p) => p.turn?.status === 'failed'), T, t.goalSetSeq);
-      const failed = () => user.notifications.filter((n) => n.method === 'turn/completed' && n.params?.threadId === t.threadId && n.params?.turn?.status === 'failed').length;
-      const deadline = Date.now() + T;
-      while (failed() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      assert.equal(failed(), 2, 'the first recovery did not happen');
+      const rollout = await rolloutPathOf(user, t.threadId);
+      // The first recovery, as the daemon records it: an automatic activation after the first
+      // failed turn, and the turn it started failed too.
+      await waitForDaemonRecord(user, t.threadId, rollout, 'the first recovery and its failed turn', (r) => r.failed.length >= 2 && r.automaticAfter.has(r.rollout.turns[0]!));
       lab.mock.setMode('goalComplete');
       await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
-      await new Promise((r) => setTimeout(r, 3_000)); // room for a duplicate to show up
-      assert.deepEqual(await turnStatuses(t.threadId), ['completed', 'failed', 'failed'], 'not exactly one new turn per failed turn');
       for (const wb of [first, second]) {
         await wb.openViewContainer('Codex Goal Recovery');
         await wb.waitForTreeRows(VIEW, (r) => r.includes('Two windows, one recovery, complete'), T);
       }
+      // A duplicate (a second engine, a second set) would come by the latest due time any engine
+      // could have chosen for the second failed turn, which ended before the goal completed.
+      await engineLookedAfter(second, Date.now() + MAX_DELAY_MS);
+      const r = await judge(t.threadId);
+      assert.equal(r.failed.length, 2, `two failed turns: ${JSON.stringify(r.turns)}`);
+      assertOneRecoveryPerFailedTurn(r);
+      assert.equal(r.goalStatus, 'complete');
+      assert.deepEqual(statuses(r), ['completed', 'failed', 'failed']);
     }));
 
   it('takes over when the window that runs the engine closes', () =>
@@ -65,8 +87,12 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       lab.mock.setMode('goalComplete');
       const complete = await waitGoalStatus(user, t.threadId, 'complete', 30_000, t.goalSetSeq);
       await waitTurnCompleted(user, t.threadId, 'completed', T, complete.seq);
-      assert.deepEqual(await turnStatuses(t.threadId), ['completed', 'failed']);
       await second.waitForTreeRows(VIEW, (r) => r.includes('Recovered after the takeover, complete'), T);
+      await engineLookedAfter(second, Date.now() + MAX_DELAY_MS);
+      const r = await judge(t.threadId);
+      assert.equal(r.failed.length, 1, `one failed turn: ${JSON.stringify(r.turns)}`);
+      assertOneRecoveryPerFailedTurn(r);
+      assert.deepEqual(statuses(r), ['completed', 'failed']);
     }));
 
   it('a disarm survives a reload of the window (globalState)', () =>
@@ -77,14 +103,27 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       await second.runCommand('Codex Goal Recovery: Disarm thread');
       await second.pick('Disarmed by the user');
       await second.waitForTreeRows(VIEW, (r) => r.includes('Disarmed by the user, disarmed'), T);
-      await new Promise((r) => setTimeout(r, 1_000)); // a turn started just before the disarm ends
-      const before = await turnStatuses(t.threadId);
-      assert.ok(before.every((x) => x === 'failed'), JSON.stringify(before));
+      // The backoff (0.5–1 s) may have ended before the disarm took effect: past the latest due
+      // time the engine announced for this thread, and once it has looked again, the record
+      // (settled: a turn started just before the disarm has ended) is what the disarm froze.
+      const latestDue = () => {
+        const dues = extensionLogLines(second.server.userDataDir).filter((l) => l.includes(`backoff ${t.threadId}:`)).map((l) => Date.parse(/\(at (\S+)\)$/.exec(l)?.[1] ?? ''));
+        assert.ok(dues.length > 0 && dues.every(Number.isFinite), 'no backoff of this thread in the log');
+        return Math.max(...dues);
+      };
+      // Again if a backoff was announced meanwhile (the Refresh line follows every earlier line of the log).
+      for (let due = latestDue(), waited = -Infinity; due > waited; waited = due, due = latestDue()) await engineLookedAfter(second, due);
+      const before = await judge(t.threadId);
+      assertNoDuplicateSet(before);
+      assert.ok(statuses(before).every((x) => x === 'failed'), JSON.stringify(before.turns));
       await second.reload();
       await second.waitForStatusBarText(STATUS, (x) => /watched/.test(x), T);
       await second.openViewContainer('Codex Goal Recovery');
       await second.waitForTreeRows(VIEW, (r) => r.includes('Disarmed by the user, disarmed'), T);
-      await new Promise((r) => setTimeout(r, 3_000));
-      assert.deepEqual(await turnStatuses(t.threadId), before, 'recovered a disarmed thread');
+      // The reloaded engine has connected; once it has looked at the thread, nothing may follow.
+      await engineLookedAfter(second, Date.now());
+      const after = await judge(t.threadId);
+      assertNoAutomaticSetSince(after, before, 'recovered a disarmed thread after the reload');
+      assert.deepEqual(statuses(after), statuses(before), 'a new turn on a disarmed thread');
     }));
 });
