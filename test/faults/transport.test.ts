@@ -118,6 +118,7 @@ const MINIMUM_PER_200: Record<keyof Reached, number> = {
   recoveredAfterApproval: 40,
   retryOnBlocked: 20,
   recoveredAfterRetry: 15,
+  retryShown: 15,
   pauseInBackoff: 15,
   pauseInPrepared: 15,
   rejectedByDaemon: 150,

@@ -119,6 +119,8 @@ export interface Reached {
   retryOnBlocked: number;
   /** …and that failed turn was then recovered (one set, after the turn's end). */
   recoveredAfterRetry: number;
+  /** A retry on a blocked goal checked against the engine's state (told, on the same connection, no fault since). */
+  retryShown: number;
   /** A person paused while the engine was in backoff for the failed turn (goal blocked, no set yet). */
   pauseInBackoff: number;
   /** A person paused after the write-ahead, before the set was sent (the prepared send). */
@@ -182,7 +184,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const clock = new FakeClock();
   const decisions: Decision[] = [];
   let changes = 0;
-  const reached: Reached = { approvalOnFailedTurn: 0, approvalWhileBlocking: 0, recoveredAfterApproval: 0, retryOnBlocked: 0, recoveredAfterRetry: 0, pauseInBackoff: 0, pauseInPrepared: 0, rejectedByDaemon: 0, mustGiveUp: 0, limiterChecked: 0, limiterAtLimit: 0 };
+  const reached: Reached = { approvalOnFailedTurn: 0, approvalWhileBlocking: 0, recoveredAfterApproval: 0, retryOnBlocked: 0, recoveredAfterRetry: 0, retryShown: 0, pauseInBackoff: 0, pauseInPrepared: 0, rejectedByDaemon: 0, mustGiveUp: 0, limiterChecked: 0, limiterAtLimit: 0 };
 
   // ---- the threads ------------------------------------------------------------
   const outage = schedule.outage;
@@ -285,6 +287,9 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const rejections: Rejection[] = [];
   /** Which failed turns' `error {willRetry:true}` reached the engine. */
   const retryTold = new Set<string>();
+  /** Where the wire stood when each was told: the connection, faults fired, timeouts. */
+  const retryToldAt = new Map<string, string>();
+  const wireMark = () => `${proxy.linkCount}/${proxy.fired.length}/${proxy.timeouts}`;
   const proxy = new FaultProxy(daemon, clock, schedule.faults, {
     onFault: (fault, brokeIt) => {
       log.push(`${clock.now()}: fault ${describeFault(fault)}${brokeIt ? ' (connection broken)' : ''}`);
@@ -322,7 +327,11 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
         return;
       }
       const params = (m.params ?? {}) as Record<string, unknown>;
-      if (m.method === 'error' && params.willRetry === true) retryTold.add(`${String(params.threadId)}/${String(params.turnId)}`);
+      if (m.method === 'error' && params.willRetry === true) {
+        const key = `${String(params.threadId)}/${String(params.turnId)}`;
+        retryTold.add(key);
+        retryToldAt.set(key, `${link}/${proxy.fired.length}/${proxy.timeouts}`);
+      }
       if (m.method === APPROVAL_METHOD) for (const a of approvals) if (a.id === m.id && a.resolvedAt === null) a.told.add(link);
     },
   });
@@ -428,12 +437,20 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     later(() => {
       // Reached: the retry was told to the engine and held the blocked goal past a due time.
       if (retryTold.has(key) && clock.elapsed() - since >= HOLD_MIN_MS && daemon.thread(p.id).goal?.status === 'blocked') retryHeld.add(key);
+      // Invariant: the engine shows Codex's own retry for what it is ("Codex is retrying": never
+      // competed with), when it was told on the connection it still has and no fault came since.
+      if (retryToldAt.get(key) === wireMark()) {
+        const kind = engine.watch(p.id)?.state.kind;
+        if (kind !== 'codexRetrying') broken.push(`${key}: Codex retries the turn (told on this connection, the goal blocked), but the engine's state is ${kind}`);
+        else retryShown += 1;
+      }
       splitting.delete(p.id);
       daemon.failWithEvents(p.id, { codexErrorInfo: info, phase: 'turn' });
       noteTurn(p.id);
     }, p.holdMs);
   };
   const retryHeld = new Set<string>();
+  let retryShown = 0;
   /** The turn ends without a failure, with the goal `status` (the model's own block, complete, budget). */
   const endWith = (p: Plan, status: 'blocked' | 'complete' | 'budgetLimited') => {
     const t = daemon.thread(p.id);
@@ -761,6 +778,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     if (recovers && lastFate === 'never' && t.goal?.status === 'active') broken.push(`${p.id}: goal active although the engine had to give up`);
   }
   reached.retryOnBlocked = retryHeld.size;
+  reached.retryShown = retryShown;
 
   // Invariant: a clear log line for every fault that broke something: each broken connection is
   // followed by its own connection decision, and a lost set by a warning that names it.
