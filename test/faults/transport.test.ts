@@ -1,24 +1,35 @@
 // Fault suite, item 2: transport faults. A proxy between the engine's client and the fake
 // daemon drops the connection before or after each kind of request and reply (and around
-// notifications and approval requests), delays frames, and refuses connections, on random
-// schedules (fast-check). See test/support/faultProxy.ts for the fault model and
+// notifications and approval requests), delays frames, answers with errors, and refuses
+// connections, on random schedules (fast-check). The engine runs with the shipped
+// DEFAULT_OPTIONS. See test/support/faultProxy.ts for the fault model and
 // test/support/transportScenario.ts for the threads and every invariant checked:
 //
 //   Invariant: never a set on a goal that is paused by a person (once the engine was told),
-//     complete, budget-limited, model-blocked, waiting for an approval, or was blocked before
-//     the engine saw it; never a set that competes with a running turn.
+//     complete, budget-limited, model-blocked, or was blocked before the engine saw it; never
+//     while an approval the engine was told of waits; never one that competes with a running
+//     turn or Codex's own retry (a set arrives only on a goal blocked by a failed turn).
+//   Invariant: the engine shows Codex's own retry as `codexRetrying` while it lasts.
 //   Invariant: never a reply to a server request (an approval).
-//   Invariant: at most one effective recovery per failed turn (counted at the daemon).
-//   Invariant: no pending recovery lost: once the faults stop, every transient failed turn is
-//     recovered (exactly once), and no write-ahead intent is left pending.
+//   Invariant: exactly one effective recovery per failed turn that must be recovered, none for
+//     one that must not, judged from the daemon's record (the rollout's automatic activations
+//     after each turn, test/support/daemonJudge.ts); no write-ahead intent left pending.
+//   Invariant: expected give-ups derived from the failed turns and rejected sets (more than
+//     maxAttempts in a row): no set after one, and the engine's state says so.
+//   Invariant: the global limiter (burst 3, then one per 10 s) holds for the sets as they leave.
 //   Invariant: no crash (no unhandled rejection, no uncaught exception).
 //   Invariant: every fault that broke the connection has its own connection log line, and a
 //     lost `thread/goal/set` a warning that names it.
 //
+// Each named case (approvals on failing goals, willRetry on a blocked goal whose turn runs on,
+// pauses inside a backoff and inside a prepared send, rejected sets, give-ups, the limiter at
+// its limit) must be reached a minimum number of times per run (MINIMUM_PER_200), counted from
+// what actually happened on the wire; the counts are printed as test diagnostics.
+//
 // Rerun: FAULTS_SEED=<seed> [FAULTS_PATH=<path>] [FAULTS_RUNS=<n>] npm run test:faults
-// (fast-check prints both on a failure). FAULTS_VERBOSE=1 prints the engine's log of the
-// counterexample; FAULTS_NO_SHRINK=1 stops at the first failure; FAULTS_MAX_FAULTS=<n> allows
-// more faults per schedule (default 8).
+// (the seed is printed on every run; fast-check prints the path on a failure). FAULTS_VERBOSE=1
+// prints the engine's log of the counterexample; FAULTS_NO_SHRINK=1 stops at the first failure;
+// FAULTS_MAX_FAULTS=<n> allows more faults per schedule (default 8).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
