@@ -734,7 +734,8 @@ export class Engine {
   }
 
   private blocked(w: WatchedThread, live: LiveThread, now: number): void {
-    if (isThreadActive(live.status)) return this.setState(w, activeState(live));
+    // A person's approval still waits (even with the thread no longer `active`): nothing is due until it resolves.
+    if (isThreadActive(live.status) || waitsForPerson(live)) return this.setState(w, activeState(live));
     if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying });
     if (w.modelBlockOffset !== null) return this.setState(w, { kind: 'modelBlocked' }); // even if its turn then failed
     const turn = live.turn;
@@ -780,7 +781,7 @@ export class Engine {
     if (!this.options.recoverUsageLimited) {
       return this.setState(w, { kind: 'needsAttention', code: 'usageLimitExceeded', message: 'usage limit reached (automatic resume is off)' });
     }
-    if (isThreadActive(live.status)) return this.setState(w, activeState(live));
+    if (isThreadActive(live.status) || waitsForPerson(live)) return this.setState(w, activeState(live));
     const key = live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
     if (w.recovered.includes(key)) return;
     if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {

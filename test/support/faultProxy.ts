@@ -69,10 +69,19 @@ export interface ProxyHooks {
   onFault?: (fault: Fault, broke: boolean) => number;
   /** The engine was told a thread's goal status (a notification it received, or a `thread/goal/get` reply). */
   onGoalTold?: (threadId: string, status: string) => void;
-  /** The engine sent `thread/goal/set` (on an open connection). */
-  onSetSent?: (threadId: string, params: Record<string, unknown>) => void;
+  /** The engine sent `thread/goal/set` (on an open connection, the `link`-th). */
+  onSetSent?: (threadId: string, params: Record<string, unknown>, link: number) => void;
   /** Where the engine's log is now (e.g. how many decisions so far): kept with each delivered error. */
   mark?: () => number;
+  /**
+   * A frame from the daemon reached the engine's client (written to its socket, on an open
+   * connection): a notification, a server request, or a reply. For a reply, `request` is what it
+   * answers and `daemonError` whether the daemon's own frame was an error (null: the daemon never
+   * saw the request, the proxy answered in its place).
+   */
+  onDelivered?: (link: number, message: WireMessage, request: { method: string; params: Record<string, unknown>; n: number } | null, daemonError: boolean | null) => void;
+  /** The engine wrote a request (the `n`-th over all connections) on the `link`-th connection, before any fault. */
+  onRequest?: (link: number, n: number, method: string, params: Record<string, unknown>) => void;
 }
 
 interface Frame {
@@ -117,6 +126,8 @@ class Lane {
       if (frame.delayMs > 0 && !this.proxy.calmed) {
         const ms = frame.delayMs;
         frame.delayMs = 0;
+        const from = this.proxy.clock.elapsed();
+        this.proxy.holds.push({ from, to: from + ms });
         this.timer = this.proxy.clock.setTimer(() => {
           this.timer = null;
           this.pump();
@@ -140,6 +151,8 @@ class Lane {
 
 /** One proxied connection: the engine's client on one side, a FakeDaemon connection on the other. */
 class Link {
+  /** 1, 2, …: the order the connections were made in. */
+  readonly id: number;
   closed = false;
   timedOut = false;
   /** The log's mark when the engine was told this connection closed. */
@@ -152,10 +165,16 @@ class Link {
   private readonly down: Lane;
   /** Reply faults of requests in flight, by request id. */
   private readonly replyFaults = new Map<string | number, Fault[]>();
+  /** Requests in flight, by id: what a reply answers. */
+  private readonly requests = new Map<string | number, { method: string; params: Record<string, unknown>; n: number }>();
 
   constructor(private readonly proxy: FaultProxy, private readonly conn: FakeConnection) {
+    this.id = proxy.linkCount;
     this.up = new Lane(proxy, this, (line) => conn.fromClient.write(`${line}\n`));
-    this.down = new Lane(proxy, this, (line) => this.toClient.write(`${line}\n`));
+    this.down = new Lane(proxy, this, (line) => {
+      this.toClient.write(`${line}\n`);
+      this.delivered(line);
+    });
     readline.createInterface({ input: this.fromClient }).on('line', (line) => this.fromClientLine(line));
     readline.createInterface({ input: conn.toClient }).on('line', (line) => this.fromDaemonLine(line));
     conn.onClose((reason) => this.close(reason));
@@ -200,11 +219,32 @@ class Link {
     this.proxy.moved += 1;
   }
 
+  /** Tells the hook what reached the engine; `line` may carry a marker of the daemon's own frame. */
+  private delivered(line: string): void {
+    const hook = this.proxy.hooks.onDelivered;
+    const m = JSON.parse(line) as WireMessage;
+    if (m.method === undefined && m.id !== undefined) {
+      const request = this.requests.get(m.id) ?? null;
+      this.requests.delete(m.id);
+      const daemonError = this.daemonErrors.has(m.id) ? this.daemonErrors.get(m.id)! : m.error !== undefined;
+      this.daemonErrors.delete(m.id);
+      hook?.(this.id, m, request, daemonError);
+    } else hook?.(this.id, m, null, null);
+  }
+
+  /** Replies the proxy made up or rewrote: whether the daemon's own answer was an error (null: it never saw the request). */
+  private readonly daemonErrors = new Map<string | number, boolean | null>();
+
   private fromClientLine(line: string): void {
     if (this.closed) return;
     this.proxy.moved += 1;
     const m = JSON.parse(line) as WireMessage;
     const frame: Frame = { line, delayMs: 0, dropBefore: null, dropAfter: null };
+    if (m.method !== undefined && m.id !== undefined) {
+      const n = ++this.proxy.requestCount;
+      this.requests.set(m.id, { method: m.method, params: m.params ?? {}, n });
+      this.proxy.hooks.onRequest?.(this.id, n, m.method, m.params ?? {});
+    }
     if (m.method === undefined && m.id !== undefined) {
       // Only a reply to a server request (an approval) goes this way: the engine must never send one.
       this.proxy.violations.push(`the engine answered a server request: ${line}`);
@@ -216,6 +256,7 @@ class Link {
         else if (fault.phase === 'rejectRequest') {
           // The daemon never sees it: the proxy answers with an error in its place.
           this.proxy.record(fault, false);
+          this.daemonErrors.set(m.id, null);
           this.down.push({ line: JSON.stringify({ id: m.id, error: FAULT_ERROR }), delayMs: 0, dropBefore: null, dropAfter: null });
           return;
         } else this.replyFaults.set(m.id, [...(this.replyFaults.get(m.id) ?? []), fault]);
@@ -238,6 +279,7 @@ class Link {
         else if (fault.phase === 'errorReply') {
           // The daemon acted, but the engine is told it failed.
           this.proxy.record(fault, false);
+          if (!this.daemonErrors.has(m.id)) this.daemonErrors.set(m.id, m.error !== undefined);
           frame.line = JSON.stringify({ id: m.id, error: FAULT_ERROR });
         }
       }
@@ -269,6 +311,12 @@ export class FaultProxy {
   calmed = false;
   private readonly counts = new Map<string, number>();
   private readonly links: Link[] = [];
+  /** Connections made so far (the id of the newest). */
+  linkCount = 0;
+  /** Requests the engine wrote so far, over all connections. */
+  requestCount = 0;
+  /** When frames were held back by a delay (monotonic ms, from and to): time passes for the engine only there. */
+  readonly holds: { from: number; to: number }[] = [];
 
   /** The client's request timeout (the product's default). */
   requestTimeoutMs = 15_000;
@@ -277,7 +325,7 @@ export class FaultProxy {
   /** Made-up error replies that reached the engine: the method, and the hook's mark. */
   readonly deliveredErrors: { method: string; mark: number }[] = [];
 
-  constructor(private readonly daemon: FakeDaemon, readonly clock: FakeClock, private readonly faults: readonly Fault[], private readonly hooks: ProxyHooks = {}) {}
+  constructor(private readonly daemon: FakeDaemon, readonly clock: FakeClock, private readonly faults: readonly Fault[], readonly hooks: ProxyHooks = {}) {}
 
   connector(): Connector {
     return async (listener: DaemonListener): Promise<DaemonSession> => {
@@ -287,6 +335,7 @@ export class FaultProxy {
         this.record(refused, true);
         throw new Error(`connection refused by the fault proxy (${describeFault(refused)})`);
       }
+      this.linkCount += 1;
       const link = new Link(this, this.daemon.accept());
       this.links.push(link);
       // The product's request timeout (15 s), counted on the fake clock like everything else.
@@ -375,7 +424,7 @@ export class FaultProxy {
       latestTurn: (threadId) => timing(session.latestTurn(threadId)),
       resume: (threadId) => timing(session.resume(threadId)),
       setGoalActive: (threadId) => {
-        if (!link.closed) hooks.onSetSent?.(threadId, { threadId, status: 'active', origin: 'automatic' });
+        if (!link.closed) hooks.onSetSent?.(threadId, { threadId, status: 'active', origin: 'automatic' }, link.id);
         return timing(session.setGoalActive(threadId));
       },
       setGoalStatusAsUser: (threadId, status) => timing(session.setGoalStatusAsUser(threadId, status)),
