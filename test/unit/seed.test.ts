@@ -34,7 +34,7 @@ import * as path from 'node:path';
 import * as os from 'node:os';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { dueAt, emptyState, isDisarmed, newWatch, type PersistedState, type WatchedThread } from '../../src/model/watch';
-import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
+import { FakeDaemon, goalEventLine, intentLine, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { FakeClock } from '../support/fakeClock';
@@ -174,6 +174,67 @@ describe('seed scenarios', () => {
       assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'), 'the called-off attempt left no line');
     });
   }
+
+  // The same pause, ordered as the daemon writes it: the person's `user.goal` message reaches the
+  // rollout first; the goal's new status and its notification come after the engine's read (here:
+  // only once the attempt is over). Nothing on the wire tells the engine during its reads: only
+  // the marker it reads before the set does, and the goal is still `blocked` then.
+  for (const method of ['thread/goal/get', 'thread/turns/list', 'thread/read']) {
+    it(`a human pause whose marker reaches the rollout during ${method}, before the daemon tells the goal's change, wins (TestPauseDuringRead)`, async () => {
+      const { h, daemon, clock, due } = await dueIn5s();
+      let injected = false;
+      daemon.before = (m) => {
+        if (m.method === method && clock.now() >= due - PREPARE && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
+          injected = true;
+          fs.appendFileSync(daemon.thread().path, intentLine('paused'));
+        }
+      };
+      await h.advance(due - clock.now());
+      assert.ok(injected, `the attempt never read ${method}`);
+      assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out over the pause already in the rollout');
+      // The rest of the person's pause: the goal's status, its event and the notification.
+      const t = daemon.thread();
+      t.goal = testGoal('thread-1', 'paused');
+      fs.appendFileSync(t.path, goalEventLine(t.goal));
+      daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
+      await h.advance(RESYNC + BASE);
+      await h.reconcile();
+      assert.equal(daemon.count('thread/goal/set'), 0, 'stale snapshot overrode human pause');
+      const w = h.engine.watch('thread-1')!;
+      assert.equal(w.state.kind, 'userIntent');
+      assert.equal(w.pending, null);
+    });
+  }
+
+  // A person resumes the goal in their client while the attempt reads it: the daemon's goal is
+  // active when it answers the engine's goal read; its notification and the new turn follow only
+  // after the attempt (docs/daemon-behaviour.md (c): the reply to the person comes first). The
+  // newest turn the engine reads is still the failed one: only the goal it read says no.
+  it('a person who resumes the goal during the attempt\'s goal read is never competed with (TestLiveActivity)', async () => {
+    const { h, daemon, clock, due } = await dueIn5s();
+    let injected = false;
+    daemon.before = (m) => {
+      if (m.method === 'thread/goal/get' && clock.now() >= due - PREPARE && !injected) {
+        injected = true;
+        fs.appendFileSync(daemon.thread().path, intentLine('active'));
+        daemon.thread().goal = testGoal('thread-1', 'active');
+        fs.appendFileSync(daemon.thread().path, goalEventLine(daemon.thread().goal!));
+      }
+    };
+    await h.advance(due - clock.now());
+    assert.ok(injected, 'the attempt never read the goal');
+    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with the person\'s own resume');
+    const t = daemon.thread();
+    t.turn = testTurn('turn-2', 'inProgress');
+    t.status = { type: 'active', activeFlags: [] };
+    daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
+    daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    daemon.notify('turn/started', { threadId: 'thread-1', turn: t.turn });
+    await h.advance(RESYNC + BASE);
+    await h.reconcile();
+    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with the person\'s own resume');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+  });
 
   it('never competes with a live turn (TestLiveActivity, thread active from the start)', async () => {
     const dir = tmp();
@@ -366,6 +427,33 @@ describe('seed scenarios', () => {
     await h.advance(dueAt(w.state)! - h.clock.now());
     assert.equal(daemon.count('thread/goal/set'), 1, 'the failure after Codex\'s retry was not recovered');
     assert.deepEqual(w.recovered, ['turn-1']);
+    await h.advance(RESYNC * 2);
+    assert.equal(daemon.count('thread/goal/set'), 1);
+  });
+
+  it("never competes with Codex's own retry on a usage-limited goal, even past its due time (TestNoCompetingRetry)", async () => {
+    // The retry's request hits the usage limit: the goal is `usageLimited` (the reset unknown: it
+    // waits the 30 min cap) while the turn has not ended and Codex still says it retries. Past the
+    // due time nothing may be set (the newest turn has not failed); once the turn's end arrives,
+    // the goal is resumed once.
+    const dir = tmp();
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    const h = await harness({ dir, daemon });
+    daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', retryFirst: true, phase: 'goal' });
+    await h.settle();
+    assert.equal(daemon.thread().goal?.status, 'usageLimited');
+    assert.equal(daemon.thread().turn.status, 'inProgress');
+    const retry = () => daemon.notifySubscribed('thread-1', 'error', { threadId: 'thread-1', turnId: 'turn-1', willRetry: true, error: { message: 'Reconnecting... 2/5', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } }, additionalDetails: null } });
+    for (let minute = 0; minute < 40; minute++) {
+      if (minute % 5 === 0) retry();
+      await h.advance(60_000);
+      assert.equal(daemon.count('thread/goal/set'), 0, `competed with internal retry (minute ${minute + 1})`);
+    }
+    daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', phase: 'turn' });
+    await h.settle();
+    await h.advance(DEFAULT_OPTIONS.maxDelayMs);
+    assert.equal(daemon.count('thread/goal/set'), 1, 'the usage-limited goal was not resumed once its turn had ended');
     await h.advance(RESYNC * 2);
     assert.equal(daemon.count('thread/goal/set'), 1);
   });
