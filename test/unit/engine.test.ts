@@ -256,7 +256,7 @@ describe('engine', () => {
   });
 
   it('resumes a usage-limited goal after the reset plus the margin, and only then', async () => {
-    const h = await armed({ options: { usageMarginMs: 60_000 } });
+    const h = await armed(); // the shipped 60 s margin
     h.daemon.rateLimitResetSeconds = Math.floor(h.clock.now() / 1000) + 3600;
     const t = h.daemon.thread();
     t.goal = testGoal('thread-1', 'usageLimited');
