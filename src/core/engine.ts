@@ -781,9 +781,9 @@ export class Engine {
       return this.setState(w, { kind: 'needsAttention', code: 'usageLimitExceeded', message: 'usage limit reached (automatic resume is off)' });
     }
     if (isThreadActive(live.status)) return this.setState(w, activeState(live));
-    // As for a blocked goal: Codex's retry ran into the limit and its turn has not ended yet.
-    // (Without this, a due resume was called off by the pre-set check and fell due again at once.)
-    if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying });
+    // Codex's retry ran into the limit and its turn has not ended: wait for it, as for a blocked
+    // goal (without this, a due resume was called off by the pre-set check and fell due again at once).
+    if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying }); // usage limit
     const key = live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
     if (w.recovered.includes(key)) return;
     if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
