@@ -782,6 +782,9 @@ export class Engine {
       return this.setState(w, { kind: 'needsAttention', code: 'usageLimitExceeded', message: 'usage limit reached (automatic resume is off)' });
     }
     if (isThreadActive(live.status) || waitsForPerson(live)) return this.setState(w, activeState(live));
+    // Codex's retry ran into the limit and its turn has not ended: wait for it, as for a blocked
+    // goal (without this, a due resume was called off by the pre-set check and fell due again at once).
+    if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying }); // usage limit
     const key = live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
     if (w.recovered.includes(key)) return;
     if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
@@ -922,7 +925,7 @@ export class Engine {
     return this.deps.clock.setTimer(() => {
       this.checkClock();
       callback();
-    }, delayMs);
+    }, Math.min(delayMs, MAX_TIMER_MS)); // longer: fires early, and the due timer re-arms for what is left
   }
 
   private checkClock(): void {
@@ -1357,6 +1360,14 @@ interface Prepared {
 
 /** How long a save that can wait (`persistSoon`) waits for others to share it. */
 const LAZY_SAVE_MS = 1_000;
+
+/**
+ * The longest delay a timer is given. Node keeps none over 2^31-1 ms (about 24.8 days): it fires
+ * such a timer after 1 ms, so a recovery due later (a usage reset weeks out, a large backoff cap)
+ * re-armed its due timer every millisecond. Clamped, it fires early, finds nothing due and is set
+ * again for what is left.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** However slow the store, a recovery is not prepared more than this early. */
 const MAX_PREPARE_MS = 2_000;

@@ -16,7 +16,7 @@ import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../
 import { CORRUPT_PREFIX, GlobalStateStore, MAX_STATE_CHARS, STATE_KEY } from '../../src/store/globalStateStore';
 import { DEFAULT_MAX_STATE_BYTES, JsonFileStore } from '../../src/store/jsonFileStore';
 import type { LoadResult, StateStore } from '../../src/store/store';
-import { makeHarness } from '../support/engineHarness';
+import { makeHarness, TEST_OPTIONS } from '../support/engineHarness';
 import { FakeDaemon } from '../support/fakeDaemon';
 import { CLI } from '../support/runnerProcess';
 import { Memento } from '../support/memento';
@@ -188,7 +188,7 @@ async function recoverWith(store: StateStore, daemonDir: string, extraThreads: s
     }
     await h.settle();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
-    await h.advance(1_000);
+    await h.advance(TEST_OPTIONS.baseDelayMs); // the harness runs the shipped backoff (30 s)
     const sets = daemon.requests.filter((m) => m.method === 'thread/goal/set');
     assert.deepEqual(sets.map((m) => m.params?.threadId), ['thread-1'], 'recovered thread-1, and nothing else');
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');

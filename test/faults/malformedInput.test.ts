@@ -24,7 +24,7 @@ import {
   websocketSession,
   type WireSession,
 } from '../support/wireFuzz';
-import { makeHarness } from '../support/engineHarness';
+import { makeHarness, TEST_OPTIONS } from '../support/engineHarness';
 
 const SEED = process.env.FAULTS_SEED ? Number(process.env.FAULTS_SEED) : undefined;
 const MAX_LINE_BYTES = 1024 * 1024;
@@ -603,7 +603,7 @@ test('Invariant: the engine keeps watching and recovering through garbage on its
     h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: h.daemon.thread('thread-1').turn });
     await h.settle();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
-    await h.advance(1_000);
+    await h.advance(TEST_OPTIONS.baseDelayMs); // the harness runs the shipped backoff (30 s)
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'recovered once');
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
     const warnings = h.decisions.filter((d) => d.type === 'warning').map((d) => (d as { message: string }).message);

@@ -1,4 +1,12 @@
 // Builds an Engine against the fake daemon, a fake clock and a store, for unit tests.
+//
+// The engine runs with the shipped options (DEFAULT_OPTIONS: backoff base 30 s, cap 30 min, the
+// 200 ms preparation, the limiter's burst of 3 then one per 10 s, the 60 s resync). A test that
+// needs another value passes it in `options`, and its describe/file header says which and why.
+//
+// The daemon is strict (test/support/fakeDaemon.ts): a broken rule fails the test. `settle`,
+// `advance`, `reconcile` and `cleanup` throw the first one; the fake clock fires one timer at a
+// time and waits for this engine to react (settle) before the next.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -8,7 +16,7 @@ import type { Decision } from '../../src/model/decision';
 import type { Connector } from '../../src/protocol/daemon';
 import type { StateStore } from '../../src/store/store';
 import { FakeClock } from './fakeClock';
-import { FakeDaemon, type FakeConnection } from './fakeDaemon';
+import { FakeDaemon, type FakeConnection, StrictDaemonError } from './fakeDaemon';
 import { ScopedClock } from './crashWorld';
 import { startSession } from '../../src/protocol/client';
 import type { PersistedState } from '../../src/model/watch';
@@ -25,10 +33,11 @@ export interface Harness {
   changes(): number;
   /** The seed's reconcile(): a full resync, then wait until the engine is idle. */
   reconcile(): Promise<void>;
-  /** Moves the fake clock and waits for what fell due. */
+  /** Moves the fake clock, timer by timer, letting the engine react to each; then settles. */
   advance(ms: number): Promise<void>;
-  /** Lets in-memory streams deliver, then waits for the engine. */
+  /** Lets in-memory streams deliver and timers due now fire, until the engine is idle and nothing moves. */
   settle(): Promise<void>;
+  /** Stops the engine (unless it crashed), removes the directory, and throws a broken rule no one reported. */
   cleanup(): Promise<void>;
   /**
    * A crash: the engine is dropped without `stop()`. Its timers die, its connections close, and
@@ -53,15 +62,10 @@ class MortalStore implements StateStore {
   kill(): void { this.dead = true; }
 }
 
-export const TEST_OPTIONS: EngineOptions = {
-  ...DEFAULT_OPTIONS,
-  baseDelayMs: 1_000,
-  maxDelayMs: 60_000,
-  limiterBurst: 1_000,
-  limiterIntervalMs: 1,
-  // The seed's scenarios start a recovery at its due time; preparing ahead has its own tests.
-  prepareMs: 0,
-};
+/** What every unit test runs with unless it says otherwise: the shipped defaults. */
+export const TEST_OPTIONS: EngineOptions = { ...DEFAULT_OPTIONS };
+
+const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export async function makeHarness(init: {
   dir?: string;
@@ -100,13 +104,18 @@ export async function makeHarness(init: {
     onChange: () => { changes += 1; },
     onRolloutRead: init.onRolloutRead,
   });
-  const settle = async () => {
-    for (let i = 0; i < 5; i++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      clock.advance(0); // timers due now fire, as real ones would
+  // Until nothing moves: three turns of the loop in a row with no timer due and the engine idle.
+  const quiet = async () => {
+    for (let calm = 0, round = 0; calm < 3; round++) {
+      if (round > 10_000) throw new Error('the engine never settled: busy for 10000 turns of the event loop');
+      await immediate();
+      if (clock.fireDue()) { calm = 0; continue; } // timers due now fire, as real ones would
       if (!crashed) await engine.idle();
+      calm += 1;
     }
   };
+  const settle = () => daemon.checking(quiet);
+  const unreact = clock.onReact(settle);
   const h: Harness = {
     dir,
     daemon,
@@ -121,19 +130,30 @@ export async function makeHarness(init: {
       await settle();
     },
     advance: async (ms) => {
-      clock.advance(ms);
+      await clock.advance(ms);
       await settle();
     },
     settle,
     crash: () => {
       crashed = true;
+      unreact();
       scoped.kill();
       mortal.kill();
       for (const c of connections) c.close('EOF (the engine crashed)');
     },
     cleanup: async () => {
-      if (!crashed) await engine.stop();
-      if (!init.dir) fs.rmSync(dir, { recursive: true, force: true });
+      // Violations the test was told of already (it failed on them): not thrown again here, so an
+      // `after` hook cleaning many harnesses goes on. Any other is.
+      const told = daemon.hasUnreported() ? -1 : daemon.violations.length;
+      try {
+        await daemon.checking(async () => {
+          unreact();
+          if (!crashed) await engine.stop();
+          if (!init.dir) fs.rmSync(dir, { recursive: true, force: true });
+        }, false);
+      } catch (error) {
+        if (!(error instanceof StrictDaemonError) || daemon.violations.length !== told) throw error;
+      }
     },
   };
   if (init.start !== false) {

@@ -4,16 +4,39 @@
 // monotonic time that timers count (what `setTimeout` waits on). `advance` moves both;
 // `jump` moves only the wall clock (a clock change, or a suspend where the monotonic clock
 // stops, as on Linux); `suspend` moves both without firing anything, so every timer that fell
-// due during the sleep fires late, at once, on the next `advance` (as on macOS and Windows).
+// due during the sleep fires late, on the next `advance` (as on macOS and Windows).
+//
+// Real time, not compressed time: `advance` fires one timer at a time and, after each, waits
+// for what that timer set in motion (`react`: the in-memory streams deliver, the engine works
+// until it is idle) before it looks for the next timer. A timer the engine sets in reaction to an
+// earlier one, due before the end, fires within the same advance, at its own time: second-order
+// reactions are seen. Await it.
+//
+// Like Node, the clock keeps no delay it cannot keep: Node fires a timer of more than 2^31-1 ms
+// (about 24.8 days) after 1 ms, so such a delay (or one that is not a number) is refused here
+// with a thrown RangeError: the product must clamp it and re-arm.
 import type { Clock, TimerHandle } from '../../src/core/clock';
 
 interface Pending { id: number; at: number; callback: () => void }
+
+/** The longest delay Node's `setTimeout` keeps (ms). */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/** A timer firing this many times within one `advance` is a spin, not time passing. */
+const SPIN_LIMIT = 100_000;
+
+/** Without a reactor: a few turns of the event loop, so in-memory streams deliver. */
+async function turns(n = 10): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+}
 
 export class FakeClock implements Clock {
   private timers: Pending[] = [];
   private nextId = 1;
   /** Monotonic time (ms): what timers count. */
   private mono = 0;
+  /** What runs after each timer `advance` fires (see `onReact`). */
+  private readonly reactors = new Set<() => Promise<void>>();
 
   constructor(private current = Date.UTC(2026, 10, 30, 12, 0, 0)) {}
 
@@ -22,6 +45,10 @@ export class FakeClock implements Clock {
   }
 
   setTimer(callback: () => void, delayMs: number): TimerHandle {
+    if (!(delayMs <= MAX_TIMER_DELAY_MS)) {
+      // NaN fails the comparison too: Node takes it for 1 ms as well.
+      throw new RangeError(`a timer of ${delayMs} ms: Node cannot keep a delay over ${MAX_TIMER_DELAY_MS} ms (it fires after 1 ms)`);
+    }
     const id = this.nextId++;
     this.timers.push({ id, at: this.mono + Math.max(0, delayMs), callback });
     return { id };
@@ -47,21 +74,52 @@ export class FakeClock implements Clock {
     return this.timers.map((t) => Math.max(t.at, this.mono) - this.mono + this.current).sort((a, b) => a - b);
   }
 
-  /** Moves time forward, firing every timer that falls due on the way, in order. */
-  advance(ms: number): void {
+  /**
+   * What `advance` waits for after each timer it fires (e.g. a harness: streams deliver, its
+   * engine is idle). Several may be registered (engines sharing the clock); all run. Returns the
+   * unregistration. With none, `advance` waits a few turns of the event loop.
+   */
+  onReact(reactor: () => Promise<void>): () => void {
+    this.reactors.add(reactor);
+    return () => this.reactors.delete(reactor);
+  }
+
+  /**
+   * Moves time forward by `ms`, one timer at a time: the soonest timer due by the end fires (time
+   * moves to it first), then the reactors run, then the next one is looked for — including those
+   * set meanwhile. The first timer fires before this returns; the rest as the promise runs: await it.
+   */
+  advance(ms: number): Promise<void> {
     const end = this.mono + Math.max(0, ms);
-    for (;;) {
-      const next = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at || a.id - b.id)[0];
-      if (!next) break;
-      this.timers = this.timers.filter((t) => t !== next);
-      if (next.at > this.mono) {
-        this.current += next.at - this.mono;
-        this.mono = next.at;
-      }
-      next.callback();
+    try {
+      if (!this.fireNext(end)) return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
     }
-    this.current += end - this.mono;
-    this.mono = end;
+    return (async () => {
+      let fired = 1;
+      do {
+        await this.react();
+        if (++fired > SPIN_LIMIT) throw new Error(`over ${SPIN_LIMIT} timers fired within one advance of ${ms} ms: a timer that re-arms itself without time passing (a spin)`);
+      } while (this.fireNext(end));
+    })();
+  }
+
+  /**
+   * Fires the soonest timer that is due now (none: false). For a harness's settle loop: a timer
+   * set with no delay fires as soon as the loop turns, as a real one would.
+   */
+  fireDue(): boolean {
+    return this.fireNext(this.mono);
+  }
+
+  /**
+   * One step of time, synchronously: the soonest timer due within `ms` fires (time moves to it
+   * first), or, with none, time moves by `ms`. True when a timer fired. For a driver that lets the
+   * engine react its own way after each timer (test/support/crashWorld.ts).
+   */
+  step(ms: number): boolean {
+    return this.fireNext(this.mono + Math.max(0, ms));
   }
 
   /** Sets the wall clock (forward or back) without firing anything; timers keep their remaining time. */
@@ -73,5 +131,31 @@ export class FakeClock implements Clock {
   suspend(ms: number): void {
     this.current += ms;
     this.mono += ms;
+  }
+
+  /** Fires the soonest timer due by `end`, moving time to it; with none, moves time to `end`. */
+  private fireNext(end: number): boolean {
+    let next: Pending | undefined;
+    for (const t of this.timers) if (t.at <= end && (!next || t.at < next.at || (t.at === next.at && t.id < next.id))) next = t;
+    if (!next) {
+      // Never back: another advance may have moved time further meanwhile.
+      if (end > this.mono) {
+        this.current += end - this.mono;
+        this.mono = end;
+      }
+      return false;
+    }
+    this.timers = this.timers.filter((t) => t !== next);
+    if (next.at > this.mono) {
+      this.current += next.at - this.mono;
+      this.mono = next.at;
+    }
+    next.callback();
+    return true;
+  }
+
+  private async react(): Promise<void> {
+    if (this.reactors.size === 0) return turns();
+    for (const r of [...this.reactors]) await r();
   }
 }

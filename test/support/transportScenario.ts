@@ -10,9 +10,9 @@
 // The oracle classifies every automatic set itself, from the daemon's side (`daemon.before`
 // sees each one arrive with the daemon's state at that moment). It forgives exactly one case:
 // a set that left the engine before the engine was told of a person's pause, and so arrived
-// on a paused goal (the unavoidable race). With a strict FakeDaemon that refuses any automatic
-// set on a goal that is not blocked, that case needs a hook through which the test's own judge
-// decides (e.g. `daemon.judge = (m, thread) => 'allow' | 'refuse'`); `before` is enough today.
+// on a paused goal (the unavoidable race: `thread/goal/set` cannot be made conditional). The
+// strict FakeDaemon refuses every other forbidden set at once; its `judge` lets this one case
+// through, and the oracle counts it (`races`) and fails a set sent after the engine was told.
 import * as fs from 'node:fs';
 import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
@@ -242,6 +242,9 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
   }
   const plan = (id: string) => plans.find((p) => p.id === id)!;
+  // The one set the strict daemon lets through: on a goal a person paused, which the oracle
+  // below judges by when the set left the engine (before it was told: the race; after: broken).
+  daemon.judge = (v) => (v.rule === 'set-not-recoverable' && v.thread?.goal === 'paused' && v.threadId !== null && plans.find((p) => p.id === v.threadId)?.kind === 'humanPause' ? 'allow' : 'fail');
 
   // ---- approvals -----------------------------------------------------------------
   interface Approval { threadId: string; id: string; story: ApprovalStory; since: number; resolvedAt: number | null; told: Set<number> }

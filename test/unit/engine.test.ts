@@ -1,11 +1,17 @@
 // Engine rules beyond the seed: what is never touched, give-up, usage limits, the global
 // limiter, user intent from the extension, events in the real daemon's order, reconnects.
+//
+// Shipped defaults (DEFAULT_OPTIONS) unless a test says otherwise in its own header comment:
+// backoff base 30 s (the jitter is pinned to the full nominal delay: 30 s, 60 s, 120 s, ...), cap
+// 30 min, the 200 ms preparation, a burst of 3 recoveries then one per 10 s, the 60 s resync.
+// The fake daemon is strict (test/support/fakeDaemon.ts): any forbidden set fails the test.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { canRetryNow, dueAt } from '../../src/model/watch';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { StateSerializer } from '../../src/store/store';
 import type { PersistedState } from '../../src/model/watch';
@@ -38,6 +44,10 @@ async function until(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
+const BASE = DEFAULT_OPTIONS.baseDelayMs;
+const PREPARE = DEFAULT_OPTIONS.prepareMs;
+const RESYNC = DEFAULT_OPTIONS.resyncMs;
+
 describe('engine', () => {
   it('reacts to events in the real order without a resync, and fires exactly at the due time', async () => {
     const h = await armed();
@@ -45,48 +55,52 @@ describe('engine', () => {
     await h.settle();
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'backoff');
-    assert.equal(dueAt(w.state), h.clock.now() + 1_000);
+    const due = dueAt(w.state)!;
+    assert.equal(due, h.clock.now() + BASE);
+    const setAt: number[] = [];
+    h.daemon.before = (m) => { if (m.method === 'thread/goal/set') setAt.push(h.clock.now()); };
     const before = h.daemon.requests.length;
-    await h.advance(999);
+    await h.advance(due - PREPARE - 1 - h.clock.now());
     assert.equal(h.daemon.requests.length, before, 'polled while waiting for the due time');
+    await h.advance(due - 1 - h.clock.now());
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
     await h.advance(1);
-    assert.equal(h.daemon.count('thread/goal/set'), 1);
-    // The pre-set reads, then the set.
+    assert.deepEqual(setAt, [due], 'the set did not go out exactly at the due time');
+    // The pre-set reads (prepared ahead), then the set.
     assert.deepEqual(h.daemon.requests.slice(before, before + 4).map((m) => m.method), ['thread/goal/get', 'thread/read', 'thread/turns/list', 'thread/goal/set']);
   });
 
   it('prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it', async () => {
     const store = new MemoryStore();
-    const h = await armed({ store, options: { prepareMs: 50 } });
+    const h = await armed({ store });
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
     const due = dueAt(h.engine.watch('thread-1')!.state)!;
     const setAt: number[] = [];
     h.daemon.before = (m) => { if (m.method === 'thread/goal/set') setAt.push(h.clock.now()); };
-    // Not h.advance(): the prepared attempt waits on the fake clock, so the engine is not idle.
-    h.clock.advance(due - 50 - h.clock.now());
-    await until(() => store.saved.watches['thread-1']?.pending != null);
+    await h.advance(due - PREPARE - h.clock.now());
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
-    assert.deepEqual(store.saved.watches['thread-1']?.pending, { failedTurnId: 'turn-1', attempt: 1, sentAt: due - 50 }, 'the intent is not on disk ahead of the set');
-    await h.advance(50);
+    assert.deepEqual(store.saved.watches['thread-1']?.pending, { failedTurnId: 'turn-1', attempt: 1, sentAt: due - PREPARE }, 'the intent is not on disk ahead of the set');
+    await h.advance(PREPARE - 1);
+    assert.deepEqual(setAt, [], 'sent before the due time');
+    await h.advance(1);
     assert.deepEqual(setAt, [due]);
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
   });
 
   it('a prepared recovery is called off when the user acts while it waits for its due time', async () => {
     const store = new MemoryStore();
-    const h = await armed({ store, options: { prepareMs: 50 } });
+    const h = await armed({ store });
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
     const due = dueAt(h.engine.watch('thread-1')!.state)!;
-    h.clock.advance(due - 50 - h.clock.now());
-    await until(() => store.saved.watches['thread-1']?.pending != null);
+    await h.advance(due - PREPARE - h.clock.now());
     assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
     h.daemon.human('thread-1', 'paused');
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the notification crosses the wire
-    await h.advance(50);
-    await h.advance(60_000);
+    await h.settle(); // the notification crosses the wire
+    await h.advance(PREPARE);
+    await h.advance(RESYNC);
     assert.equal(h.daemon.count('thread/goal/set'), 0, `set after the user paused the goal: ${JSON.stringify(h.decisions)}`);
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.pending, null);
@@ -113,7 +127,7 @@ describe('engine', () => {
     failByEvents(h.daemon, 't-b', 'turn-1', 'responseStreamDisconnected');
     await h.settle();
     await h.engine.resync();
-    await h.advance(600);
+    await h.advance(BASE);
     failByEvents(h.daemon, 't-c', 'turn-1');
     await h.settle();
     await h.engine.retryNow('t-c');
@@ -132,7 +146,7 @@ describe('engine', () => {
     await h.engine.resumeAll();
     failByEvents(h.daemon, 't-b', 'turn-2');
     await h.settle();
-    await h.advance(60_000);
+    await h.advance(10 * 60_000);
     await h.engine.resync();
     assert.ok(saves >= 8 && hinted >= 6, `only ${saves} saves (${hinted} with a hint)`);
     assert.ok(h.daemon.count('thread/goal/set') >= 3, `the scenario recovered too little to mean anything: ${h.daemon.count('thread/goal/set')} sets; ${h.decisions.map((d) => d.type).join(',')}`);
@@ -211,12 +225,13 @@ describe('engine', () => {
   });
 
   it('gives up after max attempts of consecutive failures; a successful turn resets the count', async () => {
+    // maxAttempts 3 (shipped: 6): three failures in a row make the give-up, not six.
     const h = await armed({ options: { maxAttempts: 3 } });
     let turn = 1;
     const failAndWait = async () => {
       failByEvents(h.daemon, 'thread-1', `turn-${turn++}`);
       await h.settle();
-      await h.advance(60_000);
+      await h.advance(10 * 60_000) // past every backoff up to the give-up (30 s, 60 s, 120 s);
     };
     await failAndWait();
     await failAndWait();
@@ -241,7 +256,7 @@ describe('engine', () => {
   });
 
   it('resumes a usage-limited goal after the reset plus the margin, and only then', async () => {
-    const h = await armed({ options: { usageMarginMs: 60_000 } });
+    const h = await armed(); // the shipped 60 s margin
     h.daemon.rateLimitResetSeconds = Math.floor(h.clock.now() / 1000) + 3600;
     const t = h.daemon.thread();
     t.goal = testGoal('thread-1', 'usageLimited');
@@ -261,21 +276,60 @@ describe('engine', () => {
   });
 
   it('waits the maximum delay for a usage limit whose reset is unknown', async () => {
-    const h = await armed({ options: { maxDelayMs: 120_000 } });
+    const h = await armed();
     const t = h.daemon.thread();
     t.goal = testGoal('thread-1', 'usageLimited');
     t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
     h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
     await h.settle();
-    assert.equal(dueAt(h.engine.watch('thread-1')!.state), h.clock.now() + 120_000);
+    assert.equal(dueAt(h.engine.watch('thread-1')!.state), h.clock.now() + DEFAULT_OPTIONS.maxDelayMs);
   });
+
+  // Node keeps no timer over 2^31-1 ms (about 24.8 days): it fires after 1 ms, and the engine's
+  // due timer re-armed itself every millisecond (issue 12). The fake clock refuses such a delay
+  // (a RangeError). Two ways a recovery falls due that far out: a usage reset the provider gives
+  // 30 days ahead, and (maxDelayMs 40 days, shipped: 30 min, as `--max-delay 3456000` sets it)
+  // the wait for a usage limit whose reset is unknown. resyncMs 1 day (shipped: 60 s): the fake
+  // clock runs real time, and 43,200 resyncs in 30 days would take minutes of real time.
+  for (const [what, reset, options] of [
+    ['a usage reset 30 days out', 30 * 24 * 3600, { resyncMs: 24 * 3600_000 }],
+    ['a --max-delay of 40 days', null, { resyncMs: 24 * 3600_000, maxDelayMs: 40 * 24 * 3600_000 }],
+  ] as const) {
+    it(`${what}: the due timer is clamped below 2^31 ms and re-armed, no spin, and the goal resumes once, when due`, async () => {
+      const h = await armed({ options });
+      let timers = 0;
+      const setTimer = h.clock.setTimer.bind(h.clock);
+      h.clock.setTimer = (cb, ms) => { timers += 1; return setTimer(cb, ms); };
+      h.daemon.rateLimitResetSeconds = reset === null ? null : Math.floor(h.clock.now() / 1000) + reset;
+      const t = h.daemon.thread();
+      t.goal = testGoal('thread-1', 'usageLimited');
+      t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
+      t.status = { type: 'systemError' };
+      h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
+      h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
+      await h.settle();
+      const w = h.engine.watch('thread-1')!;
+      assert.equal(w.state.kind, 'usageLimited', `not waiting for the reset: ${JSON.stringify(w.state)}; ${JSON.stringify(h.decisions.filter((d) => d.type === 'warning'))}`);
+      const due = dueAt(w.state)!;
+      assert.ok(due - h.clock.now() > 2 ** 31, `due only ${due - h.clock.now()} ms out: nothing to clamp`);
+      const start = h.clock.elapsed();
+      await h.advance(due - h.clock.now() - 1);
+      assert.equal(h.daemon.count('thread/goal/set'), 0, 'resumed before it was due');
+      await h.advance(1);
+      assert.equal(h.daemon.count('thread/goal/set'), 1, 'not resumed when due');
+      assert.deepEqual(h.decisions.filter((d) => d.type === 'warning'), []);
+      // A resync a day, the due timer re-armed every 24.8 days, a few saves: a handful, not one per ms.
+      const days = (h.clock.elapsed() - start) / (24 * 3600_000);
+      assert.ok(timers < 5 * days + 20, `${timers} timers in ${Math.round(days)} days`);
+    });
+  }
 
   it('limits recoveries globally: a burst, then one per interval', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e'];
-    const h = await armed({ options: { limiterBurst: 3, limiterIntervalMs: 10_000 } }, ids);
+    const h = await armed({}, ids) // the shipped limiter: a burst of 3, then one per 10 s;
     for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
     await h.settle();
-    await h.advance(1_000);
+    await h.advance(BASE);
     assert.equal(h.daemon.count('thread/goal/set'), 3, 'the burst');
     assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'));
     await h.advance(9_999);
@@ -287,12 +341,27 @@ describe('engine', () => {
   });
 
   it('an attempt under way does not fall due again nor spend the limiter twice', async () => {
-    const h = await armed({ options: { limiterBurst: 1, limiterIntervalMs: 60_000 } });
+    // A limiter of one token per minute (shipped: 3, then one per 10 s): a second token taken for
+    // the same attempt would show as a 'global rate limit' skip. The shipped 200 ms preparation
+    // makes the window: the attempt is prepared (reads, write-ahead) 200 ms before its due time
+    // and waits there, while the due timer is set again and time passes through it.
+    const store = new MemoryStore();
+    const h = await armed({ store, options: { limiterBurst: 1, limiterIntervalMs: 60_000 } });
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
-    await h.advance(1_000);
+    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    const gets = h.daemon.count('thread/goal/get');
+    await h.advance(due - PREPARE - h.clock.now());
+    assert.equal(store.saved.watches['thread-1']?.pending?.failedTurnId, 'turn-1', 'the attempt was not prepared ahead: no window to test');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'recovering');
+    for (let t = 0; t < PREPARE - 1; t += 50) await h.advance(Math.min(50, PREPARE - 1 - t));
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
+    await h.advance(1);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
+    assert.equal(h.daemon.count('thread/goal/get'), gets + 1, 'the attempt was started twice (its reads ran again)');
     assert.ok(!h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'), 'the attempt spent more than one token');
+    await h.advance(10 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
   it('pausing auto-recovery holds every recovery; resuming lets it run', async () => {
@@ -328,7 +397,7 @@ describe('engine', () => {
     await h2.settle();
     // Re-armed after the failure: the failure predates the arming, but it is the user's own request.
     assert.equal(h2.engine.watch('thread-1')!.state.kind, 'backoff');
-    await h2.advance(1_000);
+    await h2.advance(BASE);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
@@ -369,7 +438,7 @@ describe('engine', () => {
     assert.equal(h.engine.connectionState().kind, 'connected');
     assert.equal(h.daemon.count('thread/resume'), 2, 'did not re-subscribe');
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
-    await h.advance(1_000);
+    await h.advance(BASE);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
@@ -401,14 +470,15 @@ describe('engine', () => {
   });
 
   it('a wall clock that jumps back neither postpones a due recovery by the jump nor stalls the limiter', async () => {
-    const h = await armed({ options: { limiterBurst: 1, limiterIntervalMs: 10_000 } }, ['a', 'b']);
+    // A burst of 1 (shipped: 3): the second recovery waits for the limiter's 10 s interval.
+    const h = await armed({ options: { limiterBurst: 1 } }, ['a', 'b']);
     failByEvents(h.daemon, 'a', 'a-turn-1');
     failByEvents(h.daemon, 'b', 'b-turn-1');
     await h.settle();
-    await h.advance(500);
+    await h.advance(BASE - 500);
     h.clock.jump(-6 * 60 * 60_000);
     await h.advance(500);
-    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery due 1 s after the failure waited for the wall clock to catch up');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery due 30 s after the failure waited for the wall clock to catch up');
     assert.ok(h.decisions.some((d) => d.type === 'warning' && /clock went back by 6:00:00/.test(d.message)), 'the jump was not logged');
     await h.advance(9_999);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the limiter let a second one through early');
@@ -456,7 +526,7 @@ describe('engine', () => {
     assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/read failed')), 'the error reply was not logged');
     assert.notEqual(h.engine.watch('thread-1')!.state.kind, 'backoff', 'decided on a failed read');
     await h.advance(60_000); // the resync
-    await h.advance(1_000); // the backoff
+    await h.advance(BASE); // the backoff
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the failure whose reads failed once was never recovered');
     assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-2']);
   });
@@ -549,7 +619,7 @@ describe('engine', () => {
     h.daemon.thread().loaded = false;
     await h.reconcile();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'unloaded');
-    await h.advance(5_000);
+    await h.advance(BASE + 5_000) // past the due time: something is due while it is unloaded;
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'acted on an unloaded thread');
     assert.equal(h.daemon.requests.filter((m) => m.method === 'thread/resume').length, 1, 'resumed an unloaded thread');
     // Another client loads it again (resume re-emits the goal to everyone).
@@ -569,7 +639,7 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
     // Unloaded without a word (a daemon killed and started again): only the pre-set read shows it.
     h.daemon.thread().loaded = false;
-    await h.advance(1_000);
+    await h.advance(BASE);
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'set the goal of a thread that is not loaded');
     assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.reason === 'the thread is not loaded in the daemon'));
     const w = h.engine.watch('thread-1')!;
@@ -592,7 +662,7 @@ describe('engine', () => {
     await h.settle();
     h.daemon.thread().loaded = false;
     h.daemon.thread().status = { type: 'notLoaded' };
-    await h.advance(1_000);
+    await h.advance(BASE);
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'unloaded');
     assert.ok(canRetryNow(w), 'Retry now is not offered on the unloaded thread');
@@ -726,7 +796,7 @@ describe('engine: durable before announced', () => {
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
     const store = new GatedStore();
-    const h = await makeHarness({ dir, daemon, store, start: false, options: { prepareMs: 200 } });
+    const h = await makeHarness({ dir, daemon, store, start: false });
     harnesses.push(h);
     // While a save is held, the engine is not idle (h.settle would wait for it): turns of the loop.
     const turns = async (n = 20) => {
@@ -784,7 +854,7 @@ describe('engine: durable before announced', () => {
         await super.save(state, changed);
       }
     }
-    const h = await makeHarness({ dir, daemon, store: new FailingStore(), options: { prepareMs: 200 } });
+    const h = await makeHarness({ dir, daemon, store: new FailingStore() });
     harnesses.push(h);
     daemon.failWithEvents('thread-1');
     await h.settle();

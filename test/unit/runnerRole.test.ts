@@ -158,6 +158,8 @@ function runner(daemon: FakeDaemon, dir: string | null, name = 'leader-unit', st
   const gated = { location: 'memory', load: async () => { await loadGate; return store.load(); }, save: (st: PersistedState) => store.save(st) };
   const role = new RunnerRole({
     election: dir === null ? null : { dir, name },
+    // The shipped options but a 300 ms backoff (base and cap; shipped 30 s / 30 min): this runs on
+    // the real clock, and a recovery must fall due within the test.
     makeEngine: (seed, onChange) => new Engine({ ...TEST_OPTIONS, baseDelayMs: 300, maxDelayMs: 300, resyncMs: 60_000 }, {
       connect: daemon.connector(),
       target: 'fake',

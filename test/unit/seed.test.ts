@@ -18,6 +18,15 @@
 //   thread once per connection, and the test checks the barrier directly (the pause-during-read cases).
 // - The seed's watch fields (Armed, Failures, Due, Source) are the WatchedThread's state, failures,
 //   state.dueAt and lastFailure here.
+// - The seed ran with a 1 s backoff base and started a recovery at its due time. Here every
+//   scenario runs with the shipped options (DEFAULT_OPTIONS): backoff base 30 s (the jitter pinned
+//   to the full nominal delay, as the seed's jitter(d) = d), the 200 ms preparation (reads and the
+//   write-ahead save 200 ms before the due time, the set at it), the limiter (3, then one per
+//   10 s) and the 60 s resync; the seed's times are scaled to them.
+// - The seed's fake failed the test (t.Fatalf) on a set beyond {threadId,status,origin} and on an
+//   unexpected RPC. The fake daemon here is stricter (test/support/fakeDaemon.ts): any automatic set
+//   not on a blocked or usage-limited goal whose newest turn failed, a second one for the same
+//   failed turn, or an answer to an approval fails the running test too, in every scenario.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -25,11 +34,15 @@ import * as path from 'node:path';
 import * as os from 'node:os';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { dueAt, emptyState, isDisarmed, newWatch, type PersistedState, type WatchedThread } from '../../src/model/watch';
-import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
+import { FakeDaemon, goalEventLine, intentLine, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { FakeClock } from '../support/fakeClock';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
+
+const BASE = DEFAULT_OPTIONS.baseDelayMs;
+const PREPARE = DEFAULT_OPTIONS.prepareMs;
+const RESYNC = DEFAULT_OPTIONS.resyncMs;
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -78,7 +91,12 @@ async function dueIn5s(): Promise<{ h: Harness; daemon: FakeDaemon; clock: FakeC
   const daemon = failedDaemon(dir);
   const clock = new FakeClock();
   const due = clock.now() + 5_000;
-  const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(failedWatch(due, daemon.thread().path))) });
+  // Failed and saved before now (a time in the future would read as a clock set back), due later.
+  const w = failedWatch(clock.now(), daemon.thread().path);
+  w.state = { kind: 'backoff', dueAt: due, attempt: 1, failedTurnId: 'turn-1' };
+  w.lastFailure!.dueAt = due;
+  const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(w)) });
+  assert.equal(dueAt(h.engine.watch('thread-1')!.state), due);
   return { h, daemon, clock, due };
 }
 
@@ -97,9 +115,9 @@ describe('seed scenarios', () => {
     assert.equal(w().state.kind, 'backoff', 'failed to wait for backoff');
     assert.equal(w().failures, 1);
     assert.equal(daemon.count('thread/goal/set'), 0, 'recovered before the backoff');
-    assert.equal(dueAt(w().state), h.clock.now() + 1_000);
+    assert.equal(dueAt(w().state), h.clock.now() + BASE);
 
-    await h.advance(999);
+    await h.advance(BASE - 1);
     assert.equal(daemon.count('thread/goal/set'), 0, 'fired before the due time');
     await h.advance(1);
     assert.equal(daemon.count('thread/goal/set'), 1, 'did not recover when due');
@@ -112,9 +130,10 @@ describe('seed scenarios', () => {
     daemon.fail('thread-1', 'turn-2');
     await h.reconcile();
     assert.equal(w().failures, 2);
-    assert.equal(dueAt(w().state), h.clock.now() + 2_000, 'backoff did not double');
+    assert.equal(dueAt(w().state), h.clock.now() + 2 * BASE, 'backoff did not double');
     assert.equal(w().history.at(-1)?.outcome, 'failed-again');
-    assert.deepEqual(daemon.violations, []);
+    await h.advance(2 * BASE);
+    assert.equal(daemon.count('thread/goal/set'), 2, 'the second failure was not recovered when due');
   });
 
   it('never adopts a goal that was blocked before the engine saw it (TestOldBlocked)', async () => {
@@ -128,25 +147,94 @@ describe('seed scenarios', () => {
 
   for (const method of ['thread/goal/get', 'thread/turns/list', 'thread/read']) {
     it(`a human pause that arrives during ${method} wins (TestPauseDuringRead)`, async () => {
-      // Start with the attempt not yet due, so the pause lands inside the pre-set reads of the attempt.
+      // Start with the attempt not yet due, so the pause lands inside the pre-set reads of the
+      // attempt (prepared 200 ms before the due time). The pause is a real one, as a person's
+      // client makes it: the daemon's goal paused, the user marker and the goal event in the
+      // rollout, the notification, all while the engine's read is on the wire.
       const { h, daemon, clock, due } = await dueIn5s();
       let injected = false;
       daemon.before = (m) => {
-        if (m.method === method && clock.now() >= due && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
+        if (m.method === method && clock.now() >= due - PREPARE && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
           injected = true;
-          daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: testGoal('thread-1', 'paused') });
+          daemon.human('thread-1', 'paused');
         }
       };
-      await h.advance(5_000);
+      await h.advance(due - clock.now());
       assert.ok(injected, `the attempt never read ${method}`);
+      // Through the due time and past a resync: what the engine does next is seen by the daemon.
+      await h.advance(RESYNC + BASE);
+      await h.reconcile();
+      assert.equal(daemon.thread().goal?.status, 'paused', 'the daemon\'s goal is no longer paused');
+      assert.equal(daemon.count('thread/goal/set'), 0, 'stale snapshot overrode human pause');
       const w = h.engine.watch('thread-1')!;
       assert.equal(w.goal?.status, 'paused', 'stale snapshot overrode the human pause');
-      assert.equal(w.state.kind, 'paused');
+      assert.deepEqual(w.state, { kind: 'userIntent', requested: 'paused', at: w.state.kind === 'userIntent' ? w.state.at : -1 });
       assert.equal(dueAt(w.state), null);
-      assert.equal(daemon.count('thread/goal/set'), 0, 'stale snapshot overrode human pause');
-      assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'));
+      assert.equal(w.pending, null);
+      assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'), 'the called-off attempt left no line');
     });
   }
+
+  // The same pause, ordered as the daemon writes it: the person's `user.goal` message reaches the
+  // rollout first; the goal's new status and its notification come after the engine's read (here:
+  // only once the attempt is over). Nothing on the wire tells the engine during its reads: only
+  // the marker it reads before the set does, and the goal is still `blocked` then.
+  for (const method of ['thread/goal/get', 'thread/turns/list', 'thread/read']) {
+    it(`a human pause whose marker reaches the rollout during ${method}, before the daemon tells the goal's change, wins (TestPauseDuringRead)`, async () => {
+      const { h, daemon, clock, due } = await dueIn5s();
+      let injected = false;
+      daemon.before = (m) => {
+        if (m.method === method && clock.now() >= due - PREPARE && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
+          injected = true;
+          fs.appendFileSync(daemon.thread().path, intentLine('paused'));
+        }
+      };
+      await h.advance(due - clock.now());
+      assert.ok(injected, `the attempt never read ${method}`);
+      assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out over the pause already in the rollout');
+      // The rest of the person's pause: the goal's status, its event and the notification.
+      const t = daemon.thread();
+      t.goal = testGoal('thread-1', 'paused');
+      fs.appendFileSync(t.path, goalEventLine(t.goal));
+      daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
+      await h.advance(RESYNC + BASE);
+      await h.reconcile();
+      assert.equal(daemon.count('thread/goal/set'), 0, 'stale snapshot overrode human pause');
+      const w = h.engine.watch('thread-1')!;
+      assert.equal(w.state.kind, 'userIntent');
+      assert.equal(w.pending, null);
+    });
+  }
+
+  // A person resumes the goal in their client while the attempt reads it: the daemon's goal is
+  // active when it answers the engine's goal read; its notification and the new turn follow only
+  // after the attempt (docs/daemon-behaviour.md (c): the reply to the person comes first). The
+  // newest turn the engine reads is still the failed one: only the goal it read says no.
+  it('a person who resumes the goal during the attempt\'s goal read is never competed with (TestLiveActivity)', async () => {
+    const { h, daemon, clock, due } = await dueIn5s();
+    let injected = false;
+    daemon.before = (m) => {
+      if (m.method === 'thread/goal/get' && clock.now() >= due - PREPARE && !injected) {
+        injected = true;
+        fs.appendFileSync(daemon.thread().path, intentLine('active'));
+        daemon.thread().goal = testGoal('thread-1', 'active');
+        fs.appendFileSync(daemon.thread().path, goalEventLine(daemon.thread().goal!));
+      }
+    };
+    await h.advance(due - clock.now());
+    assert.ok(injected, 'the attempt never read the goal');
+    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with the person\'s own resume');
+    const t = daemon.thread();
+    t.turn = testTurn('turn-2', 'inProgress');
+    t.status = { type: 'active', activeFlags: [] };
+    daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
+    daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    daemon.notify('turn/started', { threadId: 'thread-1', turn: t.turn });
+    await h.advance(RESYNC + BASE);
+    await h.reconcile();
+    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with the person\'s own resume');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+  });
 
   it('never competes with a live turn (TestLiveActivity, thread active from the start)', async () => {
     const dir = tmp();
@@ -166,20 +254,20 @@ describe('seed scenarios', () => {
     const { h, daemon, clock, due } = await dueIn5s();
     let injected = false;
     daemon.before = (m) => {
-      if (m.method === 'thread/read' && clock.now() >= due && !injected) {
+      if (m.method === 'thread/read' && clock.now() >= due - PREPARE && !injected) {
         injected = true;
         daemon.thread().status = { type: 'active', activeFlags: ['waitingOnApproval'] };
         daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', { threadId: 'thread-1', itemId: 'i', turnId: 'turn-1' });
       }
     };
-    await h.advance(5_000);
+    await h.advance(due - clock.now());
     assert.ok(injected, 'the attempt never read the thread');
+    await h.advance(RESYNC);
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
     assert.equal(daemon.count('thread/goal/set'), 0, 'competed with a pending approval');
     assert.equal(w.state.kind, 'waitingApproval');
     assert.equal(dueAt(w.state), null);
-    assert.deepEqual(daemon.violations, [], 'answered the approval');
   });
 
   it('a pending recovery survives a restart (TestRestartPending)', async () => {
@@ -206,7 +294,7 @@ describe('seed scenarios', () => {
       const clock = new FakeClock();
       const daemon = new FakeDaemon(dir);
       daemon.addThread();
-      const first = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS, random: () => 0.5 });
+      const first = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), random: () => 0.5 });
       assert.equal(first.engine.watch('thread-1')?.state.kind, 'running');
       daemon.failWithEvents('thread-1');
       await first.settle();
@@ -215,7 +303,7 @@ describe('seed scenarios', () => {
       await first.advance(600); // the new user's kill -9 came 0.6 s after the backoff line
       if (how === 'crash') first.crash();
       else await first.engine.stop();
-      const second = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS, random: () => 0.5 });
+      const second = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), random: () => 0.5 });
       const w = () => second.engine.watch('thread-1')!;
       assert.equal(w().state.kind, 'backoff', `after the ${how}, the watch is ${JSON.stringify(w().state)}`);
       assert.equal(dueAt(w().state), backoff.dueAt, 'the due time changed across the restart');
@@ -225,9 +313,8 @@ describe('seed scenarios', () => {
       await second.advance(1);
       assert.equal(daemon.count('thread/goal/set'), 1, 'the pending recovery was lost across the restart');
       assert.deepEqual(w().recovered, ['turn-1']);
-      await second.advance(DEFAULT_OPTIONS.resyncMs * 2);
+      await second.advance(RESYNC * 2);
       assert.equal(daemon.count('thread/goal/set'), 1, 'recovered twice');
-      assert.deepEqual(daemon.violations, []);
     });
   }
 
@@ -239,7 +326,7 @@ describe('seed scenarios', () => {
       const daemon = failedDaemon(dir);
       daemon.lostReply = true;
       await new JsonFileStore(statePath).save(stateWith(failedWatch(clock.now(), daemon.thread().path)));
-      const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
+      const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
       assert.equal(daemon.count('thread/goal/set'), 1, 'missing mutation');
       assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected'), 'connection error not reported');
       // The reply was lost; then the engine stops, or dies before it learns anything more.
@@ -249,9 +336,9 @@ describe('seed scenarios', () => {
       // A new engine against the daemon where the set did take effect.
       const reconnected = new FakeDaemon(dir);
       reconnected.threads.set('thread-1', { ...daemon.thread(), loaded: true });
-      const h2 = await harness({ dir, daemon: reconnected, clock, store: new JsonFileStore(statePath), options: DEFAULT_OPTIONS });
+      const h2 = await harness({ dir, daemon: reconnected, clock, store: new JsonFileStore(statePath) });
       await h2.reconcile();
-      await h2.advance(DEFAULT_OPTIONS.resyncMs * 2);
+      await h2.advance(RESYNC * 2);
       const w = h2.engine.watch('thread-1')!;
       assert.equal(reconnected.count('thread/goal/set'), 0, 'duplicated a successful mutation after lost reply');
       assert.equal(dueAt(w.state), null);
@@ -311,18 +398,64 @@ describe('seed scenarios', () => {
   });
 
   it("never competes with Codex's own retry (TestNoCompetingRetry)", async () => {
+    // The goal is blocked while Codex retries (docs/daemon-behaviour.md (a): `error {willRetry:
+    // true}`, then the goal `blocked` and the thread `systemError` before the turn's end), and the
+    // retry goes on: its turn has not ended. For ten minutes (past the backoff and many resyncs)
+    // nothing may be set; once the turn's end arrives (failed), the failure is recovered once.
     const dir = tmp();
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
     const h = await harness({ dir, daemon });
-    daemon.notify('error', { threadId: 'thread-1', turnId: 'turn-1', willRetry: true, error: { message: 'Reconnecting... 1/5', codexErrorInfo: 'other', additionalDetails: null } });
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
+    daemon.failWithEvents('thread-1', { retryFirst: true, phase: 'goal' });
     daemon.notify('item/agentMessage/delta', { threadId: 'thread-1', willRetry: true });
-    // Codex's retry then ends the turn failed and the goal blocked: the retry still counts
-    // until the turn's end says otherwise.
     await h.reconcile();
+    assert.equal(daemon.thread().goal?.status, 'blocked');
+    assert.equal(daemon.thread().turn.status, 'inProgress', 'the turn ended: Codex is no longer retrying');
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'codexRetrying');
-    await h.advance(60_000);
-    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with internal retry');
+    for (let minute = 0; minute < 10; minute++) {
+      await h.advance(60_000);
+      await h.reconcile();
+      assert.equal(daemon.count('thread/goal/set'), 0, `competed with internal retry (minute ${minute + 1})`);
+    }
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'codexRetrying');
+    // The retry gives up: the turn's end, as the daemon sends it.
+    daemon.failWithEvents('thread-1', { phase: 'turn' });
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'backoff', 'the failure after the retry was not taken for one');
+    await h.advance(dueAt(w.state)! - h.clock.now());
+    assert.equal(daemon.count('thread/goal/set'), 1, 'the failure after Codex\'s retry was not recovered');
+    assert.deepEqual(w.recovered, ['turn-1']);
+    await h.advance(RESYNC * 2);
+    assert.equal(daemon.count('thread/goal/set'), 1);
+  });
+
+  it("never competes with Codex's own retry on a usage-limited goal, even past its due time (TestNoCompetingRetry)", async () => {
+    // The retry's request hits the usage limit: the goal is `usageLimited` (the reset unknown: it
+    // waits the 30 min cap) while the turn has not ended and Codex still says it retries. Past the
+    // due time nothing may be set (the newest turn has not failed); once the turn's end arrives,
+    // the goal is resumed once.
+    const dir = tmp();
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread();
+    const h = await harness({ dir, daemon });
+    daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', retryFirst: true, phase: 'goal' });
+    await h.settle();
+    assert.equal(daemon.thread().goal?.status, 'usageLimited');
+    assert.equal(daemon.thread().turn.status, 'inProgress');
+    const retry = () => daemon.notifySubscribed('thread-1', 'error', { threadId: 'thread-1', turnId: 'turn-1', willRetry: true, error: { message: 'Reconnecting... 2/5', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } }, additionalDetails: null } });
+    for (let minute = 0; minute < 40; minute++) {
+      if (minute % 5 === 0) retry();
+      await h.advance(60_000);
+      assert.equal(daemon.count('thread/goal/set'), 0, `competed with internal retry (minute ${minute + 1})`);
+    }
+    daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', phase: 'turn' });
+    await h.settle();
+    await h.advance(DEFAULT_OPTIONS.maxDelayMs);
+    assert.equal(daemon.count('thread/goal/set'), 1, 'the usage-limited goal was not resumed once its turn had ended');
+    await h.advance(RESYNC * 2);
+    assert.equal(daemon.count('thread/goal/set'), 1);
   });
 
   it('a human marker newer than the arming disarms; a later human active re-arms', async () => {
