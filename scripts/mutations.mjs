@@ -62,7 +62,7 @@ function guard(dir, m) {
   const started = Date.now();
   const r = run('node', ['--test', '--test-concurrency=1', '--test-reporter=tap', `--test-name-pattern=${m.guard.pattern ?? escape(m.guard.name)}`, file], dir);
   const ms = Date.now() - started;
-  const tests = Number(/^# tests (\d+)/m.exec(r.out)?.[1] ?? 0);
+  const tests = Number(/^# pass (\d+)/m.exec(r.out)?.[1] ?? 0) + Number(/^# fail (\d+)/m.exec(r.out)?.[1] ?? 0);
   const failing = [...r.out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((x) => x[1].trim());
   const message = /^\s*error: [|>]?-?\s*\n?\s*(.*)$/m.exec(r.out)?.[1]?.trim() ?? /^\s*error: '(.*)'$/m.exec(r.out)?.[1] ?? '';
   return { status: r.status, tests, failing, message, ms, out: r.out };

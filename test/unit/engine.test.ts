@@ -381,6 +381,24 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('Pause auto-recovery that lands while a recovery is prepared calls it off at the last check; Resume recovers it once', async () => {
+    const store = new MemoryStore();
+    const h = await armed({ store });
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    await h.advance(due - PREPARE - h.clock.now());
+    assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
+    await h.engine.pauseAll();
+    await h.advance(PREPARE);
+    await h.advance(RESYNC);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, `set while auto-recovery was paused: ${JSON.stringify(h.decisions)}`);
+    assert.equal(h.engine.watch('thread-1')!.pending, null, 'the intent of the called-off recovery is still pending');
+    await h.engine.resumeAll();
+    await h.advance(RESYNC);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'not recovered once after Resume');
+  });
+
   it("the extension's disarm marker survives a restart; re-arm clears it", async () => {
     const store = new MemoryStore();
     const h = await armed({ store });
