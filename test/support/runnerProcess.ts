@@ -4,6 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { readStateFile } from '../../src/store/jsonFileStore';
 
 export interface RunnerDecision {
   ts: string;
@@ -153,4 +155,78 @@ export class RunnerProcess {
     this.waiters = new Set();
     for (const f of w) f();
   }
+}
+
+/** A thread's record in a runner's state file (the fields the tests read). */
+export interface SavedWatch {
+  threadId: string;
+  state: { kind: string; dueAt?: number; [key: string]: unknown };
+  pending: { failedTurnId: string; attempt: number } | null;
+  recovered: string[];
+  history: { outcome: string; failedTurnId: string; detail?: string }[];
+  lastFailure: { turnId: string; dueAt: number | null } | null;
+  goal: { status: string } | null;
+}
+
+/** What a runner's state file and its journal hold now, read as a restarted runner would ({} when absent). */
+export async function savedWatches(statePath: string): Promise<Record<string, SavedWatch>> {
+  const stored = await readStateFile(statePath);
+  if (stored.kind === 'unusable') throw new Error(`${statePath}: ${stored.reason}`);
+  return stored.kind === 'state' ? (stored.state.watches as unknown as Record<string, SavedWatch>) : {};
+}
+
+/** The shipped prepare lead: a recovery's reads and write-ahead start this long before its due time. */
+export const PREPARE_LEAD_MS = DEFAULT_OPTIONS.prepareMs;
+/** States in which a recovery is planned (due later) or under way. */
+const PLANNED = new Set(['backoff', 'usageLimited', 'recovering']);
+/** Past a due time by this much, its timer has fired on any loop that is not stalled. */
+const PAST_DUE_MS = 100;
+
+/**
+ * The one positive wait before "nothing (more) happened" (issue 9): never a fixed sleep, which
+ * passes when the runner is merely slow. In order:
+ *  1. the wall clock passes the latest due time known (`dueAt`, and every `backoff` line the
+ *     runner printed for these threads): whatever was due has had its timer fire;
+ *  2. the runner's state file shows, for every thread, a state of the expected kind, no intent
+ *     pending and no recovery planned or under way (a state still `backoff`, `usageLimited` or
+ *     `recovering` is waited out: past its due time, plus `PAST_DUE_MS`, it must have moved).
+ *     The file is written before a decision is announced, so this is the runner's own record
+ *     that it has seen and decided what the daemon shows;
+ *  3. the runner is stopped cleanly (SIGINT): its stop waits for the work under way (a set whose
+ *     timer fired is sent and its reply read), saves and exits 0.
+ * Only then may a test read the daemon's record (test/support/daemonJudge.ts) and find nothing
+ * more. A runner that never settles fails here, with its saved states and its lines.
+ * Returns the state file as the stop left it.
+ */
+export async function settleAndStop(r: RunnerProcess, statePath: string, expected: Record<string, string | readonly string[]>, opts: { dueAt?: number | null; timeoutMs?: number } = {}): Promise<Record<string, SavedWatch>> {
+  const ids = Object.keys(expected);
+  const dues = [opts.dueAt ?? 0, ...ids.flatMap((id) => r.of('backoff', id).map((d) => Number(d.dueAt)))].filter(Number.isFinite);
+  const latestDue = Math.max(0, ...dues);
+  const deadline = Math.max(Date.now(), latestDue) + (opts.timeoutMs ?? 20_000);
+  await sleepMs(latestDue + PAST_DUE_MS - Date.now());
+  const kinds = (id: string) => { const e = expected[id]!; return typeof e === 'string' ? [e] : e; };
+  let saved: Record<string, SavedWatch> = {};
+  const unsettled = () => ids.filter((id) => {
+    const w = saved[id];
+    return !w || w.pending !== null || PLANNED.has(w.state.kind) || !kinds(id).includes(w.state.kind);
+  });
+  for (;;) {
+    if (!r.running) throw new Error(`runner exited (${r.exitCode ?? r.signalCode}) before it settled\n${r.transcript()}`);
+    saved = await savedWatches(statePath).catch(() => ({}));
+    const left = unsettled();
+    if (left.length === 0) break;
+    // A recovery still planned: wait until it is due (its timer fires), then look again.
+    const planned = left.map((id) => saved[id]?.state.dueAt).filter((d): d is number => typeof d === 'number');
+    if (Date.now() > Math.max(deadline, ...planned.map((d) => d + 20_000))) {
+      throw new Error(`the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id]!.state, pending: saved[id]!.pending } : null)}`).join('; ')}\n${r.transcript()}`);
+    }
+    await sleepMs(Math.max(50, Math.min(500, Math.max(0, ...planned) + PAST_DUE_MS - Date.now())));
+  }
+  const code = await r.stop();
+  if (code !== 0) throw new Error(`the runner did not stop cleanly (exit ${code ?? r.signalCode})\n${r.transcript()}`);
+  return savedWatches(statePath);
+}
+
+function sleepMs(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
