@@ -41,6 +41,30 @@ export class RealEngine {
     }
   }
 
+  /**
+   * The positive wait before "nothing (more) happened" for an in-process engine (the runner's is
+   * test/support/runnerProcess.ts settleAndStop): the wall clock past every due time it announced
+   * (`dueAt` too, if given), no work under way and no recovery planned (a planned one is waited
+   * out: past its due time it must have moved), then a full resync (the pass the shipped 60 s
+   * timer makes) and its work. Only then may a test read the daemon's record and find nothing more.
+   */
+  async settle(opts: { dueAt?: number | null; timeoutMs?: number } = {}): Promise<void> {
+    const announced = this.decisions.flatMap((d) => (d.type === 'backoff' ? [d.dueAt] : []));
+    const latest = Math.max(0, opts.dueAt ?? 0, ...announced);
+    const deadline = Math.max(Date.now(), latest) + (opts.timeoutMs ?? 20_000);
+    await sleep(Math.max(0, latest + 100 - Date.now()));
+    for (;;) {
+      await this.engine.idle();
+      const next = this.engine.nextDueAt();
+      const under = this.engine.watches().filter((w) => w.state.kind === 'recovering' || w.pending !== null);
+      if (next === null && under.length === 0) break;
+      if (Date.now() > Math.max(deadline, (next ?? 0) + 20_000)) throw new Error(`the engine never settled: next due ${next === null ? 'none' : new Date(next).toISOString()}, under way ${JSON.stringify(under.map((w) => [w.threadId, w.state]))}\n${this.decisions.map((d) => JSON.stringify(d)).join('\n')}`);
+      await sleep(Math.max(50, Math.min(500, (next ?? 0) + 100 - Date.now())));
+    }
+    await this.engine.resync();
+    await this.engine.idle();
+  }
+
   async close(): Promise<void> {
     await this.engine.stop();
     fs.rmSync(this.dir, { recursive: true, force: true });
