@@ -199,6 +199,18 @@ const PAST_DUE_MS = 100;
  * Returns the state file as the stop left it.
  */
 export async function settleAndStop(r: RunnerProcess, statePath: string, expected: Record<string, string | readonly string[]>, opts: { dueAt?: number | null; timeoutMs?: number } = {}): Promise<Record<string, SavedWatch>> {
+  await settled(r, statePath, expected, opts);
+  const code = await r.stop();
+  if (code !== 0) throw new Error(`the runner did not stop cleanly (exit ${code ?? r.signalCode})\n${r.transcript()}`);
+  return savedWatches(statePath);
+}
+
+/**
+ * Steps 1 and 2 of `settleAndStop`, for a runner that must go on running (a leader whose next
+ * round follows): past the due times, its state file shows every thread decided as expected,
+ * with nothing pending, planned or under way. Returns what the file holds.
+ */
+export async function settled(r: RunnerProcess, statePath: string, expected: Record<string, string | readonly string[]>, opts: { dueAt?: number | null; timeoutMs?: number } = {}): Promise<Record<string, SavedWatch>> {
   const ids = Object.keys(expected);
   const dues = [opts.dueAt ?? 0, ...ids.flatMap((id) => r.of('backoff', id).map((d) => Number(d.dueAt)))].filter(Number.isFinite);
   const latestDue = Math.max(0, ...dues);
@@ -222,9 +234,7 @@ export async function settleAndStop(r: RunnerProcess, statePath: string, expecte
     }
     await sleepMs(Math.max(50, Math.min(500, Math.max(0, ...planned) + PAST_DUE_MS - Date.now())));
   }
-  const code = await r.stop();
-  if (code !== 0) throw new Error(`the runner did not stop cleanly (exit ${code ?? r.signalCode})\n${r.transcript()}`);
-  return savedWatches(statePath);
+  return saved;
 }
 
 function sleepMs(ms: number): Promise<void> {
