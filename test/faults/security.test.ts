@@ -22,7 +22,7 @@ import { checkWsUrl, DAEMON_SHUTDOWN_PATH } from '../../src/protocol/socketSafet
 import { openTransport, TransportError } from '../../src/protocol/transport';
 import { parseCli, UsageError } from '../../src/runner/args';
 import type { Decision } from '../../src/model/decision';
-import { TEST_OPTIONS } from '../support/engineHarness';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { FakeClock } from '../support/fakeClock';
 import { MemoryStore } from '../support/memoryStore';
 import { CLI, RunnerProcess } from '../support/runnerProcess';
@@ -194,7 +194,11 @@ const SHUTDOWN_URLS = [
   'ws://127.0.0.1:4500/daemon/./shutdown', 'ws://127.0.0.1:4500/x/../daemon/shutdown', 'ws://127.0.0.1:4500/daemon/shutdown?now=1',
 ];
 
-/** Counts outgoing TCP/TLS connections made while `fn` runs (ws connects through net.connect / tls.connect). */
+/**
+ * Counts outgoing TCP/TLS connections made while `fn` runs (ws connects through net.connect /
+ * tls.connect). A failure of `fn` (an assertion inside it) is the test's failure: it is thrown
+ * once the spies are removed, never swallowed.
+ */
 async function countConnects(fn: () => Promise<unknown>): Promise<number> {
   // The modules themselves (an `import * as` namespace is a copy with read-only bindings).
   const modules = [require('node:net'), require('node:tls')] as Array<{ connect: (...a: unknown[]) => unknown }>;
@@ -207,7 +211,7 @@ async function countConnects(fn: () => Promise<unknown>): Promise<number> {
     };
   });
   try {
-    await fn().catch(() => undefined);
+    await fn();
   } finally {
     modules.forEach((m, i) => {
       m.connect = originals[i]!;
@@ -393,7 +397,8 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   const d = await miniDaemon(dir);
   const electionDir = path.join(dir, 'election');
   const decisions: Decision[] = [];
-  const engine = new Engine(TEST_OPTIONS, {
+  const engine = new Engine(DEFAULT_OPTIONS, // the shipped options: only its sockets are looked at
+    {
     connect: (listener) => connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
     store: new MemoryStore(),
     clock: new FakeClock(),
