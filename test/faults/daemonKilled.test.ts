@@ -1,24 +1,35 @@
 // Fault 1: the Codex daemon is SIGKILLed at a random point of a recovery, and started again.
 //
 // One real daemon (@openai/codex 0.169.0, pinned), the project's mock model and ONE headless runner
-// (dist/cli.js, --json, short backoff, the shipped resync, the global limiter's interval 0.2 s) for every
-// iteration; each iteration has its
-// own thread. An iteration: the user gives a thread a goal while the model answers HTTP 500; the
-// turn fails and blocks the goal; the model is healthy again (its next answer completes the goal).
-// Then the daemon's process group gets SIGKILL at a point drawn from a seeded PRNG, either
-//   - "uniform": a delay uniform in [0, 1500] ms after the failed turn's turn/completed, a window
-//     that covers the runner's backoff (base 1 s: due 0.5–1 s after the failure), its pre-set
-//     reads, the set and the recovery turn's turn/started and run, or
-//   - "at-set": 0–20 ms after the runner prints `recovering` (it prints it just before it sends
-//     thread/goal/set: the set is unsent, in flight, or applied without its reply),
-// and is started again with `codex app-server daemon restart`. The user's client reconnects and
+// (dist/cli.js, --json) for every iteration; each iteration has its own thread. An iteration: the
+// user gives a thread a goal while the model answers HTTP 500; the turn fails and blocks the goal;
+// the model is healthy again (its next answer completes the goal). Then the daemon's process group
+// gets SIGKILL in one phase of the recovery, aimed (the same number of iterations per aim, order
+// and jitter from a seeded PRNG) by the runner's lines, its state file and the daemon itself, not
+// by luck:
+//   - backoff:  between the `backoff` line and the prepare lead before the due time;
+//   - prepare:  as soon as the write-ahead intent is in the runner's state file (the reads and
+//               checks done, the set held for its due time, up to 200 ms later);
+//   - set:      the set sent, its reply not read: once the intent is on disk the daemon's process
+//               group is stopped (SIGSTOP), so the set the runner sends at its due time cannot be
+//               read or answered; the kill follows the runner's `recovering` line (printed once
+//               the set is on the wire);
+//   - reply:    0–20 ms after the runner's `recovered` line (it read the set's reply);
+//   - turn:     0–200 ms after the user's client sees the recovery turn start.
+// Where each kill landed is then read from the record, not from the aim: the runner's lines in
+// the order its engine decided them (a `recovered` "thread/goal/set accepted" before the lost
+// connection: after the reply; a lost-reply warning: set sent, no reply; neither: before the set,
+// split at the prepare lead before the due time) and the user's notifications before the kill (a
+// recovery turn started, the goal complete). The counts per phase are printed and each of the
+// phases "backoff", "prepare", "set sent, no reply yet" and "after the reply" must be hit at least
+// MIN_HITS times per run. The daemon is started again with `codex app-server daemon restart`. The user's client reconnects and
 // resumes its thread (as a client does after a daemon restart: after SIGKILL the daemon loads no
 // thread by itself, measured). The engine never loads a thread on its own
 // (only "Retry now", a person's click, does: test/integration/retryUnloaded.test.ts).
 //
 // Invariants, checked after every iteration:
 //  1. at most (here: exactly) one effective recovery per failed turn, from the daemon's own
-//     records. Before the kill: the goal's status as the restarted daemon reports it before any
+//     records (test/support/daemonJudge.ts assertOneRecoveryAcrossKill). Before the kill: the goal's status as the restarted daemon reports it before any
 //     client acts (the goal store commits at once: active or complete there means a set before
 //     the kill took effect; nothing but the engine sets this goal active). After the restart: the
 //     rollout's automatic activations past the size it had at the restart (every set there is
@@ -35,9 +46,15 @@
 //     `status` reads the file;
 //  5. never a set on a complete goal: covered by (1), as such a set writes another activation.
 //
-// The shipped 60 s resync: every change the engine makes, a goal's completion included, is saved
-// before it is shown or announced (durable before announced), so invariant 4 does not wait for
-// a resync to find the state file consistent.
+// The shipped 60 s resync and prepare lead: every change the engine makes, a goal's completion
+// included, is saved before it is shown or announced (durable before announced), so invariant 4
+// does not wait for a resync to find the state file consistent. One tuning value differs, and
+// only here: the global limiter refills one slot per 0.2 s (CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S)
+// instead of one per 10 s. The limiter is not what this test is about (its own tests are in
+// test/unit and the transport property), and with one recovery per iteration, two when a kill
+// swallowed a set, the shipped interval would make most iterations wait for a slot; it stays on
+// (burst 3, every set takes a slot). --base-delay 1 (public flag): the recovery is due 0.5–1 s
+// after the failure, room for the backoff aim; --max-attempts 50: no iteration gives up.
 //
 // Replay a failure with CGR_FAULT_SEED=<seed printed below>; CGR_FAULT_ITERATIONS (default 20).
 import { after, before, describe, it } from 'node:test';
@@ -48,8 +65,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { daemonPid, restartDaemon, sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, UserClient, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
-import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
+import { CLI, PREPARE_LEAD_MS, RunnerProcess, savedWatches, type RunnerDecision } from '../support/runnerProcess';
 import { DaemonLab } from '../support/daemonLab';
+import { assertOneRecoveryAcrossKill, daemonRecord } from '../support/daemonJudge';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
 import { readStateFile } from '../../src/store/jsonFileStore';
 import { rng as seededRandom } from '../support/random';
@@ -57,7 +75,20 @@ import { rng as seededRandom } from '../support/random';
 const T = 60_000;
 const SEED = faultSeed();
 const ITERATIONS = Math.max(1, Number(process.env.CGR_FAULT_ITERATIONS ?? 20) || 20);
-const WINDOW_MS = 1_500;
+const AIMS = ['backoff', 'prepare', 'set', 'reply', 'turn'] as const;
+type Aim = (typeof AIMS)[number];
+/** Where a kill landed, from the record. */
+const PHASES = ['before the runner saw the failure', 'backoff', 'prepare', 'set sent, no reply yet', 'set acknowledged, before turn/started', 'during the recovery turn', 'after the goal completed'] as const;
+type Phase = (typeof PHASES)[number];
+/** The phases of a recovery every run must reach, and how often at least. */
+const REQUIRED: Record<string, readonly Phase[]> = {
+  'backoff': ['backoff'],
+  'prepare': ['prepare'],
+  'set sent, no reply yet': ['set sent, no reply yet'],
+  'after the reply': ['set acknowledged, before turn/started', 'during the recovery turn', 'after the goal completed'],
+};
+/** Each aim gets ITERATIONS / 5 kills; half of them must land in its phase (2 in 20). */
+const MIN_HITS = Math.max(1, Math.floor(ITERATIONS / AIMS.length / 2));
 
 interface SavedWatch {
   pending: unknown;
@@ -69,10 +100,11 @@ interface SavedWatch {
 
 interface IterationRecord {
   i: number;
-  strategy: 'uniform' | 'at-set';
-  delayMs: number;
+  aim: Aim;
+  /** The jitter drawn for the aim, 0..1. */
+  jitter: number;
   /** Where the kill landed, from the runner's lines and the user's notifications before it. */
-  phase: string;
+  phase: Phase;
   /** `recovering` lines for the failed turn (a set whose reply the kill swallowed and that did not take effect is sent again). */
   sets: number;
   /** The goal's status in the restarted daemon before anyone acted. */
@@ -123,16 +155,22 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
   it(`exactly one recovery per failed turn, none lost, no crash, consistent state: ${ITERATIONS} kills (seed ${SEED})`, async (t) => {
     t.diagnostic(`seed ${SEED} (replay: CGR_FAULT_SEED=${SEED} npm run test:faults)`);
     const random = seededRandom(SEED);
+    const aims: Aim[] = [];
+    for (let i = 0; i < ITERATIONS; i++) aims.push(AIMS[i % AIMS.length]!);
+    for (let i = aims.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [aims[i], aims[j]] = [aims[j]!, aims[i]!];
+    }
     const records: IterationRecord[] = [];
     const started = Date.now();
     for (let i = 0; i < ITERATIONS; i++) {
-      const strategy = random() < 0.5 ? 'uniform' : 'at-set';
-      const delayMs = Math.round(strategy === 'uniform' ? random() * WINDOW_MS : random() * 20);
-      const context = `iteration ${i} (seed ${SEED}, ${strategy} +${delayMs} ms)`;
+      const aim = aims[i]!;
+      const jitter = random();
+      const context = `iteration ${i} (seed ${SEED}, aimed at ${aim}, jitter ${jitter.toFixed(3)})`;
       try {
-        const record = await iteration(i, strategy, delayMs);
+        const record = await iteration(i, aim, jitter);
         records.push(record);
-        t.diagnostic(`#${i} ${strategy} +${delayMs} ms → ${record.phase}; goal ${record.statusAtRestart} after the restart${record.lineLost ? ' (its activation line lost with the daemon)' : ''}${record.statusLost ? ' (an activation line kept, its status lost)' : ''}; sets ${record.sets}; restart ${record.restartMs} ms; runner reconnected ${record.reconnectMs} ms after the kill; ${record.ms} ms`);
+        t.diagnostic(`#${i} aimed ${aim} → ${record.phase}; goal ${record.statusAtRestart} after the restart${record.lineLost ? ' (its activation line lost with the daemon)' : ''}${record.statusLost ? ' (an activation line kept, its status lost)' : ''}; sets ${record.sets}; restart ${record.restartMs} ms; runner reconnected ${record.reconnectMs} ms after the kill; ${record.ms} ms`);
         if (record.sets > 1) t.diagnostic(`   runner, this thread: ${record.story}`);
         if (process.env.CGR_FAULT_VERBOSE) t.diagnostic(`   ${record.split}`);
       } catch (error) {
@@ -141,18 +179,22 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       }
     }
     const total = Date.now() - started;
-    const phases = new Map<string, number>();
+    const phases = new Map<string, number>(PHASES.map((p) => [p, 0]));
     for (const r of records) phases.set(r.phase, (phases.get(r.phase) ?? 0) + 1);
     t.diagnostic(`${records.length} iterations in ${(total / 1000).toFixed(1)} s (${Math.round(total / records.length)} ms each); kills landed: ${[...phases].map(([p, n]) => `${p} ×${n}`).join(', ')}`);
+    const reached = Object.entries(REQUIRED).map(([name, of]) => [name, records.filter((r) => of.includes(r.phase)).length] as const);
+    t.diagnostic(`required phases (at least ${MIN_HITS} each): ${reached.map(([name, n]) => `${name} ×${n}`).join(', ')}`);
     t.diagnostic(`sets re-sent after a swallowed reply: ${records.filter((r) => r.sets > 1).length}; activation lines lost with the daemon: ${records.filter((r) => r.lineLost).length}; statuses lost with a line kept: ${records.filter((r) => r.statusLost).length}; reconnect after kill: median ${median(records.map((r) => r.reconnectMs))} ms`);
     // The suite as a whole: the runner survived every kill.
     assert.ok(runner.running, `the runner exited (${runner.exitCode ?? runner.signalCode})`);
     assert.deepEqual(runner.stderr, [], 'the runner wrote to stderr');
     const status = spawnSync(process.execPath, [CLI, 'status', '--state', statePath, '--json'], { encoding: 'utf8' });
     assert.equal(status.status, 0, status.stderr);
+    // The kills reached every phase of a recovery, each often enough.
+    for (const [name, n] of reached) assert.ok(n >= MIN_HITS, `only ${n} kill(s) landed in the phase "${name}" (at least ${MIN_HITS} required; seed ${SEED}): ${records.map((r) => `#${r.i} ${r.aim}→${r.phase}`).join(', ')}`);
   });
 
-  async function iteration(i: number, strategy: 'uniform' | 'at-set', delayMs: number): Promise<IterationRecord> {
+  async function iteration(i: number, aim: Aim, jitter: number): Promise<IterationRecord> {
     const t0 = Date.now();
     lab.mock.setMode('http500');
     const thread = await startThreadWithGoal(user, `killed daemon ${i}`, { timeoutMs: T });
@@ -164,16 +206,41 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     lab.mock.setMode('goalComplete');
     const failedTurnId = String(failed.params.turn.id);
 
-    if (strategy === 'uniform') await sleep(Math.max(0, failed.at + delayMs - Date.now()));
-    else {
-      await runner.waitFor(mine('recovering'), T, 'recovering');
-      await sleep(delayMs);
-    }
     const pid = daemonPid(lab.home.dir);
     assert.ok(pid, 'no daemon to kill');
+    // Aim the kill.
+    const backoff = await runner.waitFor((d) => mine('backoff')(d) && d.failedTurnId === failedTurnId, T, 'backoff');
+    const due = Number(backoff.dueAt);
+    let stopped = false;
+    if (aim === 'backoff') {
+      const window = Math.max(0, due - PREPARE_LEAD_MS - 50 - Date.parse(backoff.ts));
+      await sleep(Date.parse(backoff.ts) + jitter * window - Date.now());
+    } else if (aim === 'prepare' || aim === 'set') {
+      await intentOnDisk(id, failedTurnId, due);
+      if (aim === 'set') {
+        // Frozen: the set the runner sends at its due time is neither read nor answered.
+        process.kill(-pid, 'SIGSTOP');
+        stopped = true;
+        await runner.waitFor((d) => mine('recovering')(d) && d.failedTurnId === failedTurnId, T, 'the set sent to the stopped daemon');
+        await sleep(jitter * 20);
+      }
+    } else if (aim === 'reply') {
+      const recovered = await runner.waitFor((d) => mine('recovered')(d) && d.failedTurnId === failedTurnId, T, 'the set acknowledged');
+      await sleep(Date.parse(recovered.ts) + jitter * 20 - Date.now());
+    } else {
+      const turn = await user.waitFor((n) => n.method === 'turn/started' && n.params?.threadId === id, T, failed.seq);
+      await sleep(turn.at + jitter * 200 - Date.now());
+    }
+    const lines = runner.decisions.length;
     process.kill(-pid, 'SIGKILL');
     const killedAt = Date.now();
-    const lines = runner.decisions.length;
+    if (stopped) {
+      try {
+        process.kill(-pid, 'SIGCONT'); // a killed group that was stopped: nothing is left to continue
+      } catch {
+        // gone already
+      }
+    }
     const witness = user; // what the user's client had seen before the kill
 
     await user.close();
@@ -210,25 +277,18 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     assert.equal(saved.state.kind, 'complete');
     const savedAt = Date.now();
 
-    // 1. exactly one effective recovery of the one failed turn, from the daemon's record.
-    const turns = (await user.request('thread/turns/list', { threadId: id }, T)).data as { id: string; status: string }[];
-    const failedTurns = turns.filter((x) => x.status === 'failed').map((x) => x.id);
-    assert.deepEqual(failedTurns, [failedTurnId], `failed turns: ${JSON.stringify(turns)}`);
-    const goals = readRolloutGoals(rolloutPath);
-    assert.deepEqual(goals.unreadable, [], 'the rollout has a line that is not JSON: the oracle cannot read it');
-    assert.equal(goals.user.length, 1, 'the user set the goal once');
+    // 1. exactly one effective recovery of the one failed turn, from the daemon's record
+    //    (test/support/daemonJudge.ts: the goal's status at the restart, the rollout after it).
+    const record = await daemonRecord(user, id, rolloutPath);
+    assert.equal(record.rollout.user.length, 1, 'the user set the goal once');
+    assertOneRecoveryAcrossKill(record, failedTurnId, statusAtRestart, sizeAtRestart);
     const setBeforeKill = statusAtRestart !== 'blocked' ? 1 : 0;
-    const afterRestart = goals.automatic.filter((a) => a.offset >= sizeAtRestart);
-    assert.equal(setBeforeKill + afterRestart.length, 1,
-      `effective recoveries: ${setBeforeKill} before the kill (goal ${statusAtRestart} at the restart) + ${afterRestart.length} after it; rollout activations ${JSON.stringify(goals.automatic)}; turns ${JSON.stringify(turns)}`);
-    for (const a of goals.automatic) assert.equal(a.afterTurn, failedTurnId, 'an activation does not follow the failed turn');
 
     return {
       i,
-      strategy,
-      delayMs,
-      // Now that every line the runner wrote before the kill has been read.
-      phase: phaseAt(killedAt, id, failed.at, witness),
+      aim,
+      jitter,
+      phase: phaseOf(lines, killedAt, id, failedTurnId, due, witness),
       sets: runner.decisions.filter((d) => d.type === 'recovering' && d.threadId === id && d.failedTurnId === failedTurnId).length,
       statusAtRestart,
       lineLost: setBeforeKill === 1 && keptBeforeKill.automatic.length === 0,
@@ -244,17 +304,39 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     };
   }
 
-  /** The last step of the recovery the runner had printed (or the user had seen) before the kill. */
-  function phaseAt(at: number, id: string, failedAt: number, client: UserClient): string {
-    const before = runner.decisions.filter((d) => d.threadId === id && Date.parse(d.ts) <= at).map((d) => d.type);
-    const recoveryStarted = client.notifications.some((n) => n.at <= at && n.at > failedAt && n.method === 'turn/started' && n.params?.threadId === id);
+  /**
+   * Where the kill landed, from the record: the runner's lines up to the one saying its connection
+   * was lost (the engine emits them in the order it decided, and this runner outlived the kill),
+   * and what the user's client had seen before the kill.
+   */
+  function phaseOf(mark: number, at: number, id: string, failedTurnId: string, due: number, client: UserClient): Phase {
+    const lostAt = runner.decisions.findIndex((d, k) => k >= mark && d.type === 'connection' && d.state !== 'connected');
+    const before = runner.decisions.slice(0, lostAt < 0 ? undefined : lostAt).filter((d) => d.threadId === id);
+    const acknowledged = before.some((d) => d.type === 'recovered' && d.failedTurnId === failedTurnId && d.how === 'thread/goal/set accepted');
+    const lostReply = before.some((d) => d.type === 'warning' && /outcome is read back after reconnecting/.test(String(d.message)));
+    const sent = before.some((d) => d.type === 'recovering' && d.failedTurnId === failedTurnId);
+    const recoveryStarted = client.notifications.some((n) => n.at <= at && n.method === 'turn/started' && n.params?.threadId === id && n.params?.turn?.id !== failedTurnId);
     const complete = client.notifications.some((n) => n.at <= at && n.method === 'thread/goal/updated' && n.params?.threadId === id && n.params?.goal?.status === 'complete');
-    if (complete) return 'after the goal completed';
-    if (recoveryStarted) return 'during the recovery turn';
-    if (before.includes('recovered')) return 'set acknowledged, before turn/started';
-    if (before.includes('recovering')) return 'set sent, no reply yet';
-    if (before.includes('backoff')) return 'backoff';
-    return 'before the runner saw the failure';
+    if (acknowledged || recoveryStarted || complete) {
+      if (complete) return 'after the goal completed';
+      if (recoveryStarted) return 'during the recovery turn';
+      return 'set acknowledged, before turn/started';
+    }
+    if (lostReply || sent) return 'set sent, no reply yet';
+    if (!before.some((d) => d.type === 'backoff')) return 'before the runner saw the failure';
+    return at >= due - PREPARE_LEAD_MS ? 'prepare' : 'backoff';
+  }
+
+  /** Waits until the runner's state file holds the write-ahead intent for the failed turn. */
+  async function intentOnDisk(threadId: string, failedTurnId: string, due: number): Promise<void> {
+    await sleep(due - PREPARE_LEAD_MS - 100 - Date.now());
+    const deadline = Date.now() + T;
+    for (;;) {
+      const w = (await savedWatches(statePath).catch(() => ({})) as Record<string, { pending: { failedTurnId: string } | null }>)[threadId];
+      if (w?.pending?.failedTurnId === failedTurnId) return;
+      if (Date.now() > deadline) throw new Error(`the intent for ${failedTurnId} never reached the state file: ${JSON.stringify(w)}`);
+      await sleep(3);
+    }
   }
 
   async function waitGoal(threadId: string, status: string): Promise<void> {

@@ -30,7 +30,7 @@
 // Invariants, from the daemon's own record unless said otherwise:
 //  1. exactly one effective recovery per failed turn: the rollout's automatic activations (every
 //     effective set writes one line; the daemon is never killed here, so none is lost;
-//     test/support/rolloutGoals.ts) are exactly one, right after the failed turn, checked after
+//     test/support/daemonJudge.ts) are exactly one, right after the failed turn, checked after
 //     every iteration and again for every thread at the end; the thread has exactly two turns,
 //     the failed one and the completed recovery;
 //  2. every failure recovered: the goal ends complete;
@@ -72,9 +72,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, waitGoalStatus, waitTurnCompleted, type Notification, type StartedGoalThread, type UserClient } from '../../src/demo/userClient';
-import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
+import { CLI, RunnerProcess, settleAndStop, type RunnerDecision } from '../support/runnerProcess';
 import { DaemonLab } from '../support/daemonLab';
-import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
+import { faultSeed } from '../support/rolloutGoals';
+import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import { rng as seededRandom } from '../support/random';
 
 const T = 60_000;
@@ -179,7 +180,8 @@ describe('fault 8: the runner is SIGKILLed during a goal\'s life and restarted o
     assert.equal(await runner.stop(), 0, `the last runner did not stop cleanly\n${runner.transcript()}`);
     const fresh = start();
     await fresh.connected();
-    assert.equal(await fresh.stop(), 0, `the fresh runner did not stop cleanly\n${fresh.transcript()}`);
+    // Settled on its first look at every thread (each complete on disk, nothing planned), stopped.
+    await settleAndStop(fresh, statePath, Object.fromEntries(outcomes.filter((o) => o.threadId && !o.error).map((o) => [o.threadId, 'complete'])));
     const freshSets = fresh.of('recovering');
 
     const count = <K extends string>(keys: readonly K[], of: (o: Outcome) => K | undefined) => new Map(keys.map((k) => [k, outcomes.filter((o) => of(o) === k).length]));
@@ -211,8 +213,9 @@ describe('fault 8: the runner is SIGKILLed during a goal\'s life and restarted o
       assert.equal(w.pending, null, `${at}: an intent is pending: ${JSON.stringify(w.pending)}`);
       assert.deepEqual(w.recovered, [o.failedTurnId], `${at}: recovered ${JSON.stringify(w.recovered)}`);
       assert.equal(w.history.filter((h) => h.outcome === 'recovered' && h.failedTurnId === o.failedTurnId).length, 1, `${at}: history ${JSON.stringify(w.history)}`);
-      const goals = readRolloutGoals(o.rolloutPath);
-      assert.deepEqual(goals.automatic.map((a) => a.afterTurn), [o.failedTurnId], `${at}: automatic activations at the end`);
+      const d = await daemonRecord(user, o.threadId, o.rolloutPath);
+      assert.deepEqual(d.failed, [o.failedTurnId], `${at}: failed turns at the end`);
+      assertOneRecoveryPerFailedTurn(d);
     }
     for (const phase of PHASES) assert.ok(hits.get(phase)! >= MIN_HITS, `the kills landed in "${phase}" ${hits.get(phase)} times, fewer than ${MIN_HITS} (${show(hits)}; seed ${SEED})`);
   });
@@ -307,15 +310,14 @@ describe('fault 8: the runner is SIGKILLed during a goal\'s life and restarted o
       }
       await waitTurnCompleted(user, id, 'completed', T, complete.seq);
 
-      // 1. exactly one effective recovery, right after the failed turn; two turns in all.
-      const turns = (await user.request('thread/turns/list', { threadId: id }, T)).data as { id: string; status: string }[];
-      assert.deepEqual(turns.map((x) => x.status).sort(), ['completed', 'failed'], `turns: ${JSON.stringify(turns)}`);
-      assert.equal(turns.find((x) => x.status === 'failed')!.id, failedTurnId);
-      const goals = readRolloutGoals(String(thread.thread.path));
-      assert.deepEqual(goals.unreadable, [], 'a rollout line is not JSON');
-      assert.equal(goals.user.length, 1, 'the user set the goal once');
-      assert.deepEqual(goals.automatic.map((a) => a.afterTurn), [failedTurnId], `effective recoveries (automatic activations): ${JSON.stringify(goals.automatic)}`);
-      const activation = goals.automatic[0]!;
+      // 1. exactly one effective recovery, right after the failed turn; two turns in all
+      //    (the daemon's record: test/support/daemonJudge.ts).
+      const d = await daemonRecord(user, id, String(thread.thread.path));
+      assert.deepEqual(d.turns.map((x) => x.status).sort(), ['completed', 'failed'], `turns: ${JSON.stringify(d.turns)}`);
+      assert.deepEqual(d.failed, [failedTurnId]);
+      assert.equal(d.rollout.user.length, 1, 'the user set the goal once');
+      assertOneRecoveryPerFailedTurn(d);
+      const activation = d.automaticAfter.get(failedTurnId)![0]!;
       const sets = [...killed.decisions, ...restarted.decisions].filter((d) => d.type === 'recovering' && d.threadId === id);
       o.sets = sets.length;
 

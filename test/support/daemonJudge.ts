@@ -127,3 +127,23 @@ export function assertNoAutomaticSetSince(r: DaemonRecord, before: DaemonRecord,
   const since = r.rollout.automatic.slice(before.rollout.automatic.length);
   assert.equal(since.length, 0, `${why}: ${since.length} automatic activation(s) since the earlier record; ${describeRecord(r)}`);
 }
+
+/**
+ * Exactly one effective recovery of `failedTurnId` across a daemon SIGKILL, from the daemon's own
+ * record. A kill can lose the rollout's last lines while the goal store already committed the
+ * goal's new status (measured: test/support/rolloutGoals.ts), so the part before the kill is
+ * read from the goal's status in the restarted daemon before any client acted (`statusAtRestart`:
+ * anything but `blocked` means a set before the kill took effect; nothing but the engine sets
+ * this goal active), and the part after it from the rollout's automatic activations past its
+ * size at the restart (`sizeAtRestart`: no kill follows, every set there is written). Their sum
+ * must be 1; every automatic activation follows the failed turn; it is the thread's only failed
+ * turn.
+ */
+export function assertOneRecoveryAcrossKill(r: DaemonRecord, failedTurnId: string, statusAtRestart: string, sizeAtRestart: number): void {
+  assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON: the oracle cannot read it`);
+  assert.deepEqual(r.failed, [failedTurnId], `failed turns: ${describeRecord(r)}`);
+  const beforeKill = statusAtRestart !== 'blocked' ? 1 : 0;
+  const afterRestart = r.rollout.automatic.filter((a) => a.offset >= sizeAtRestart);
+  assert.equal(beforeKill + afterRestart.length, 1, `effective recoveries: ${beforeKill} before the kill (goal ${statusAtRestart} at the restart) + ${afterRestart.length} after it: ${describeRecord(r)}`);
+  for (const a of r.rollout.automatic) assert.equal(a.afterTurn, failedTurnId, `an activation does not follow the failed turn: ${describeRecord(r)}`);
+}
