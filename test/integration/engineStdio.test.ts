@@ -68,7 +68,7 @@ describe('engine over stdio against the real app-server', () => {
     // Stopping the engine ends the private app-server's whole process group.
     const pid = Number(/pid (\d+)/.exec(s.describe)?.[1]);
     await engine.stop();
-    await sleep(200);
-    assert.equal(isAlive(pid), false, 'the stdio app-server outlived the engine');
+    for (const deadline = Date.now() + 5_000; isAlive(pid) && Date.now() < deadline; ) await sleep(20);
+    assert.equal(isAlive(pid), false, 'the stdio app-server outlived the engine by 5 s');
   });
 });
