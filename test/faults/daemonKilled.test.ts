@@ -208,6 +208,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
     const pid = daemonPid(lab.home.dir);
     assert.ok(pid, 'no daemon to kill');
+    const rolloutPath = String(thread.thread.path);
     // Aim the kill.
     const backoff = await runner.waitFor((d) => mine('backoff')(d) && d.failedTurnId === failedTurnId, T, 'backoff');
     const due = Number(backoff.dueAt);
@@ -217,6 +218,11 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       await sleep(Date.parse(backoff.ts) + jitter * window - Date.now());
     } else if (aim === 'prepare' || aim === 'set') {
       await intentOnDisk(id, failedTurnId, due);
+      // Write-ahead, judged by the daemon: when the intent first shows on disk, the daemon has
+      // not recorded the set (no automatic activation in its rollout, no goal made active).
+      const early = readRolloutGoals(rolloutPath).automatic.filter((a) => a.afterTurn === failedTurnId);
+      const active = user.notifications.filter((n) => n.seq > failed.seq && n.method === 'thread/goal/updated' && n.params?.threadId === id && n.params?.goal?.status === 'active');
+      assert.ok(early.length === 0 && active.length === 0, `the daemon had the set (${early.length} activation line(s), ${active.length} goal/updated active) before its write-ahead intent was on disk`);
       if (aim === 'set') {
         // Frozen: the set the runner sends at its due time is neither read nor answered.
         process.kill(-pid, 'SIGSTOP');
@@ -250,7 +256,6 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     user = await UserClient.overSocket(lab.socket, { name: `fault-user-${i}` });
     // What survived the kill, before anyone acts (the thread is not loaded: nothing can change it;
     // the engine never sets the goal of a thread that is not loaded).
-    const rolloutPath = String(thread.thread.path);
     const statusAtRestart = String((await user.request('thread/goal/get', { threadId: id }, T)).goal?.status);
     const sizeAtRestart = fs.statSync(rolloutPath).size;
     const keptBeforeKill = readRolloutGoals(rolloutPath);

@@ -72,10 +72,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { startThreadWithGoal, waitGoalStatus, waitTurnCompleted, type Notification, type StartedGoalThread, type UserClient } from '../../src/demo/userClient';
-import { CLI, RunnerProcess, settleAndStop, type RunnerDecision } from '../support/runnerProcess';
+import { CLI, RunnerProcess, savedWatches as savedWatchesOf, settleAndStop, type RunnerDecision } from '../support/runnerProcess';
 import { DaemonLab } from '../support/daemonLab';
 import { faultSeed } from '../support/rolloutGoals';
 import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
+import { SocketTap, type HeldFrame } from '../support/socketTap';
 import { rng as seededRandom } from '../support/random';
 
 const T = 60_000;
@@ -93,6 +94,8 @@ const QUIET_AFTER_SET_MS = 1_500;
 const RECOVERY_GRACE_MS = 12_000;
 /** Timers count from the event loop's cached time: one may fire a few ms early by the wall clock. */
 const CLOCK_SLACK_MS = 25;
+/** Runners killed as their set leaves them (half the sets forwarded, half dropped). */
+const WRITE_AHEAD_ROUNDS = 4;
 
 interface SavedWatch {
   threadId: string;
@@ -218,6 +221,94 @@ describe('fault 8: the runner is SIGKILLed during a goal\'s life and restarted o
       assertOneRecoveryPerFailedTurn(d);
     }
     for (const phase of PHASES) assert.ok(hits.get(phase)! >= MIN_HITS, `the kills landed in "${phase}" ${hits.get(phase)} times, fewer than ${MIN_HITS} (${show(hits)}; seed ${SEED})`);
+  });
+
+  // The write-ahead, aimed exactly: the runner on a tap of the daemon's socket
+  // (test/support/socketTap.ts) is SIGKILLed the moment its automatic `thread/goal/set` leaves it,
+  // before the daemon has it. Its state file must hold the intent for the failed turn then (the
+  // intent is on disk before the set is sent: README "After a crash"); a set sent before its
+  // save, which the kills above land on only by luck, fails here every time. Half the rounds send
+  // the set on time (prepared ahead: the intent was saved up to 200 ms before); the other half
+  // send it at once, as a runner does that starts after the due time (the one before it was
+  // SIGKILLed right after its `backoff` line and this one is started past the due time): there
+  // only the write-ahead save itself stands between the intent and the set. The held set is then
+  // forwarded (it takes effect, its reply finds no one) or dropped (it never arrives), alternately,
+  // and the runner restarted on its file must end with exactly one recovery, by the daemon's record.
+  // --base-delay 1 (public flag): due 0.5–1 s after the failure. Shipped resync, limiter, prepare lead.
+  it(`write-ahead: a runner SIGKILLed as its set leaves it has the intent on disk; forwarded or dropped, exactly one recovery after the restart (${WRITE_AHEAD_ROUNDS} rounds)`, async (t) => {
+    // Alone on the daemon: the runner of the test above (still running when that one is skipped)
+    // would recover these goals too.
+    for (const r of runners) if (r.running) assert.equal(await r.stop(), 0, 'a runner did not stop cleanly');
+    const tap = await SocketTap.start(lab.socket);
+    const st = path.join(dir, 'tap-state.json');
+    const args = ['--socket', tap.socketPath, '--state', st, '--base-delay', '1', '--max-delay', '1'];
+    const tapped: RunnerProcess[] = [];
+    try {
+      for (let round = 0; round < WRITE_AHEAD_ROUNDS; round++) {
+        const overdue = round % 2 === 1;
+        const forward = round % 4 === 0 || round % 4 === 3;
+        let first = new RunnerProcess(args);
+        tapped.push(first);
+        await first.connected();
+        let held: HeldFrame | null = null;
+        let setLeftAt = 0;
+        let onSet: () => void = () => undefined;
+        const setLeft = new Promise<void>((resolve) => { onSet = resolve; });
+        lab.mock.setMode('http500');
+        const thread = await startThreadWithGoal(user, `write-ahead ${round}`, { timeoutMs: T });
+        threads.push(thread);
+        const id = thread.threadId;
+        tap.hook = (text, frame) => {
+          if (held || !text.includes('"thread/goal/set"') || !text.includes('"automatic"') || !text.includes(id)) return false;
+          process.kill(-first.child.pid!, 'SIGKILL'); // now: it can write nothing more
+          held = frame;
+          setLeftAt = Date.now();
+          onSet();
+          return true;
+        };
+        const failed = await waitTurnCompleted(user, id, 'failed', T, thread.goalSetSeq);
+        const failedTurnId = String(failed.params.turn.id);
+        lab.mock.setMode('goalComplete');
+        if (overdue) {
+          const backoff = await first.waitFor((d) => d.type === 'backoff' && d.threadId === id, T, 'backoff');
+          const hookOf = tap.hook;
+          tap.hook = null;
+          await first.kill();
+          assert.equal(first.of('recovering', id).length, 0, 'the recovery was sent before the kill meant to precede it');
+          await sleep(Number(backoff.dueAt) + 300 - Date.now());
+          first = new RunnerProcess(args);
+          tapped.push(first);
+          tap.hook = hookOf;
+        }
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([setLeft, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`round ${round}: no automatic set left the runner in ${T} ms\n${first.transcript()}`)), T); })]).finally(() => clearTimeout(timer));
+        await first.kill();
+        tap.hook = null;
+        const atKill = (await savedWatchesOf(st))[id];
+        assert.equal(atKill?.pending?.failedTurnId, failedTurnId, `round ${round}: the set left the runner before its intent was on disk; the file had ${JSON.stringify(atKill ? { state: atKill.state, pending: atKill.pending } : null)}`);
+        const sizeBefore = fs.statSync(String(thread.thread.path)).size;
+        if (forward) held!.forward();
+        else held!.drop();
+        const releasedAt = Date.now();
+        const second = new RunnerProcess(args);
+        tapped.push(second);
+        await second.connected();
+        await waitGoalStatus(user, id, 'complete', T, failed.seq);
+        const saved = (await settleAndStop(second, st, { [id]: 'complete' }))[id]!;
+        assert.deepEqual(saved.recovered, [failedTurnId], `round ${round}: recovered ${JSON.stringify(saved.recovered)}`);
+        const d = await daemonRecord(user, id, String(thread.thread.path));
+        assert.deepEqual(d.failed, [failedTurnId]);
+        assertOneRecoveryPerFailedTurn(d);
+        const resent = second.of('recovering', id).length;
+        assert.equal(resent, forward ? 0 : 1, `round ${round}: the restarted runner sent ${resent} set(s) after a set that was ${forward ? 'forwarded' : 'dropped'}; the set left the killed runner at ${setLeftAt}, was released at ${releasedAt}; the daemon recorded the activation at ${d.rollout.automatic.map((a) => a.at).join(', ')}\n--- killed ---\n${first.transcript()}\n--- restarted ---\n${second.transcript()}`);
+        t.diagnostic(`round ${round}: ${overdue ? 'started past the due time, set sent at once' : 'set sent on time'}; killed as its set left it, intent on disk; the set ${forward ? 'forwarded' : 'dropped'}; the activation ${d.rollout.automatic[0]!.offset >= sizeBefore ? 'after' : 'before'} the restart; the restarted runner sent ${resent}`);
+        for (const r of tapped) assert.deepEqual(r.stderr, [], 'a runner wrote to stderr');
+      }
+    } finally {
+      tap.hook = null;
+      for (const r of tapped) await r.kill();
+      await tap.close();
+    }
   });
 
   async function iteration(i: number, aimed: Phase, slowRestart: boolean, random: () => number): Promise<Outcome> {
