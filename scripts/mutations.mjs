@@ -6,6 +6,7 @@
 //   node scripts/mutations.mjs            every mutation
 //   node scripts/mutations.mjs ID...      only those
 //   node scripts/mutations.mjs --list     the mutations and their guards
+//   node scripts/mutations.mjs --table    the Markdown table of docs/testing.md, from the last results
 //
 // Results go to docs/mutations.json (one entry per mutation: caught or not, the failing test and
 // its first assertion line, the time); docs/testing.md explains them. A mutation whose anchor
@@ -19,7 +20,20 @@ import { MUTATIONS } from './mutations.list.mjs';
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const args = process.argv.slice(2);
 if (args.includes('--list')) {
-  for (const m of MUTATIONS) console.log(`${m.id}\n  fault:  ${m.fault}\n  guard:  ${m.guard.file} — ${m.guard.name}`);
+  for (const m of MUTATIONS) console.log(`${m.id}\n  fault:  ${m.fault}\n  guard:  ${m.guard.file} — ${title(m)}`);
+  process.exit(0);
+}
+if (args.includes('--table')) {
+  // The Markdown table of docs/testing.md, from the last results.
+  const saved = JSON.parse(fs.readFileSync(path.join(root, 'docs', 'mutations.json'), 'utf8'));
+  const cell = (t) => String(t ?? '').replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 160);
+  console.log('| invariant | fault (one line) | guard | result |');
+  console.log('|---|---|---|---|');
+  for (const m of MUTATIONS) {
+    const r = saved.results.find((x) => x.id === m.id);
+    const result = !r ? 'not run' : r.caught ? `red: ${cell(r.message)}` : `**${r.error ? cell(r.error) : 'green (missed)'}**`;
+    console.log(`| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${result} |`);
+  }
   process.exit(0);
 }
 const chosen = args.length ? MUTATIONS.filter((m) => args.includes(m.id)) : MUTATIONS;
@@ -29,7 +43,7 @@ if (args.length && chosen.length !== args.length) {
 }
 
 function run(cmd, argv, cwd, timeoutMs = 30 * 60_000) {
-  const r = spawnSync(cmd, argv, { cwd, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, env: { ...process.env, CI: process.env.CI ?? '' } });
+  const r = spawnSync(cmd, argv, { cwd, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, env: { ...process.env, CI: process.env.CI ?? '', FAULTS_NO_SHRINK: '1' } });
   return { status: r.status, signal: r.signal, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
@@ -49,7 +63,8 @@ function copyTree() {
 }
 
 function build(dir) {
-  for (const [cmd, argv] of [['npx', ['tsc', '-p', '.']], ['node', ['scripts/build.mjs']]]) {
+  // A mutant may leave a name unused (a deleted line was its only reader): not an error here.
+  for (const [cmd, argv] of [['npx', ['tsc', '-p', '.', '--noUnusedLocals', 'false', '--noUnusedParameters', 'false']], ['node', ['scripts/build.mjs']]]) {
     const r = run(cmd, argv, dir);
     if (r.status !== 0) return r.out;
   }
@@ -66,6 +81,10 @@ function guard(dir, m) {
   const failing = [...r.out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((x) => x[1].trim());
   const message = /^\s*error: [|>]?-?\s*\n?\s*(.*)$/m.exec(r.out)?.[1]?.trim() ?? /^\s*error: '(.*)'$/m.exec(r.out)?.[1] ?? '';
   return { status: r.status, tests, failing, message, ms, out: r.out };
+}
+
+function title(m) {
+  return m.guard.name ?? `/${m.guard.pattern}/`;
 }
 
 function escape(s) {
@@ -87,28 +106,40 @@ try {
   console.log(`copy: ${dir}`);
   const broken = build(dir);
   if (broken) throw new Error(`the unmutated copy does not build:\n${broken}`);
+  // Every guard must be green on the product as it is, and run at least one test: all checked on
+  // the clean build first (each mutant's build then rewrites every output of the copy).
+  const clean = new Map(chosen.map((m) => [m.id, guard(dir, m)]));
   for (const m of chosen) {
-    // The guard must be green on the product as it is, and run at least one test.
-    const clean = guard(dir, m);
-    if (clean.status !== 0 || clean.tests === 0) {
-      results.push({ id: m.id, fault: m.fault, guard: m.guard, caught: false, error: clean.tests === 0 ? 'the guard matched no test' : `the guard is red without the mutation: ${clean.failing.join('; ')}`, ms: clean.ms });
+    const c = clean.get(m.id);
+    if (c.status !== 0 || c.tests === 0) {
+      results.push({ id: m.id, fault: m.fault, guard: m.guard, caught: false, error: c.tests === 0 ? 'the guard matched no test' : `the guard is red without the mutation: ${c.failing.join('; ')}`, ms: c.ms });
       console.log(`✗ ${m.id}: ${results.at(-1).error}`);
       continue;
     }
-    const original = apply(dir, m);
+    let original;
+    try {
+      original = apply(dir, m);
+    } catch (error) {
+      results.push({ id: m.id, fault: m.fault, guard: m.guard, caught: false, error: error.message });
+      console.log(`✗ ${error.message}`);
+      continue;
+    }
     try {
       const failedBuild = build(dir);
-      if (failedBuild) throw new Error(`${m.id}: the mutant does not build:\n${failedBuild}`);
+      if (failedBuild) {
+        results.push({ id: m.id, fault: m.fault, guard: m.guard, caught: false, error: `the mutant does not build: ${failedBuild.split('\n')[0]}` });
+        console.log(`✗ ${m.id}: ${results.at(-1).error}`);
+        continue;
+      }
       const r = guard(dir, m);
       const caught = r.status !== 0 && r.failing.length > 0;
       results.push({ id: m.id, fault: m.fault, file: m.file, guard: m.guard, caught, failing: r.failing.filter((f) => f !== m.guard.file), message: r.message, ms: r.ms });
-      console.log(`${caught ? '✓ caught' : '✗ MISSED'} ${m.id} by ${m.guard.file} — ${m.guard.name}${caught ? `: ${r.message}` : ''} (${(r.ms / 1000).toFixed(1)} s)`);
+      console.log(`${caught ? '✓ caught' : '✗ MISSED'} ${m.id} by ${m.guard.file} — ${title(m)}${caught ? `: ${r.message}` : ''} (${(r.ms / 1000).toFixed(1)} s)`);
       if (!caught && process.env.CGR_MUTATION_VERBOSE) console.log(r.out);
     } finally {
       fs.writeFileSync(path.join(dir, m.file), original);
     }
   }
-  // Rebuilt clean, so nothing of a mutant is left in out/ when the copy is removed.
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }
