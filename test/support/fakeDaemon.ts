@@ -471,17 +471,18 @@ export class FakeDaemon {
   }
 }
 
-/** The methods the fake daemon serves: anything else is an unexpected RPC. */
-const SERVED: ReadonlySet<string> = new Set([
+/** The methods the fake daemon serves (the engine's every request): anything else is an unexpected RPC. */
+export const SERVED_METHODS = [
   'initialize',
   'thread/loaded/list',
   'thread/goal/get',
   'thread/read',
   'thread/turns/list',
   'thread/resume',
-  'account/rateLimits/read',
   'thread/goal/set',
-]);
+  'account/rateLimits/read',
+] as const;
+const SERVED: ReadonlySet<string> = new Set(SERVED_METHODS);
 
 /** What the strict fake daemon throws for a broken rule. */
 export class StrictDaemonError extends Error {

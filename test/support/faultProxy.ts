@@ -21,18 +21,10 @@ import { ConnectionLostError, type Connector, type DaemonListener, type DaemonSe
 import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
 import type { Transport } from '../../src/protocol/transport';
 import type { FakeClock } from './fakeClock';
-import type { FakeConnection, FakeDaemon, WireMessage } from './fakeDaemon';
+import { type FakeConnection, type FakeDaemon, SERVED_METHODS, type WireMessage } from './fakeDaemon';
 
-export const REQUEST_METHODS = [
-  'initialize',
-  'thread/loaded/list',
-  'thread/goal/get',
-  'thread/read',
-  'thread/turns/list',
-  'thread/resume',
-  'thread/goal/set',
-  'account/rateLimits/read',
-] as const;
+/** Every request the engine makes, as the fake daemon serves them. */
+export const REQUEST_METHODS = SERVED_METHODS;
 export const NOTIFICATION_METHODS = [
   'thread/goal/updated',
   'thread/status/changed',

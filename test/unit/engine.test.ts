@@ -29,6 +29,16 @@ after(async () => {
   for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
 });
 
+/** thread-1's turn fails on a usage limit: the goal usageLimited (told), and the turn's end (told when `ended`). */
+function usageLimit(h: Harness, status: 'idle' | 'systemError' | null, ended: boolean): void {
+  const t = h.daemon.thread();
+  t.goal = testGoal('thread-1', 'usageLimited');
+  t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
+  if (status) t.status = { type: status };
+  h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
+  if (ended) h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
+}
+
 async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['thread-1']): Promise<Harness> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
   const daemon = init.daemon ?? new FakeDaemon(dir);
@@ -258,12 +268,7 @@ describe('engine', () => {
   it('resumes a usage-limited goal after the reset plus the margin, and only then', async () => {
     const h = await armed(); // the shipped 60 s margin
     h.daemon.rateLimitResetSeconds = Math.floor(h.clock.now() / 1000) + 3600;
-    const t = h.daemon.thread();
-    t.goal = testGoal('thread-1', 'usageLimited');
-    t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
-    t.status = { type: 'idle' };
-    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
-    h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
+    usageLimit(h, 'idle', true);
     await h.settle();
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'usageLimited');
@@ -277,10 +282,7 @@ describe('engine', () => {
 
   it('waits the maximum delay for a usage limit whose reset is unknown', async () => {
     const h = await armed();
-    const t = h.daemon.thread();
-    t.goal = testGoal('thread-1', 'usageLimited');
-    t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
-    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
+    usageLimit(h, null, false);
     await h.settle();
     assert.equal(dueAt(h.engine.watch('thread-1')!.state), h.clock.now() + DEFAULT_OPTIONS.maxDelayMs);
   });
@@ -301,12 +303,7 @@ describe('engine', () => {
       const setTimer = h.clock.setTimer.bind(h.clock);
       h.clock.setTimer = (cb, ms) => { timers += 1; return setTimer(cb, ms); };
       h.daemon.rateLimitResetSeconds = reset === null ? null : Math.floor(h.clock.now() / 1000) + reset;
-      const t = h.daemon.thread();
-      t.goal = testGoal('thread-1', 'usageLimited');
-      t.turn = testTurn('turn-1', 'failed', 'usageLimitExceeded');
-      t.status = { type: 'systemError' };
-      h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal });
-      h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
+      usageLimit(h, 'systemError', true);
       await h.settle();
       const w = h.engine.watch('thread-1')!;
       assert.equal(w.state.kind, 'usageLimited', `not waiting for the reset: ${JSON.stringify(w.state)}; ${JSON.stringify(h.decisions.filter((d) => d.type === 'warning'))}`);
