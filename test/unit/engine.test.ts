@@ -29,6 +29,18 @@ after(async () => {
   for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
 });
 
+/** thread-1 failed, its recovery prepared: the write-ahead intent saved, the set not sent (PREPARE ms to its due time). */
+async function preparedRecovery(): Promise<Harness> {
+  const store = new MemoryStore();
+  const h = await armed({ store });
+  failByEvents(h.daemon, 'thread-1', 'turn-1');
+  await h.settle();
+  const due = dueAt(h.engine.watch('thread-1')!.state)!;
+  await h.advance(due - PREPARE - h.clock.now());
+  assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
+  return h;
+}
+
 /** thread-1's turn fails on a usage limit: the goal usageLimited (told), and the turn's end (told when `ended`). */
 function usageLimit(h: Harness, status: 'idle' | 'systemError' | null, ended: boolean): void {
   const t = h.daemon.thread();
@@ -99,13 +111,7 @@ describe('engine', () => {
   });
 
   it('a prepared recovery is called off when the user acts while it waits for its due time', async () => {
-    const store = new MemoryStore();
-    const h = await armed({ store });
-    failByEvents(h.daemon, 'thread-1', 'turn-1');
-    await h.settle();
-    const due = dueAt(h.engine.watch('thread-1')!.state)!;
-    await h.advance(due - PREPARE - h.clock.now());
-    assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
+    const h = await preparedRecovery();
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
     h.daemon.human('thread-1', 'paused');
     await h.settle(); // the notification crosses the wire
@@ -379,13 +385,7 @@ describe('engine', () => {
   });
 
   it('Pause auto-recovery that lands while a recovery is prepared calls it off at the last check; Resume recovers it once', async () => {
-    const store = new MemoryStore();
-    const h = await armed({ store });
-    failByEvents(h.daemon, 'thread-1', 'turn-1');
-    await h.settle();
-    const due = dueAt(h.engine.watch('thread-1')!.state)!;
-    await h.advance(due - PREPARE - h.clock.now());
-    assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
+    const h = await preparedRecovery();
     await h.engine.pauseAll();
     await h.advance(PREPARE);
     await h.advance(RESYNC);
