@@ -160,7 +160,7 @@ export class Engine {
       // Not sent: the intent is withdrawn (saved below), the recovery is due again next start.
       if (p.timer) this.deps.clock.clearTimer(p.timer);
       if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
-      if (p.w.state.kind === 'recovering') p.w.state = p.scheduled;
+      if (p.w.state.kind === 'recovering') this.writeState(p.w, p.scheduled);
       this.dirty.add(p.w.threadId);
       this.attempting.delete(p.w.threadId);
     }
@@ -297,7 +297,7 @@ export class Engine {
     if (w.state.kind === 'unloaded') return this.loadAndRetry(w);
     const now = this.deps.clock.now();
     if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') {
-      w.state = { ...w.state, dueAt: now };
+      this.writeState(w, { ...w.state, dueAt: now });
     } else if (w.state.kind === 'gaveUp' && w.lastFailure) {
       this.setState(w, { kind: 'backoff', dueAt: now, attempt: w.failures, failedTurnId: w.lastFailure.turnId });
     }
@@ -571,7 +571,7 @@ export class Engine {
     this.state.watches[threadId] = w;
     this.dirty.add(threadId);
     if (seen.status !== 'active' || !this.options.autoArm) {
-      w.state = { kind: 'notAdopted', status: current.status };
+      this.writeState(w, { kind: 'notAdopted', status: current.status });
       this.changed();
       return;
     }
@@ -679,7 +679,7 @@ export class Engine {
     }
     if (w.state.kind === 'notAdopted') {
       if (w.goal.status === 'active' && this.options.autoArm && !this.state.disarmed[threadId]) await this.arm(session, w);
-      else w.state = { kind: 'notAdopted', status: w.goal.status };
+      else if (w.state.status !== w.goal.status) this.writeState(w, { kind: 'notAdopted', status: w.goal.status });
       return;
     }
     if (!isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
@@ -825,7 +825,7 @@ export class Engine {
       // cut short by a crash before the set went out) is not sent early.
       if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);
       // Not in backoff any more: the next decision puts it back, due then.
-      w.state = { kind: 'running' };
+      this.writeState(w, { kind: 'running' });
     }
     return false;
   }
@@ -949,7 +949,7 @@ export class Engine {
       const s = w.state;
       const absolute = s.kind === 'usageLimited' && s.resetsAt !== null;
       if (s.kind === 'backoff' || (s.kind === 'usageLimited' && !absolute)) {
-        w.state = { ...s, dueAt: s.dueAt - ms };
+        this.writeState(w, { ...s, dueAt: s.dueAt - ms });
         moved += 1;
       }
       const f = w.lastFailure;
@@ -1082,11 +1082,11 @@ export class Engine {
     const { w, failedTurnId } = p;
     if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
     this.limiter.giveBack();
-    if (w.state.kind === 'recovering') w.state = p.scheduled;
+    if (w.state.kind === 'recovering') this.writeState(w, p.scheduled);
     if (error instanceof SaveFailed && (w.state.kind === 'backoff' || w.state.kind === 'usageLimited')) {
       // Never sent without its intent on disk; and not at once again, against a failing disk.
       const until = Math.max(w.state.dueAt, this.deps.clock.now() + SAVE_RETRY_MS);
-      w.state = { ...w.state, dueAt: until };
+      this.writeState(w, { ...w.state, dueAt: until });
       if (w.lastFailure?.turnId === failedTurnId && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = until;
     }
     if (!(error instanceof Abort)) throw error;
@@ -1218,11 +1218,21 @@ export class Engine {
     if (sameState(w.state, state)) return;
     // The timer depends only on due times: other changes need no look at every watch.
     const timing = dueAt(w.state) !== dueAt(state);
-    this.dirty.add(w.threadId);
-    w.state = state;
-    w.updatedAt = this.deps.clock.now();
+    this.writeState(w, state);
     if (timing) this.reschedule();
     this.changed();
+  }
+
+  /**
+   * The one write of a watch's state: it marks the watch for the next save and moves its
+   * `updatedAt` (never back, even when the wall clock is set back: the leader handover keeps the
+   * copy changed last). `setState` adds the timer and the views; the few writes that skip those
+   * (an attempt called off, a due time moved, adoption) call this directly.
+   */
+  private writeState(w: WatchedThread, state: WatchState): void {
+    w.state = state;
+    w.updatedAt = Math.max(w.updatedAt, this.deps.clock.now());
+    this.dirty.add(w.threadId);
   }
 
   /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */

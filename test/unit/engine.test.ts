@@ -396,6 +396,20 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'not recovered once after Resume');
   });
 
+  it('a state change made while the wall clock is set back never moves updatedAt back (the handover keeps the copy changed last)', async () => {
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const backoff = h.engine.watch('thread-1')!;
+    assert.equal(backoff.state.kind, 'backoff');
+    const before = backoff.updatedAt;
+    h.clock.jump(-3_600_000); // the wall clock set back an hour
+    await h.engine.disarm('thread-1');
+    const disarmed = h.engine.watch('thread-1')!;
+    assert.equal(disarmed.state.kind, 'disarmed');
+    assert.ok(disarmed.updatedAt >= before, `updatedAt went back with the clock: ${disarmed.updatedAt} < ${before}: a leader's older copy would win the handover`);
+  });
+
   it("the extension's disarm marker survives a restart; re-arm clears it", async () => {
     const store = new MemoryStore();
     const h = await armed({ store });
