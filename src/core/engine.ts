@@ -562,8 +562,10 @@ export class Engine {
     await this.evaluate(session, threadId);
   }
 
-  /** First sight of a thread with a goal: arm it only if the goal is active. */
-  /** `seen`: the goal as first seen (a notification may show it active); `now`: as it is. */
+  /**
+   * First sight of a thread with a goal: arm it only if the goal is active (and `autoArm` is on).
+   * `seen`: the goal as first seen (a notification may show it active); `current`: as it is now.
+   */
   private async adopt(session: DaemonSession, threadId: string, seen: ThreadGoal, current: ThreadGoal = seen): Promise<void> {
     const w = newWatch(threadId, this.deps.clock.now());
     w.goal = snapshot(current);

@@ -16,7 +16,10 @@ export interface EngineOptions {
   usageMarginMs: number;
   /** Resume `usageLimited` goals after the reset. */
   recoverUsageLimited: boolean;
-  /** Arm goals that become active; when false only threads the user arms are watched. */
+  /**
+   * Arm goals seen active. When false, a new goal is shown as `notAdopted` and never armed by the
+   * engine; threads already watched stay armed (Disarm and Re-arm still apply to them).
+   */
   autoArm: boolean;
   /**
    * A recovery is prepared this long before it is due: fresh reads, the checks and the

@@ -77,20 +77,6 @@ export const ErrorNotificationSchema = z.object({
 export const ServerRequestResolvedSchema = z.object({ threadId: z.string(), requestId: z.union([z.string(), z.number()]) });
 export const ServerRequestParamsSchema = z.object({ threadId: z.string() });
 
-/** Notifications the engine reads; everything else is opted out or ignored. */
-export const READ_NOTIFICATIONS = [
-  'thread/goal/updated',
-  'thread/goal/cleared',
-  'thread/status/changed',
-  'thread/started',
-  'thread/closed',
-  'thread/name/updated',
-  'turn/started',
-  'turn/completed',
-  'error',
-  'serverRequest/resolved',
-] as const;
-
 /** High-volume notifications the engine never reads: the daemon is asked not to send them. */
 export const OPT_OUT_NOTIFICATIONS = [
   'item/agentMessage/delta',
