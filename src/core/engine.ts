@@ -736,9 +736,7 @@ export class Engine {
   }
 
   private blocked(w: WatchedThread, live: LiveThread, now: number): void {
-    // A person's approval still waits (even with the thread no longer `active`): nothing is due until it resolves.
-    if (isThreadActive(live.status) || waitsForPerson(live)) return this.setState(w, activeState(live));
-    if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying });
+    if (othersMove(live)) return this.setState(w, activeState(live));
     if (w.modelBlockOffset !== null) return this.setState(w, { kind: 'modelBlocked' }); // even if its turn then failed
     const turn = live.turn;
     if (!turn || turn.status === 'inProgress') return; // the turn's end is still to come
@@ -783,10 +781,7 @@ export class Engine {
     if (!this.options.recoverUsageLimited) {
       return this.setState(w, { kind: 'needsAttention', code: 'usageLimitExceeded', message: 'usage limit reached (automatic resume is off)' });
     }
-    if (isThreadActive(live.status) || waitsForPerson(live)) return this.setState(w, activeState(live));
-    // Codex's retry ran into the limit and its turn has not ended: wait for it, as for a blocked
-    // goal (without this, a due resume was called off by the pre-set check and fell due again at once).
-    if (live.retrying) return this.setState(w, { kind: 'codexRetrying', detail: live.retrying }); // usage limit
+    if (othersMove(live)) return this.setState(w, activeState(live));
     const key = live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
     if (w.recovered.includes(key)) return;
     if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
@@ -1418,6 +1413,16 @@ function latestRecorded(state: PersistedState): number {
 function notMaterialized(error: unknown): null {
   if (error instanceof RpcError && /not materialized/i.test(error.message)) return null;
   throw error;
+}
+
+/**
+ * The thread's next move is someone else's, so nothing is due for a blocked or usage-limited goal:
+ * a running turn; a person's approval (even with the thread no longer `active`: a re-attempt would
+ * be called off by the pre-send check and fall due again at once); Codex's own retry (its turn has
+ * not ended, even when the retry ran into a usage limit). `activeState` says which.
+ */
+function othersMove(live: LiveThread): boolean {
+  return isThreadActive(live.status) || waitsForPerson(live) || live.retrying !== null;
 }
 
 function activeState(live: LiveThread): WatchState {
