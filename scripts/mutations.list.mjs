@@ -12,7 +12,10 @@ export const MUTATIONS = [
     file: ENGINE,
     find: 'const result = await session.setGoalActive(threadId);',
     replace: 'await session.setGoalActive(threadId); const result = await session.setGoalActive(threadId);',
-    guard: { file: 'test/unit/seed.test.ts', name: 'recovers after backoff, once, and doubles the backoff on the next failure (TestRecovery)' },
+    guard: {
+      file: 'test/unit/seed.test.ts',
+      name: 'recovers after backoff, once, and doubles the backoff on the next failure (TestRecovery)',
+    },
   },
   {
     id: 'set-twice-real-daemon',
@@ -21,7 +24,10 @@ export const MUTATIONS = [
     file: ENGINE,
     find: 'const result = await session.setGoalActive(threadId);',
     replace: 'await session.setGoalActive(threadId); const result = await session.setGoalActive(threadId);',
-    guard: { file: 'test/integration/runner.test.ts', name: 'recovers an outage of 3 failed turns after 3 backoffs, with exactly one set per failed turn' },
+    guard: {
+      file: 'test/integration/runner.test.ts',
+      name: 'recovers an outage of 3 failed turns after 3 backoffs, with exactly one set per failed turn',
+    },
   },
   {
     id: 'due-early-after-crash',
@@ -35,7 +41,7 @@ export const MUTATIONS = [
   {
     id: 'no-retrying-guard',
     invariant: "never competes with Codex's own retry",
-    fault: "the engine never records that Codex is retrying (an error with willRetry: true)",
+    fault: 'the engine never records that Codex is retrying (an error with willRetry: true)',
     file: ENGINE,
     find: 'live.retrying = willRetry ? error.message || describeErrorInfo(error.codexErrorInfo).code : null;',
     replace: 'live.retrying = null;',
@@ -44,7 +50,7 @@ export const MUTATIONS = [
   {
     id: 'no-retrying-guard-transport',
     invariant: "never competes with Codex's own retry, and shows it (codexRetrying) while it lasts",
-    fault: "the engine never records that Codex is retrying (an error with willRetry: true)",
+    fault: 'the engine never records that Codex is retrying (an error with willRetry: true)',
     file: ENGINE,
     find: 'live.retrying = willRetry ? error.message || describeErrorInfo(error.codexErrorInfo).code : null;',
     replace: 'live.retrying = null;',
@@ -83,21 +89,25 @@ export const MUTATIONS = [
     fault: 'the client declines every approval on the wire',
     file: 'src/protocol/client.ts',
     find: '    const r = params as { id: RequestId; method: string; params: unknown };\n',
-    replace: "    const r = params as { id: RequestId; method: string; params: unknown };\n    void this.transport.writer.write({ jsonrpc: '2.0', id: r.id, result: { decision: 'decline' } } as never);\n",
-    guard: { file: 'test/unit/engine.test.ts', name: 'never answers a server request, and resumes watching after the approval resolves' },
+    replace:
+      "    const r = params as { id: RequestId; method: string; params: unknown };\n    void this.transport.writer.write({ jsonrpc: '2.0', id: r.id, result: { decision: 'decline' } } as never);\n",
+    guard: {
+      file: 'test/unit/engine.test.ts',
+      name: 'never answers a server request, and resumes watching after the approval resolves',
+    },
   },
   {
     id: 'no-goal-status-veto',
     invariant: 'a person wins: a pause that arrives while the recovery reads is never overridden',
     fault: 'the pre-send check no longer compares the goal with the status it expects',
     file: ENGINE,
-    find: "    if (w.goal.status !== expectedStatus) throw new Abort(`the goal is ${w.goal.status} now`);\n",
+    find: '    if (w.goal.status !== expectedStatus) throw new Abort(`the goal is ${w.goal.status} now`);\n',
     replace: '',
     guard: { file: 'test/unit/seed.test.ts', pattern: 'resumes the goal during the attempt' },
   },
   {
     id: 'no-global-pause-veto',
-    invariant: "Pause auto-recovery holds every recovery",
+    invariant: 'Pause auto-recovery holds every recovery',
     fault: 'the pre-send check ignores the global pause',
     file: ENGINE,
     find: "    if (this.state.pausedAt !== null) throw new Abort('auto-recovery is paused');\n",
@@ -111,7 +121,10 @@ export const MUTATIONS = [
     file: ENGINE,
     find: "    if (w.state.kind === 'userIntent') return;\n",
     replace: '',
-    guard: { file: 'test/unit/seed.test.ts', name: 'a human marker newer than the arming disarms; a later human active re-arms' },
+    guard: {
+      file: 'test/unit/seed.test.ts',
+      name: 'a human marker newer than the arming disarms; a later human active re-arms',
+    },
   },
   {
     id: 'no-user-intent-check',
@@ -129,7 +142,10 @@ export const MUTATIONS = [
     file: ENGINE,
     find: "    if (seen.status !== 'active' || !this.options.autoArm) {\n",
     replace: '    if (!this.options.autoArm) {\n',
-    guard: { file: 'test/unit/seed.test.ts', name: 'never adopts a goal that was blocked before the engine saw it (TestOldBlocked)' },
+    guard: {
+      file: 'test/unit/seed.test.ts',
+      name: 'never adopts a goal that was blocked before the engine saw it (TestOldBlocked)',
+    },
   },
   {
     id: 'no-write-ahead',
@@ -147,7 +163,10 @@ export const MUTATIONS = [
     file: ENGINE,
     find: '      if (!(await this.persist())) throw new SaveFailed(',
     replace: '      if (false) throw new SaveFailed(',
-    guard: { file: 'test/faults/runnerKilled.test.ts', pattern: 'write-ahead: a runner SIGKILLed as its set leaves it' },
+    guard: {
+      file: 'test/faults/runnerKilled.test.ts',
+      pattern: 'write-ahead: a runner SIGKILLed as its set leaves it',
+    },
   },
   {
     id: 'adopt-old-blocked-real-daemon',
@@ -156,15 +175,19 @@ export const MUTATIONS = [
     file: ENGINE,
     find: "    if (seen.status !== 'active' || !this.options.autoArm) {\n",
     replace: '    if (!this.options.autoArm) {\n',
-    guard: { file: 'test/integration/runner.test.ts', name: 'does not adopt a goal that was already blocked when it started' },
+    guard: {
+      file: 'test/integration/runner.test.ts',
+      name: 'does not adopt a goal that was already blocked when it started',
+    },
   },
   {
     id: 'answer-approvals-real-daemon',
-    invariant: 'never answers a server request (real daemon: the approval stays the person\'s)',
+    invariant: "never answers a server request (real daemon: the approval stays the person's)",
     fault: 'the client declines every approval on the wire',
     file: 'src/protocol/client.ts',
     find: '    const r = params as { id: RequestId; method: string; params: unknown };\n',
-    replace: "    const r = params as { id: RequestId; method: string; params: unknown };\n    void this.transport.writer.write({ jsonrpc: '2.0', id: r.id, result: { decision: 'decline' } } as never);\n",
+    replace:
+      "    const r = params as { id: RequestId; method: string; params: unknown };\n    void this.transport.writer.write({ jsonrpc: '2.0', id: r.id, result: { decision: 'decline' } } as never);\n",
     guard: { file: 'test/integration/runner.test.ts', pattern: 'never answers a pending approval' },
   },
   {
@@ -182,7 +205,8 @@ export const MUTATIONS = [
     fault: 'an error reply to the set is taken for success',
     file: ENGINE,
     find: "    if (w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {\n      this.confirmRecovered(w, failedTurnId, attempt, `took effect despite",
-    replace: "    if (Date.now() > 0 || w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {\n      this.confirmRecovered(w, failedTurnId, attempt, `took effect despite",
+    replace:
+      "    if (Date.now() > 0 || w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {\n      this.confirmRecovered(w, failedTurnId, attempt, `took effect despite",
     guard: { file: 'test/faults/transport.test.ts', pattern: 'keeps every invariant' },
   },
   {
@@ -192,6 +216,9 @@ export const MUTATIONS = [
     file: ENGINE,
     find: '    if (early <= 0) {\n',
     replace: '    if (early <= 1e9) {\n',
-    guard: { file: 'test/unit/engine.test.ts', name: 'prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it' },
+    guard: {
+      file: 'test/unit/engine.test.ts',
+      name: 'prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it',
+    },
   },
 ];

@@ -26,13 +26,23 @@ if (args.includes('--list')) {
 if (args.includes('--table')) {
   // The Markdown table of docs/testing.md, from the last results.
   const saved = JSON.parse(fs.readFileSync(path.join(root, 'docs', 'mutations.json'), 'utf8'));
-  const cell = (t) => String(t ?? '').replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 160);
+  const cell = (t) =>
+    String(t ?? '')
+      .replace(/\|/g, '\\|')
+      .replace(/\s+/g, ' ')
+      .slice(0, 160);
   console.log('| invariant | fault (one line) | guard | result |');
   console.log('|---|---|---|---|');
   for (const m of MUTATIONS) {
     const r = saved.results.find((x) => x.id === m.id);
-    const result = !r ? 'not run' : r.caught ? `red: ${cell(r.message)}` : `**${r.error ? cell(r.error) : 'green (missed)'}**`;
-    console.log(`| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${result} |`);
+    const result = !r
+      ? 'not run'
+      : r.caught
+        ? `red: ${cell(r.message)}`
+        : `**${r.error ? cell(r.error) : 'green (missed)'}**`;
+    console.log(
+      `| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${result} |`,
+    );
   }
   process.exit(0);
 }
@@ -43,7 +53,13 @@ if (args.length && chosen.length !== args.length) {
 }
 
 function run(cmd, argv, cwd, timeoutMs = 30 * 60_000) {
-  const r = spawnSync(cmd, argv, { cwd, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, env: { ...process.env, CI: process.env.CI ?? '', FAULTS_NO_SHRINK: '1' } });
+  const r = spawnSync(cmd, argv, {
+    cwd,
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    maxBuffer: 256 * 1024 * 1024,
+    env: { ...process.env, CI: process.env.CI ?? '', FAULTS_NO_SHRINK: '1' },
+  });
   return { status: r.status, signal: r.signal, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
@@ -51,7 +67,9 @@ function run(cmd, argv, cwd, timeoutMs = 30 * 60_000) {
 function copyTree() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-mutant-'));
   fs.chmodSync(dir, 0o700);
-  const files = run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], root).out.split('\0').filter(Boolean);
+  const files = run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], root)
+    .out.split('\0')
+    .filter(Boolean);
   for (const f of files) {
     const from = path.join(root, f);
     if (!fs.existsSync(from)) continue;
@@ -64,7 +82,10 @@ function copyTree() {
 
 function build(dir) {
   // A mutant may leave a name unused (a deleted line was its only reader): not an error here.
-  for (const [cmd, argv] of [['npx', ['tsc', '-p', '.', '--noUnusedLocals', 'false', '--noUnusedParameters', 'false']], ['node', ['scripts/build.mjs']]]) {
+  for (const [cmd, argv] of [
+    ['npx', ['tsc', '-p', '.', '--noUnusedLocals', 'false', '--noUnusedParameters', 'false']],
+    ['node', ['scripts/build.mjs']],
+  ]) {
     const r = run(cmd, argv, dir);
     if (r.status !== 0) return r.out;
   }
@@ -75,11 +96,22 @@ function build(dir) {
 function guard(dir, m) {
   const file = m.guard.file.replace(/^test\//, 'out/test/').replace(/\.ts$/, '.js');
   const started = Date.now();
-  const r = run('node', ['--test', '--test-concurrency=1', '--test-reporter=tap', `--test-name-pattern=${m.guard.pattern ?? escape(m.guard.name)}`, file], dir);
+  const r = run(
+    'node',
+    [
+      '--test',
+      '--test-concurrency=1',
+      '--test-reporter=tap',
+      `--test-name-pattern=${m.guard.pattern ?? escape(m.guard.name)}`,
+      file,
+    ],
+    dir,
+  );
   const ms = Date.now() - started;
   const tests = Number(/^# pass (\d+)/m.exec(r.out)?.[1] ?? 0) + Number(/^# fail (\d+)/m.exec(r.out)?.[1] ?? 0);
   const failing = [...r.out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((x) => x[1].trim());
-  const message = /^\s*error: [|>]?-?\s*\n?\s*(.*)$/m.exec(r.out)?.[1]?.trim() ?? /^\s*error: '(.*)'$/m.exec(r.out)?.[1] ?? '';
+  const message =
+    /^\s*error: [|>]?-?\s*\n?\s*(.*)$/m.exec(r.out)?.[1]?.trim() ?? /^\s*error: '(.*)'$/m.exec(r.out)?.[1] ?? '';
   return { status: r.status, tests, failing, message, ms, out: r.out };
 }
 
@@ -112,7 +144,17 @@ try {
   for (const m of chosen) {
     const c = clean.get(m.id);
     if (c.status !== 0 || c.tests === 0) {
-      results.push({ id: m.id, fault: m.fault, guard: m.guard, caught: false, error: c.tests === 0 ? 'the guard matched no test' : `the guard is red without the mutation: ${c.failing.join('; ')}`, ms: c.ms });
+      results.push({
+        id: m.id,
+        fault: m.fault,
+        guard: m.guard,
+        caught: false,
+        error:
+          c.tests === 0
+            ? 'the guard matched no test'
+            : `the guard is red without the mutation: ${c.failing.join('; ')}`,
+        ms: c.ms,
+      });
       console.log(`✗ ${m.id}: ${results.at(-1).error}`);
       continue;
     }
@@ -127,14 +169,31 @@ try {
     try {
       const failedBuild = build(dir);
       if (failedBuild) {
-        results.push({ id: m.id, fault: m.fault, guard: m.guard, caught: false, error: `the mutant does not build: ${failedBuild.split('\n')[0]}` });
+        results.push({
+          id: m.id,
+          fault: m.fault,
+          guard: m.guard,
+          caught: false,
+          error: `the mutant does not build: ${failedBuild.split('\n')[0]}`,
+        });
         console.log(`✗ ${m.id}: ${results.at(-1).error}`);
         continue;
       }
       const r = guard(dir, m);
       const caught = r.status !== 0 && r.failing.length > 0;
-      results.push({ id: m.id, fault: m.fault, file: m.file, guard: m.guard, caught, failing: r.failing.filter((f) => f !== m.guard.file), message: r.message, ms: r.ms });
-      console.log(`${caught ? '✓ caught' : '✗ MISSED'} ${m.id} by ${m.guard.file} — ${title(m)}${caught ? `: ${r.message}` : ''} (${(r.ms / 1000).toFixed(1)} s)`);
+      results.push({
+        id: m.id,
+        fault: m.fault,
+        file: m.file,
+        guard: m.guard,
+        caught,
+        failing: r.failing.filter((f) => f !== m.guard.file),
+        message: r.message,
+        ms: r.ms,
+      });
+      console.log(
+        `${caught ? '✓ caught' : '✗ MISSED'} ${m.id} by ${m.guard.file} — ${title(m)}${caught ? `: ${r.message}` : ''} (${(r.ms / 1000).toFixed(1)} s)`,
+      );
       if (!caught && process.env.CGR_MUTATION_VERBOSE) console.log(r.out);
     } finally {
       fs.writeFileSync(path.join(dir, m.file), original);
@@ -146,7 +205,10 @@ try {
 
 const out = path.join(root, 'docs', 'mutations.json');
 const previous = fs.existsSync(out) ? JSON.parse(fs.readFileSync(out, 'utf8')) : { results: [] };
-const merged = [...previous.results.filter((p) => !results.some((r) => r.id === p.id) && MUTATIONS.some((m) => m.id === p.id)), ...results];
+const merged = [
+  ...previous.results.filter((p) => !results.some((r) => r.id === p.id) && MUTATIONS.some((m) => m.id === p.id)),
+  ...results,
+];
 merged.sort((a, b) => MUTATIONS.findIndex((m) => m.id === a.id) - MUTATIONS.findIndex((m) => m.id === b.id));
 fs.writeFileSync(out, `${JSON.stringify({ generatedAt: new Date().toISOString(), results: merged }, null, 2)}\n`);
 const missed = results.filter((r) => !r.caught);

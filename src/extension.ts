@@ -43,9 +43,21 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   const notifier = new Notifier(() => settings.notifications);
   // globalState's own writes reach the disk only some time after they resolve (and in code-server
   // in the browser): the engine's crash journal sits beside it on this machine's disk.
-  const journalPath = context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
+  const journalPath =
+    context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
   const decided = new vscode.EventEmitter<Decision>();
-  role = new WindowRole(context, settings, { log, notify: (d, snap) => { decided.fire(d); notifier.decided(d, snap); } }, journalPath);
+  role = new WindowRole(
+    context,
+    settings,
+    {
+      log,
+      notify: (d, snap) => {
+        decided.fire(d);
+        notifier.decided(d, snap);
+      },
+    },
+    journalPath,
+  );
   const service = () => role!.service();
 
   const tree = new WatchTree(() => service().snapshot());
@@ -57,12 +69,23 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
     const snap = service().snapshot();
     const ticking = status.render(snap);
     countdown.set(ticking);
-    view.message = snap.connection.kind === 'disconnected'
-      ? `Not connected: ${snap.connection.detail}`
-      : snap.pausedAt !== null ? 'Auto-recovery is paused: nothing is retried until you resume it.' : undefined;
+    view.message =
+      snap.connection.kind === 'disconnected'
+        ? `Not connected: ${snap.connection.detail}`
+        : snap.pausedAt !== null
+          ? 'Auto-recovery is paused: nothing is retried until you resume it.'
+          : undefined;
     void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.paused', snap.pausedAt !== null);
-    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.connected', snap.connection.kind === 'connected');
-    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.noDaemon', snap.connection.kind === 'disconnected');
+    void vscode.commands.executeCommand(
+      'setContext',
+      'codexGoalRecovery.connected',
+      snap.connection.kind === 'connected',
+    );
+    void vscode.commands.executeCommand(
+      'setContext',
+      'codexGoalRecovery.noDaemon',
+      snap.connection.kind === 'disconnected',
+    );
   };
   const onChange = () => {
     tree.refresh();
@@ -89,21 +112,26 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   role.start();
   onChange();
   performance.mark('codexGoalRecovery.activate.end');
-  const measure = performance.measure('codexGoalRecovery.activate', 'codexGoalRecovery.activate.start', 'codexGoalRecovery.activate.end');
+  const measure = performance.measure(
+    'codexGoalRecovery.activate',
+    'codexGoalRecovery.activate.start',
+    'codexGoalRecovery.activate.end',
+  );
   log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(context.extension.packageJSON.version)})`);
   return {
     snapshot: () => service().snapshot(),
     role: () => service().role,
-    rows: () => tree.getChildren().map((node) => {
-      const item = tree.getTreeItem(node);
-      return {
-        threadId: node.threadId,
-        label: typeof item.label === 'string' ? item.label : item.label?.label ?? '',
-        description: typeof item.description === 'string' ? item.description : '',
-        contextValue: item.contextValue ?? '',
-        icon: item.iconPath instanceof vscode.ThemeIcon ? item.iconPath.id : '',
-      };
-    }),
+    rows: () =>
+      tree.getChildren().map((node) => {
+        const item = tree.getTreeItem(node);
+        return {
+          threadId: node.threadId,
+          label: typeof item.label === 'string' ? item.label : (item.label?.label ?? ''),
+          description: typeof item.description === 'string' ? item.description : '',
+          contextValue: item.contextValue ?? '',
+          icon: item.iconPath instanceof vscode.ThemeIcon ? item.iconPath.id : '',
+        };
+      }),
     onDidChange: (listener) => role!.onDidChange(listener),
     onDidDecide: (listener) => decided.event(listener),
     refresh: () => service().run('refresh'),

@@ -5,7 +5,9 @@ import { describeState, type WatchedThread } from '../model/watch';
 import { sortWatches } from '../views/watchTree';
 
 /** What a tree row passes to its commands. */
-export interface ThreadArg { threadId: string }
+export interface ThreadArg {
+  threadId: string;
+}
 
 export async function pickThread(
   arg: unknown,
@@ -13,7 +15,10 @@ export async function pickThread(
   title: string,
   applies: (w: WatchedThread) => boolean,
 ): Promise<WatchedThread | undefined> {
-  const fromTree = typeof arg === 'object' && arg !== null && typeof (arg as ThreadArg).threadId === 'string' ? (arg as ThreadArg).threadId : undefined;
+  const fromTree =
+    typeof arg === 'object' && arg !== null && typeof (arg as ThreadArg).threadId === 'string'
+      ? (arg as ThreadArg).threadId
+      : undefined;
   if (fromTree) return snapshot.watches.find((w) => w.threadId === fromTree);
   const candidates = sortWatches(snapshot.watches).filter(applies);
   if (candidates.length === 0) {
@@ -22,7 +27,12 @@ export async function pickThread(
   }
   const now = Date.now();
   const picked = await vscode.window.showQuickPick(
-    candidates.map((w) => ({ label: w.title, description: describeState(w.state, now, snapshot.maxAttempts), detail: w.threadId, w })),
+    candidates.map((w) => ({
+      label: w.title,
+      description: describeState(w.state, now, snapshot.maxAttempts),
+      detail: w.threadId,
+      w,
+    })),
     { title, placeHolder: 'Choose a watched thread', matchOnDetail: true },
   );
   return picked?.w;

@@ -29,10 +29,14 @@ function machineSetting(config: vscode.WorkspaceConfiguration, key: string, fall
   return typeof value === 'string' ? value : fallback;
 }
 
-export function readSettings(config: vscode.WorkspaceConfiguration = vscode.workspace.getConfiguration(SECTION), env: NodeJS.ProcessEnv = process.env): Settings {
+export function readSettings(
+  config: vscode.WorkspaceConfiguration = vscode.workspace.getConfiguration(SECTION),
+  env: NodeJS.ProcessEnv = process.env,
+): Settings {
   const home = expand(machineSetting(config, 'codexHome', '').trim()) || defaultCodexHome(env);
   const socket = expand(machineSetting(config, 'socketPath', '').trim()) || defaultSocketPath(home);
-  const seconds = (key: string, fallbackMs: number, min: number) => Math.round(Math.max(min, config.get<number>(key, fallbackMs / 1000)) * 1000);
+  const seconds = (key: string, fallbackMs: number, min: number) =>
+    Math.round(Math.max(min, config.get<number>(key, fallbackMs / 1000)) * 1000);
   const baseDelayMs = seconds('baseDelaySeconds', DEFAULT_OPTIONS.baseDelayMs, 0.1);
   return {
     codexHome: home,

@@ -12,7 +12,8 @@ const TRANSIENT_CODES = new Set(['internalServerError', 'serverOverloaded', 'rat
  * `other` covers a dropped stream and `response.failed` (transient), but also a plain HTTP 400
  * (not): measured with 0.169.0, only the message tells them apart.
  */
-const TRANSIENT_OTHER_MESSAGE = /stream disconnected|network error|connection (reset|closed|refused)|timed out|timeout|temporarily unavailable|overloaded|high demand/i;
+const TRANSIENT_OTHER_MESSAGE =
+  /stream disconnected|network error|connection (reset|closed|refused)|timed out|timeout|temporarily unavailable|overloaded|high demand/i;
 /** Variants with an `httpStatusCode`: transient unless the status says the request itself is wrong. */
 const TRANSIENT_VARIANTS = new Set([
   'responseStreamDisconnected',
@@ -41,10 +42,14 @@ export function classifyFailure(info: unknown, message = ''): FailureClass {
   if (USAGE_CODES.has(code)) return { kind: 'usageLimit', code, httpStatus };
   if (TRANSIENT_CODES.has(code)) return { kind: 'transient', code, httpStatus };
   if (code === 'other') {
-    return TRANSIENT_OTHER_MESSAGE.test(message) ? { kind: 'transient', code, httpStatus } : { kind: 'permanent', code, httpStatus };
+    return TRANSIENT_OTHER_MESSAGE.test(message)
+      ? { kind: 'transient', code, httpStatus }
+      : { kind: 'permanent', code, httpStatus };
   }
   if (TRANSIENT_VARIANTS.has(code)) {
-    return isClientErrorStatus(httpStatus) ? { kind: 'permanent', code, httpStatus } : { kind: 'transient', code, httpStatus };
+    return isClientErrorStatus(httpStatus)
+      ? { kind: 'permanent', code, httpStatus }
+      : { kind: 'transient', code, httpStatus };
   }
   return { kind: 'permanent', code, httpStatus };
 }

@@ -3,7 +3,16 @@
 // leader's channel from another engine's window.
 import type { Engine } from './engine';
 
-export const COMMANDS = ['pauseAll', 'resumeAll', 'pauseGoal', 'disarm', 'rearm', 'retryNow', 'refresh', 'reset'] as const;
+export const COMMANDS = [
+  'pauseAll',
+  'resumeAll',
+  'pauseGoal',
+  'disarm',
+  'rearm',
+  'retryNow',
+  'refresh',
+  'reset',
+] as const;
 export type ServiceCommand = (typeof COMMANDS)[number];
 
 export function isServiceCommand(name: string): name is ServiceCommand {
@@ -11,7 +20,10 @@ export function isServiceCommand(name: string): name is ServiceCommand {
 }
 
 /** The part of the engine the commands use. */
-export type CommandTarget = Pick<Engine, 'pauseAll' | 'resumeAll' | 'pauseGoal' | 'disarm' | 'rearm' | 'retryNow' | 'resync' | 'reset'>;
+export type CommandTarget = Pick<
+  Engine,
+  'pauseAll' | 'resumeAll' | 'pauseGoal' | 'disarm' | 'rearm' | 'retryNow' | 'resync' | 'reset'
+>;
 
 /** Runs a command on an engine; thread commands need a thread id. */
 export async function runCommand(engine: CommandTarget, command: ServiceCommand, threadId?: string): Promise<void> {
@@ -20,14 +32,22 @@ export async function runCommand(engine: CommandTarget, command: ServiceCommand,
     return threadId;
   };
   switch (command) {
-    case 'pauseAll': return engine.pauseAll();
-    case 'resumeAll': return engine.resumeAll();
-    case 'pauseGoal': return engine.pauseGoal(need());
-    case 'disarm': return engine.disarm(need());
-    case 'rearm': return engine.rearm(need());
-    case 'retryNow': return engine.retryNow(need());
-    case 'refresh': return engine.resync();
-    case 'reset': return engine.reset();
+    case 'pauseAll':
+      return engine.pauseAll();
+    case 'resumeAll':
+      return engine.resumeAll();
+    case 'pauseGoal':
+      return engine.pauseGoal(need());
+    case 'disarm':
+      return engine.disarm(need());
+    case 'rearm':
+      return engine.rearm(need());
+    case 'retryNow':
+      return engine.retryNow(need());
+    case 'refresh':
+      return engine.resync();
+    case 'reset':
+      return engine.reset();
   }
 }
 

@@ -112,16 +112,22 @@ export class Engine {
   private options: EngineOptions;
   private limiter: RecoveryLimiter;
 
-  constructor(options: EngineOptions, private readonly deps: EngineDeps) {
+  constructor(
+    options: EngineOptions,
+    private readonly deps: EngineDeps,
+  ) {
     this.options = { ...options };
     this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
   }
 
   /** Applies new settings at once: delays already scheduled keep their due time. */
   updateOptions(options: EngineOptions): void {
-    const limiterChanged = options.limiterBurst !== this.options.limiterBurst || options.limiterIntervalMs !== this.options.limiterIntervalMs;
+    const limiterChanged =
+      options.limiterBurst !== this.options.limiterBurst ||
+      options.limiterIntervalMs !== this.options.limiterIntervalMs;
     this.options = { ...options };
-    if (limiterChanged) this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
+    if (limiterChanged)
+      this.limiter = new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
     if (!this.stopped && this.session) {
       if (this.resyncTimer) this.deps.clock.clearTimer(this.resyncTimer);
       this.resyncTimer = this.timer(() => void this.resync(), this.options.resyncMs);
@@ -154,7 +160,8 @@ export class Engine {
   async stop(): Promise<void> {
     this.stopped = true;
     this.generation += 1;
-    for (const timer of [this.dueTimer, this.resyncTimer, this.reconnectTimer]) if (timer) this.deps.clock.clearTimer(timer);
+    for (const timer of [this.dueTimer, this.resyncTimer, this.reconnectTimer])
+      if (timer) this.deps.clock.clearTimer(timer);
     this.dueTimer = this.resyncTimer = this.reconnectTimer = null;
     for (const p of this.prepared.values()) {
       // Not sent: the intent is withdrawn (saved below), the recovery is due again next start.
@@ -172,7 +179,10 @@ export class Engine {
     await this.persist();
     // A clean stop leaves one snapshot (a journal, if the store keeps one, folded into it).
     await this.deps.store.compact?.().catch((error: unknown) => {
-      this.deps.onDecision({ type: 'warning', message: `could not compact the state in ${this.deps.store.location}: ${errorText(error)}` });
+      this.deps.onDecision({
+        type: 'warning',
+        message: `could not compact the state in ${this.deps.store.location}: ${errorText(error)}`,
+      });
     });
   }
 
@@ -342,8 +352,13 @@ export class Engine {
       live.subscribed = true;
       live.status = thread.status;
       this.applyThread(w, thread);
-      this.emit({ type: 'loaded', threadId, reason: 'Retry now on a thread the daemon had not loaded (thread/resume)' });
-      if (w.lastFailure && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, this.deps.clock.now());
+      this.emit({
+        type: 'loaded',
+        threadId,
+        reason: 'Retry now on a thread the daemon had not loaded (thread/resume)',
+      });
+      if (w.lastFailure && w.lastFailure.dueAt !== null)
+        w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, this.deps.clock.now());
       await this.decide(session, w);
       this.reschedule();
     });
@@ -423,7 +438,11 @@ export class Engine {
     this.reconnectAttempt += 1;
     const retryAt = this.deps.clock.now() + delay;
     this.connection = { kind: 'disconnected', detail: reason, retryAt };
-    this.emit({ type: 'connection', state: kind, detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s` });
+    this.emit({
+      type: 'connection',
+      state: kind,
+      detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s`,
+    });
     this.changed();
     if (this.reconnectTimer) this.deps.clock.clearTimer(this.reconnectTimer);
     this.reconnectTimer = this.timer(() => this.connectNow(), delay);
@@ -494,7 +513,12 @@ export class Engine {
         if (threadId === null) return;
         const live = bump(threadId);
         live.approvals.add(requestId);
-        this.emit({ type: 'skipped', threadId, reason: 'waiting for the user', detail: `${method} left to the user's client` });
+        this.emit({
+          type: 'skipped',
+          threadId,
+          reason: 'waiting for the user',
+          detail: `${method} left to the user's client`,
+        });
         this.touch(threadId);
       },
       serverRequestResolved: (threadId, requestId) => {
@@ -566,7 +590,12 @@ export class Engine {
    * First sight of a thread with a goal: arm it only if the goal is active (and `autoArm` is on).
    * `seen`: the goal as first seen (a notification may show it active); `current`: as it is now.
    */
-  private async adopt(session: DaemonSession, threadId: string, seen: ThreadGoal, current: ThreadGoal = seen): Promise<void> {
+  private async adopt(
+    session: DaemonSession,
+    threadId: string,
+    seen: ThreadGoal,
+    current: ThreadGoal = seen,
+  ): Promise<void> {
     const w = newWatch(threadId, this.deps.clock.now());
     w.goal = snapshot(current);
     w.title = current.objective || threadId;
@@ -617,7 +646,10 @@ export class Engine {
       // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
       // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
       const seq = live.seq;
-      const [thread, turn] = await readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized));
+      const [thread, turn] = await readBoth(
+        session.readThread(threadId),
+        session.latestTurn(threadId).catch(notMaterialized),
+      );
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
       live.status = thread.status;
       live.turn = turn;
@@ -633,7 +665,8 @@ export class Engine {
       // A thread whose rollout does not exist yet is refused on every event until it does: say
       // so once. Any other refusal is an error of its own, logged each time.
       const notYet = /no rollout found/i.test(error.message);
-      if (!notYet || !live.subscribeFailed) this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
+      if (!notYet || !live.subscribeFailed)
+        this.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
       if (notYet) live.subscribeFailed = true;
       return null;
     }
@@ -680,7 +713,8 @@ export class Engine {
       return;
     }
     if (w.state.kind === 'notAdopted') {
-      if (w.goal.status === 'active' && this.options.autoArm && !this.state.disarmed[threadId]) await this.arm(session, w);
+      if (w.goal.status === 'active' && this.options.autoArm && !this.state.disarmed[threadId])
+        await this.arm(session, w);
       else if (w.state.status !== w.goal.status) this.writeState(w, { kind: 'notAdopted', status: w.goal.status });
       return;
     }
@@ -708,7 +742,10 @@ export class Engine {
       // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
       // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
       const seq = live.seq;
-      const [thread, turn] = await readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized));
+      const [thread, turn] = await readBoth(
+        session.readThread(threadId),
+        session.latestTurn(threadId).catch(notMaterialized),
+      );
       if (live.seq === seq) {
         live.status = thread.status;
         live.turn = turn;
@@ -746,40 +783,86 @@ export class Engine {
     const { code, httpStatus } = describeErrorInfo(turn.error?.codexErrorInfo ?? null);
     const cls = classifyFailure(turn.error?.codexErrorInfo ?? null, turn.error?.message ?? '');
     if (cls.kind !== 'transient') {
-      if (w.state.kind !== 'needsAttention') this.emit({ type: 'attention', threadId: w.threadId, reason: `${describeErrorCode(code)} (${turn.error?.message ?? 'turn failed'})` });
+      if (w.state.kind !== 'needsAttention')
+        this.emit({
+          type: 'attention',
+          threadId: w.threadId,
+          reason: `${describeErrorCode(code)} (${turn.error?.message ?? 'turn failed'})`,
+        });
       return this.setState(w, { kind: 'needsAttention', code, message: turn.error?.message ?? 'turn failed' });
     }
     if (w.lastFailure?.turnId === turn.id && w.lastFailure.dueAt !== null) {
       // A failure already counted (after a restart, an unload or a called-off attempt).
       if (w.state.kind === 'backoff' || w.state.kind === 'recovering' || w.state.kind === 'gaveUp') return;
       if (w.failures > this.options.maxAttempts) return this.giveUp(w, turn.id);
-      return this.setState(w, { kind: 'backoff', dueAt: w.lastFailure.dueAt, attempt: w.failures, failedTurnId: turn.id });
+      return this.setState(w, {
+        kind: 'backoff',
+        dueAt: w.lastFailure.dueAt,
+        attempt: w.failures,
+        failedTurnId: turn.id,
+      });
     }
     // A new failed turn.
     if (w.lastFailure && w.recovered.includes(w.lastFailure.turnId)) {
-      addHistory(w, { at: now, failedTurnId: w.lastFailure.turnId, attempt: w.failures, error: w.lastFailure.code, outcome: 'failed-again', detail: code });
+      addHistory(w, {
+        at: now,
+        failedTurnId: w.lastFailure.turnId,
+        attempt: w.failures,
+        error: w.lastFailure.code,
+        outcome: 'failed-again',
+        detail: code,
+      });
     }
     w.failures += 1;
-    const failure: TurnFailure = { turnId: turn.id, message: turn.error?.message ?? '', code, httpStatus, at: now, dueAt: null };
+    const failure: TurnFailure = {
+      turnId: turn.id,
+      message: turn.error?.message ?? '',
+      code,
+      httpStatus,
+      at: now,
+      dueAt: null,
+    };
     w.lastFailure = failure;
     if (w.failures > this.options.maxAttempts) return this.giveUp(w, turn.id);
-    const delayMs = jitteredDelay({ baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs }, w.failures, this.deps.random);
+    const delayMs = jitteredDelay(
+      { baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs },
+      w.failures,
+      this.deps.random,
+    );
     failure.dueAt = now + delayMs;
     this.setState(w, { kind: 'backoff', dueAt: failure.dueAt, attempt: w.failures, failedTurnId: turn.id });
-    this.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId: turn.id, dueAt: failure.dueAt, delayMs, error: code });
+    this.emit({
+      type: 'backoff',
+      threadId: w.threadId,
+      attempt: w.failures,
+      failedTurnId: turn.id,
+      dueAt: failure.dueAt,
+      delayMs,
+      error: code,
+    });
   }
 
   private giveUp(w: WatchedThread, failedTurnId: string): void {
     const attempts = this.options.maxAttempts;
     if (w.state.kind === 'gaveUp') return;
-    addHistory(w, { at: this.deps.clock.now(), failedTurnId, attempt: w.failures, error: w.lastFailure?.code ?? '', outcome: 'gave-up' });
+    addHistory(w, {
+      at: this.deps.clock.now(),
+      failedTurnId,
+      attempt: w.failures,
+      error: w.lastFailure?.code ?? '',
+      outcome: 'gave-up',
+    });
     this.setState(w, { kind: 'gaveUp', attempts });
     this.emit({ type: 'gave-up', threadId: w.threadId, attempts, failedTurnId });
   }
 
   private async usageLimited(session: DaemonSession, w: WatchedThread, live: LiveThread): Promise<void> {
     if (!this.options.recoverUsageLimited) {
-      return this.setState(w, { kind: 'needsAttention', code: 'usageLimitExceeded', message: 'usage limit reached (automatic resume is off)' });
+      return this.setState(w, {
+        kind: 'needsAttention',
+        code: 'usageLimitExceeded',
+        message: 'usage limit reached (automatic resume is off)',
+      });
     }
     if (othersMove(live)) return this.setState(w, activeState(live));
     const key = live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
@@ -794,13 +877,33 @@ export class Engine {
       resetsAt = await session.rateLimitResetAt();
     } catch (error) {
       if (error instanceof ConnectionLostError) throw error;
-      this.emit({ type: 'warning', threadId: w.threadId, message: `could not read the rate limits (${errorText(error)}); using the reset time in the error message, if any` });
+      this.emit({
+        type: 'warning',
+        threadId: w.threadId,
+        message: `could not read the rate limits (${errorText(error)}); using the reset time in the error message, if any`,
+      });
     }
     if (resetsAt === null && live.turn?.error) resetsAt = resetFromMessage(live.turn.error.message, now);
-    const due = resetsAt !== null && resetsAt > now ? resetsAt + this.options.usageMarginMs : now + this.options.maxDelayMs;
-    w.lastFailure = { turnId: key, message: 'usage limit reached', code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due };
+    const due =
+      resetsAt !== null && resetsAt > now ? resetsAt + this.options.usageMarginMs : now + this.options.maxDelayMs;
+    w.lastFailure = {
+      turnId: key,
+      message: 'usage limit reached',
+      code: 'usageLimitExceeded',
+      httpStatus: 429,
+      at: now,
+      dueAt: due,
+    };
     this.setState(w, { kind: 'usageLimited', dueAt: due, resetsAt });
-    this.emit({ type: 'backoff', threadId: w.threadId, attempt: 1, failedTurnId: key, dueAt: due, delayMs: due - now, error: 'usageLimitExceeded' });
+    this.emit({
+      type: 'backoff',
+      threadId: w.threadId,
+      attempt: 1,
+      failedTurnId: key,
+      dueAt: due,
+      delayMs: due - now,
+      error: 'usageLimitExceeded',
+    });
   }
 
   /** After a crash, a reconnect or an error reply: did the set take effect? The daemon's state says. */
@@ -817,10 +920,18 @@ export class Engine {
     }
     w.pending = null;
     if (goal && (goal.status === 'blocked' || goal.status === 'usageLimited')) {
-      addHistory(w, { at: this.deps.clock.now(), failedTurnId: pending.failedTurnId, attempt: pending.attempt, error: w.lastFailure?.code ?? '', outcome: 'skipped', detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again' });
+      addHistory(w, {
+        at: this.deps.clock.now(),
+        failedTurnId: pending.failedTurnId,
+        attempt: pending.attempt,
+        error: w.lastFailure?.code ?? '',
+        outcome: 'skipped',
+        detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
+      });
       // Due again at once, but never before its due time: an intent prepared ahead of it (and
       // cut short by a crash before the set went out) is not sent early.
-      if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);
+      if (w.lastFailure?.turnId === pending.failedTurnId)
+        w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);
       // Not in backoff any more: the next decision puts it back, due then.
       this.writeState(w, { kind: 'running' });
     }
@@ -831,7 +942,14 @@ export class Engine {
     w.pending = null;
     if (w.recovered.includes(failedTurnId)) return;
     markRecovered(w, failedTurnId);
-    addHistory(w, { at: this.deps.clock.now(), failedTurnId, attempt, error: w.lastFailure?.code ?? '', outcome: 'recovered', detail: how });
+    addHistory(w, {
+      at: this.deps.clock.now(),
+      failedTurnId,
+      attempt,
+      error: w.lastFailure?.code ?? '',
+      outcome: 'recovered',
+      detail: how,
+    });
     this.emit({ type: 'recovered', threadId: w.threadId, attempt, failedTurnId, how });
     this.changed();
   }
@@ -861,7 +979,11 @@ export class Engine {
     if (result.truncated) {
       // The rollout was rewritten: offsets from before mean nothing now. Only its last marker
       // can still speak for the user.
-      this.emit({ type: 'warning', threadId: w.threadId, message: `the rollout ${w.rolloutPath} was truncated or rewritten; re-read from the start` });
+      this.emit({
+        type: 'warning',
+        threadId: w.threadId,
+        message: `the rollout ${w.rolloutPath} was truncated or rewritten; re-read from the start`,
+      });
       w.armOffset = 0;
       markers = result.last ? [result.last] : [];
     }
@@ -878,7 +1000,12 @@ export class Engine {
     for (const line of result.goalLines) {
       if (line.offset < w.armOffset) continue;
       if (line.by === 'model' && line.status === 'blocked') w.modelBlockOffset = line.offset;
-      else if (line.by === 'event' && line.status === 'active' && (w.modelBlockOffset === null || line.offset > w.modelBlockOffset)) w.modelBlockOffset = null;
+      else if (
+        line.by === 'event' &&
+        line.status === 'active' &&
+        (w.modelBlockOffset === null || line.offset > w.modelBlockOffset)
+      )
+        w.modelBlockOffset = null;
     }
     for (const marker of markers) {
       w.lastMarker = marker;
@@ -900,7 +1027,11 @@ export class Engine {
   }
 
   private markUnloaded(w: WatchedThread): void {
-    const keep = isDisarmed(w.state) || ['complete', 'budgetLimited', 'modelBlocked', 'notAdopted', 'gaveUp', 'needsAttention', 'unloaded'].includes(w.state.kind);
+    const keep =
+      isDisarmed(w.state) ||
+      ['complete', 'budgetLimited', 'modelBlocked', 'notAdopted', 'gaveUp', 'needsAttention', 'unloaded'].includes(
+        w.state.kind,
+      );
     if (!keep) this.setState(w, { kind: 'unloaded' });
   }
 
@@ -919,10 +1050,13 @@ export class Engine {
    * otherwise postpone every scheduled recovery by the size of the jump: it is undone instead.
    */
   private timer(callback: () => void, delayMs: number): TimerHandle {
-    return this.deps.clock.setTimer(() => {
-      this.checkClock();
-      callback();
-    }, Math.min(delayMs, MAX_TIMER_MS)); // longer: fires early, and the due timer re-arms for what is left
+    return this.deps.clock.setTimer(
+      () => {
+        this.checkClock();
+        callback();
+      },
+      Math.min(delayMs, MAX_TIMER_MS),
+    ); // longer: fires early, and the due timer re-arms for what is left
   }
 
   private checkClock(): void {
@@ -931,7 +1065,7 @@ export class Engine {
     const ref = this.clockRef;
     this.clockRef = { wall, mono };
     if (!ref || this.stopped) return;
-    const skew = (wall - ref.wall) - (mono - ref.mono);
+    const skew = wall - ref.wall - (mono - ref.mono);
     if (skew < -CLOCK_JUMP_TOLERANCE_MS) this.clockWentBack(-skew, 'while running');
   }
 
@@ -950,10 +1084,14 @@ export class Engine {
         moved += 1;
       }
       const f = w.lastFailure;
-      const relative = s.kind === 'backoff' || (s.kind === 'usageLimited' ? !absolute : f?.code !== 'usageLimitExceeded');
+      const relative =
+        s.kind === 'backoff' || (s.kind === 'usageLimited' ? !absolute : f?.code !== 'usageLimitExceeded');
       if (f && f.dueAt !== null && relative && !w.recovered.includes(f.turnId)) f.dueAt -= ms;
     }
-    this.emit({ type: 'warning', message: `the wall clock went back by ${formatDuration(ms)} ${when}; ${moved} scheduled ${moved === 1 ? 'recovery keeps' : 'recoveries keep'} the time it had left` });
+    this.emit({
+      type: 'warning',
+      message: `the wall clock went back by ${formatDuration(ms)} ${when}; ${moved} scheduled ${moved === 1 ? 'recovery keeps' : 'recoveries keep'} the time it had left`,
+    });
     this.reschedule();
     this.changed();
     void this.persist();
@@ -981,7 +1119,10 @@ export class Engine {
     if (this.stopped || this.state.pausedAt !== null || !session) return;
     const now = this.deps.clock.now();
     const due = this.watches()
-      .filter((w) => { const d = dueAt(w.state); return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId); })
+      .filter((w) => {
+        const d = dueAt(w.state);
+        return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
+      })
       .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
     for (const w of due) {
       // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
@@ -992,7 +1133,12 @@ export class Engine {
       const wait = this.limiter.take(this.limiterAt);
       if (wait > 0) {
         this.limitedUntil = this.limiterAt + wait;
-        this.emit({ type: 'skipped', threadId: w.threadId, reason: 'global rate limit', detail: `next recovery slot in ${Math.ceil(wait / 1000)} s` });
+        this.emit({
+          type: 'skipped',
+          threadId: w.threadId,
+          reason: 'global rate limit',
+          detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
+        });
         break;
       }
       this.limitedUntil = null;
@@ -1023,12 +1169,26 @@ export class Engine {
     const w = this.state.watches[threadId];
     if (!w) return false;
     const scheduled = w.state;
-    if ((scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') || scheduled.dueAt > this.deps.clock.now() + this.prepareLead()) return false;
-    const failedTurnId = scheduled.kind === 'backoff' ? scheduled.failedTurnId : w.lastFailure?.turnId ?? '';
+    if (
+      (scheduled.kind !== 'backoff' && scheduled.kind !== 'usageLimited') ||
+      scheduled.dueAt > this.deps.clock.now() + this.prepareLead()
+    )
+      return false;
+    const failedTurnId = scheduled.kind === 'backoff' ? scheduled.failedTurnId : (w.lastFailure?.turnId ?? '');
     const expectedStatus = scheduled.kind === 'backoff' ? 'blocked' : 'usageLimited';
     const attempt = scheduled.kind === 'backoff' ? scheduled.attempt : 1;
     const live = this.liveOf(threadId);
-    const p: Prepared = { session, w, live, seq: live.seq, scheduled, failedTurnId, expectedStatus, attempt, timer: null };
+    const p: Prepared = {
+      session,
+      w,
+      live,
+      seq: live.seq,
+      scheduled,
+      failedTurnId,
+      expectedStatus,
+      attempt,
+      timer: null,
+    };
     try {
       const seq = p.seq;
       const goal = await session.getGoal(threadId);
@@ -1046,7 +1206,10 @@ export class Engine {
       // Write-ahead: the intent is on disk before the set can take effect.
       w.pending = { failedTurnId, attempt, sentAt: this.deps.clock.now() };
       this.setState(w, { kind: 'recovering', attempt, failedTurnId, sentAt: w.pending.sentAt });
-      if (!(await this.persist())) throw new SaveFailed(`the intent could not be saved to ${this.deps.store.location}; the recovery waits ${SAVE_RETRY_MS / 1000} s and tries again`);
+      if (!(await this.persist()))
+        throw new SaveFailed(
+          `the intent could not be saved to ${this.deps.store.location}; the recovery waits ${SAVE_RETRY_MS / 1000} s and tries again`,
+        );
       this.unchanged(live, seq, 'an event arrived while the intent was saved');
       this.check(w, live, expectedStatus, failedTurnId);
     } catch (error) {
@@ -1098,7 +1261,8 @@ export class Engine {
     const { session, w, live, failedTurnId, attempt } = p;
     const threadId = w.threadId;
     try {
-      if (this.session !== session || this.liveOf(threadId) !== live) throw new Abort('the connection changed while the recovery waited for its due time');
+      if (this.session !== session || this.liveOf(threadId) !== live)
+        throw new Abort('the connection changed while the recovery waited for its due time');
       this.unchanged(live, p.seq, 'an event arrived while the recovery waited for its due time');
       this.check(w, live, p.expectedStatus, failedTurnId);
     } catch (error) {
@@ -1118,11 +1282,19 @@ export class Engine {
     } catch (error) {
       if (error instanceof ConnectionLostError) {
         // Lost reply: the intent stays on disk; the state after reconnecting decides.
-        this.emit({ type: 'warning', threadId, message: `${error.message}; the outcome is read back after reconnecting` });
+        this.emit({
+          type: 'warning',
+          threadId,
+          message: `${error.message}; the outcome is read back after reconnecting`,
+        });
         await this.persist();
         throw error;
       }
-      this.emit({ type: 'warning', threadId, message: `${errorText(error)}; reading the daemon's state to see whether it took effect` });
+      this.emit({
+        type: 'warning',
+        threadId,
+        message: `${errorText(error)}; reading the daemon's state to see whether it took effect`,
+      });
       await this.afterSetError(session, w, failedTurnId, attempt, error);
     }
     await this.decide(session, w);
@@ -1135,12 +1307,18 @@ export class Engine {
   }
 
   /** The conditions under which an automatic set is allowed, checked on fresh reads. */
-  private check(w: WatchedThread, live: LiveThread, expectedStatus: 'blocked' | 'usageLimited', failedTurnId: string): void {
+  private check(
+    w: WatchedThread,
+    live: LiveThread,
+    expectedStatus: 'blocked' | 'usageLimited',
+    failedTurnId: string,
+  ): void {
     if (this.stopped) throw new Abort('stopping');
     if (this.state.pausedAt !== null) throw new Abort('auto-recovery is paused');
     if (this.state.disarmed[w.threadId] !== undefined) throw new Abort('disarmed by the user');
     if (w.state.kind === 'userIntent') throw new Abort(`the user set the goal ${w.state.requested}`);
-    if (w.modelBlockOffset !== null && expectedStatus === 'blocked') throw new Abort('the model blocked the goal itself');
+    if (w.modelBlockOffset !== null && expectedStatus === 'blocked')
+      throw new Abort('the model blocked the goal itself');
     if (live.status?.type === 'notLoaded') {
       // Measured (0.169.0): a set on a thread the daemon has not loaded (e.g. after it was
       // killed and started again) makes the goal active with no turn and no rollout line.
@@ -1149,7 +1327,8 @@ export class Engine {
     }
     if (!w.goal) throw new Abort('the goal was cleared');
     if (w.goal.status !== expectedStatus) throw new Abort(`the goal is ${w.goal.status} now`);
-    if (isThreadActive(live.status)) throw new Abort(waitsForPerson(live) ? 'waiting for approval' : 'a turn is running');
+    if (isThreadActive(live.status))
+      throw new Abort(waitsForPerson(live) ? 'waiting for approval' : 'a turn is running');
     if (live.approvals.size > 0) throw new Abort('waiting for approval');
     if (live.retrying) throw new Abort('Codex is retrying');
     if (expectedStatus === 'blocked') {
@@ -1160,14 +1339,21 @@ export class Engine {
   }
 
   private async evaluateAfterAbort(session: DaemonSession, w: WatchedThread): Promise<void> {
-    if (!this.liveOf(w.threadId).loaded) this.markUnloaded(w); // until some client loads it again
+    if (!this.liveOf(w.threadId).loaded)
+      this.markUnloaded(w); // until some client loads it again
     else await this.decide(session, w);
     this.reschedule();
     this.persistSoon();
   }
 
   /** An error reply: if events or state show the goal went active, it counts as success. */
-  private async afterSetError(session: DaemonSession, w: WatchedThread, failedTurnId: string, attempt: number, error: unknown): Promise<void> {
+  private async afterSetError(
+    session: DaemonSession,
+    w: WatchedThread,
+    failedTurnId: string,
+    attempt: number,
+    error: unknown,
+  ): Promise<void> {
     const live = this.liveOf(w.threadId);
     const seq = live.seq;
     const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
@@ -1180,15 +1366,34 @@ export class Engine {
       return;
     }
     w.pending = null;
-    addHistory(w, { at: this.deps.clock.now(), failedTurnId, attempt, error: w.lastFailure?.code ?? '', outcome: 'rejected', detail: errorText(error) });
+    addHistory(w, {
+      at: this.deps.clock.now(),
+      failedTurnId,
+      attempt,
+      error: w.lastFailure?.code ?? '',
+      outcome: 'rejected',
+      detail: errorText(error),
+    });
     // A rejected set counts as a failed attempt: back off further, give up after the limit.
     w.failures += 1;
     if (w.failures > this.options.maxAttempts) return this.giveUp(w, failedTurnId);
-    const delayMs = jitteredDelay({ baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs }, w.failures, this.deps.random);
+    const delayMs = jitteredDelay(
+      { baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs },
+      w.failures,
+      this.deps.random,
+    );
     const due = this.deps.clock.now() + delayMs;
     if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
     this.setState(w, { kind: 'backoff', dueAt: due, attempt: w.failures, failedTurnId });
-    this.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error: 'set rejected' });
+    this.emit({
+      type: 'backoff',
+      threadId: w.threadId,
+      attempt: w.failures,
+      failedTurnId,
+      dueAt: due,
+      delayMs,
+      error: 'set rejected',
+    });
   }
 
   // ---- helpers -------------------------------------------------------------------
@@ -1235,24 +1440,31 @@ export class Engine {
   /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */
   private inLane(threadId: string, work: () => Promise<void>): Promise<void> {
     const previous = this.lanes.get(threadId) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      try {
-        await work();
-      } finally {
-        this.dirty.add(threadId); // whatever it changed after its last save is saved next time
-      }
-    }).catch((error: unknown) => {
-      this.liveOf(threadId).needsLook = true;
-      this.readFailed(threadId, error);
-    });
+    const next = previous
+      .then(async () => {
+        try {
+          await work();
+        } finally {
+          this.dirty.add(threadId); // whatever it changed after its last save is saved next time
+        }
+      })
+      .catch((error: unknown) => {
+        this.liveOf(threadId).needsLook = true;
+        this.readFailed(threadId, error);
+      });
     this.lanes.set(threadId, next);
-    void next.then(() => { if (this.lanes.get(threadId) === next) this.lanes.delete(threadId); });
+    void next.then(() => {
+      if (this.lanes.get(threadId) === next) this.lanes.delete(threadId);
+    });
     return this.track(next);
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {
     this.inFlight.add(promise);
-    void promise.then(() => this.inFlight.delete(promise), () => this.inFlight.delete(promise));
+    void promise.then(
+      () => this.inFlight.delete(promise),
+      () => this.inFlight.delete(promise),
+    );
     return promise;
   }
 
@@ -1310,7 +1522,10 @@ export class Engine {
       } catch (error) {
         // Everything may differ from what is on disk now: the next save writes it all.
         this.allDirty = true;
-        failure = { type: 'warning', message: `could not save state to ${this.deps.store.location}: ${errorText(error)}` };
+        failure = {
+          type: 'warning',
+          message: `could not save state to ${this.deps.store.location}: ${errorText(error)}`,
+        };
       }
       // Announced even when the save failed (with the warning saying so): never silently lost.
       for (const d of announce) this.deliver(d);
@@ -1339,7 +1554,8 @@ export class Engine {
   /** Every decision goes out through the outbox: after the save that holds it. */
   private emit(decision: Decision): void {
     // The thread it speaks of is saved with it, whatever else marked it or not.
-    if ('threadId' in decision && decision.threadId !== undefined && decision.threadId !== '*') this.dirty.add(decision.threadId);
+    if ('threadId' in decision && decision.threadId !== undefined && decision.threadId !== '*')
+      this.dirty.add(decision.threadId);
     this.outbox.push(decision);
     this.commitSoon();
   }
@@ -1400,7 +1616,14 @@ function latestRecorded(state: PersistedState): number {
   let latest = state.pausedAt ?? 0;
   for (const at of Object.values(state.disarmed)) latest = Math.max(latest, at);
   for (const w of Object.values(state.watches)) {
-    latest = Math.max(latest, w.armedAt, w.updatedAt, w.lastFailure?.at ?? 0, w.pending?.sentAt ?? 0, w.history.at(-1)?.at ?? 0);
+    latest = Math.max(
+      latest,
+      w.armedAt,
+      w.updatedAt,
+      w.lastFailure?.at ?? 0,
+      w.pending?.sentAt ?? 0,
+      w.history.at(-1)?.at ?? 0,
+    );
   }
   return latest;
 }
@@ -1434,7 +1657,13 @@ function activeState(live: LiveThread): WatchState {
 }
 
 function snapshot(goal: ThreadGoal): GoalSnapshot {
-  return { status: goal.status, objective: goal.objective, tokensUsed: goal.tokensUsed, tokenBudget: goal.tokenBudget, updatedAt: goal.updatedAt };
+  return {
+    status: goal.status,
+    objective: goal.objective,
+    tokensUsed: goal.tokensUsed,
+    tokenBudget: goal.tokenBudget,
+    updatedAt: goal.updatedAt,
+  };
 }
 
 function sameState(a: WatchState, b: WatchState): boolean {
@@ -1444,4 +1673,3 @@ function sameState(a: WatchState, b: WatchState): boolean {
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-

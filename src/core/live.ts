@@ -28,7 +28,18 @@ export interface LiveThread {
 }
 
 export function newLive(): LiveThread {
-  return { status: null, turn: null, retrying: null, approvals: new Set(), seq: 0, subscribed: false, subscribeFailed: false, loaded: true, needsLook: false, turnFromEvent: false };
+  return {
+    status: null,
+    turn: null,
+    retrying: null,
+    approvals: new Set(),
+    seq: 0,
+    subscribed: false,
+    subscribeFailed: false,
+    loaded: true,
+    needsLook: false,
+    turnFromEvent: false,
+  };
 }
 
 export function isThreadActive(status: ThreadStatus | null): boolean {

@@ -4,7 +4,10 @@ export class Throttle {
   private timer: NodeJS.Timeout | null = null;
   private last = 0;
 
-  constructor(private readonly ms: number, private readonly fn: () => void) {}
+  constructor(
+    private readonly ms: number,
+    private readonly fn: () => void,
+  ) {}
 
   poke(): void {
     if (this.timer) return;

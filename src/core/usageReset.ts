@@ -4,7 +4,8 @@
 //   "… or try again at Aug 10, 2026, 11:12 AM."
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
-const PATTERN = /try again at\s+(?:([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([AaPp][Mm])?/;
+const PATTERN =
+  /try again at\s+(?:([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([AaPp][Mm])?/;
 
 /** The reset time (ms since the epoch, local time of this machine) named in a message, or null. */
 export function resetFromMessage(message: string, now: number): number | null {

@@ -8,7 +8,16 @@
  * and a process 'exit' hook kill whatever is still alive, by PID / process group only.
  */
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -46,7 +55,13 @@ export function codexVendorDir(): string | null {
   if (target) {
     const candidates: string[] = [];
     try {
-      candidates.push(path.join(path.dirname(require.resolve(`${target.pkg}/package.json`, { paths: [projectRoot()] })), 'vendor', target.triple));
+      candidates.push(
+        path.join(
+          path.dirname(require.resolve(`${target.pkg}/package.json`, { paths: [projectRoot()] })),
+          'vendor',
+          target.triple,
+        ),
+      );
     } catch {
       /* not resolvable */
     }
@@ -107,7 +122,12 @@ export interface CodexHome {
 
 /** Environment for a codex process using `codexHome` (no proxies, no OpenAI key, analytics off). */
 export function codexEnv(codexHome: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, CODEX_HOME: codexHome, RUST_LOG: process.env.CODEX_TEST_RUST_LOG ?? 'error', NO_COLOR: '1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    CODEX_HOME: codexHome,
+    RUST_LOG: process.env.CODEX_TEST_RUST_LOG ?? 'error',
+    NO_COLOR: '1',
+  };
   for (const k of Object.keys(env)) {
     if (/^(OPENAI_|CODEX_MANAGED_|CODEX_SANDBOX)/.test(k) || /^(http|https|all)_proxy$/i.test(k)) delete env[k];
   }
@@ -294,7 +314,9 @@ export async function killAllTracked(): Promise<void> {
 
 /** PIDs these helpers started and that are still alive (should be [] at the end of a test file). */
 export function trackedAlive(): { pid: number; what: string }[] {
-  return [...tracked.values()].filter((t) => isAlive(t.pid) || (t.group && processGroupMembers(t.pid).length > 0)).map((t) => ({ pid: t.pid, what: t.what }));
+  return [...tracked.values()]
+    .filter((t) => isAlive(t.pid) || (t.group && processGroupMembers(t.pid).length > 0))
+    .map((t) => ({ pid: t.pid, what: t.what }));
 }
 
 process.on('exit', () => {

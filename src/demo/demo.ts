@@ -8,7 +8,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
-import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from './codexProcesses';
+import {
+  controlSocketPath,
+  killAllTracked,
+  makeCodexHome,
+  startDaemon,
+  stopDaemon,
+  type CodexHome,
+} from './codexProcesses';
 import { startMockModel, type MockModel } from './mockModel';
 import { about, startThreadWithGoal, UserClient, type Notification } from './userClient';
 
@@ -21,7 +28,11 @@ function say(who: string, text: string): void {
   process.stdout.write(`${t}s  ${who.padEnd(7)} │ ${text}\n`);
 }
 
-interface RunnerLine { type: string; attempt?: number; [k: string]: unknown }
+interface RunnerLine {
+  type: string;
+  attempt?: number;
+  [k: string]: unknown;
+}
 
 async function main(): Promise<number> {
   let mock: MockModel | undefined;
@@ -39,7 +50,18 @@ async function main(): Promise<number> {
     say('demo', `Codex app-server daemon started; control socket ${controlSocketPath(home.dir)}`);
 
     const cli = path.resolve(__dirname, 'cli.js');
-    const args = [cli, 'watch', '--codex-home', home.dir, '--state', path.join(work, 'state.json'), '--base-delay', '1', '--max-delay', '4'];
+    const args = [
+      cli,
+      'watch',
+      '--codex-home',
+      home.dir,
+      '--state',
+      path.join(work, 'state.json'),
+      '--base-delay',
+      '1',
+      '--max-delay',
+      '4',
+    ];
     say('demo', `starting the runner: codex-goal-recovery ${args.slice(1).join(' ')}`);
     runner = spawn(process.execPath, [...args, '--json'], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     const runnerExit = new Promise<number | null>((resolve) => runner!.once('exit', (code) => resolve(code)));
@@ -53,7 +75,10 @@ async function main(): Promise<number> {
       runnerLines.push(d);
       say('runner', describe(d));
     });
-    await until(() => runnerLines.some((d) => d.type === 'connection' && d.state === 'connected'), 'the runner to connect');
+    await until(
+      () => runnerLines.some((d) => d.type === 'connection' && d.state === 'connected'),
+      'the runner to connect',
+    );
 
     user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'demo-user' });
     user.onNotification((n) => narrate(n));
@@ -62,11 +87,20 @@ async function main(): Promise<number> {
     const thread = await startThreadWithGoal(user, 'Write the release notes', { timeoutMs: 30_000 });
     say('user', `gave thread ${thread.threadId.slice(0, 8)}… the goal "Write the release notes"`);
 
-    await until(() => runnerLines.filter((d) => d.type === 'backoff').length >= OUTAGE_TURNS, `${OUTAGE_TURNS} failed turns`);
+    await until(
+      () => runnerLines.filter((d) => d.type === 'backoff').length >= OUTAGE_TURNS,
+      `${OUTAGE_TURNS} failed turns`,
+    );
     mock.setMode('goalComplete');
     say('model', 'fixed: the next turn finishes the goal');
-    await user.waitFor(about(thread.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), DEADLINE_MS);
-    await until(() => runnerLines.some((d) => d.type === 'recovered' && d.attempt === OUTAGE_TURNS), 'the runner to confirm the recovery');
+    await user.waitFor(
+      about(thread.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+      DEADLINE_MS,
+    );
+    await until(
+      () => runnerLines.some((d) => d.type === 'recovered' && d.attempt === OUTAGE_TURNS),
+      'the runner to confirm the recovery',
+    );
 
     runner.kill('SIGINT');
     const code = await runnerExit;
@@ -80,7 +114,11 @@ async function main(): Promise<number> {
     return 1;
   } finally {
     if (runner) {
-      try { process.kill(-runner.pid!, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-runner.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
     await user?.close().catch(() => undefined);
     if (home) {
@@ -99,21 +137,32 @@ async function main(): Promise<number> {
     else if (n.method === 'turn/started') say('codex', `turn …${String(p.turn?.id).slice(-8)} started`);
     else if (n.method === 'turn/completed') {
       const err = p.turn?.error?.codexErrorInfo;
-      say('codex', `turn …${String(p.turn?.id).slice(-8)} ${p.turn?.status}${err ? ` (${typeof err === 'string' ? err : Object.keys(err)[0]})` : ''}`);
+      say(
+        'codex',
+        `turn …${String(p.turn?.id).slice(-8)} ${p.turn?.status}${err ? ` (${typeof err === 'string' ? err : Object.keys(err)[0]})` : ''}`,
+      );
     }
   }
 }
 
 function describe(d: RunnerLine): string {
   switch (d.type) {
-    case 'connection': return `connection ${d.state}: ${d.detail}`;
-    case 'armed': return `armed: watching "${d.title}"`;
-    case 'backoff': return `blocked by ${d.error}; retry ${d.attempt} in ${(Number(d.delayMs) / 1000).toFixed(1)} s`;
-    case 'recovering': return `re-activating the goal (attempt ${d.attempt})`;
-    case 'recovered': return `goal active again (attempt ${d.attempt})`;
-    case 'skipped': return `skipped: ${d.reason}`;
-    case 'stopped': return `stopped on ${d.signal}, state saved`;
-    default: return `${d.type}: ${JSON.stringify(d)}`;
+    case 'connection':
+      return `connection ${d.state}: ${d.detail}`;
+    case 'armed':
+      return `armed: watching "${d.title}"`;
+    case 'backoff':
+      return `blocked by ${d.error}; retry ${d.attempt} in ${(Number(d.delayMs) / 1000).toFixed(1)} s`;
+    case 'recovering':
+      return `re-activating the goal (attempt ${d.attempt})`;
+    case 'recovered':
+      return `goal active again (attempt ${d.attempt})`;
+    case 'skipped':
+      return `skipped: ${d.reason}`;
+    case 'stopped':
+      return `stopped on ${d.signal}, state saved`;
+    default:
+      return `${d.type}: ${JSON.stringify(d)}`;
   }
 }
 
@@ -125,7 +174,10 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -265,9 +265,15 @@ export async function startMockModel(): Promise<MockModel> {
     }
     let answered: string = effective;
     if (last === 'function_call_output' && FUNCTION_CALL_MODES.has(effective)) answered = 'message';
-    else if (effective === 'healthyThenComplete') answered = fromQueue || sinceModeSet <= 1 ? 'healthy' : 'goalComplete';
+    else if (effective === 'healthyThenComplete')
+      answered = fromQueue || sinceModeSet <= 1 ? 'healthy' : 'goalComplete';
     requests += 1;
-    requestLog.push({ at: Date.now(), mode: effective, answered, ...(last !== undefined ? { lastInputType: last } : {}) });
+    requestLog.push({
+      at: Date.now(),
+      mode: effective,
+      answered,
+      ...(last !== undefined ? { lastInputType: last } : {}),
+    });
     for (const w of waiters.slice()) {
       if (requests >= w.n) {
         waiters.splice(waiters.indexOf(w), 1);
@@ -295,7 +301,8 @@ export async function startMockModel(): Promise<MockModel> {
         res.write(sse({ type: 'response.created', response: { id, status: 'in_progress' } }));
         const delay = opts.delayMs ?? 10_000;
         const tick = setInterval(() => {
-          if (!res.writableEnded && !res.destroyed) res.write(sse({ type: 'response.in_progress', response: { id, status: 'in_progress' } }));
+          if (!res.writableEnded && !res.destroyed)
+            res.write(sse({ type: 'response.in_progress', response: { id, status: 'in_progress' } }));
         }, 500);
         const done = later(delay, () => {
           clearInterval(tick);
@@ -309,10 +316,14 @@ export async function startMockModel(): Promise<MockModel> {
         return;
       }
       case 'http500':
-        sendJson(res, 500, { error: { type: 'server_error', code: 'server_error', message: 'mock: internal server error' } });
+        sendJson(res, 500, {
+          error: { type: 'server_error', code: 'server_error', message: 'mock: internal server error' },
+        });
         return;
       case 'http400':
-        sendJson(res, 400, { error: { type: 'invalid_request_error', code: 'invalid_request', message: 'mock: bad request' } });
+        sendJson(res, 400, {
+          error: { type: 'invalid_request_error', code: 'invalid_request', message: 'mock: bad request' },
+        });
         return;
       case 'http429':
         sendJson(

@@ -108,7 +108,10 @@ export class UserClient {
   closed = false;
   private seq = 0;
   private nextId = 1;
-  private readonly pending = new Map<number | string, { method: string; resolve: (v: LogEntry) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<
+    number | string,
+    { method: string; resolve: (v: LogEntry) => void; reject: (e: Error) => void }
+  >();
   private readonly watchers = new Set<() => void>();
   private readonly listeners = new Set<(n: Notification) => void>();
 
@@ -247,16 +250,34 @@ export class UserClient {
   }
 
   /** Wait for a notification matching predicate (or, given a string, with that method). */
-  async waitFor(predicate: ((n: Notification) => boolean) | string, timeoutMs = 15_000, since = 0): Promise<Notification> {
+  async waitFor(
+    predicate: ((n: Notification) => boolean) | string,
+    timeoutMs = 15_000,
+    since = 0,
+  ): Promise<Notification> {
     const pred = typeof predicate === 'string' ? (n: Notification) => n.method === predicate : predicate;
     const what = typeof predicate === 'string' ? predicate : 'notification';
-    return (await this.waitForEntry((e) => e.kind === 'notification' && pred(e as Notification), timeoutMs, since, what)) as Notification;
+    return (await this.waitForEntry(
+      (e) => e.kind === 'notification' && pred(e as Notification),
+      timeoutMs,
+      since,
+      what,
+    )) as Notification;
   }
 
   /** Wait for a server request (approval...) matching predicate / method. */
-  async waitForServerRequest(predicate: ((r: ServerRequest) => boolean) | string = () => true, timeoutMs = 15_000, since = 0): Promise<ServerRequest> {
+  async waitForServerRequest(
+    predicate: ((r: ServerRequest) => boolean) | string = () => true,
+    timeoutMs = 15_000,
+    since = 0,
+  ): Promise<ServerRequest> {
     const pred = typeof predicate === 'string' ? (r: ServerRequest) => r.method === predicate : predicate;
-    return (await this.waitForEntry((e) => e.kind === 'serverRequest' && pred(e as ServerRequest), timeoutMs, since, 'server request')) as ServerRequest;
+    return (await this.waitForEntry(
+      (e) => e.kind === 'serverRequest' && pred(e as ServerRequest),
+      timeoutMs,
+      since,
+      'server request',
+    )) as ServerRequest;
   }
 
   /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
@@ -299,7 +320,14 @@ export class UserClient {
       for (const listener of this.listeners) listener(entry);
     } else if (msg.id !== undefined) {
       const p = this.pending.get(msg.id);
-      const entry: LogEntry = { ...base, kind: 'response', method: p?.method ?? '?', id: msg.id, result: msg.result, ...(msg.error ? { error: msg.error } : {}) };
+      const entry: LogEntry = {
+        ...base,
+        kind: 'response',
+        method: p?.method ?? '?',
+        id: msg.id,
+        result: msg.result,
+        ...(msg.error ? { error: msg.error } : {}),
+      };
       this.log.push(entry);
       if (p) {
         this.pending.delete(msg.id);
@@ -381,7 +409,11 @@ export interface StartedGoalThread {
  * found for thread id …") and `thread/turns/list` fails (-32600 "… is not materialized yet …"),
  * although `thread.path` is already reported.
  */
-export async function startThreadWithGoal(client: UserClient, objective: string, opts: StartThreadOptions = {}): Promise<StartedGoalThread> {
+export async function startThreadWithGoal(
+  client: UserClient,
+  objective: string,
+  opts: StartThreadOptions = {},
+): Promise<StartedGoalThread> {
   const madeCwd = opts.cwd === undefined;
   const cwd = opts.cwd ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-thread-cwd-')));
   const timeoutMs = opts.timeoutMs ?? 15_000;
@@ -407,16 +439,40 @@ export async function startThreadWithGoal(client: UserClient, objective: string,
 }
 
 /** Predicate: a notification about `threadId` with `method` (and optional extra check). */
-export function about(threadId: string, method: string, extra: (p: Json) => boolean = () => true): (n: Notification) => boolean {
+export function about(
+  threadId: string,
+  method: string,
+  extra: (p: Json) => boolean = () => true,
+): (n: Notification) => boolean {
   return (n) => n.method === method && n.params?.threadId === threadId && extra(n.params);
 }
 
 /** Wait for thread/goal/updated with goal.status === status for threadId. */
-export function waitGoalStatus(client: UserClient, threadId: string, status: string, timeoutMs = 30_000, since = 0): Promise<Notification> {
-  return client.waitFor(about(threadId, 'thread/goal/updated', (p) => p.goal?.status === status), timeoutMs, since);
+export function waitGoalStatus(
+  client: UserClient,
+  threadId: string,
+  status: string,
+  timeoutMs = 30_000,
+  since = 0,
+): Promise<Notification> {
+  return client.waitFor(
+    about(threadId, 'thread/goal/updated', (p) => p.goal?.status === status),
+    timeoutMs,
+    since,
+  );
 }
 
 /** Wait for turn/completed for threadId (optionally with a given turn status). */
-export function waitTurnCompleted(client: UserClient, threadId: string, status?: string, timeoutMs = 30_000, since = 0): Promise<Notification> {
-  return client.waitFor(about(threadId, 'turn/completed', (p) => status === undefined || p.turn?.status === status), timeoutMs, since);
+export function waitTurnCompleted(
+  client: UserClient,
+  threadId: string,
+  status?: string,
+  timeoutMs = 30_000,
+  since = 0,
+): Promise<Notification> {
+  return client.waitFor(
+    about(threadId, 'turn/completed', (p) => status === undefined || p.turn?.status === status),
+    timeoutMs,
+    since,
+  );
 }

@@ -51,7 +51,9 @@ export class EngineHost implements RecoveryService {
   /** Loads the state and connects in the background; never blocks activation. */
   start(): void {
     this.ready = this.engine.start();
-    this.ready.catch((error: unknown) => this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`));
+    this.ready.catch((error: unknown) =>
+      this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`),
+    );
   }
 
   /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */
@@ -83,17 +85,22 @@ export class EngineHost implements RecoveryService {
   private makeEngine(): Engine {
     const target = targetOf(this.settings);
     return new Engine(this.settings.options, {
-      connect: (listener) => connectDaemon(target, listener, {
-        clientVersion: VERSION,
-        onStderr: (line) => this.io.log.debug(`codex: ${line}`),
-      }),
+      connect: (listener) =>
+        connectDaemon(target, listener, {
+          clientVersion: VERSION,
+          onStderr: (line) => this.io.log.debug(`codex: ${line}`),
+        }),
       target: this.settings.socketPath,
-      store: new HandoverStore(new GlobalStateStore(this.globalState, {
-        ...(this.journalPath !== undefined && { journalPath: this.journalPath }),
-        info: (line) => this.io.log.info(line),
-        onProblem: (message) => this.io.log.warn(message),
-      }), this.seed, (taken) =>
-        this.io.log.info(`took over ${taken.length} watched thread(s) from the previous leader's last state`)),
+      store: new HandoverStore(
+        new GlobalStateStore(this.globalState, {
+          ...(this.journalPath !== undefined && { journalPath: this.journalPath }),
+          info: (line) => this.io.log.info(line),
+          onProblem: (message) => this.io.log.warn(message),
+        }),
+        this.seed,
+        (taken) =>
+          this.io.log.info(`took over ${taken.length} watched thread(s) from the previous leader's last state`),
+      ),
       clock: systemClock,
       random: Math.random,
       onDecision: (d) => this.decided(d),
@@ -103,7 +110,13 @@ export class EngineHost implements RecoveryService {
 
   private decided(d: Decision): void {
     const line = decisionLine(d, Date.now());
-    if (d.type === 'warning' || d.type === 'attention' || d.type === 'gave-up' || (d.type === 'connection' && d.state !== 'connected')) this.io.log.warn(line);
+    if (
+      d.type === 'warning' ||
+      d.type === 'attention' ||
+      d.type === 'gave-up' ||
+      (d.type === 'connection' && d.state !== 'connected')
+    )
+      this.io.log.warn(line);
     else this.io.log.info(line);
     this.cached = this.engine.snapshot();
     this.io.notify(d, this.cached);

@@ -16,12 +16,17 @@ export class FollowerHost implements RecoveryService {
   private cached: EngineSnapshot;
   private readonly listeners = new Listeners();
 
-  constructor(private readonly link: LeaderLink, target: string, onProblem: (message: string) => void) {
+  constructor(
+    private readonly link: LeaderLink,
+    target: string,
+    onProblem: (message: string) => void,
+  ) {
     this.cached = emptySnapshot(target, Date.now());
     this.cached.connection = { kind: 'connecting', detail: 'waiting for the window that runs the engine' };
     link.onState((value) => {
       const parsed = EngineSnapshotSchema.safeParse(value);
-      if (!parsed.success) return onProblem(`ignored a malformed state from the leader: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      if (!parsed.success)
+        return onProblem(`ignored a malformed state from the leader: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       this.cached = parsed.data;
       this.listeners.fire();
     });

@@ -20,8 +20,12 @@ class Starting implements RecoveryService {
   constructor(target: string) {
     this.snap = emptySnapshot(target, Date.now());
   }
-  snapshot(): EngineSnapshot { return this.snap; }
-  onDidChange(): { dispose(): void } { return { dispose: () => undefined }; }
+  snapshot(): EngineSnapshot {
+    return this.snap;
+  }
+  onDidChange(): { dispose(): void } {
+    return { dispose: () => undefined };
+  }
   async run(command: ServiceCommand): Promise<void> {
     throw new Error(`${command}: still starting, try again in a moment`);
   }
@@ -46,7 +50,12 @@ export class WindowRole {
   private leaderSnapshot: EngineSnapshot | null = null;
 
   /** `journalPath`: the engine's crash journal beside globalState (see GlobalStateStore). */
-  constructor(private readonly context: vscode.ExtensionContext, private settings: Settings, private readonly io: HostIo, private readonly journalPath?: string) {
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private settings: Settings,
+    private readonly io: HostIo,
+    private readonly journalPath?: string,
+  ) {
     this.current = new Starting(settings.socketPath);
   }
 
@@ -61,7 +70,12 @@ export class WindowRole {
   /** Joins the election in the background. */
   start(): void {
     this.leaderSnapshot = null; // a new election: another daemon's state means nothing here
-    const election = new LeaderElection({ dir: electionDir(), name: electionName(this.settings), who: WINDOW_WHO, log: (m) => this.io.log.debug(`election: ${m}`) });
+    const election = new LeaderElection({
+      dir: electionDir(),
+      name: electionName(this.settings),
+      who: WINDOW_WHO,
+      log: (m) => this.io.log.debug(`election: ${m}`),
+    });
     this.election = election;
     // Events of an election this window has left (settings moved it to another daemon) are ignored.
     const current = () => this.election === election;
@@ -74,7 +88,9 @@ export class WindowRole {
     election.start().catch((error: unknown) => {
       if (!current()) return;
       // No election possible (e.g. an unsafe directory): run the engine here, and say so.
-      this.io.log.warn(`leader election unavailable (${error instanceof Error ? error.message : String(error)}); this window runs the engine`);
+      this.io.log.warn(
+        `leader election unavailable (${error instanceof Error ? error.message : String(error)}); this window runs the engine`,
+      );
       this.lead(null);
     });
   }
@@ -101,7 +117,13 @@ export class WindowRole {
 
   private lead(server: LeaderServer | null): void {
     this.clearRole();
-    const host = new EngineHost(this.settings, this.context.globalState, this.io, this.leaderSnapshot, this.journalPath);
+    const host = new EngineHost(
+      this.settings,
+      this.context.globalState,
+      this.io,
+      this.leaderSnapshot,
+      this.journalPath,
+    );
     this.leaderSnapshot = null;
     this.engine = host;
     this.io.log.info(server ? 'this window runs the engine (leader)' : 'this window runs the engine');
@@ -120,12 +142,17 @@ export class WindowRole {
   private follow(conn: FollowerConnection): void {
     this.clearRole();
     conn.welcomed.then(
-      (pid) => this.io.log.info(`another engine (${conn.leaderWho ?? 'a window'}, pid ${pid}) runs against this daemon: following it`),
+      (pid) =>
+        this.io.log.info(
+          `another engine (${conn.leaderWho ?? 'a window'}, pid ${pid}) runs against this daemon: following it`,
+        ),
       () => undefined,
     );
     const host = new FollowerHost(conn, this.settings.socketPath, (m) => this.io.log.warn(m));
     // It fires on every valid state the leader pushes (parsed once, there).
-    host.onDidChange(() => { this.leaderSnapshot = host.snapshot(); });
+    host.onDidChange(() => {
+      this.leaderSnapshot = host.snapshot();
+    });
     this.swap(host);
   }
 

@@ -28,7 +28,10 @@ export type Unsubscribe = () => void;
 export class Emitter<T> {
   private readonly listeners = new Set<(value: T) => void>();
 
-  constructor(private readonly log?: Log, private readonly label = 'listener') {}
+  constructor(
+    private readonly log?: Log,
+    private readonly label = 'listener',
+  ) {}
 
   on(cb: (value: T) => void): Unsubscribe {
     this.listeners.add(cb);
@@ -100,7 +103,10 @@ export class LeaderServer {
   private closing: Promise<void> | undefined;
   private readonly followersEmitter: Emitter<number>;
 
-  constructor(private readonly server: net.Server, opts: LeaderServerOptions = {}) {
+  constructor(
+    private readonly server: net.Server,
+    opts: LeaderServerOptions = {},
+  ) {
     this.log = opts.log ?? (() => {});
     this.helloTimeoutMs = opts.helloTimeoutMs ?? 5000;
     this.who = opts.who;
@@ -218,12 +224,19 @@ export class LeaderServer {
     if (msg.type === 'hello') {
       if (peer.welcomed) return;
       if (msg.version !== LEADER_PROTOCOL_VERSION) {
-        this.log(`leader: follower pid ${msg.pid} speaks protocol ${msg.version}, this leader ${LEADER_PROTOCOL_VERSION}`);
+        this.log(
+          `leader: follower pid ${msg.pid} speaks protocol ${msg.version}, this leader ${LEADER_PROTOCOL_VERSION}`,
+        );
       }
       peer.welcomed = true;
       peer.pid = msg.pid;
       clearTimeout(peer.helloTimer);
-      this.write(peer, { type: 'welcome', leaderPid: process.pid, version: LEADER_PROTOCOL_VERSION, ...(this.who ? { who: this.who } : {}) });
+      this.write(peer, {
+        type: 'welcome',
+        leaderPid: process.pid,
+        version: LEADER_PROTOCOL_VERSION,
+        ...(this.who ? { who: this.who } : {}),
+      });
       if (this.latest) this.sendState(peer);
       this.followersEmitter.fire(this.followerCount);
       return;
@@ -257,7 +270,12 @@ export class LeaderServer {
   private reply(peer: Peer, msg: LeaderMessage & { type: 'result' }): void {
     if (!this.write(peer, msg) && msg.ok) {
       // The value could not be encoded: the follower still gets an answer.
-      this.write(peer, { type: 'result', id: msg.id, ok: false, error: `command result could not be sent (not JSON, or too large)` });
+      this.write(peer, {
+        type: 'result',
+        id: msg.id,
+        ok: false,
+        error: `command result could not be sent (not JSON, or too large)`,
+      });
     }
   }
 
@@ -296,7 +314,10 @@ export type LeaderCommandErrorCode = 'timeout' | 'closed' | 'failed';
 
 /** Why a follower's command did not succeed: timed out, the leader went away, or it failed there. */
 export class LeaderCommandError extends Error {
-  constructor(message: string, readonly code: LeaderCommandErrorCode) {
+  constructor(
+    message: string,
+    readonly code: LeaderCommandErrorCode,
+  ) {
     super(message);
     this.name = 'LeaderCommandError';
   }
@@ -333,7 +354,10 @@ export class FollowerConnection {
   /** Resolves with the leader's pid on `welcome`; rejects if the connection closes first. */
   readonly welcomed: Promise<number>;
 
-  constructor(private readonly socket: net.Socket, opts: FollowerConnectionOptions = {}) {
+  constructor(
+    private readonly socket: net.Socket,
+    opts: FollowerConnectionOptions = {},
+  ) {
     this.log = opts.log ?? (() => {});
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
     this.stateEmitter = new Emitter<unknown>(this.log, 'state listener');
@@ -428,7 +452,9 @@ export class FollowerConnection {
    */
   command(name: string, args: unknown[] = [], timeoutMs = this.commandTimeoutMs): Promise<unknown> {
     if (this._closed) {
-      return Promise.reject(new LeaderCommandError(`cannot send command "${name}": the connection to the leader is closed`, 'closed'));
+      return Promise.reject(
+        new LeaderCommandError(`cannot send command "${name}": the connection to the leader is closed`, 'closed'),
+      );
     }
     const id = this.nextId++;
     let line: string;
@@ -440,7 +466,9 @@ export class FollowerConnection {
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new LeaderCommandError(`command "${name}" got no answer from the leader within ${timeoutMs} ms`, 'timeout'));
+        reject(
+          new LeaderCommandError(`command "${name}" got no answer from the leader within ${timeoutMs} ms`, 'timeout'),
+        );
       }, timeoutMs);
       this.pending.set(id, { name, resolve, reject, timer });
       this.socket.write(line);
@@ -460,7 +488,9 @@ export class FollowerConnection {
         this._leaderPid = msg.leaderPid;
         this._leaderWho = msg.who;
         if (msg.version !== undefined && msg.version !== LEADER_PROTOCOL_VERSION) {
-          this.log(`follower: leader pid ${msg.leaderPid} speaks protocol ${msg.version}, this follower ${LEADER_PROTOCOL_VERSION}`);
+          this.log(
+            `follower: leader pid ${msg.leaderPid} speaks protocol ${msg.version}, this follower ${LEADER_PROTOCOL_VERSION}`,
+          );
         }
         this.welcomeResolve?.(msg.leaderPid);
         return;
@@ -481,7 +511,13 @@ export class FollowerConnection {
         this.pending.delete(msg.id);
         clearTimeout(p.timer);
         if (msg.ok) p.resolve(msg.value);
-        else p.reject(new LeaderCommandError(`command "${p.name}" failed on the leader: ${msg.error ?? 'unknown error'}`, 'failed'));
+        else
+          p.reject(
+            new LeaderCommandError(
+              `command "${p.name}" failed on the leader: ${msg.error ?? 'unknown error'}`,
+              'failed',
+            ),
+          );
         return;
       }
     }

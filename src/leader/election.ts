@@ -135,7 +135,9 @@ export async function ensurePrivateDir(dir: string): Promise<string> {
   if (!st.isDirectory()) throw new Error(`leader election: refusing ${shown}: it is not a directory`);
   const uid = currentUid();
   if (uid !== undefined && st.uid !== uid) {
-    throw new Error(`leader election: refusing directory ${shown}: it is owned by uid ${st.uid}, not by you (uid ${uid})`);
+    throw new Error(
+      `leader election: refusing directory ${shown}: it is owned by uid ${st.uid}, not by you (uid ${uid})`,
+    );
   }
   if ((st.mode & 0o022) !== 0) {
     const mode = `0${(st.mode & 0o7777).toString(8)}`;
@@ -177,7 +179,10 @@ function probe(p: string, timeoutMs: number): Promise<ProbeResult> {
       // EAGAIN (backlog full), EACCES, ...: never treated as dead.
       else finish({ kind: 'busy', reason: `${code}: ${err.message}` });
     };
-    const timer = setTimeout(() => finish({ kind: 'busy', reason: `connect timed out after ${timeoutMs} ms` }), timeoutMs);
+    const timer = setTimeout(
+      () => finish({ kind: 'busy', reason: `connect timed out after ${timeoutMs} ms` }),
+      timeoutMs,
+    );
     socket.once('connect', onConnect);
     socket.on('error', onError);
   });
@@ -185,7 +190,10 @@ function probe(p: string, timeoutMs: number): Promise<ProbeResult> {
 
 /** The takeover lock `<name>.takeover`: a file linked into place with `pid token time`. */
 class TakeoverLock {
-  constructor(private readonly lockPath: string, private readonly log: Log) {}
+  constructor(
+    private readonly lockPath: string,
+    private readonly log: Log,
+  ) {}
 
   /** Acquires the lock, or returns null when a live candidate holds it. */
   async acquire(): Promise<{ release: () => Promise<void> } | null> {
@@ -258,7 +266,9 @@ class TakeoverLock {
       return false;
     }
     await unlinkQuiet(aside);
-    this.log(`leader election: broke a stale takeover lock (owner pid ${pidText}, ${deadOwner ? 'dead' : `${Math.round(age)} ms old`})`);
+    this.log(
+      `leader election: broke a stale takeover lock (owner pid ${pidText}, ${deadOwner ? 'dead' : `${Math.round(age)} ms old`})`,
+    );
     return true;
   }
 }
@@ -311,7 +321,9 @@ export class LeaderElection {
       throw new Error('leader election: Unix sockets in a private directory are not available on Windows');
     }
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.name)) {
-      throw new Error(`leader election: invalid name ${JSON.stringify(opts.name)} (use 1–64 of [A-Za-z0-9_-], e.g. a hash)`);
+      throw new Error(
+        `leader election: invalid name ${JSON.stringify(opts.name)} (use 1–64 of [A-Za-z0-9_-], e.g. a hash)`,
+      );
     }
     this.dirOption = opts.dir;
     this.name = opts.name;
@@ -518,7 +530,11 @@ export class LeaderElection {
   }
 
   /** Takes over a dead leader's socket `staleKey`, under the takeover lock. */
-  private async takeover(gen: number, cand: Candidate, staleKey: string): Promise<{ outcome: Outcome; leader: boolean }> {
+  private async takeover(
+    gen: number,
+    cand: Candidate,
+    staleKey: string,
+  ): Promise<{ outcome: Outcome; leader: boolean }> {
     const socketPath = this._socketPath!;
     const lock = await this.lock!.acquire();
     if (!lock) return { outcome: retryIn(randomBetween(20, 60)), leader: false };

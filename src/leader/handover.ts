@@ -56,7 +56,11 @@ function joinRecovered(a: readonly string[], b: readonly string[]): string[] {
 export class HandoverStore implements StateStore {
   private snapshot: EngineSnapshot | null;
 
-  constructor(private readonly inner: StateStore, snapshot: EngineSnapshot | null, private readonly onTaken?: (taken: string[]) => void) {
+  constructor(
+    private readonly inner: StateStore,
+    snapshot: EngineSnapshot | null,
+    private readonly onTaken?: (taken: string[]) => void,
+  ) {
     this.snapshot = snapshot;
   }
 

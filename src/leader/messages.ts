@@ -96,8 +96,12 @@ export class LineDecoder<T> {
     private readonly onMalformed: MalformedCallback,
     private readonly maxLineBytes = MAX_LINE_BYTES,
   ) {
-    this.lines = new LineSplitter(maxLineBytes, (line) => this.handleLine(line), (head) =>
-      this.malformed(`line longer than ${this.maxLineBytes} bytes, skipped: ${JSON.stringify(excerpt(head))}`));
+    this.lines = new LineSplitter(
+      maxLineBytes,
+      (line) => this.handleLine(line),
+      (head) =>
+        this.malformed(`line longer than ${this.maxLineBytes} bytes, skipped: ${JSON.stringify(excerpt(head))}`),
+    );
   }
 
   /** Lines dropped so far. */

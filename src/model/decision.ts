@@ -3,7 +3,15 @@
 
 export type Decision =
   | { type: 'armed'; threadId: string; title: string }
-  | { type: 'backoff'; threadId: string; attempt: number; failedTurnId: string; dueAt: number; delayMs: number; error: string }
+  | {
+      type: 'backoff';
+      threadId: string;
+      attempt: number;
+      failedTurnId: string;
+      dueAt: number;
+      delayMs: number;
+      error: string;
+    }
   | { type: 'recovering'; threadId: string; attempt: number; failedTurnId: string }
   | { type: 'recovered'; threadId: string; attempt: number; failedTurnId: string; how: string }
   | { type: 'skipped'; threadId: string; reason: string; detail?: string }

@@ -11,17 +11,29 @@ export function decisionLine(d: Decision, now: number): string {
   const ts = new Date(now).toISOString();
   const t = 'threadId' in d && d.threadId ? ` ${d.threadId}` : '';
   switch (d.type) {
-    case 'armed': return `${ts} armed${t}: watching "${d.title}"`;
-    case 'backoff': return `${ts} backoff${t}: ${d.error} on turn ${d.failedTurnId}; attempt ${d.attempt} in ${formatDuration(d.delayMs)} (at ${new Date(d.dueAt).toISOString()})`;
-    case 'recovering': return `${ts} recovering${t}: re-activating the goal (attempt ${d.attempt}, failed turn ${d.failedTurnId})`;
-    case 'recovered': return `${ts} recovered${t}: goal active again (attempt ${d.attempt}; ${d.how})`;
-    case 'skipped': return `${ts} skipped${t}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}`;
-    case 'disarmed': return `${ts} disarmed${t}: ${d.reason}`;
-    case 'rearmed': return `${ts} re-armed${t}: ${d.reason}`;
-    case 'loaded': return `${ts} loaded${t}: ${d.reason}`;
-    case 'gave-up': return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
-    case 'attention': return `${ts} needs attention${t}: ${d.reason}`;
-    case 'connection': return `${ts} connection ${d.state}: ${d.detail}`;
-    case 'warning': return `${ts} warning${t}: ${d.message}`;
+    case 'armed':
+      return `${ts} armed${t}: watching "${d.title}"`;
+    case 'backoff':
+      return `${ts} backoff${t}: ${d.error} on turn ${d.failedTurnId}; attempt ${d.attempt} in ${formatDuration(d.delayMs)} (at ${new Date(d.dueAt).toISOString()})`;
+    case 'recovering':
+      return `${ts} recovering${t}: re-activating the goal (attempt ${d.attempt}, failed turn ${d.failedTurnId})`;
+    case 'recovered':
+      return `${ts} recovered${t}: goal active again (attempt ${d.attempt}; ${d.how})`;
+    case 'skipped':
+      return `${ts} skipped${t}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}`;
+    case 'disarmed':
+      return `${ts} disarmed${t}: ${d.reason}`;
+    case 'rearmed':
+      return `${ts} re-armed${t}: ${d.reason}`;
+    case 'loaded':
+      return `${ts} loaded${t}: ${d.reason}`;
+    case 'gave-up':
+      return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
+    case 'attention':
+      return `${ts} needs attention${t}: ${d.reason}`;
+    case 'connection':
+      return `${ts} connection ${d.state}: ${d.detail}`;
+    case 'warning':
+      return `${ts} warning${t}: ${d.message}`;
   }
 }

@@ -26,5 +26,13 @@ export const EngineSnapshotSchema = z.object({
 export type EngineSnapshot = z.infer<typeof EngineSnapshotSchema>;
 
 export function emptySnapshot(target: string, now: number): EngineSnapshot {
-  return { at: now, connection: { kind: 'connecting', detail: 'starting' }, target, pausedAt: null, maxAttempts: 6, nextDueAt: null, watches: [] };
+  return {
+    at: now,
+    connection: { kind: 'connecting', detail: 'starting' },
+    target,
+    pausedAt: null,
+    maxAttempts: 6,
+    nextDueAt: null,
+    watches: [],
+  };
 }

@@ -236,40 +236,68 @@ export function markRecovered(w: WatchedThread, failedTurnId: string): void {
 /** A short description of a state, in words and numbers: the tree, the status bar and the CLI. */
 export function describeState(state: WatchState, now: number, maxAttempts: number): string {
   switch (state.kind) {
-    case 'running': return 'running';
-    case 'idle': return 'idle';
-    case 'waitingApproval': return 'waiting for approval';
-    case 'codexRetrying': return 'Codex is retrying';
-    case 'backoff': return `retry in ${formatDuration(state.dueAt - now)} · attempt ${state.attempt}/${maxAttempts}`;
-    case 'recovering': return 'recovering…';
-    case 'usageLimited': return `usage limit · resumes ${formatClock(state.dueAt, now)}`;
-    case 'userIntent': return state.requested === 'paused' ? 'paused by you' : `disarmed: you set it ${state.requested}`;
-    case 'disarmed': return 'disarmed';
-    case 'paused': return 'paused';
-    case 'complete': return 'complete';
-    case 'budgetLimited': return 'budget limit reached';
-    case 'modelBlocked': return 'blocked by the model';
-    case 'interrupted': return 'interrupted';
-    case 'needsAttention': return `needs attention: ${describeErrorCode(state.code)}`;
-    case 'gaveUp': return `gave up after ${state.attempts} tries`;
-    case 'notAdopted': return `not adopted (already ${state.status} when first seen)`;
-    case 'unloaded': return 'not loaded in the daemon';
+    case 'running':
+      return 'running';
+    case 'idle':
+      return 'idle';
+    case 'waitingApproval':
+      return 'waiting for approval';
+    case 'codexRetrying':
+      return 'Codex is retrying';
+    case 'backoff':
+      return `retry in ${formatDuration(state.dueAt - now)} · attempt ${state.attempt}/${maxAttempts}`;
+    case 'recovering':
+      return 'recovering…';
+    case 'usageLimited':
+      return `usage limit · resumes ${formatClock(state.dueAt, now)}`;
+    case 'userIntent':
+      return state.requested === 'paused' ? 'paused by you' : `disarmed: you set it ${state.requested}`;
+    case 'disarmed':
+      return 'disarmed';
+    case 'paused':
+      return 'paused';
+    case 'complete':
+      return 'complete';
+    case 'budgetLimited':
+      return 'budget limit reached';
+    case 'modelBlocked':
+      return 'blocked by the model';
+    case 'interrupted':
+      return 'interrupted';
+    case 'needsAttention':
+      return `needs attention: ${describeErrorCode(state.code)}`;
+    case 'gaveUp':
+      return `gave up after ${state.attempts} tries`;
+    case 'notAdopted':
+      return `not adopted (already ${state.status} when first seen)`;
+    case 'unloaded':
+      return 'not loaded in the daemon';
   }
 }
 
 /** Words for a `codexErrorInfo` label. */
 export function describeErrorCode(code: string): string {
   switch (code) {
-    case 'contextWindowExceeded': return 'context window full';
-    case 'usageLimitExceeded': return 'usage limit';
-    case 'unauthorized': return 'not signed in';
-    case 'badRequest': return 'request rejected';
-    case 'sessionBudgetExceeded': return 'session budget exceeded';
-    case 'modelNotFound': return 'model not found';
-    case 'internalServerError': return 'server error';
-    case 'serverOverloaded': return 'server overloaded';
-    case 'other': return 'error';
-    default: return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+    case 'contextWindowExceeded':
+      return 'context window full';
+    case 'usageLimitExceeded':
+      return 'usage limit';
+    case 'unauthorized':
+      return 'not signed in';
+    case 'badRequest':
+      return 'request rejected';
+    case 'sessionBudgetExceeded':
+      return 'session budget exceeded';
+    case 'modelNotFound':
+      return 'model not found';
+    case 'internalServerError':
+      return 'server error';
+    case 'serverOverloaded':
+      return 'server overloaded';
+    case 'other':
+      return 'error';
+    default:
+      return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
   }
 }
 

@@ -82,7 +82,11 @@ export async function connectDaemon(
 }
 
 /** The handshake over an open transport (`initialize`, then `initialized`). */
-export async function startSession(transport: Transport, listener: DaemonListener, options: ClientOptions): Promise<DaemonSession> {
+export async function startSession(
+  transport: Transport,
+  listener: DaemonListener,
+  options: ClientOptions,
+): Promise<DaemonSession> {
   const client = new JsonRpcDaemon(transport, listener, options);
   try {
     await client.initialize();
@@ -99,26 +103,45 @@ export async function startSession(transport: Transport, listener: DaemonListene
  * drops it: `screen` returns what vscode-jsonrpc gets, or null.
  */
 class TapReader implements MessageReader {
-  constructor(private readonly inner: MessageReader, private readonly screen: (message: Message) => Message | null) {}
-  get onError(): Event<Error> { return this.inner.onError; }
-  get onClose(): Event<void> { return this.inner.onClose; }
-  get onPartialMessage(): Event<PartialMessageInfo> { return this.inner.onPartialMessage; }
+  constructor(
+    private readonly inner: MessageReader,
+    private readonly screen: (message: Message) => Message | null,
+  ) {}
+  get onError(): Event<Error> {
+    return this.inner.onError;
+  }
+  get onClose(): Event<void> {
+    return this.inner.onClose;
+  }
+  get onPartialMessage(): Event<PartialMessageInfo> {
+    return this.inner.onPartialMessage;
+  }
   listen(callback: DataCallback): Disposable {
     return this.inner.listen((message) => {
       const passed = this.screen(message);
       if (passed !== null) callback(passed);
     });
   }
-  dispose(): void { this.inner.dispose(); }
+  dispose(): void {
+    this.inner.dispose();
+  }
 }
 
 /** Sees every outgoing message: the ids of the client's own requests, until each is answered. */
 class TapWriter implements MessageWriter {
-  constructor(private readonly inner: MessageWriter, private readonly pending: Set<RequestId>) {}
-  get onError(): Event<[Error, Message | undefined, number | undefined]> { return this.inner.onError; }
-  get onClose(): Event<void> { return this.inner.onClose; }
+  constructor(
+    private readonly inner: MessageWriter,
+    private readonly pending: Set<RequestId>,
+  ) {}
+  get onError(): Event<[Error, Message | undefined, number | undefined]> {
+    return this.inner.onError;
+  }
+  get onClose(): Event<void> {
+    return this.inner.onClose;
+  }
   write(msg: Message): Promise<void> {
-    const id = (msg as { id?: unknown; method?: unknown }).method !== undefined ? (msg as { id?: unknown }).id : undefined;
+    const id =
+      (msg as { id?: unknown; method?: unknown }).method !== undefined ? (msg as { id?: unknown }).id : undefined;
     if (typeof id !== 'string' && typeof id !== 'number') return this.inner.write(msg);
     this.pending.add(id);
     return this.inner.write(msg).catch((error: unknown) => {
@@ -126,8 +149,12 @@ class TapWriter implements MessageWriter {
       throw error;
     });
   }
-  end(): void { this.inner.end(); }
-  dispose(): void { this.inner.dispose(); }
+  end(): void {
+    this.inner.end();
+  }
+  dispose(): void {
+    this.inner.dispose();
+  }
 }
 
 class JsonRpcDaemon implements DaemonSession {
@@ -144,7 +171,11 @@ class JsonRpcDaemon implements DaemonSession {
    */
   private readonly serverRequestEvent = `codexGoalRecovery/serverRequest/${randomBytes(8).toString('hex')}`;
 
-  constructor(private readonly transport: Transport, private readonly listener: DaemonListener, private readonly options: ClientOptions) {
+  constructor(
+    private readonly transport: Transport,
+    private readonly listener: DaemonListener,
+    private readonly options: ClientOptions,
+  ) {
     this.describe = transport.describe;
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     const reader = new TapReader(transport.reader, (message) => this.screen(message));
@@ -167,10 +198,14 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   async initialize(): Promise<void> {
-    await this.call('initialize', {
-      clientInfo: { name: 'codex-goal-recovery', title: 'Codex Goal Recovery', version: this.options.clientVersion },
-      capabilities: { experimentalApi: true, optOutNotificationMethods: [...OPT_OUT_NOTIFICATIONS] },
-    }, InitializeResultSchema);
+    await this.call(
+      'initialize',
+      {
+        clientInfo: { name: 'codex-goal-recovery', title: 'Codex Goal Recovery', version: this.options.clientVersion },
+        capabilities: { experimentalApi: true, optOutNotificationMethods: [...OPT_OUT_NOTIFICATIONS] },
+      },
+      InitializeResultSchema,
+    );
     await this.connection.sendNotification('initialized');
   }
 
@@ -178,7 +213,11 @@ class JsonRpcDaemon implements DaemonSession {
     const ids: string[] = [];
     let cursor: string | null | undefined = null;
     do {
-      const page: z.infer<typeof LoadedListResultSchema> = await this.call('thread/loaded/list', cursor ? { cursor } : {}, LoadedListResultSchema);
+      const page: z.infer<typeof LoadedListResultSchema> = await this.call(
+        'thread/loaded/list',
+        cursor ? { cursor } : {},
+        LoadedListResultSchema,
+      );
       ids.push(...page.data);
       cursor = page.nextCursor;
     } while (cursor);
@@ -194,7 +233,11 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   async latestTurn(threadId: string) {
-    const result = await this.call('thread/turns/list', { threadId, limit: 1, sortDirection: 'desc' }, TurnsListResultSchema);
+    const result = await this.call(
+      'thread/turns/list',
+      { threadId, limit: 1, sortDirection: 'desc' },
+      TurnsListResultSchema,
+    );
     return result.data[0] ?? null;
   }
 
@@ -203,7 +246,8 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   async setGoalActive(threadId: string) {
-    return (await this.call('thread/goal/set', { threadId, status: 'active', origin: 'automatic' }, GoalResultSchema)).goal;
+    return (await this.call('thread/goal/set', { threadId, status: 'active', origin: 'automatic' }, GoalResultSchema))
+      .goal;
   }
 
   async setGoalStatusAsUser(threadId: string, status: GoalStatus) {
@@ -226,7 +270,11 @@ class JsonRpcDaemon implements DaemonSession {
 
   /** Closes the connection from this side, for `reason` (told to the listener at once). */
   private abandon(reason: string): void {
-    this.close(reason).catch((error: unknown) => this.listener.protocolProblem(`closing after ${reason}: ${error instanceof Error ? error.message : String(error)}`));
+    this.close(reason).catch((error: unknown) =>
+      this.listener.protocolProblem(
+        `closing after ${reason}: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
   }
 
   private async call<S extends z.ZodTypeAny>(method: string, params: object, schema: S): Promise<z.infer<S>> {
@@ -249,7 +297,8 @@ class JsonRpcDaemon implements DaemonSession {
     try {
       const raw = await Promise.race([this.connection.sendRequest(method, params), lost]);
       const parsed = schema.safeParse(raw);
-      if (!parsed.success) throw new ProtocolError(method, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      if (!parsed.success)
+        throw new ProtocolError(method, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       return parsed.data;
     } catch (error) {
       if (error instanceof ConnectionLostError || error instanceof ProtocolError) throw error;
@@ -282,17 +331,30 @@ class JsonRpcDaemon implements DaemonSession {
    *    still queued under the same id.
    */
   private screen(message: Message): Message | null {
-    const m = message as { id?: unknown; method?: unknown; params?: unknown; error?: { code?: unknown; message?: unknown } };
+    const m = message as {
+      id?: unknown;
+      method?: unknown;
+      params?: unknown;
+      error?: { code?: unknown; message?: unknown };
+    };
     if (typeof m.method === 'string') {
       if (m.id === undefined) return m.method === '$/cancelRequest' ? null : message;
-      const event: NotificationMessage = { jsonrpc: '2.0', method: this.serverRequestEvent, params: { id: m.id, method: m.method, params: m.params } };
+      const event: NotificationMessage = {
+        jsonrpc: '2.0',
+        method: this.serverRequestEvent,
+        params: { id: m.id, method: m.method, params: m.params },
+      };
       return event;
     }
     const id = m.id;
     if ((typeof id === 'string' || typeof id === 'number') && this.pending.delete(id)) return message;
     const shownId = excerpt(JSON.stringify(id) ?? String(id), 60);
-    const detail = m.error ? `: error ${String(m.error.code)} ${JSON.stringify(excerpt(String(m.error.message), 80))}` : '';
-    this.listener.protocolProblem(`dropped a${m.error ? 'n error' : ''} reply to no pending request of this client (id ${shownId})${detail}`);
+    const detail = m.error
+      ? `: error ${String(m.error.code)} ${JSON.stringify(excerpt(String(m.error.message), 80))}`
+      : '';
+    this.listener.protocolProblem(
+      `dropped a${m.error ? 'n error' : ''} reply to no pending request of this client (id ${shownId})${detail}`,
+    );
     return null;
   }
 
@@ -308,19 +370,32 @@ class JsonRpcDaemon implements DaemonSession {
     const read = <S extends z.ZodTypeAny>(schema: S, use: (value: z.infer<S>) => void) => {
       const parsed = schema.safeParse(params);
       if (parsed.success) use(parsed.data);
-      else l.protocolProblem(`ignored malformed ${method} notification: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+      else
+        l.protocolProblem(
+          `ignored malformed ${method} notification: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`,
+        );
     };
     switch (method) {
-      case 'thread/goal/updated': return read(GoalUpdatedSchema, (p) => l.goalUpdated(p.threadId, p.goal, p.turnId ?? null));
-      case 'thread/goal/cleared': return read(ThreadIdSchema, (p) => l.goalCleared(p.threadId));
-      case 'thread/status/changed': return read(ThreadStatusChangedSchema, (p) => l.threadStatus(p.threadId, p.status));
-      case 'thread/started': return read(ThreadStartedSchema, (p) => l.threadStarted(p.thread));
-      case 'thread/closed': return read(ThreadIdSchema, (p) => l.threadClosed(p.threadId));
-      case 'turn/started': return read(TurnNotificationSchema, (p) => l.turnStarted(p.threadId, p.turn));
-      case 'turn/completed': return read(TurnNotificationSchema, (p) => l.turnCompleted(p.threadId, p.turn));
-      case 'error': return read(ErrorNotificationSchema, (p) => l.error(p.threadId, p.turnId ?? null, p.error, p.willRetry));
-      case 'serverRequest/resolved': return read(ServerRequestResolvedSchema, (p) => l.serverRequestResolved(p.threadId, p.requestId));
-      default: return; // not read by the engine
+      case 'thread/goal/updated':
+        return read(GoalUpdatedSchema, (p) => l.goalUpdated(p.threadId, p.goal, p.turnId ?? null));
+      case 'thread/goal/cleared':
+        return read(ThreadIdSchema, (p) => l.goalCleared(p.threadId));
+      case 'thread/status/changed':
+        return read(ThreadStatusChangedSchema, (p) => l.threadStatus(p.threadId, p.status));
+      case 'thread/started':
+        return read(ThreadStartedSchema, (p) => l.threadStarted(p.thread));
+      case 'thread/closed':
+        return read(ThreadIdSchema, (p) => l.threadClosed(p.threadId));
+      case 'turn/started':
+        return read(TurnNotificationSchema, (p) => l.turnStarted(p.threadId, p.turn));
+      case 'turn/completed':
+        return read(TurnNotificationSchema, (p) => l.turnCompleted(p.threadId, p.turn));
+      case 'error':
+        return read(ErrorNotificationSchema, (p) => l.error(p.threadId, p.turnId ?? null, p.error, p.willRetry));
+      case 'serverRequest/resolved':
+        return read(ServerRequestResolvedSchema, (p) => l.serverRequestResolved(p.threadId, p.requestId));
+      default:
+        return; // not read by the engine
     }
   }
 }

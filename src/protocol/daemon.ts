@@ -49,7 +49,11 @@ export type Connector = (listener: DaemonListener) => Promise<DaemonSession>;
 
 /** The daemon answered with an error. It may still have acted: decide from its state. */
 export class RpcError extends Error {
-  constructor(readonly method: string, readonly code: number, message: string) {
+  constructor(
+    readonly method: string,
+    readonly code: number,
+    message: string,
+  ) {
     super(`${method} failed (${code}): ${message}`);
     this.name = 'RpcError';
   }
@@ -57,7 +61,10 @@ export class RpcError extends Error {
 
 /** No reply came: the connection closed or the call timed out. Never means "it did not happen". */
 export class ConnectionLostError extends Error {
-  constructor(readonly method: string, readonly reason: string) {
+  constructor(
+    readonly method: string,
+    readonly reason: string,
+  ) {
     super(`${method}: no reply (${reason})`);
     this.name = 'ConnectionLostError';
   }
@@ -65,7 +72,10 @@ export class ConnectionLostError extends Error {
 
 /** A reply or notification that does not have the shape the engine relies on. */
 export class ProtocolError extends Error {
-  constructor(readonly method: string, detail: string) {
+  constructor(
+    readonly method: string,
+    detail: string,
+  ) {
     super(`${method}: unexpected reply: ${detail}`);
     this.name = 'ProtocolError';
   }

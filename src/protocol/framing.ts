@@ -219,8 +219,11 @@ export class LineMessageReader extends FramedMessageReader {
     super();
     this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     // `trim` in handleFrame also removes a trailing CR (CRLF line endings).
-    this.lines = new LineSplitter(this.maxLineBytes, (line) => this.handleFrame(line), (head) =>
-      this.reportMalformed(`line longer than ${this.maxLineBytes} bytes; skipping to the next newline`, head));
+    this.lines = new LineSplitter(
+      this.maxLineBytes,
+      (line) => this.handleFrame(line),
+      (head) => this.reportMalformed(`line longer than ${this.maxLineBytes} bytes; skipping to the next newline`, head),
+    );
   }
 
   protected get label(): string {
@@ -408,7 +411,8 @@ const MAX_EARLY_EVENTS = 10_000;
  */
 export class WebSocketMessageReader extends FramedMessageReader {
   /** Frames/events that arrived before listen(), replayed in order by listen(). */
-  private early: Array<{ kind: 'frame'; data: RawData } | { kind: 'error'; err: unknown } | { kind: 'close' }> | undefined = [];
+  private early:
+    Array<{ kind: 'frame'; data: RawData } | { kind: 'error'; err: unknown } | { kind: 'close' }> | undefined = [];
   private earlyDropped = 0;
   private detach: (() => void) | undefined;
 
@@ -482,7 +486,9 @@ export class WebSocketMessageReader extends FramedMessageReader {
     const early = this.early ?? [];
     this.early = undefined;
     if (this.earlyDropped > 0) {
-      this.reportMalformed(`${this.earlyDropped} frames arrived before listen() beyond the buffer of ${MAX_EARLY_EVENTS} and were dropped`);
+      this.reportMalformed(
+        `${this.earlyDropped} frames arrived before listen() beyond the buffer of ${MAX_EARLY_EVENTS} and were dropped`,
+      );
     }
     for (const ev of early) {
       if (ev.kind === 'frame') this.onFrame(ev.data);

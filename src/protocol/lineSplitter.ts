@@ -55,7 +55,9 @@ export class LineSplitter {
   private append(part: Buffer): void {
     if (part.length === 0 || this.discarding) return;
     if (this.pendingBytes + part.length > this.maxLineBytes) {
-      const head = Buffer.concat([...this.pending, part.subarray(0, EXCERPT_CHARS)]).subarray(0, EXCERPT_CHARS).toString('utf8');
+      const head = Buffer.concat([...this.pending, part.subarray(0, EXCERPT_CHARS)])
+        .subarray(0, EXCERPT_CHARS)
+        .toString('utf8');
       this.reset();
       this.discarding = true;
       this.onOverlong(head);

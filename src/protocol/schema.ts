@@ -9,7 +9,11 @@ export const ThreadGoalSchema = z.object({
   threadId: z.string(),
   objective: z.string(),
   status: GoalStatusSchema,
-  tokenBudget: z.number().nullable().optional().transform((v) => v ?? null),
+  tokenBudget: z
+    .number()
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
   tokensUsed: z.number().catch(0),
   timeUsedSeconds: z.number().catch(0),
   createdAt: z.number().catch(0),
@@ -27,34 +31,57 @@ export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
 
 export const TurnErrorSchema = z.object({
   message: z.string().catch(''),
-  codexErrorInfo: z.unknown().optional().transform((v) => v ?? null),
-  additionalDetails: z.string().nullable().optional().transform((v) => v ?? null),
+  codexErrorInfo: z
+    .unknown()
+    .optional()
+    .transform((v) => v ?? null),
+  additionalDetails: z
+    .string()
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
 });
 export type TurnError = z.infer<typeof TurnErrorSchema>;
 
 export const TurnSchema = z.object({
   id: z.string(),
   status: z.string(), // completed | interrupted | failed | inProgress (others tolerated)
-  error: TurnErrorSchema.nullable().optional().transform((v) => v ?? null),
+  error: TurnErrorSchema.nullable()
+    .optional()
+    .transform((v) => v ?? null),
 });
 export type Turn = z.infer<typeof TurnSchema>;
 
 export const ThreadSchema = z.object({
   id: z.string(),
   status: ThreadStatusSchema,
-  path: z.string().nullable().optional().transform((v) => v ?? null),
+  path: z
+    .string()
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
   preview: z.string().catch(''),
-  name: z.string().nullable().optional().transform((v) => v ?? null),
+  name: z
+    .string()
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
 });
 export type Thread = z.infer<typeof ThreadSchema>;
 
 // Results.
 export const InitializeResultSchema = z.object({ userAgent: z.string().catch(''), codexHome: z.string().optional() });
-export const LoadedListResultSchema = z.object({ data: z.array(z.string()), nextCursor: z.string().nullable().optional() });
+export const LoadedListResultSchema = z.object({
+  data: z.array(z.string()),
+  nextCursor: z.string().nullable().optional(),
+});
 export const GoalResultSchema = z.object({ goal: ThreadGoalSchema.nullable() });
 export const ThreadResultSchema = z.object({ thread: ThreadSchema });
 export const TurnsListResultSchema = z.object({ data: z.array(TurnSchema) });
-const RateLimitWindowSchema = z.object({ usedPercent: z.number().catch(0), resetsAt: z.number().nullable().optional() }).nullable().optional();
+const RateLimitWindowSchema = z
+  .object({ usedPercent: z.number().catch(0), resetsAt: z.number().nullable().optional() })
+  .nullable()
+  .optional();
 const RateLimitSnapshotSchema = z.object({ primary: RateLimitWindowSchema, secondary: RateLimitWindowSchema });
 export const RateLimitsResultSchema = z.object({
   rateLimits: RateLimitSnapshotSchema.nullable().optional(),
@@ -63,7 +90,11 @@ export const RateLimitsResultSchema = z.object({
 export type RateLimitsResult = z.infer<typeof RateLimitsResultSchema>;
 
 // Notifications.
-export const GoalUpdatedSchema = z.object({ threadId: z.string(), turnId: z.string().nullable().optional(), goal: ThreadGoalSchema });
+export const GoalUpdatedSchema = z.object({
+  threadId: z.string(),
+  turnId: z.string().nullable().optional(),
+  goal: ThreadGoalSchema,
+});
 export const ThreadIdSchema = z.object({ threadId: z.string() });
 export const ThreadStatusChangedSchema = z.object({ threadId: z.string(), status: ThreadStatusSchema });
 export const ThreadStartedSchema = z.object({ thread: ThreadSchema });
@@ -74,7 +105,10 @@ export const ErrorNotificationSchema = z.object({
   willRetry: z.boolean(),
   error: TurnErrorSchema,
 });
-export const ServerRequestResolvedSchema = z.object({ threadId: z.string(), requestId: z.union([z.string(), z.number()]) });
+export const ServerRequestResolvedSchema = z.object({
+  threadId: z.string(),
+  requestId: z.union([z.string(), z.number()]),
+});
 export const ServerRequestParamsSchema = z.object({ threadId: z.string() });
 
 /** High-volume notifications the engine never reads: the daemon is asked not to send them. */

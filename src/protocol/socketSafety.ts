@@ -10,9 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as net from 'node:net';
 
-export type SocketSafetyResult =
-  | { ok: true; resolved: string }
-  | { ok: false; reason: string; missing?: boolean };
+export type SocketSafetyResult = { ok: true; resolved: string } | { ok: false; reason: string; missing?: boolean };
 
 export type UrlCheckResult = { ok: true } | { ok: false; reason: string };
 
@@ -112,7 +110,10 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
   try {
     dst = await fsp.stat(dir);
   } catch (e) {
-    return { ok: false, reason: `cannot stat the directory ${dir} of Codex daemon socket ${shown}: ${(e as Error).message}` };
+    return {
+      ok: false,
+      reason: `cannot stat the directory ${dir} of Codex daemon socket ${shown}: ${(e as Error).message}`,
+    };
   }
   if (uid !== undefined && dst.uid !== uid) {
     return {

@@ -160,22 +160,52 @@ function openWebSocket(
       lastError = err;
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' && isUnixSocket) {
-        fail(new TransportError('missing', `no Codex daemon socket at ${describe.replace(/^Codex daemon socket /, '')} (start one with \`codex app-server daemon start\`)`, { cause: err }));
+        fail(
+          new TransportError(
+            'missing',
+            `no Codex daemon socket at ${describe.replace(/^Codex daemon socket /, '')} (start one with \`codex app-server daemon start\`)`,
+            { cause: err },
+          ),
+        );
       } else if (code === 'ECONNREFUSED' && isUnixSocket) {
-        fail(new TransportError('refused', `${describe} refused the connection: the daemon is not running (stale socket); start it with \`codex app-server daemon start\``, { cause: err }));
+        fail(
+          new TransportError(
+            'refused',
+            `${describe} refused the connection: the daemon is not running (stale socket); start it with \`codex app-server daemon start\``,
+            { cause: err },
+          ),
+        );
       } else if (code === 'ECONNREFUSED') {
-        fail(new TransportError('refused', `${describe} refused the connection: no app-server is listening there`, { cause: err }));
+        fail(
+          new TransportError('refused', `${describe} refused the connection: no app-server is listening there`, {
+            cause: err,
+          }),
+        );
       } else if (/handshake has timed out/i.test(err.message)) {
-        fail(new TransportError('timeout', `timed out after ${timeoutMs} ms in the WebSocket handshake with ${describe}`, { cause: err }));
+        fail(
+          new TransportError('timeout', `timed out after ${timeoutMs} ms in the WebSocket handshake with ${describe}`, {
+            cause: err,
+          }),
+        );
       } else {
         fail(new TransportError('refused', `cannot connect to ${describe}: ${err.message}`, { cause: err }));
       }
     };
     const onPendingClose = (code: number, reason: Buffer) => {
-      fail(new TransportError('closed', `${describe} closed during connect (code ${code}${reason.length ? `: ${reason.toString()}` : ''})${lastError ? `: ${lastError.message}` : ''}`));
+      fail(
+        new TransportError(
+          'closed',
+          `${describe} closed during connect (code ${code}${reason.length ? `: ${reason.toString()}` : ''})${lastError ? `: ${lastError.message}` : ''}`,
+        ),
+      );
     };
     const onUnexpected = (_req: unknown, res: { statusCode?: number; statusMessage?: string }) => {
-      fail(new TransportError('refused', `${describe} refused the WebSocket upgrade: HTTP ${res.statusCode ?? '?'} ${res.statusMessage ?? ''}`.trim()));
+      fail(
+        new TransportError(
+          'refused',
+          `${describe} refused the WebSocket upgrade: HTTP ${res.statusCode ?? '?'} ${res.statusMessage ?? ''}`.trim(),
+        ),
+      );
     };
     const cleanupPending = () => {
       ws.removeListener('error', onPendingError);
@@ -208,7 +238,9 @@ function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): 
   ws.on('close', (code: number, reason: Buffer) => {
     const why = reason.length ? `: ${reason.toString()}` : '';
     const err = lastError ? ` (${lastError.message})` : '';
-    signal.fire(closingByUs ? `${describe}: closed by client` : `${describe}: connection closed (code ${code}${why})${err}`);
+    signal.fire(
+      closingByUs ? `${describe}: closed by client` : `${describe}: connection closed (code ${code}${why})${err}`,
+    );
   });
   const reader = new WebSocketMessageReader(ws);
   const writer = new WebSocketMessageWriter(ws);
@@ -375,7 +407,9 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
   child.stdout!.on('error', () => {});
   child.stdin!.on('error', () => {}); // EPIPE after the child died: reported via the writer
 
-  const reader = new LineMessageReader(child.stdout!, { maxLineBytes: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES });
+  const reader = new LineMessageReader(child.stdout!, {
+    maxLineBytes: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+  });
   const writer = new LineMessageWriter(child.stdin!);
 
   let closingByUs = false;

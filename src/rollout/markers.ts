@@ -175,7 +175,12 @@ export function parseGoalLine(line: string): { by: 'model' | 'event'; status: Go
 export function goalLineOf(obj: unknown): { by: 'model' | 'event'; status: GoalStatus } | null {
   if (!isRecord(obj) || !isRecord(obj.payload)) return null;
   const payload = obj.payload;
-  if (obj.type === 'response_item' && payload.type === 'function_call' && payload.name === 'update_goal' && typeof payload.arguments === 'string') {
+  if (
+    obj.type === 'response_item' &&
+    payload.type === 'function_call' &&
+    payload.name === 'update_goal' &&
+    typeof payload.arguments === 'string'
+  ) {
     let args: unknown;
     try {
       args = JSON.parse(payload.arguments);
@@ -183,11 +188,15 @@ export function goalLineOf(obj: unknown): { by: 'model' | 'event'; status: GoalS
       return null;
     }
     const status = isRecord(args) ? args.status : undefined;
-    return typeof status === 'string' && VALID_STATUSES.has(status) ? { by: 'model', status: status as GoalStatus } : null;
+    return typeof status === 'string' && VALID_STATUSES.has(status)
+      ? { by: 'model', status: status as GoalStatus }
+      : null;
   }
   if (obj.type === 'event_msg' && payload.type === 'thread_goal_updated' && isRecord(payload.goal)) {
     const status = payload.goal.status;
-    return typeof status === 'string' && VALID_STATUSES.has(status) ? { by: 'event', status: status as GoalStatus } : null;
+    return typeof status === 'string' && VALID_STATUSES.has(status)
+      ? { by: 'event', status: status as GoalStatus }
+      : null;
   }
   return null;
 }
@@ -482,7 +491,9 @@ class LineParts {
 
   /** The bytes held, as a view. */
   stored(): Buffer {
-    return this.direction === 'forward' ? this.buf.subarray(0, this.length) : this.buf.subarray(this.buf.length - this.length);
+    return this.direction === 'forward'
+      ? this.buf.subarray(0, this.length)
+      : this.buf.subarray(this.buf.length - this.length);
   }
 
   clear(): void {
@@ -529,7 +540,13 @@ async function fileSize(fh: fsp.FileHandle, path: string): Promise<number> {
   return st.size;
 }
 
-async function readExactly(fh: fsp.FileHandle, buf: Buffer, len: number, position: number, path: string): Promise<void> {
+async function readExactly(
+  fh: fsp.FileHandle,
+  buf: Buffer,
+  len: number,
+  position: number,
+  path: string,
+): Promise<void> {
   let got = 0;
   while (got < len) {
     let n: number;
@@ -559,7 +576,10 @@ const REASONS: Record<string, string> = {
 };
 
 function readError(path: string, err: unknown, what: string): RolloutReadError {
-  const code = typeof (err as NodeJS.ErrnoException)?.code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
+  const code =
+    typeof (err as NodeJS.ErrnoException)?.code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
   const detail = (code && REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
-  return new RolloutReadError(path, code, `${what} rollout ${path}: ${detail}${code ? ` (${code})` : ''}`, { cause: err });
+  return new RolloutReadError(path, code, `${what} rollout ${path}: ${detail}${code ? ` (${code})` : ''}`, {
+    cause: err,
+  });
 }

@@ -36,7 +36,11 @@ export interface WatchArgs {
   maxAttempts?: number;
   json: boolean;
 }
-export interface StatusArgs { command: 'status'; statePath: string; json: boolean }
+export interface StatusArgs {
+  command: 'status';
+  statePath: string;
+  json: boolean;
+}
 export type CliArgs = WatchArgs | StatusArgs | { command: 'help' } | { command: 'version' };
 
 export class UsageError extends Error {}
@@ -48,7 +52,8 @@ export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): CliArgs {
   const [command, ...rest] = argv;
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h') return { command: 'help' };
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h')
+    return { command: 'help' };
   if (command === '--version' || command === 'version') return { command: 'version' };
   if (command !== 'watch' && command !== 'status') throw new UsageError(`unknown command "${command}"`);
   let parsed;
@@ -57,20 +62,21 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
       args: rest,
       strict: true,
       allowPositionals: false,
-      options: command === 'watch'
-        ? {
-            'codex-home': { type: 'string' },
-            socket: { type: 'string' },
-            url: { type: 'string' },
-            stdio: { type: 'boolean' },
-            state: { type: 'string' },
-            'base-delay': { type: 'string' },
-            'max-delay': { type: 'string' },
-            'max-attempts': { type: 'string' },
-            json: { type: 'boolean' },
-            help: { type: 'boolean', short: 'h' },
-          }
-        : { state: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options:
+        command === 'watch'
+          ? {
+              'codex-home': { type: 'string' },
+              socket: { type: 'string' },
+              url: { type: 'string' },
+              stdio: { type: 'boolean' },
+              state: { type: 'string' },
+              'base-delay': { type: 'string' },
+              'max-delay': { type: 'string' },
+              'max-attempts': { type: 'string' },
+              json: { type: 'boolean' },
+              help: { type: 'boolean', short: 'h' },
+            }
+          : { state: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
@@ -81,8 +87,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
   if (command === 'status') return { command, statePath, json: v.json === true };
 
   const chosen = ['socket', 'url', 'stdio'].filter((k) => v[k] !== undefined);
-  if (chosen.length > 1) throw new UsageError(`choose one of --socket, --url and --stdio (got ${chosen.map((c) => `--${c}`).join(', ')})`);
-  if (v.socket !== undefined && v['codex-home'] !== undefined) throw new UsageError('--codex-home and --socket both name the socket: choose one');
+  if (chosen.length > 1)
+    throw new UsageError(`choose one of --socket, --url and --stdio (got ${chosen.map((c) => `--${c}`).join(', ')})`);
+  if (v.socket !== undefined && v['codex-home'] !== undefined)
+    throw new UsageError('--codex-home and --socket both name the socket: choose one');
   const codexHome = typeof v['codex-home'] === 'string' ? path.resolve(v['codex-home']) : undefined;
   let target: TransportTarget;
   if (typeof v.url === 'string') {
@@ -91,9 +99,15 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
     target = { kind: 'url', url: v.url };
   } else if (v.stdio) {
     const command = env.CODEX_GOAL_RECOVERY_CODEX?.trim() || 'codex';
-    target = { kind: 'stdio', command, args: ['app-server'], env: codexHome ? { ...env, CODEX_HOME: codexHome } : { ...env } };
+    target = {
+      kind: 'stdio',
+      command,
+      args: ['app-server'],
+      env: codexHome ? { ...env, CODEX_HOME: codexHome } : { ...env },
+    };
   } else {
-    const socket = typeof v.socket === 'string' ? path.resolve(v.socket) : defaultSocketPath(codexHome ?? defaultCodexHome(env));
+    const socket =
+      typeof v.socket === 'string' ? path.resolve(v.socket) : defaultSocketPath(codexHome ?? defaultCodexHome(env));
     target = { kind: 'socket', path: socket };
   }
   return {
@@ -110,13 +124,15 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
 function seconds(value: string | boolean | undefined, flag: string): number | undefined {
   if (value === undefined || typeof value !== 'string') return undefined;
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} takes a positive number of seconds (got "${value}")`);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0)
+    throw new UsageError(`${flag} takes a positive number of seconds (got "${value}")`);
   return Math.round(n * 1000);
 }
 
 function whole(value: string | boolean | undefined, flag: string): number | undefined {
   if (value === undefined || typeof value !== 'string') return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`${flag} takes a whole number of at least 1 (got "${value}")`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new UsageError(`${flag} takes a whole number of at least 1 (got "${value}")`);
   return n;
 }

@@ -61,28 +61,45 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   const election = electionFor(args.target);
   const role = new RunnerRole({
     election: election ? { dir: electionDir(env), name: election.name } : null,
-    makeEngine: (seed, onChange) => new Engine(options, {
-      connect: (listener) => connectDaemon(args.target, listener, {
-        clientVersion: VERSION,
-        onStderr: (line) => out(args.json ? JSON.stringify({ ts: new Date().toISOString(), type: 'daemon-stderr', line }) : `codex: ${line}`),
+    makeEngine: (seed, onChange) =>
+      new Engine(options, {
+        connect: (listener) =>
+          connectDaemon(args.target, listener, {
+            clientVersion: VERSION,
+            onStderr: (line) =>
+              out(
+                args.json
+                  ? JSON.stringify({ ts: new Date().toISOString(), type: 'daemon-stderr', line })
+                  : `codex: ${line}`,
+              ),
+          }),
+        target,
+        store: new HandoverStore(new JsonFileStore(args.statePath), seed, (taken) =>
+          out(
+            args.json
+              ? JSON.stringify({ ts: new Date().toISOString(), type: 'handover', threads: taken })
+              : `${new Date().toISOString()} handover: ${taken.length} watched thread(s) taken from the previous leader's last state`,
+          ),
+        ),
+        clock: systemClock,
+        random: Math.random,
+        onDecision: (d) => {
+          out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now()));
+          onChange();
+        },
+        onChange,
       }),
-      target,
-      store: new HandoverStore(new JsonFileStore(args.statePath), seed, (taken) => out(args.json
-        ? JSON.stringify({ ts: new Date().toISOString(), type: 'handover', threads: taken })
-        : `${new Date().toISOString()} handover: ${taken.length} watched thread(s) taken from the previous leader's last state`)),
-      clock: systemClock,
-      random: Math.random,
-      onDecision: (d) => {
-        out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now()));
-        onChange();
-      },
-      onChange,
-    }),
     onRole: (event) => {
       out(args.json ? roleJson(event, target, Date.now()) : roleLine(event, target, Date.now()));
-      if (!args.json && event.role === 'leader') out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
+      if (!args.json && event.role === 'leader')
+        out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
     },
-    onWarning: (message) => out(args.json ? decisionJson({ type: 'warning', message }, Date.now()) : decisionLine({ type: 'warning', message }, Date.now())),
+    onWarning: (message) =>
+      out(
+        args.json
+          ? decisionJson({ type: 'warning', message }, Date.now())
+          : decisionLine({ type: 'warning', message }, Date.now()),
+      ),
   });
   // Listening from the start: a signal while the runner is still starting stops it cleanly too.
   const signalled = new Promise<{ signal: NodeJS.Signals }>((resolve) => {
@@ -110,18 +127,23 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     process.stderr.write(`codex-goal-recovery: ${ended.error.message}\n`);
     return 1;
   }
-  out(args.json
-    ? JSON.stringify({ ts: new Date().toISOString(), type: 'stopped', signal: ended.signal })
-    : `${new Date().toISOString()} stopped on ${ended.signal}${leading ? `; state saved to ${args.statePath}` : ''}`);
+  out(
+    args.json
+      ? JSON.stringify({ ts: new Date().toISOString(), type: 'stopped', signal: ended.signal })
+      : `${new Date().toISOString()} stopped on ${ended.signal}${leading ? `; state saved to ${args.statePath}` : ''}`,
+  );
   return 0;
 }
 
 /** Where the engine connects, for messages and the snapshot the followers show. */
 export function describeTarget(target: TransportTarget): string {
   switch (target.kind) {
-    case 'socket': return target.path;
-    case 'url': return target.url;
-    case 'stdio': return [target.command, ...target.args].join(' ');
+    case 'socket':
+      return target.path;
+    case 'url':
+      return target.url;
+    case 'stdio':
+      return [target.command, ...target.args].join(' ');
   }
 }
 
@@ -138,19 +160,29 @@ async function status(args: StatusArgs): Promise<number> {
     return 0;
   }
   if (stored.kind === 'unusable') {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${stored.reason}; the runner keeps it aside and starts clean\n`);
+    process.stderr.write(
+      `codex-goal-recovery: ${args.statePath}: ${stored.reason}; the runner keeps it aside and starts clean\n`,
+    );
     return 1;
   }
   if (stored.dropped.length > 0) {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath}: ${describeDropped(stored.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`);
+    process.stderr.write(
+      `codex-goal-recovery: ${args.statePath}: ${describeDropped(stored.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`,
+    );
   }
   const journal = stored.journal;
   if (journal && 'unusable' in journal) {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath}.journal: ${journal.unusable}; its changes are not shown (the runner keeps it aside)\n`);
+    process.stderr.write(
+      `codex-goal-recovery: ${args.statePath}.journal: ${journal.unusable}; its changes are not shown (the runner keeps it aside)\n`,
+    );
   } else if (journal && journal.dropped.length > 0) {
-    process.stderr.write(`codex-goal-recovery: ${args.statePath}.journal: ${describeDropped(journal.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`);
+    process.stderr.write(
+      `codex-goal-recovery: ${args.statePath}.journal: ${describeDropped(journal.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`,
+    );
   }
-  process.stdout.write(args.json ? `${JSON.stringify(statusJson(stored.state))}\n` : statusText(stored.state, Date.now()));
+  process.stdout.write(
+    args.json ? `${JSON.stringify(statusJson(stored.state))}\n` : statusText(stored.state, Date.now()),
+  );
   return 0;
 }
 
@@ -160,12 +192,18 @@ function statusJson(state: PersistedState) {
 
 export function statusText(state: PersistedState, now: number): string {
   const watches = Object.values(state.watches);
-  const lines = [state.pausedAt !== null ? `auto-recovery paused since ${new Date(state.pausedAt).toISOString()}` : 'auto-recovery on'];
+  const lines = [
+    state.pausedAt !== null
+      ? `auto-recovery paused since ${new Date(state.pausedAt).toISOString()}`
+      : 'auto-recovery on',
+  ];
   if (watches.length === 0) lines.push('no watched threads');
   for (const w of watches) {
     const failures = w.failures > 0 ? ` · ${w.failures} consecutive failure${w.failures === 1 ? '' : 's'}` : '';
     const recovered = w.recovered.length > 0 ? ` · recovered ${w.recovered.length}×` : '';
-    lines.push(`${w.threadId}  ${describeState(w.state, now, DEFAULT_OPTIONS.maxAttempts)}${failures}${recovered}  "${w.title}"`);
+    lines.push(
+      `${w.threadId}  ${describeState(w.state, now, DEFAULT_OPTIONS.maxAttempts)}${failures}${recovered}  "${w.title}"`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -174,7 +212,9 @@ if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      process.stderr.write(`codex-goal-recovery: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+      process.stderr.write(
+        `codex-goal-recovery: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       process.exit(1);
     },
   );

@@ -19,8 +19,7 @@ import type { EngineSnapshot } from '../model/snapshot';
 
 /** What the runner tells about its role (printed like a decision: one line, or one JSON object). */
 export type RoleEvent =
-  | { role: 'leader'; elected: boolean }
-  | { role: 'follower'; leaderPid: number; leaderWho: string | null };
+  { role: 'leader'; elected: boolean } | { role: 'follower'; leaderPid: number; leaderWho: string | null };
 
 export interface RunnerRoleOptions {
   /** The election to join (dir and name), or null for none (a private stdio daemon). */
@@ -54,7 +53,9 @@ export class RunnerRole {
   readonly fatal: Promise<never>;
 
   constructor(private readonly opts: RunnerRoleOptions) {
-    this.fatal = new Promise<never>((_, reject) => { this.fatalReject = reject; });
+    this.fatal = new Promise<never>((_, reject) => {
+      this.fatalReject = reject;
+    });
     this.fatal.catch(() => undefined);
   }
 
@@ -75,7 +76,12 @@ export class RunnerRole {
     }
     let election: LeaderElection;
     try {
-      election = new LeaderElection({ dir: spec.dir, name: spec.name, who: RUNNER_WHO, log: (m) => this.opts.log?.(m) });
+      election = new LeaderElection({
+        dir: spec.dir,
+        name: spec.name,
+        who: RUNNER_WHO,
+        log: (m) => this.opts.log?.(m),
+      });
     } catch (error) {
       return this.unavailable(error);
     }
@@ -112,7 +118,9 @@ export class RunnerRole {
   }
 
   private async unavailable(error: unknown): Promise<void> {
-    this.opts.onWarning(`leader election unavailable (${asError(error).message}); this runner runs the engine without it`);
+    this.opts.onWarning(
+      `leader election unavailable (${asError(error).message}); this runner runs the engine without it`,
+    );
     await this.lead(null, true);
   }
 
@@ -136,11 +144,13 @@ export class RunnerRole {
     if (server) {
       // Only now: a command on an engine that has not loaded its state would save an empty one
       // over it. Commands that came earlier wait in the server's queue.
-      this.unsubscribe.push(server.onCommand(async (name, args) => {
-        const { command, threadId } = parseChannelCommand(name, args);
-        if (this.engine !== engine) throw new Error(`${command}: this runner no longer runs the engine`);
-        await runCommand(engine, command, threadId);
-      }));
+      this.unsubscribe.push(
+        server.onCommand(async (name, args) => {
+          const { command, threadId } = parseChannelCommand(name, args);
+          if (this.engine !== engine) throw new Error(`${command}: this runner no longer runs the engine`);
+          await runCommand(engine, command, threadId);
+        }),
+      );
     }
     broadcast();
   }
@@ -148,13 +158,16 @@ export class RunnerRole {
   private follow(conn: FollowerConnection): void {
     void this.newTerm().then((term) => {
       if (term !== this.term || this.stopped) return;
-      this.unsubscribe.push(conn.onState((value) => {
-        const snapshot = parseSnapshot(value);
-        if (snapshot) this.leaderSnapshot = snapshot;
-      }));
+      this.unsubscribe.push(
+        conn.onState((value) => {
+          const snapshot = parseSnapshot(value);
+          if (snapshot) this.leaderSnapshot = snapshot;
+        }),
+      );
       conn.welcomed.then(
         (leaderPid) => {
-          if (term === this.term && !this.stopped) this.opts.onRole({ role: 'follower', leaderPid, leaderWho: conn.leaderWho ?? null });
+          if (term === this.term && !this.stopped)
+            this.opts.onRole({ role: 'follower', leaderPid, leaderWho: conn.leaderWho ?? null });
         },
         () => undefined, // gone before its welcome: the election runs again
       );
@@ -175,9 +188,11 @@ export class RunnerRole {
     const engine = this.engine;
     this.engine = null;
     // Serialized: a new engine never starts before the previous one has stopped and saved.
-    this.stopping = this.stopping.then(() => engine?.stop()).catch((error: unknown) => {
-      this.opts.onWarning(`the engine did not stop cleanly: ${asError(error).message}`);
-    });
+    this.stopping = this.stopping
+      .then(() => engine?.stop())
+      .catch((error: unknown) => {
+        this.opts.onWarning(`the engine did not stop cleanly: ${asError(error).message}`);
+      });
     return this.stopping;
   }
 }

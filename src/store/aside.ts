@@ -15,7 +15,9 @@ export async function copyAside(file: string, now: number, what: string): Promis
       await fsp.copyFile(file, aside, fsConstants.COPYFILE_EXCL);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
-      throw new Error(`${what} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, { cause: err });
+      throw new Error(`${what} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, {
+        cause: err,
+      });
     }
     await fsp.chmod(aside, 0o600).catch(() => undefined);
     return aside;
@@ -30,7 +32,9 @@ export async function moveAside(file: string, now: number, what: string, reason:
     try {
       await fsp.rename(file, aside);
     } catch (err) {
-      throw new Error(`${what} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`, { cause: err });
+      throw new Error(`${what} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`, {
+        cause: err,
+      });
     }
     return aside;
   }

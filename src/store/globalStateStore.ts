@@ -25,7 +25,14 @@ import type { PersistedState } from '../model/watch';
 import { emptyState, STATE_VERSION } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
 import { JournalWriter, journalGeneration, journalLines, replayJournal } from './journal';
-import { describeDropped, parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
+import {
+  describeDropped,
+  parsePersisted,
+  partialLoadProblem,
+  StateSerializer,
+  type LoadResult,
+  type StateStore,
+} from './store';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -77,8 +84,10 @@ async function readJournalFile(path: string): Promise<JournalFile> {
     if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
     return { kind: 'unusable', reason: errText(err) };
   }
-  if (!st.isFile()) return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
-  if (st.size > MAX_JOURNAL_BYTES) return { kind: 'unusable', reason: `${st.size} bytes, more than the ${MAX_JOURNAL_BYTES}-byte limit` };
+  if (!st.isFile())
+    return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
+  if (st.size > MAX_JOURNAL_BYTES)
+    return { kind: 'unusable', reason: `${st.size} bytes, more than the ${MAX_JOURNAL_BYTES}-byte limit` };
   try {
     const text = await fsp.readFile(path, 'utf8');
     return { kind: 'text', text, generation: journalGeneration(text) };
@@ -103,7 +112,10 @@ export class GlobalStateStore implements StateStore {
   /** Saves and folds, one at a time, in order. */
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly memento: MementoLike, options: GlobalStateStoreOptions | (() => number) = {}) {
+  constructor(
+    private readonly memento: MementoLike,
+    options: GlobalStateStoreOptions | (() => number) = {},
+  ) {
     const opts = typeof options === 'function' ? { now: options } : options;
     this.now = opts.now ?? Date.now;
     this.journalPath = opts.journalPath ? nodePath.resolve(opts.journalPath) : null;
@@ -140,7 +152,8 @@ export class GlobalStateStore implements StateStore {
       } catch (e) {
         error = `not serializable (${errText(e)})`;
       }
-      if (error === null && size > MAX_STATE_CHARS) error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
+      if (error === null && size > MAX_STATE_CHARS)
+        error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
       if (error === null) {
         const parsed = parsePersisted(raw, this.now);
         if ('state' in parsed) {
@@ -153,7 +166,9 @@ export class GlobalStateStore implements StateStore {
             dropped = true;
             const aside = this.asideKey();
             await this.memento.update(aside, raw);
-            problems.push(partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`));
+            problems.push(
+              partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`),
+            );
           }
         } else {
           error = parsed.error;
@@ -179,7 +194,10 @@ export class GlobalStateStore implements StateStore {
         // Journals belong to a snapshot that cannot be read: kept, never replayed.
         for (const { path, file } of files) {
           if (file.kind === 'missing') continue;
-          const why = raw === undefined ? 'no watch state in globalState beside it' : 'the watch state in globalState is unusable';
+          const why =
+            raw === undefined
+              ? 'no watch state in globalState beside it'
+              : 'the watch state in globalState is unusable';
           const aside = await moveAside(path, this.now(), `journal ${path}`, why);
           problems.push(`journal ${path} could not be replayed (${why}); kept aside as ${aside}`);
           journalsUsed = true;
@@ -187,18 +205,25 @@ export class GlobalStateStore implements StateStore {
       } else {
         // Which journals follow the snapshot: the current one, or the previous one and then the current one.
         const [prev, cur] = files as [{ path: string; file: JournalFile }, { path: string; file: JournalFile }];
-        const chain = cur.file.kind === 'text' && cur.file.generation === generation && generation !== null ? [cur]
-          : prev.file.kind === 'text' && prev.file.generation === generation && generation !== null ? [prev, cur]
-            : [];
+        const chain =
+          cur.file.kind === 'text' && cur.file.generation === generation && generation !== null
+            ? [cur]
+            : prev.file.kind === 'text' && prev.file.generation === generation && generation !== null
+              ? [prev, cur]
+              : [];
         for (const { path, file } of files) {
           if (file.kind === 'unusable') {
             const aside = await moveAside(path, this.now(), `journal ${path}`, file.reason);
-            problems.push(`journal ${path} was unusable (${file.reason}); kept aside as ${aside}; the watch state loaded without the changes it held`);
+            problems.push(
+              `journal ${path} was unusable (${file.reason}); kept aside as ${aside}; the watch state loaded without the changes it held`,
+            );
             journalsUsed = true;
           } else if (file.kind === 'text' && file.generation === null && file.text.includes('\n')) {
             // A header that cannot be read (one cut short is a journal nothing was written to).
             const aside = await copyAside(path, this.now(), `journal ${path}`);
-            problems.push(`journal ${path}: its header is unreadable; kept aside as ${aside}; the watch state loaded without the changes it held`);
+            problems.push(
+              `journal ${path}: its header is unreadable; kept aside as ${aside}; the watch state loaded without the changes it held`,
+            );
             journalsUsed = true;
           }
         }
@@ -209,7 +234,9 @@ export class GlobalStateStore implements StateStore {
           replayed += r.applied;
           if (r.dropped.length > 0) {
             const aside = await copyAside(path, this.now(), `journal ${path}`);
-            problems.push(`journal ${path}: ${describeDropped(r.dropped)}; the journal as it was is kept as ${aside}; its other ${r.applied} record${r.applied === 1 ? '' : 's'} loaded`);
+            problems.push(
+              `journal ${path}: ${describeDropped(r.dropped)}; the journal as it was is kept as ${aside}; its other ${r.applied} record${r.applied === 1 ? '' : 's'} loaded`,
+            );
           }
         }
       }
@@ -233,7 +260,9 @@ export class GlobalStateStore implements StateStore {
       await this.memento.update(STATE_KEY, JSON.parse(this.serializer.document(state.version)));
     }
     const n = Object.keys(state.watches).length;
-    this.info(`state loaded from globalState: ${n} watch${n === 1 ? '' : 'es'}${this.journalPath ? `; crash journal: ${replayed} record${replayed === 1 ? '' : 's'} replayed` : ''}`);
+    this.info(
+      `state loaded from globalState: ${n} watch${n === 1 ? '' : 'es'}${this.journalPath ? `; crash journal: ${replayed} record${replayed === 1 ? '' : 's'} replayed` : ''}`,
+    );
     return { state, problem: problems.length > 0 ? problems.join('; ') : null };
   }
 
@@ -249,11 +278,15 @@ export class GlobalStateStore implements StateStore {
       lines = journalLines(this.serializer.changes(state, changed));
       document = this.serializer.document(state.version);
     } catch (err) {
-      return Promise.reject(new Error(`refusing to save an invalid state to ${this.location}: ${errText(err)}`, { cause: err }));
+      return Promise.reject(
+        new Error(`refusing to save an invalid state to ${this.location}: ${errText(err)}`, { cause: err }),
+      );
     }
     return this.enqueue(async () => {
       if (!this.journaling) return this.memento.update(STATE_KEY, JSON.parse(document));
-      const fold = this.generation === null || this.writer!.bytes + Buffer.byteLength(lines) > Math.max(this.minFoldBytes, this.snapshotChars);
+      const fold =
+        this.generation === null ||
+        this.writer!.bytes + Buffer.byteLength(lines) > Math.max(this.minFoldBytes, this.snapshotChars);
       if (fold) {
         // The lines go to the journal first: it is kept (as .prev) until the fold after this one,
         // so the changes survive if the workbench loses the new snapshot.
@@ -263,7 +296,10 @@ export class GlobalStateStore implements StateStore {
       const generation = this.generation!;
       const [, appended] = await Promise.all([
         this.memento.update(STATE_KEY, withGeneration(document, generation)),
-        this.writer!.append(lines).then(() => true, (err: unknown) => this.journalFailed(err)),
+        this.writer!.append(lines).then(
+          () => true,
+          (err: unknown) => this.journalFailed(err),
+        ),
       ]);
       if (!appended) this.generation = null;
     });
@@ -308,7 +344,9 @@ export class GlobalStateStore implements StateStore {
     if (this.journaling) {
       this.journaling = false;
       void this.writer?.close();
-      this.onProblem(`could not write the crash journal ${this.journalPath}: ${errText(err)}; the watch state is kept in globalState alone (a crash of the whole window may lose its last changes)`);
+      this.onProblem(
+        `could not write the crash journal ${this.journalPath}: ${errText(err)}; the watch state is kept in globalState alone (a crash of the whole window may lose its last changes)`,
+      );
     }
     return false;
   }

@@ -73,7 +73,9 @@ export function replayJournal(state: PersistedState, text: string, generation: s
   }
   const h = HeaderSchema.safeParse(header);
   if (!h.success) {
-    result.dropped.push(`journal header unreadable (${excerpt(lines[0] ?? '', 60)}): no record of it could be replayed`);
+    result.dropped.push(
+      `journal header unreadable (${excerpt(lines[0] ?? '', 60)}): no record of it could be replayed`,
+    );
     return result;
   }
   if (h.data.generation !== generation) {
@@ -104,7 +106,8 @@ function parseLine(line: string): unknown {
 
 /** Applies one record; null when it applied, else what was wrong with it. */
 function apply(state: PersistedState, raw: unknown): string | null {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw === undefined ? 'not JSON' : 'not a record';
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return raw === undefined ? 'not JSON' : 'not a record';
   const record = raw as Record<string, unknown>;
   if ('watch' in record) {
     const w = WatchedThreadSchema.safeParse(record.watch);

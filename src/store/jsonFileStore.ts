@@ -17,7 +17,14 @@ import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
 import { JournalWriter, journalLines, replayJournal, syncDir, type Replayed } from './journal';
 import { excerpt } from '../protocol/lineSplitter';
-import { describeDropped, parsePersisted, partialLoadProblem, StateSerializer, type LoadResult, type StateStore } from './store';
+import {
+  describeDropped,
+  parsePersisted,
+  partialLoadProblem,
+  StateSerializer,
+  type LoadResult,
+  type StateStore,
+} from './store';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
@@ -49,21 +56,24 @@ export type StoredState =
   | { kind: 'missing' }
   | { kind: 'unusable'; reason: string }
   | {
-    kind: 'state';
-    state: PersistedState;
-    /** Snapshot records left out (see parsePersisted). */
-    dropped: string[];
-    /** The snapshot's journal generation (null: written before the journal existed). */
-    generation: string | null;
-    /** What the journal added; null when there is none. */
-    journal: (Replayed & { bytes: number }) | { unusable: string } | null;
-  };
+      kind: 'state';
+      state: PersistedState;
+      /** Snapshot records left out (see parsePersisted). */
+      dropped: string[];
+      /** The snapshot's journal generation (null: written before the journal existed). */
+      generation: string | null;
+      /** What the journal added; null when there is none. */
+      journal: (Replayed & { bytes: number }) | { unusable: string } | null;
+    };
 
 /**
  * Reads the snapshot at `path` and replays its journal over it, writing nothing (the `status`
  * command reads a running runner's state this way). Rejects only when a file cannot be looked at.
  */
-export async function readStateFile(path: string, opts: { maxBytes?: number; now?: () => number } = {}): Promise<StoredState> {
+export async function readStateFile(
+  path: string,
+  opts: { maxBytes?: number; now?: () => number } = {},
+): Promise<StoredState> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
   let st;
   try {
@@ -72,7 +82,8 @@ export async function readStateFile(path: string, opts: { maxBytes?: number; now
     if (errCode(err) === 'ENOENT') return { kind: 'missing' };
     throw new Error(`cannot read state file ${path}: ${errText(err)}`, { cause: err });
   }
-  if (!st.isFile()) return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
+  if (!st.isFile())
+    return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
   if (st.size > maxBytes) return { kind: 'unusable', reason: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
   const text = await readText(path, 'state file');
   if (typeof text !== 'string') return { kind: 'unusable', reason: text.reason };
@@ -88,11 +99,22 @@ export async function readStateFile(path: string, opts: { maxBytes?: number; now
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
   const g = (raw as { journal?: unknown }).journal;
   const generation = typeof g === 'string' && g.length > 0 ? g : null;
-  return { kind: 'state', state: parsed.state, dropped: parsed.dropped, generation, journal: await readJournal(`${path}.journal`, parsed.state, generation, maxBytes) };
+  return {
+    kind: 'state',
+    state: parsed.state,
+    dropped: parsed.dropped,
+    generation,
+    journal: await readJournal(`${path}.journal`, parsed.state, generation, maxBytes),
+  };
 }
 
 /** Replays the journal at `path` over `state` (in place), if there is one. */
-async function readJournal(path: string, state: PersistedState, generation: string | null, maxBytes: number): Promise<(Replayed & { bytes: number }) | { unusable: string } | null> {
+async function readJournal(
+  path: string,
+  state: PersistedState,
+  generation: string | null,
+  maxBytes: number,
+): Promise<(Replayed & { bytes: number }) | { unusable: string } | null> {
   let st;
   try {
     st = await fsp.stat(path);
@@ -134,7 +156,10 @@ export class JsonFileStore implements StateStore {
   private generation: string | null = null;
   private snapshotBytes = 0;
 
-  constructor(readonly path: string, opts: JsonFileStoreOptions = {}) {
+  constructor(
+    readonly path: string,
+    opts: JsonFileStoreOptions = {},
+  ) {
     this.path = nodePath.resolve(path);
     this.location = this.path;
     this.journalPath = `${this.path}.journal`;
@@ -158,12 +183,21 @@ export class JsonFileStore implements StateStore {
     const stored = await readStateFile(this.path, { maxBytes: this.maxBytes, now: this.now });
     if (stored.kind === 'missing') {
       // A journal without its snapshot belongs to nothing that can be read: kept, never replayed.
-      const orphan = await exists(this.journalPath) ? await this.moveAside(this.journalPath, 'a journal without its state file') : null;
-      return { state: emptyState(), problem: orphan ? `journal ${this.journalPath} had no state file beside it; kept aside as ${orphan}; starting clean` : null };
+      const orphan = (await exists(this.journalPath))
+        ? await this.moveAside(this.journalPath, 'a journal without its state file')
+        : null;
+      return {
+        state: emptyState(),
+        problem: orphan
+          ? `journal ${this.journalPath} had no state file beside it; kept aside as ${orphan}; starting clean`
+          : null,
+      };
     }
     if (stored.kind === 'unusable') {
       const aside = await this.moveAside(this.path, stored.reason);
-      const journalAside = await exists(this.journalPath) ? await this.moveAside(this.journalPath, 'its state file is unusable') : null;
+      const journalAside = (await exists(this.journalPath))
+        ? await this.moveAside(this.journalPath, 'its state file is unusable')
+        : null;
       return {
         state: emptyState(),
         problem: `state file ${this.path} was unusable (${stored.reason}); kept aside as ${aside}${journalAside ? ` (its journal as ${journalAside})` : ''}; starting clean`,
@@ -172,15 +206,25 @@ export class JsonFileStore implements StateStore {
     const problems: string[] = [];
     if (stored.dropped.length > 0) {
       const aside = await this.copyAside(this.path);
-      problems.push(partialLoadProblem(`state file ${this.path}`, { state: stored.state, dropped: stored.dropped }, `the file as it was is kept as ${aside}`));
+      problems.push(
+        partialLoadProblem(
+          `state file ${this.path}`,
+          { state: stored.state, dropped: stored.dropped },
+          `the file as it was is kept as ${aside}`,
+        ),
+      );
     }
     const j = stored.journal;
     if (j && 'unusable' in j) {
       const aside = await this.moveAside(this.journalPath, j.unusable);
-      problems.push(`journal ${this.journalPath} was unusable (${j.unusable}); kept aside as ${aside}; the state file loaded without the changes it held`);
+      problems.push(
+        `journal ${this.journalPath} was unusable (${j.unusable}); kept aside as ${aside}; the state file loaded without the changes it held`,
+      );
     } else if (j && j.dropped.length > 0) {
       const aside = await this.copyAside(this.journalPath);
-      problems.push(`journal ${this.journalPath}: ${describeDropped(j.dropped)}; the journal as it was is kept as ${aside}; its other ${j.applied} record${j.applied === 1 ? '' : 's'} loaded`);
+      problems.push(
+        `journal ${this.journalPath}: ${describeDropped(j.dropped)}; the journal as it was is kept as ${aside}; its other ${j.applied} record${j.applied === 1 ? '' : 's'} loaded`,
+      );
     }
     this.serializer.changes(stored.state);
     this.generation = stored.generation;
@@ -205,9 +249,12 @@ export class JsonFileStore implements StateStore {
     try {
       lines = journalLines(this.serializer.changes(state, changed));
     } catch (err) {
-      return Promise.reject(new Error(`refusing to save an invalid state to ${this.path}: ${errText(err)}`, { cause: err }));
+      return Promise.reject(
+        new Error(`refusing to save an invalid state to ${this.path}: ${errText(err)}`, { cause: err }),
+      );
     }
-    const fold = this.generation === null || this.journal.bytes + lines.length > Math.max(this.minFoldBytes, this.snapshotBytes);
+    const fold =
+      this.generation === null || this.journal.bytes + lines.length > Math.max(this.minFoldBytes, this.snapshotBytes);
     if (lines === '' && !fold) return this.writing ?? Promise.resolve();
     return this.enqueue(lines, fold ? this.nextSnapshot(state.version) : null);
   }
@@ -245,7 +292,11 @@ export class JsonFileStore implements StateStore {
         const jobs = this.queue;
         this.queue = [];
         let from = 0;
-        for (let i = jobs.length - 1; i >= 0; i--) if (jobs[i]!.fold) { from = i; break; }
+        for (let i = jobs.length - 1; i >= 0; i--)
+          if (jobs[i]!.fold) {
+            from = i;
+            break;
+          }
         const fold = jobs[from]!.fold;
         try {
           if (fold) {
@@ -254,7 +305,10 @@ export class JsonFileStore implements StateStore {
             this.generation = fold.generation;
             this.snapshotBytes = fold.document.length;
           }
-          const lines = jobs.slice(fold ? from + 1 : 0).map((j) => j.lines).join('');
+          const lines = jobs
+            .slice(fold ? from + 1 : 0)
+            .map((j) => j.lines)
+            .join('');
           if (lines !== '') await this.journal.append(lines);
           for (const j of jobs) j.resolve();
         } catch (err) {

@@ -71,7 +71,9 @@ const DisarmTimeSchema = PersistedStateSchema.shape.disarmed.valueType;
  */
 export function parsePersisted(raw: unknown, now: () => number = Date.now): ParsedState | { error: string } {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { error: `not a state object (got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw})` };
+    return {
+      error: `not a state object (got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw})`,
+    };
   }
   let doc = raw as Record<string, unknown>;
   const version = doc.version;
@@ -80,7 +82,9 @@ export function parsePersisted(raw: unknown, now: () => number = Date.now): Pars
     return { error: `"version" is not an integer (got ${JSON.stringify(version)})` };
   }
   if (version > STATE_VERSION) {
-    return { error: `written by a newer version of the extension (state version ${version}; this one reads up to ${STATE_VERSION})` };
+    return {
+      error: `written by a newer version of the extension (state version ${version}; this one reads up to ${STATE_VERSION})`,
+    };
   }
   if (version < OLDEST_VERSION) return { error: `unknown state version ${version}` };
   for (let v = version; v < STATE_VERSION; v++) {
@@ -105,7 +109,8 @@ export function parsePersisted(raw: unknown, now: () => number = Date.now): Pars
     }
     const w = WatchedThreadSchema.safeParse(value);
     if (!w.success) dropped.push(`${name}: ${describeIssues(w.error.issues, 1)}`);
-    else if (w.data.threadId !== key) dropped.push(`${name}: its threadId is ${JSON.stringify(excerpt(w.data.threadId, 60))}`);
+    else if (w.data.threadId !== key)
+      dropped.push(`${name}: its threadId is ${JSON.stringify(excerpt(w.data.threadId, 60))}`);
     else watches[key] = w.data;
   }
   const disarmed: PersistedState['disarmed'] = {};
@@ -118,7 +123,9 @@ export function parsePersisted(raw: unknown, now: () => number = Date.now): Pars
     if (at.success) disarmed[key] = at.data;
     else {
       disarmed[key] = now();
-      dropped.push(`disarm of ${JSON.stringify(excerpt(key, 60))}: its time ${excerpt(JSON.stringify(value) ?? String(value), 40)} is unreadable; the thread stays disarmed`);
+      dropped.push(
+        `disarm of ${JSON.stringify(excerpt(key, 60))}: its time ${excerpt(JSON.stringify(value) ?? String(value), 40)} is unreadable; the thread stays disarmed`,
+      );
     }
   }
   // Every part is checked by now: the top level by DocumentSchema, each watch and disarm above
@@ -143,7 +150,9 @@ export function describeDropped(dropped: readonly string[]): string {
 }
 
 function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, max = 3): string {
-  const shown = issues.slice(0, max).map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
+  const shown = issues
+    .slice(0, max)
+    .map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
   if (max === 1 && issues.length > 1) return `${shown[0]} (+${issues.length - 1} more)`;
   if (issues.length > max) shown.push(`and ${issues.length - max} more`);
   return shown.join('; ');
@@ -198,7 +207,8 @@ export class StateSerializer {
       const json = JSON.stringify(watch);
       if (previous === json) continue;
       const parsed = WatchedThreadSchema.safeParse(watch);
-      if (!parsed.success) throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
+      if (!parsed.success)
+        throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
       watches.push([id, json]);
     }
     if (!hinted) for (const id of this.known.keys()) if (!Object.hasOwn(state.watches, id)) removed.add(id);
@@ -209,7 +219,11 @@ export class StateSerializer {
     const topChanged = pausedAt !== this.pausedAt || disarmed !== this.disarmed;
     this.pausedAt = pausedAt;
     this.disarmed = disarmed;
-    return { watches, removed: [...removed], top: topChanged ? `{"pausedAt":${pausedAt},"disarmed":${disarmed}}` : null };
+    return {
+      watches,
+      removed: [...removed],
+      top: topChanged ? `{"pausedAt":${pausedAt},"disarmed":${disarmed}}` : null,
+    };
   }
 
   /**
@@ -219,7 +233,9 @@ export class StateSerializer {
   document(version: number, extra: Record<string, string> = {}): string {
     const parts: string[] = [];
     for (const [id, json] of this.known) parts.push(`${JSON.stringify(id)}:${json}`);
-    const more = Object.entries(extra).map(([k, v]) => `,${JSON.stringify(k)}:${v}`).join('');
+    const more = Object.entries(extra)
+      .map(([k, v]) => `,${JSON.stringify(k)}:${v}`)
+      .join('');
     return `{"version":${JSON.stringify(version)}${more},"pausedAt":${this.pausedAt ?? 'null'},"watches":{${parts.join(',')}},"disarmed":${this.disarmed ?? '{}'}}\n`;
   }
 

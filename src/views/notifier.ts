@@ -13,16 +13,21 @@ export class Notifier {
     if (level === 'none') return;
     const title = (threadId: string) => snap.watches.find((w) => w.threadId === threadId)?.title ?? threadId;
     if (d.type === 'gave-up' || d.type === 'attention') {
-      const text = d.type === 'gave-up'
-        ? `Codex Goal Recovery gave up on "${title(d.threadId)}" after ${d.attempts} tries.`
-        : `"${title(d.threadId)}" needs attention: ${d.reason}`;
+      const text =
+        d.type === 'gave-up'
+          ? `Codex Goal Recovery gave up on "${title(d.threadId)}" after ${d.attempts} tries.`
+          : `"${title(d.threadId)}" needs attention: ${d.reason}`;
       const actions = d.type === 'gave-up' ? ['Retry now', 'Open rollout'] : ['Open rollout'];
       void vscode.window.showWarningMessage(text, ...actions).then((choice) => {
-        if (choice === 'Retry now') void vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: d.threadId });
-        if (choice === 'Open rollout') void vscode.commands.executeCommand('codexGoalRecovery.openRollout', { threadId: d.threadId });
+        if (choice === 'Retry now')
+          void vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: d.threadId });
+        if (choice === 'Open rollout')
+          void vscode.commands.executeCommand('codexGoalRecovery.openRollout', { threadId: d.threadId });
       });
     } else if (d.type === 'recovered' && level === 'all') {
-      void vscode.window.showInformationMessage(`Codex Goal Recovery re-activated "${title(d.threadId)}" (attempt ${d.attempt}).`);
+      void vscode.window.showInformationMessage(
+        `Codex Goal Recovery re-activated "${title(d.threadId)}" (attempt ${d.attempt}).`,
+      );
     }
   }
 }

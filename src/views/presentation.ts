@@ -1,6 +1,15 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import * as vscode from 'vscode';
-import { canPauseGoal, canRetryNow, describeErrorCode, describeState, formatClock, waitsForLoad, type WatchedThread, type WatchStateKind } from '../model/watch';
+import {
+  canPauseGoal,
+  canRetryNow,
+  describeErrorCode,
+  describeState,
+  formatClock,
+  waitsForLoad,
+  type WatchedThread,
+  type WatchStateKind,
+} from '../model/watch';
 
 const ICONS: Record<WatchStateKind, [string, string?]> = {
   running: ['sync~spin', 'charts.green'],
@@ -46,15 +55,27 @@ export function contextValue(w: WatchedThread): string {
 export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escape(w.title)}**\n\n`);
-  md.appendMarkdown(`$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w.state, now, maxAttempts))}\n\n`);
+  md.appendMarkdown(
+    `$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w.state, now, maxAttempts))}\n\n`,
+  );
   const rows: [string, string][] = [];
   if (w.goal) {
     rows.push(['Objective', w.goal.objective]);
     rows.push(['Goal status', w.goal.status]);
-    rows.push(['Tokens used', w.goal.tokenBudget ? `${w.goal.tokensUsed.toLocaleString('en-US')} of ${w.goal.tokenBudget.toLocaleString('en-US')}` : w.goal.tokensUsed.toLocaleString('en-US')]);
+    rows.push([
+      'Tokens used',
+      w.goal.tokenBudget
+        ? `${w.goal.tokensUsed.toLocaleString('en-US')} of ${w.goal.tokenBudget.toLocaleString('en-US')}`
+        : w.goal.tokensUsed.toLocaleString('en-US'),
+    ]);
   }
-  if (w.lastFailure) rows.push(['Last error', `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`]);
-  if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited') rows.push(['Next try', formatClock(w.state.dueAt, now)]);
+  if (w.lastFailure)
+    rows.push([
+      'Last error',
+      `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`,
+    ]);
+  if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited')
+    rows.push(['Next try', formatClock(w.state.dueAt, now)]);
   else if (waitsForLoad(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
   if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
   rows.push(['Thread', w.threadId]);

@@ -24,7 +24,8 @@ export class RecoveryStatusBar {
     const unloaded = snap.watches.filter(waitsForLoad).length;
     let countdown = false;
     if (snap.connection.kind !== 'connected') {
-      this.item.text = snap.connection.kind === 'connecting' ? '$(loading~spin) Codex' : '$(debug-disconnect) Codex: no daemon';
+      this.item.text =
+        snap.connection.kind === 'connecting' ? '$(loading~spin) Codex' : '$(debug-disconnect) Codex: no daemon';
     } else if (snap.pausedAt !== null) {
       this.item.text = '$(debug-pause) recovery paused';
     } else if (snap.nextDueAt !== null) {
@@ -40,13 +41,17 @@ export class RecoveryStatusBar {
     this.item.backgroundColor = attention > 0 ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     const lines = [
       'Codex Goal Recovery',
-      snap.connection.kind === 'connected' ? `Connected: ${snap.connection.detail}` : `Not connected (${snap.connection.detail}); daemon: ${snap.target}`,
+      snap.connection.kind === 'connected'
+        ? `Connected: ${snap.connection.detail}`
+        : `Not connected (${snap.connection.detail}); daemon: ${snap.target}`,
       snap.pausedAt !== null ? 'Auto-recovery is paused.' : 'Auto-recovery is on.',
       `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
       ...(unloaded > 0 ? [`${unloaded} blocked on a thread the daemon has not loaded: Retry now loads it`] : []),
     ];
     this.item.tooltip = lines.join('\n');
-    this.item.accessibilityInformation = { label: `${this.item.text.replace(/\$\([^)]*\)\s*/g, '')}. ${lines.slice(1).join('. ')}` };
+    this.item.accessibilityInformation = {
+      label: `${this.item.text.replace(/\$\([^)]*\)\s*/g, '')}. ${lines.slice(1).join('. ')}`,
+    };
     this.item.show();
     return countdown;
   }

@@ -1,16 +1,28 @@
 // The "Watched goals" tree: a row per watched thread, its recovery history as children.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { describeErrorCode, describeState, isScheduled, needsAttention, type HistoryEntry, type WatchedThread } from '../model/watch';
+import {
+  describeErrorCode,
+  describeState,
+  isScheduled,
+  needsAttention,
+  type HistoryEntry,
+  type WatchedThread,
+} from '../model/watch';
 import { contextValue, stateIcon, tooltip } from './presentation';
 
-export type TreeNode =
-  | { kind: 'thread'; threadId: string }
-  | { kind: 'history'; threadId: string; index: number };
+export type TreeNode = { kind: 'thread'; threadId: string } | { kind: 'history'; threadId: string; index: number };
 
 /** Threads that need a person first, then those with a countdown, then the rest; newest first. */
 export function sortWatches(watches: readonly WatchedThread[]): WatchedThread[] {
-  const rank = (w: WatchedThread) => (needsAttention(w.state) ? 0 : isScheduled(w.state) || w.state.kind === 'recovering' ? 1 : w.state.kind === 'notAdopted' ? 3 : 2);
+  const rank = (w: WatchedThread) =>
+    needsAttention(w.state)
+      ? 0
+      : isScheduled(w.state) || w.state.kind === 'recovering'
+        ? 1
+        : w.state.kind === 'notAdopted'
+          ? 3
+          : 2;
   return [...watches].sort((a, b) => rank(a) - rank(b) || b.updatedAt - a.updatedAt);
 }
 
@@ -40,7 +52,10 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
     if (!w) return new vscode.TreeItem('(gone)');
     const now = Date.now();
     if (node.kind === 'history') return historyItem(w, w.history[node.index]!);
-    const item = new vscode.TreeItem(w.title, w.history.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(
+      w.title,
+      w.history.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+    );
     item.id = `thread:${w.threadId}`;
     const paused = snap.pausedAt !== null && isScheduled(w.state) ? ' · recovery paused' : '';
     item.description = describeState(w.state, now, snap.maxAttempts) + paused;
@@ -66,7 +81,15 @@ function historyItem(w: WatchedThread, h: HistoryEntry): vscode.TreeItem {
   item.id = `history:${w.threadId}:${h.at}:${h.failedTurnId}:${h.outcome}`;
   item.description = `attempt ${h.attempt} · ${describeErrorCode(h.error)}`;
   item.tooltip = `${new Date(h.at).toLocaleString()}\nfailed turn ${h.failedTurnId}\nerror: ${describeErrorCode(h.error)}\noutcome: ${h.outcome}${h.detail ? ` (${h.detail})` : ''}`;
-  item.iconPath = new vscode.ThemeIcon(h.outcome === 'recovered' ? 'check' : h.outcome === 'failed-again' ? 'close' : h.outcome === 'gave-up' ? 'error' : 'dash');
+  item.iconPath = new vscode.ThemeIcon(
+    h.outcome === 'recovered'
+      ? 'check'
+      : h.outcome === 'failed-again'
+        ? 'close'
+        : h.outcome === 'gave-up'
+          ? 'error'
+          : 'dash',
+  );
   item.contextValue = 'history';
   return item;
 }

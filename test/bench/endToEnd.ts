@@ -19,9 +19,23 @@ import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import { Engine } from '../../src/core/engine';
 import { systemClock } from '../../src/core/clock';
 import type { Decision } from '../../src/model/decision';
-import { controlSocketPath, killAllTracked, makeCodexHome, startDaemon, stopDaemon, type CodexHome } from '../../src/demo/codexProcesses';
+import {
+  controlSocketPath,
+  killAllTracked,
+  makeCodexHome,
+  startDaemon,
+  stopDaemon,
+  type CodexHome,
+} from '../../src/demo/codexProcesses';
 import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import { about, startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
+import {
+  about,
+  startThreadWithGoal,
+  UserClient,
+  waitGoalStatus,
+  waitTurnCompleted,
+  type StartedGoalThread,
+} from '../../src/demo/userClient';
 import { startSession } from '../../src/protocol/client';
 import type { DaemonListener, DaemonSession } from '../../src/protocol/daemon';
 import { openTransport, type TransportTarget } from '../../src/protocol/transport';
@@ -61,7 +75,11 @@ interface Sample {
 }
 
 /** Opens a session like connectDaemon does, counting every request the client writes. */
-async function countedSession(target: TransportTarget, listener: DaemonListener, log: RpcRecord[]): Promise<DaemonSession> {
+async function countedSession(
+  target: TransportTarget,
+  listener: DaemonListener,
+  log: RpcRecord[],
+): Promise<DaemonSession> {
   const transport = await openTransport(target);
   const writer = transport.writer;
   transport.writer = new Proxy(writer, {
@@ -70,7 +88,11 @@ async function countedSession(target: TransportTarget, listener: DaemonListener,
       if (prop === 'write' && typeof value === 'function') {
         return (msg: { id?: unknown; method?: unknown; params?: { threadId?: unknown } }) => {
           if (msg.id !== undefined && typeof msg.method === 'string') {
-            log.push({ at: Date.now(), method: msg.method, threadId: typeof msg.params?.threadId === 'string' ? msg.params.threadId : null });
+            log.push({
+              at: Date.now(),
+              method: msg.method,
+              threadId: typeof msg.params?.threadId === 'string' ? msg.params.threadId : null,
+            });
           }
           return (value as (m: unknown) => Promise<void>).call(t, msg);
         };
@@ -80,7 +102,6 @@ async function countedSession(target: TransportTarget, listener: DaemonListener,
   });
   return startSession(transport, listener, { clientVersion: VERSION });
 }
-
 
 function rpcsFor(log: RpcRecord[], threadId: string, from: number, to: number): number {
   return log.filter((r) => r.threadId === threadId && r.at >= from && r.at <= to).length;
@@ -124,7 +145,10 @@ class DecisionLog {
       const hit = this.entries.find((e) => match(e.decision));
       if (hit) return hit.decision;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; decisions: ${this.entries.map((e) => JSON.stringify(e.decision)).join('\n')}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for ${what}; decisions: ${this.entries.map((e) => JSON.stringify(e.decision)).join('\n')}`,
+        );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.waiters.add(() => {
@@ -157,10 +181,16 @@ export const endToEndBench: Bench = {
       const socket = controlSocketPath(home.dir);
       const target: TransportTarget = { kind: 'socket', path: socket };
       user = await UserClient.overSocket(socket, { name: 'bench-user' });
-      ctx.log(`daemon up (codex ${codexVersion()}); ${samples} outages for the product, then ${samples} for the baseline`);
+      ctx.log(
+        `daemon up (codex ${codexVersion()}); ${samples} outages for the product, then ${samples} for the baseline`,
+      );
 
       /** One outage: a goal whose first turn fails (HTTP 500), then a healthy model that completes it. */
-      const outage = async (label: string, onFailed: (t: StartedGoalThread, failedAt: number) => Promise<number>, onGoalSet?: (t: StartedGoalThread) => void) => {
+      const outage = async (
+        label: string,
+        onFailed: (t: StartedGoalThread, failedAt: number) => Promise<number>,
+        onGoalSet?: (t: StartedGoalThread) => void,
+      ) => {
         mock!.setMode('http500');
         const goalSetAt = Date.now();
         const t = await startThreadWithGoal(user!, label, { timeoutMs: T });
@@ -200,12 +230,18 @@ export const endToEndBench: Bench = {
       const product: Sample[] = [];
       for (let i = 0; i < samples; i++) {
         const s = await outage(`bench outage ${i + 1} (product)`, async (t) => {
-          const backoff = await decisions.waitFor((d) => d.type === 'backoff' && d.threadId === t.threadId, T, `the backoff of ${t.threadId}`);
+          const backoff = await decisions.waitFor(
+            (d) => d.type === 'backoff' && d.threadId === t.threadId,
+            T,
+            `the backoff of ${t.threadId}`,
+          );
           return (backoff as BackoffDecision).dueAt;
         });
         const sample = measured(productRpcs, s);
         product.push(sample);
-        ctx.log(`product  ${i + 1}/${samples}: due +${s.dueAt - s.failedAt} ms after the failure; set sent ${sample.setAt - s.dueAt} ms, turn/started ${s.startedAt - s.dueAt} ms after due; ${sample.rpcs} RPCs`);
+        ctx.log(
+          `product  ${i + 1}/${samples}: due +${s.dueAt - s.failedAt} ms after the failure; set sent ${sample.setAt - s.dueAt} ms, turn/started ${s.startedAt - s.dueAt} ms after due; ${sample.rpcs} RPCs`,
+        );
       }
       await engine.stop();
       engine = undefined;
@@ -216,20 +252,27 @@ export const endToEndBench: Bench = {
       baselineSession = await countedSession(target, IGNORE_EVENTS, baselineRpcs);
       baseline = new PollingDaemonReconciler(baselineSession, {
         intervalMs: POLL_INTERVAL_MS,
-        onError: (threadId, error) => errors.push(`${threadId}: ${error instanceof Error ? error.message : String(error)}`),
+        onError: (threadId, error) =>
+          errors.push(`${threadId}: ${error instanceof Error ? error.message : String(error)}`),
       });
       baseline.start();
       const polled: Sample[] = [];
       for (let i = 0; i < samples; i++) {
         // The same due moment as the product's i-th sample, relative to the failure.
         const offset = product[i]!.dueAt - product[i]!.failedAt;
-        const s = await outage(`bench outage ${i + 1} (baseline)`, async (t, failedAt) => {
-          baseline!.setDue(t.threadId, failedAt + offset);
-          return failedAt + offset;
-        }, (t) => baseline!.watch(t.threadId));
+        const s = await outage(
+          `bench outage ${i + 1} (baseline)`,
+          async (t, failedAt) => {
+            baseline!.setDue(t.threadId, failedAt + offset);
+            return failedAt + offset;
+          },
+          (t) => baseline!.watch(t.threadId),
+        );
         const sample = measured(baselineRpcs, s);
         polled.push(sample);
-        ctx.log(`baseline ${i + 1}/${samples}: due +${offset} ms after the failure; set sent ${sample.setAt - s.dueAt} ms, turn/started ${s.startedAt - s.dueAt} ms after due; ${sample.rpcs} RPCs`);
+        ctx.log(
+          `baseline ${i + 1}/${samples}: due +${offset} ms after the failure; set sent ${sample.setAt - s.dueAt} ms, turn/started ${s.startedAt - s.dueAt} ms after due; ${sample.rpcs} RPCs`,
+        );
       }
       baseline.stop();
       if (errors.length > 0) throw new Error(`the baseline's polls failed: ${errors.slice(0, 5).join('; ')}`);
@@ -246,7 +289,12 @@ export const endToEndBench: Bench = {
         params: {
           samples,
           codex: codexVersion(),
-          engine: { baseDelayMs: BASE_DELAY_MS, maxDelayMs: MAX_DELAY_MS, limiterBurst: options.limiterBurst, jitter: 'Math.random (equal jitter)' },
+          engine: {
+            baseDelayMs: BASE_DELAY_MS,
+            maxDelayMs: MAX_DELAY_MS,
+            limiterBurst: options.limiterBurst,
+            jitter: 'Math.random (equal jitter)',
+          },
           baselinePollIntervalMs: POLL_INTERVAL_MS,
           productLatenciesMs: pLat,
           baselineLatenciesMs: bLat,
@@ -262,16 +310,26 @@ export const endToEndBench: Bench = {
         figures: [
           figure('latency p50 (due → recovery turn/started)', 'ms', percentile(pLat, 50), percentile(bLat, 50)),
           figure('latency max', 'ms', Math.max(...pLat), Math.max(...bLat)),
-          figure('due → thread/goal/set written, p50', 'ms', percentile(toSet(product), 50), percentile(toSet(polled), 50)),
-          figure('requests per recovery, median (goal set → recovery turn/started)', 'RPCs', percentile(rpc(product), 50), percentile(rpc(polled), 50)),
+          figure(
+            'due → thread/goal/set written, p50',
+            'ms',
+            percentile(toSet(product), 50),
+            percentile(toSet(polled), 50),
+          ),
+          figure(
+            'requests per recovery, median (goal set → recovery turn/started)',
+            'RPCs',
+            percentile(rpc(product), 50),
+            percentile(rpc(polled), 50),
+          ),
         ],
         notes: [
           `Real Codex app-server daemon (@openai/codex ${codexVersion()}) with the project's mock model: each sample is a new thread whose goal's first turn fails (HTTP 500), then the model is healthy and the recovery turn completes the goal. Samples run one after another.`,
-          'Latency: from the due moment to the recovery turn\'s turn/started as the user\'s own client (which started the thread) receives it; all clocks are this machine\'s Date.now().',
+          "Latency: from the due moment to the recovery turn's turn/started as the user's own client (which started the thread) receives it; all clocks are this machine's Date.now().",
           `Product: the Engine in-process (as \`codex-goal-recovery watch\` runs it), system clock, backoff base ${BASE_DELAY_MS / 1000} s (first retry 0.5–1 s after the failure); the due moment is its own backoff decision's dueAt. The global limiter was raised to ${options.limiterBurst} so it never throttles these back-to-back samples.`,
           `Baseline: baselines/pollingDaemonClient.ts, a naive reconciler polling thread/goal/get for every watched thread every ${POLL_INTERVAL_MS} ms and sending thread/goal/set active when blocked and due, over the same JSON-RPC client, same daemon; its due moment is the failure (turn/completed at the user client) plus the product's delay for the same sample.`,
-          'Requests: JSON-RPC requests written on the wire about the sample\'s thread, from its thread/goal/set to its recovery turn\'s start. The product\'s include arming (thread/resume, reads) and the re-reads it does before every set; the baseline\'s grow by one per second per watched thread for as long as it watches (here only the 2–3 s from goal set to recovery, then it stops polling the thread), whereas by design the product sends nothing between events apart from a resync every 60 s (not measured here).',
-          'The latency splits into the recoverer\'s share (due → its thread/goal/set written: the product re-reads the goal, the thread and its latest turn, reads the rollout and saves its intent to disk before the set; the baseline waits for its next poll) and the rest (set → turn/started), which is the daemon\'s work for both, but is measured in the same process as the engine: right after its set the product reads the thread and its turns again and saves its state, which shares this event loop with the user client that timestamps turn/started, and the daemon with those reads. The product\'s figures include that.',
+          "Requests: JSON-RPC requests written on the wire about the sample's thread, from its thread/goal/set to its recovery turn's start. The product's include arming (thread/resume, reads) and the re-reads it does before every set; the baseline's grow by one per second per watched thread for as long as it watches (here only the 2–3 s from goal set to recovery, then it stops polling the thread), whereas by design the product sends nothing between events apart from a resync every 60 s (not measured here).",
+          "The latency splits into the recoverer's share (due → its thread/goal/set written: the product re-reads the goal, the thread and its latest turn, reads the rollout and saves its intent to disk before the set; the baseline waits for its next poll) and the rest (set → turn/started), which is the daemon's work for both, but is measured in the same process as the engine: right after its set the product reads the thread and its turns again and saves its state, which shares this event loop with the user client that timestamps turn/started, and the daemon with those reads. The product's figures include that.",
           `Latencies (ms), product: ${pLat.join(', ')}; baseline: ${bLat.join(', ')}. Set → turn/started (ms), product: ${daemonShare(product).join(', ')}; baseline: ${daemonShare(polled).join(', ')}.`,
         ],
       };
@@ -296,4 +354,3 @@ function countBy(log: RpcRecord[]): Record<string, number> {
   for (const r of log) out[r.method] = (out[r.method] ?? 0) + 1;
   return out;
 }
-

@@ -15,7 +15,11 @@ import { PollingReconciler } from './baselines/pollingReconciler';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import { figure, type Bench, type BenchContext, type BenchSection } from './types';
 
-interface Params { threads: number; minutes: number; resyncS: number }
+interface Params {
+  threads: number;
+  minutes: number;
+  resyncS: number;
+}
 
 interface Idle {
   rpcs: number;
@@ -35,7 +39,10 @@ function cpuMs(since: NodeJS.CpuUsage): number {
 }
 
 /** Per-step accounting of the requests the daemon received. */
-function account(requests: { method?: string; params?: Record<string, unknown> }[], steps: [number, number][]): Omit<Idle, 'cpuMs' | 'rpcs'> {
+function account(
+  requests: { method?: string; params?: Record<string, unknown> }[],
+  steps: [number, number][],
+): Omit<Idle, 'cpuMs' | 'rpcs'> {
   let betweenResyncs = 0;
   let resyncs = 0;
   let maxPerThread = 0;
@@ -58,7 +65,12 @@ function account(requests: { method?: string; params?: Record<string, unknown> }
 }
 
 /** Fake time in one-second steps for `minutes`, waiting for the reconciler after each; what it cost. */
-async function idleFor(minutes: number, daemon: FakeDaemon, clock: FakeClock, idle: () => Promise<void>): Promise<Idle> {
+async function idleFor(
+  minutes: number,
+  daemon: FakeDaemon,
+  clock: FakeClock,
+  idle: () => Promise<void>,
+): Promise<Idle> {
   const start = daemon.requests.length;
   const steps: [number, number][] = [];
   const cpu = process.cpuUsage();
@@ -76,19 +88,23 @@ async function idleFor(minutes: number, daemon: FakeDaemon, clock: FakeClock, id
 async function product(dir: string, p: Params): Promise<Idle> {
   const { daemon } = healthyFleet(dir, p.threads);
   const clock = new FakeClock();
-  const engine = new Engine({ ...DEFAULT_OPTIONS, resyncMs: p.resyncS * 1000 }, {
-    connect: daemon.connector(),
-    store: new JsonFileStore(path.join(dir, 'state.json')),
-    clock,
-    random: rng(2),
-    onDecision: () => undefined,
-  });
+  const engine = new Engine(
+    { ...DEFAULT_OPTIONS, resyncMs: p.resyncS * 1000 },
+    {
+      connect: daemon.connector(),
+      store: new JsonFileStore(path.join(dir, 'state.json')),
+      clock,
+      random: rng(2),
+      onDecision: () => undefined,
+    },
+  );
   await engine.start();
   for (let i = 0; i < 100 && engine.watches().filter((w) => w.state.kind === 'running').length < p.threads; i++) {
     await flush();
     await engine.idle();
   }
-  if (engine.watches().length !== p.threads) throw new Error(`only ${engine.watches().length} of ${p.threads} threads armed`);
+  if (engine.watches().length !== p.threads)
+    throw new Error(`only ${engine.watches().length} of ${p.threads} threads armed`);
   const idle = await idleFor(p.minutes, daemon, clock, () => engine.idle());
   await engine.stop();
   return idle;
@@ -98,7 +114,12 @@ async function baseline(dir: string, p: Params): Promise<Idle> {
   const { daemon } = healthyFleet(dir, p.threads);
   const clock = new FakeClock();
   const session = await daemon.connector()(IGNORE_EVENTS);
-  const poller = new PollingReconciler(session, clock, { pollMs: 1_000, baseDelayMs: DEFAULT_OPTIONS.baseDelayMs, maxDelayMs: DEFAULT_OPTIONS.maxDelayMs }, rng(2));
+  const poller = new PollingReconciler(
+    session,
+    clock,
+    { pollMs: 1_000, baseDelayMs: DEFAULT_OPTIONS.baseDelayMs, maxDelayMs: DEFAULT_OPTIONS.maxDelayMs },
+    rng(2),
+  );
   await poller.start();
   const idle = await idleFor(p.minutes, daemon, clock, () => poller.idle());
   poller.stop();
@@ -110,7 +131,9 @@ export const idleCost: Bench = {
   id: 'idle-cost',
   title: 'Idle cost: loaded, healthy threads over minutes of fake time',
   async run(ctx: BenchContext): Promise<BenchSection> {
-    const p: Params = ctx.quick ? { threads: 200, minutes: 2, resyncS: 60 } : { threads: 1_000, minutes: 5, resyncS: 60 };
+    const p: Params = ctx.quick
+      ? { threads: 200, minutes: 2, resyncS: 60 }
+      : { threads: 1_000, minutes: 5, resyncS: 60 };
     ctx.log(`product: ${p.threads} threads, ${p.minutes} min of fake time`);
     const ours = await product(fs.mkdtempSync(path.join(ctx.tmpDir, 'product-')), p);
     ctx.log('baseline: polling every thread once a second');
@@ -119,12 +142,23 @@ export const idleCost: Bench = {
     return {
       id: 'idle-cost',
       title: this.title,
-      params: { ...p, clock: 'fake, advanced in 1 s steps', store: 'JsonFileStore (the runner\'s)', pollMs: 1_000 },
+      params: { ...p, clock: 'fake, advanced in 1 s steps', store: "JsonFileStore (the runner's)", pollMs: 1_000 },
       figures: [
         figure('RPCs in total', 'RPCs', ours.rpcs, base.rpcs),
-        figure('RPCs between resyncs', 'RPCs', ours.betweenResyncs, base.betweenResyncs, { text: '0', met: ours.betweenResyncs === 0 }),
-        figure('most RPCs for one thread in one resync', 'RPCs', ours.maxPerThreadPerResync, null, { text: '≤ 1', met: ours.maxPerThreadPerResync <= 1 }),
-        figure('RPCs per thread per minute', 'RPCs', ours.rpcs / p.threads / p.minutes, base.rpcs / p.threads / p.minutes),
+        figure('RPCs between resyncs', 'RPCs', ours.betweenResyncs, base.betweenResyncs, {
+          text: '0',
+          met: ours.betweenResyncs === 0,
+        }),
+        figure('most RPCs for one thread in one resync', 'RPCs', ours.maxPerThreadPerResync, null, {
+          text: '≤ 1',
+          met: ours.maxPerThreadPerResync <= 1,
+        }),
+        figure(
+          'RPCs per thread per minute',
+          'RPCs',
+          ours.rpcs / p.threads / p.minutes,
+          base.rpcs / p.threads / p.minutes,
+        ),
         figure('CPU', 'ms', ours.cpuMs, base.cpuMs),
       ],
       notes: [

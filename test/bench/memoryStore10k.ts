@@ -15,7 +15,15 @@ import { PollingReconciler } from './baselines/pollingReconciler';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
-interface Footprint { heapBytes: number; armCpuMs: number; fileBytes: number; saveMs: number; hintedSaveMs: number; loadMs: number; recovered: number }
+interface Footprint {
+  heapBytes: number;
+  armCpuMs: number;
+  fileBytes: number;
+  saveMs: number;
+  hintedSaveMs: number;
+  loadMs: number;
+  recovered: number;
+}
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -49,14 +57,28 @@ async function product(dir: string, threads: number, failing: number): Promise<F
   const store = new JsonFileStore(file);
   const heap0 = heapAfterGc();
   const cpu = process.cpuUsage();
-  const engine = new Engine({ ...DEFAULT_OPTIONS, limiterBurst: threads, limiterIntervalMs: 1 }, {
-    connect: daemon.connector({ requestTimeoutMs: 600_000 }), store, clock, random: rng(6), onDecision: () => undefined,
-  });
+  const engine = new Engine(
+    { ...DEFAULT_OPTIONS, limiterBurst: threads, limiterIntervalMs: 1 },
+    {
+      connect: daemon.connector({ requestTimeoutMs: 600_000 }),
+      store,
+      clock,
+      random: rng(6),
+      onDecision: () => undefined,
+    },
+  );
   await engine.start();
-  const settle = async () => { for (let i = 0; i < 20; i++) { await flush(); clock.advance(0); await engine.idle(); } };
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) {
+      await flush();
+      clock.advance(0);
+      await engine.idle();
+    }
+  };
   await settle();
   const armCpuMs = cpuMs(cpu);
-  if (engine.watches().length !== threads) throw new Error(`only ${engine.watches().length} of ${threads} threads armed`);
+  if (engine.watches().length !== threads)
+    throw new Error(`only ${engine.watches().length} of ${threads} threads armed`);
   for (const id of ids.slice(0, failing)) failByEvents(daemon, id, 'turn-1');
   await settle();
   clock.advance(DEFAULT_OPTIONS.baseDelayMs);
@@ -92,7 +114,12 @@ async function baseline(dir: string, threads: number, failing: number): Promise<
   const heap0 = heapAfterGc();
   const cpu = process.cpuUsage();
   const session = await daemon.connector({ requestTimeoutMs: 600_000 })(IGNORE_EVENTS);
-  const poller = new PollingReconciler(session, clock, { pollMs: 1_000, baseDelayMs: DEFAULT_OPTIONS.baseDelayMs, maxDelayMs: DEFAULT_OPTIONS.maxDelayMs }, rng(6));
+  const poller = new PollingReconciler(
+    session,
+    clock,
+    { pollMs: 1_000, baseDelayMs: DEFAULT_OPTIONS.baseDelayMs, maxDelayMs: DEFAULT_OPTIONS.maxDelayMs },
+    rng(6),
+  );
   await poller.start();
   await poller.poll();
   const armCpuMs = cpuMs(cpu);
@@ -103,7 +130,12 @@ async function baseline(dir: string, threads: number, failing: number): Promise<
   await poller.idle();
   await poller.poll(); // recovers them
   const recovered = [...poller.known.values()].filter((k) => k.recovered.size > 0).length;
-  const doc = () => JSON.stringify(Object.fromEntries([...poller.known].map(([id, k]) => [id, { ...k, recovered: [...k.recovered] }])), null, 2);
+  const doc = () =>
+    JSON.stringify(
+      Object.fromEntries([...poller.known].map(([id, k]) => [id, { ...k, recovered: [...k.recovered] }])),
+      null,
+      2,
+    );
   const heapBytes = heapAfterGc() - heap0;
   const saveMs = await timed(5, () => fs.writeFileSync(file, doc()));
   const loadMs = await timed(5, () => JSON.parse(fs.readFileSync(file, 'utf8')));
@@ -121,29 +153,40 @@ export const memoryStore10k: Bench = {
     const failing = threads / 10;
     ctx.log(`product: ${threads} threads, ${failing} of them fail once and are recovered`);
     const ours = await product(fs.mkdtempSync(path.join(ctx.tmpDir, 'product-')), threads, failing);
-    ctx.log('baseline: the polling reconciler\'s cache, saved as plain JSON');
+    ctx.log("baseline: the polling reconciler's cache, saved as plain JSON");
     const base = await baseline(fs.mkdtempSync(path.join(ctx.tmpDir, 'baseline-')), threads, failing);
-    if (ours.recovered !== failing || base.recovered !== failing) throw new Error(`recovered ${ours.recovered} (product) and ${base.recovered} (baseline) of ${failing}`);
+    if (ours.recovered !== failing || base.recovered !== failing)
+      throw new Error(`recovered ${ours.recovered} (product) and ${base.recovered} (baseline) of ${failing}`);
     const kib = (n: number) => n / 1024;
     return {
       id: 'memory-store',
       title: this.title,
-      params: { threads, failedAndRecovered: failing, store: 'JsonFileStore: a snapshot written atomically (temp file, fsync, rename, directory fsync) and a crash journal (one fdatasync\'d record per changed watch); zod-validated load' },
+      params: {
+        threads,
+        failedAndRecovered: failing,
+        store:
+          "JsonFileStore: a snapshot written atomically (temp file, fsync, rename, directory fsync) and a crash journal (one fdatasync'd record per changed watch); zod-validated load",
+      },
       figures: [
         figure('heap held', 'KiB', kib(ours.heapBytes), kib(base.heapBytes)),
         figure('heap per thread', 'bytes', ours.heapBytes / threads, base.heapBytes / threads),
         figure('state file', 'KiB', kib(ours.fileBytes), kib(base.fileBytes)),
         figure('state file per thread', 'bytes', ours.fileBytes / threads, base.fileBytes / threads),
         figure('save, everything: the whole snapshot (median of 5)', 'ms', ours.saveMs, base.saveMs),
-        figure('save, one watch changed: a write-ahead, one journal record (median of 5)', 'ms', ours.hintedSaveMs, base.hintedSaveMs),
+        figure(
+          'save, one watch changed: a write-ahead, one journal record (median of 5)',
+          'ms',
+          ours.hintedSaveMs,
+          base.hintedSaveMs,
+        ),
         figure('load (median of 5)', 'ms', ours.loadMs, base.loadMs),
         figure('CPU to arm every thread / first poll', 'ms', ours.armCpuMs, base.armCpuMs),
       ],
       notes: [
-        'Heap held: heapUsed + arrayBuffers after forced GC, minus the same before the engine (or baseline) started; it includes the JSON-RPC client and its connection, not the fake daemon\'s threads (created before).',
+        "Heap held: heapUsed + arrayBuffers after forced GC, minus the same before the engine (or baseline) started; it includes the JSON-RPC client and its connection, not the fake daemon's threads (created before).",
         'The product keeps more per thread than the baseline: the state it shows and explains (why it is not recovering, history, the rollout offsets, the write-ahead intent); the baseline keeps only the last goal and turn it polled.',
-        'Save: the product writes its snapshot atomically and durably (fsync of file and directory), and a write-ahead appends one fdatasync\'d journal record; the baseline does a plain writeFileSync of everything every time; load: the product validates every record with zod (and replays its journal, empty here), the baseline only JSON.parses. A ratio below 1 there is the price of durability and validation.',
-        'In VS Code the state goes to globalState (one JSON value in VS Code\'s storage), the same document as the file.',
+        "Save: the product writes its snapshot atomically and durably (fsync of file and directory), and a write-ahead appends one fdatasync'd journal record; the baseline does a plain writeFileSync of everything every time; load: the product validates every record with zod (and replays its journal, empty here), the baseline only JSON.parses. A ratio below 1 there is the price of durability and validation.",
+        "In VS Code the state goes to globalState (one JSON value in VS Code's storage), the same document as the file.",
       ],
     };
   },

@@ -22,7 +22,14 @@ import type { Marker } from '../../src/model/watch';
 import { DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES } from '../../src/rollout/markers';
 import { goalEvent, noiseLine, realMarker, RolloutWriter, toolOutput } from '../support/rolloutLines';
 import { rng } from '../support/random';
-import { baseline, type BaselineAnswer, type Intent, productCold, productIncremental, productLastMarker } from './rolloutLookups';
+import {
+  baseline,
+  type BaselineAnswer,
+  type Intent,
+  productCold,
+  productIncremental,
+  productLastMarker,
+} from './rolloutLookups';
 import { type Bench, type BenchContext, type BenchSection, figure, type Figure, percentile } from './types';
 
 const execFileAsync = promisify(execFile);
@@ -43,10 +50,20 @@ const MEMORY_SLACK = 2 * MiB;
 const TARGET_COLD_RATIO = 100;
 const TARGET_INCREMENTAL_MS = 2;
 
-interface Stats { lines: number; hugeLines: number; longestLine: number }
+interface Stats {
+  lines: number;
+  hugeLines: number;
+  longestLine: number;
+}
 
 /** Appends realistic work (reasoning, tool calls, outputs, token counts; some multi-MB outputs) up to `until` bytes. */
-function work(w: RolloutWriter, rand: () => number, until: number, stats: Stats, state: { i: number; nextHuge: number }): void {
+function work(
+  w: RolloutWriter,
+  rand: () => number,
+  until: number,
+  stats: Stats,
+  state: { i: number; nextHuge: number },
+): void {
   while (w.offset < until) {
     let line: string;
     if (w.offset >= state.nextHuge && until - w.offset > 8 * MiB) {
@@ -90,27 +107,56 @@ async function median<T>(reps: number, fn: () => Promise<T>, check: (r: T) => vo
 }
 
 function same(what: string, a: unknown, b: unknown): void {
-  if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${what}: the product says ${JSON.stringify(a)}, the baseline ${JSON.stringify(b)}`);
+  if (JSON.stringify(a) !== JSON.stringify(b))
+    throw new Error(`${what}: the product says ${JSON.stringify(a)}, the baseline ${JSON.stringify(b)}`);
 }
 
-interface Probe { extraBytes: number; extraRssBytes: number; result: unknown }
+interface Probe {
+  extraBytes: number;
+  extraRssBytes: number;
+  result: unknown;
+}
 
 async function probe(kind: string, warmup: string, file: string, offset = 0): Promise<Probe> {
   const script = path.join(__dirname, 'rolloutMemory.js');
-  const { stdout } = await execFileAsync(process.execPath, ['--expose-gc', '--max-semi-space-size=1', script, kind, warmup, file, String(offset)], { maxBuffer: MiB });
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    ['--expose-gc', '--max-semi-space-size=1', script, kind, warmup, file, String(offset)],
+    { maxBuffer: MiB },
+  );
   return JSON.parse(stdout) as Probe;
 }
 
 /** The median of `n` probes of a product lookup (cheap); a baseline probe is run once. */
-async function probeMedian(n: number, kind: string, warmup: string, file: string, offset = 0): Promise<{ bytes: number; rss: number; results: unknown[] }> {
+async function probeMedian(
+  n: number,
+  kind: string,
+  warmup: string,
+  file: string,
+  offset = 0,
+): Promise<{ bytes: number; rss: number; results: unknown[] }> {
   const runs: Probe[] = [];
   for (let i = 0; i < n; i++) runs.push(await probe(kind, warmup, file, offset));
-  return { bytes: percentile(runs.map((r) => r.extraBytes), 50), rss: percentile(runs.map((r) => r.extraRssBytes), 50), results: runs.map((r) => r.result) };
+  return {
+    bytes: percentile(
+      runs.map((r) => r.extraBytes),
+      50,
+    ),
+    rss: percentile(
+      runs.map((r) => r.extraRssBytes),
+      50,
+    ),
+    results: runs.map((r) => r.result),
+  };
 }
 
 const mib = (bytes: number) => bytes / MiB;
 
-interface Spread { p10: number; p50: number; p90: number }
+interface Spread {
+  p10: number;
+  p50: number;
+  p90: number;
+}
 function spread(ms: number[]): Spread {
   const r = (p: number) => Number(percentile(ms, p).toFixed(3));
   return { p10: r(10), p50: r(50), p90: r(90) };
@@ -135,8 +181,22 @@ interface StageResult {
   size: number;
   cold: { product: number; baseline: number; bytesRead: number };
   lastMarker: { product: number; bytesRead: number };
-  memory: { product: number; productRss: number; lastMarker: number | null; baseline: number | null; baselineRss: number | null };
-  incremental?: { product: number; baseline: number; bytesRead: number; appended: number; memory: number; spread: Spread; floor: Spread };
+  memory: {
+    product: number;
+    productRss: number;
+    lastMarker: number | null;
+    baseline: number | null;
+    baselineRss: number | null;
+  };
+  incremental?: {
+    product: number;
+    baseline: number;
+    bytesRead: number;
+    appended: number;
+    memory: number;
+    spread: Spread;
+    floor: Spread;
+  };
 }
 
 export const rolloutBench: Bench = {
@@ -170,39 +230,90 @@ export const rolloutBench: Bench = {
       const t0 = performance.now();
 
       // Stage C: the user set the goal near the start; work since, up to the size minus the tails to come.
-      w.line(JSON.stringify({ type: 'session_meta', payload: { id: `thread-${sizeMiB}`, cwd: '/repo', originator: 'codex_cli_rs' } }));
+      w.line(
+        JSON.stringify({
+          type: 'session_meta',
+          payload: { id: `thread-${sizeMiB}`, cwd: '/repo', originator: 'codex_cli_rs' },
+        }),
+      );
       work(w, rand, 16 * KiB, stats, state);
-      const goalSet: Marker = { status: 'active', offset: w.line(realMarker('active', { objective: 'Keep the build green' })) };
+      const goalSet: Marker = {
+        status: 'active',
+        offset: w.line(realMarker('active', { objective: 'Keep the build green' })),
+      };
       const firstActivation = w.line(goalEvent('active'));
       work(w, rand, target - recentTail(target) - endTail(target), stats, state);
       w.flush();
-      ctx.log(`${sizeMiB} MiB: wrote ${mib(w.offset).toFixed(1)} MiB (${stats.lines} lines) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      ctx.log(
+        `${sizeMiB} MiB: wrote ${mib(w.offset).toFixed(1)} MiB (${stats.lines} lines) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
 
-      const stage = async (name: 'C' | 'A' | 'B', expect: { armOffset: number; lastMarker: Marker | null; lastMarkerAnywhere: Marker }): Promise<StageResult> => {
+      const stage = async (
+        name: 'C' | 'A' | 'B',
+        expect: { armOffset: number; lastMarker: Marker | null; lastMarkerAnywhere: Marker },
+      ): Promise<StageResult> => {
         w.flush();
         const size = fs.statSync(file).size;
         warmCache(file);
-        const checkCold = (r: Intent) => same(`${sizeMiB} MiB ${name} cold`, { armOffset: r.armOffset, lastMarker: r.lastMarker }, { armOffset: expect.armOffset, lastMarker: expect.lastMarker });
+        const checkCold = (r: Intent) =>
+          same(
+            `${sizeMiB} MiB ${name} cold`,
+            { armOffset: r.armOffset, lastMarker: r.lastMarker },
+            { armOffset: expect.armOffset, lastMarker: expect.lastMarker },
+          );
         let coldBytes = 0;
-        const cold = await median(REPS.cold, () => productCold(file), (r) => { checkCold(r); coldBytes = r.bytesRead; });
+        const cold = await median(
+          REPS.cold,
+          () => productCold(file),
+          (r) => {
+            checkCold(r);
+            coldBytes = r.bytesRead;
+          },
+        );
         // findLastMarker is shown for A and B (in C, the last marker is where it is in A).
         let lastBytes = 0;
-        const last = name === 'C' ? NaN : await median(REPS.cold, () => productLastMarker(file), (r) => { same(`${sizeMiB} MiB ${name} findLastMarker`, r.marker, expect.lastMarkerAnywhere); lastBytes = r.bytesRead; });
-        const base = await median(REPS.baseline, () => baseline(file), (r: BaselineAnswer) => {
-          same(`${sizeMiB} MiB ${name} baseline`, { armOffset: r.armOffset, lastMarker: r.lastMarker, lastMarkerAnywhere: r.lastMarkerAnywhere }, expect);
-          if (r.bytesRead !== size) throw new Error(`the baseline read ${r.bytesRead} of ${size} bytes`);
-        });
+        const last =
+          name === 'C'
+            ? NaN
+            : await median(
+                REPS.cold,
+                () => productLastMarker(file),
+                (r) => {
+                  same(`${sizeMiB} MiB ${name} findLastMarker`, r.marker, expect.lastMarkerAnywhere);
+                  lastBytes = r.bytesRead;
+                },
+              );
+        const base = await median(
+          REPS.baseline,
+          () => baseline(file),
+          (r: BaselineAnswer) => {
+            same(
+              `${sizeMiB} MiB ${name} baseline`,
+              { armOffset: r.armOffset, lastMarker: r.lastMarker, lastMarkerAnywhere: r.lastMarkerAnywhere },
+              expect,
+            );
+            if (r.bytesRead !== size) throw new Error(`the baseline read ${r.bytesRead} of ${size} bytes`);
+          },
+        );
         // Memory: the median of 3 probes where a probe is cheap, 1 where it reads the whole file.
         const memCold = await probeMedian(name === 'C' ? 1 : 3, 'cold', warmup, file);
         for (const r of memCold.results) checkCold(r as Intent);
         const memLast = name === 'C' ? null : await probeMedian(1, 'lastMarker', warmup, file);
         const memBase = name === 'C' ? null : await probeMedian(1, 'baseline', warmup, file);
-        ctx.log(`${sizeMiB} MiB ${name}: cold ${cold.toFixed(2)} ms (${mib(coldBytes).toFixed(2)} MiB read, ${mib(memCold.bytes).toFixed(2)} MiB), findLastMarker ${last.toFixed(2)} ms, baseline ${base.toFixed(0)} ms (${memBase ? mib(memBase.bytes).toFixed(2) : '–'} MiB)`);
+        ctx.log(
+          `${sizeMiB} MiB ${name}: cold ${cold.toFixed(2)} ms (${mib(coldBytes).toFixed(2)} MiB read, ${mib(memCold.bytes).toFixed(2)} MiB), findLastMarker ${last.toFixed(2)} ms, baseline ${base.toFixed(0)} ms (${memBase ? mib(memBase.bytes).toFixed(2) : '–'} MiB)`,
+        );
         return {
           size,
           cold: { product: cold, baseline: base, bytesRead: coldBytes },
           lastMarker: { product: last, bytesRead: lastBytes },
-          memory: { product: memCold.bytes, productRss: memCold.rss, lastMarker: memLast?.bytes ?? null, baseline: memBase?.bytes ?? null, baselineRss: memBase?.rss ?? null },
+          memory: {
+            product: memCold.bytes,
+            productRss: memCold.rss,
+            lastMarker: memLast?.bytes ?? null,
+            baseline: memBase?.bytes ?? null,
+            baselineRss: memBase?.rss ?? null,
+          },
         };
       };
 
@@ -227,20 +338,35 @@ export const rolloutBench: Bench = {
           const [ms, res] = await timed(() => productIncremental(file, stored));
           if (i % 2 === 1) floors.push((await timed(() => ioFloor(file, stored)))[0]);
           same(`${sizeMiB} MiB ${name} incremental`, res.last, lastAppended);
-          if (res.nextOffset !== w.offset) throw new Error(`incremental scan stopped at ${res.nextOffset}, file ends at ${w.offset}`);
+          if (res.nextOffset !== w.offset)
+            throw new Error(`incremental scan stopped at ${res.nextOffset}, file ends at ${w.offset}`);
           bytesRead += res.bytesRead;
           stored = res.nextOffset;
           times.push(ms);
         }
         // The baseline has no stored offset: it reads the whole file again.
-        const base = await median(REPS.baseline, () => baseline(file), (b) => same(`${sizeMiB} MiB ${name} baseline after appends`, b.lastMarkerAnywhere, lastAppended));
+        const base = await median(
+          REPS.baseline,
+          () => baseline(file),
+          (b) => same(`${sizeMiB} MiB ${name} baseline after appends`, b.lastMarkerAnywhere, lastAppended),
+        );
         // Memory of one more incremental lookup, after one more append.
         const before = w.offset;
         w.line(realMarker('paused'));
         w.flush();
         const mem = await probeMedian(3, 'incremental', warmup, file, before);
-        r.incremental = { product: percentile(times, 50), baseline: base, bytesRead: bytesRead / REPS.incremental, appended: appended / REPS.incremental, memory: mem.bytes, spread: spread(times), floor: spread(floors) };
-        ctx.log(`${sizeMiB} MiB ${name}: incremental ${r.incremental.product.toFixed(3)} ms (p90 ${r.incremental.spread.p90} ms; I/O floor ${r.incremental.floor.p50} ms; ${r.incremental.bytesRead.toFixed(0)} bytes read), baseline ${base.toFixed(0)} ms`);
+        r.incremental = {
+          product: percentile(times, 50),
+          baseline: base,
+          bytesRead: bytesRead / REPS.incremental,
+          appended: appended / REPS.incremental,
+          memory: mem.bytes,
+          spread: spread(times),
+          floor: spread(floors),
+        };
+        ctx.log(
+          `${sizeMiB} MiB ${name}: incremental ${r.incremental.product.toFixed(3)} ms (p90 ${r.incremental.spread.p90} ms; I/O floor ${r.incremental.floor.p50} ms; ${r.incremental.bytesRead.toFixed(0)} bytes read), baseline ${base.toFixed(0)} ms`,
+        );
       };
 
       const c = await stage('C', { armOffset: firstActivation, lastMarker: null, lastMarkerAnywhere: goalSet });
@@ -274,27 +400,56 @@ export const rolloutBench: Bench = {
         incrementalMs: { A: a.incremental!.spread, B: b.incremental!.spread },
         ioFloorMs: { A: a.incremental!.floor, B: b.incremental!.floor },
         incrementalBytesRead: { A: a.incremental!.bytesRead, B: b.incremental!.bytesRead },
-        extraRssBytes: { productCold: { C: c.memory.productRss, A: a.memory.productRss, B: b.memory.productRss }, baseline: { A: a.memory.baselineRss, B: b.memory.baselineRss } },
+        extraRssBytes: {
+          productCold: { C: c.memory.productRss, A: a.memory.productRss, B: b.memory.productRss },
+          baseline: { A: a.memory.baselineRss, B: b.memory.baselineRss },
+        },
       };
     }
 
     const largest = sizes[sizes.length - 1]!;
     const full = largest === 512;
-    for (const [stageName, label] of [['B', 'marker near end'], ['A', 'marker near start']] as const) {
+    for (const [stageName, label] of [
+      ['B', 'marker near end'],
+      ['A', 'marker near start'],
+    ] as const) {
       for (const sizeMiB of sizes) {
         const r = results.get(`${sizeMiB}/${stageName}`)!;
         const at = `${sizeMiB} MiB, ${label}`;
-        const coldTarget = sizeMiB === 512 ? { text: `≥ ${TARGET_COLD_RATIO}× faster than the baseline`, met: r.cold.baseline / r.cold.product >= TARGET_COLD_RATIO } : undefined;
+        const coldTarget =
+          sizeMiB === 512
+            ? {
+                text: `≥ ${TARGET_COLD_RATIO}× faster than the baseline`,
+                met: r.cold.baseline / r.cold.product >= TARGET_COLD_RATIO,
+              }
+            : undefined;
         figures.push(figure(`${at}: cold lookup time`, 'ms', r.cold.product, r.cold.baseline, coldTarget));
         figures.push(figure(`${at}: cold lookup bytes read`, 'MiB', mib(r.cold.bytesRead), mib(r.size)));
         figures.push(figure(`${at}: findLastMarker time`, 'ms', r.lastMarker.product, r.cold.baseline));
         const inc = r.incremental!;
-        figures.push(figure(`${at}: incremental lookup time`, 'ms', inc.product, inc.baseline, { text: `< ${TARGET_INCREMENTAL_MS} ms`, met: inc.product < TARGET_INCREMENTAL_MS }));
+        figures.push(
+          figure(`${at}: incremental lookup time`, 'ms', inc.product, inc.baseline, {
+            text: `< ${TARGET_INCREMENTAL_MS} ms`,
+            met: inc.product < TARGET_INCREMENTAL_MS,
+          }),
+        );
         const small = results.get(`${sizes[0]}/${stageName}`)!;
-        const memTarget = sizeMiB === largest && sizeMiB !== sizes[0]
-          ? { text: `bounded: ≤ the ${sizes[0]} MiB figure + ${mib(MEMORY_SLACK)} MiB`, met: r.memory.product <= small.memory.product + MEMORY_SLACK }
-          : undefined;
-        figures.push(figure(`${at}: cold lookup extra memory`, 'MiB', mib(r.memory.product), r.memory.baseline === null ? null : mib(r.memory.baseline), memTarget));
+        const memTarget =
+          sizeMiB === largest && sizeMiB !== sizes[0]
+            ? {
+                text: `bounded: ≤ the ${sizes[0]} MiB figure + ${mib(MEMORY_SLACK)} MiB`,
+                met: r.memory.product <= small.memory.product + MEMORY_SLACK,
+              }
+            : undefined;
+        figures.push(
+          figure(
+            `${at}: cold lookup extra memory`,
+            'MiB',
+            mib(r.memory.product),
+            r.memory.baseline === null ? null : mib(r.memory.baseline),
+            memTarget,
+          ),
+        );
       }
     }
     for (const sizeMiB of sizes) {
@@ -315,9 +470,16 @@ export const rolloutBench: Bench = {
       params: {
         sizesMiB: sizes,
         quick: ctx.quick ? 'quick run: 1 MiB and 64 MiB only (no 512 MiB file, so no 100× target)' : false,
-        repetitions: { productCold: REPS.cold, findLastMarker: REPS.cold, baseline: REPS.baseline, incrementalAppends: REPS.incremental, memoryProbes: 'product cold A/B and incremental: median of 3; product cold C, findLastMarker, baseline: 1' },
+        repetitions: {
+          productCold: REPS.cold,
+          findLastMarker: REPS.cold,
+          baseline: REPS.baseline,
+          incrementalAppends: REPS.incremental,
+          memoryProbes: 'product cold A/B and incremental: median of 3; product cold C, findLastMarker, baseline: 1',
+        },
         statistic: 'median',
-        lineMix: 'realistic Codex rollout lines (test/support/rolloutLines.ts): reasoning with encrypted content, shell function calls, outputs quoting a marker line (not markers), token counts, typed messages mentioning user.goal (not markers), assistant messages, every 17th line a tool output of 75–450 KB, and one tool output of 1–5 MiB per 24 MiB',
+        lineMix:
+          'realistic Codex rollout lines (test/support/rolloutLines.ts): reasoning with encrypted content, shell function calls, outputs quoting a marker line (not markers), token counts, typed messages mentioning user.goal (not markers), assistant messages, every 17th line a tool output of 75–450 KB, and one tool output of 1–5 MiB per 24 MiB',
         stages: {
           C: 'the user set the goal (marker + thread_goal_updated active) 16 KiB into the file; nothing since',
           A: `C + an automatic re-activation and min(2 MiB, size/4) of work since`,
@@ -326,15 +488,16 @@ export const rolloutBench: Bench = {
         incremental: `${REPS.incremental} times: append 4 lines (work, a user pause marker, its goal event, work), then scan from the stored offset; perSize.incrementalBytesRead is the mean read per scan`,
         chunkBytes: DEFAULT_CHUNK_BYTES,
         maxLineBytes: DEFAULT_MAX_LINE_BYTES,
-        memoryProbe: 'child process per lookup: node --expose-gc --max-semi-space-size=1; warm-up run on a small file, gc, then peak of heapUsed + arrayBuffers (sampled at every read / every baseline line) minus before',
+        memoryProbe:
+          'child process per lookup: node --expose-gc --max-semi-space-size=1; warm-up run on a small file, gc, then peak of heapUsed + arrayBuffers (sampled at every read / every baseline line) minus before',
         perSize,
         loadAverageAtStart: Number(loadBefore.toFixed(2)),
         loadAverageAtEnd: Number(os.loadavg()[0]!.toFixed(2)),
       },
       figures,
       notes: [
-        'Baseline: reads the whole file line by line (a 64 KiB read stream and readline) and JSON.parses every line, applying the product\'s own marker and goal-line tests to each parsed line; it answers the last activation, the last marker since it, and the last marker anywhere. It streams because 512 MiB is beyond V8\'s maximum string length: a readFile + split baseline cannot work at that size.',
-        'Cold lookup = what the engine does the first time it looks at a rollout after arming: back from the end to the goal\'s last activation (findLastActivation), then forward from it (scanForMarkers). Its cost follows the bytes since the last activation, not the file size. findLastMarker (the last marker anywhere, backwards) is shown beside it; the engine does not call it. Every answer was checked against the baseline\'s.',
+        "Baseline: reads the whole file line by line (a 64 KiB read stream and readline) and JSON.parses every line, applying the product's own marker and goal-line tests to each parsed line; it answers the last activation, the last marker since it, and the last marker anywhere. It streams because 512 MiB is beyond V8's maximum string length: a readFile + split baseline cannot work at that size.",
+        "Cold lookup = what the engine does the first time it looks at a rollout after arming: back from the end to the goal's last activation (findLastActivation), then forward from it (scanForMarkers). Its cost follows the bytes since the last activation, not the file size. findLastMarker (the last marker anywhere, backwards) is shown beside it; the engine does not call it. Every answer was checked against the baseline's.",
         'Stage C (activation near start) is the worst case for the cold lookup: the goal was last set active near the start, so it reads the file twice (backwards, then forwards), in bounded memory. It only happens the first time a thread is armed (later looks are incremental, from the stored offset).',
         'Incremental lookup = the scan from the stored offset after a few appended lines, what the engine does on every later look; the baseline has no stored offset and re-reads the whole file. Its cost is 4 async file operations (open, stat, read, close) on ~8 KB whatever the file size; params.perSize gives its p10/p50/p90 and the same 4 operations alone on the same file, timed just before or just after each lookup in turn (ioFloorMs): when the machine is loaded, thread-pool scheduling latency dominates both.',
         'Page cache: the file was read once before each stage, so product and baseline both read from the page cache; these are not cold-disk figures.',

@@ -3,7 +3,13 @@
 import * as fs from 'node:fs';
 import * as readline from 'node:readline';
 import type { Marker } from '../../src/model/watch';
-import { findLastMarker, goalLineOf, markerStatusOf, scanForMarkers, scanFromLastActivation } from '../../src/rollout/markers';
+import {
+  findLastMarker,
+  goalLineOf,
+  markerStatusOf,
+  scanForMarkers,
+  scanFromLastActivation,
+} from '../../src/rollout/markers';
 
 /** What an intent lookup answers: where the goal was last set active, and the user's last marker since then. */
 export interface Intent {
@@ -31,13 +37,20 @@ export async function productCold(path: string, sample?: Sampler): Promise<Inten
 }
 
 /** The product's backward lookup of the last marker anywhere in the file (`findLastMarker`). */
-export async function productLastMarker(path: string, sample?: Sampler): Promise<{ marker: Marker | null; bytesRead: number }> {
+export async function productLastMarker(
+  path: string,
+  sample?: Sampler,
+): Promise<{ marker: Marker | null; bytesRead: number }> {
   const r = await findLastMarker(path, sample ? { onRead: sample } : {});
   return { marker: r.marker, bytesRead: r.bytesRead };
 }
 
 /** The product's incremental lookup: the markers in what was appended since `from` (what the engine does on every later look). */
-export async function productIncremental(path: string, from: number, sample?: Sampler): Promise<{ last: Marker | null; nextOffset: number; bytesRead: number }> {
+export async function productIncremental(
+  path: string,
+  from: number,
+  sample?: Sampler,
+): Promise<{ last: Marker | null; nextOffset: number; bytesRead: number }> {
   const r = await scanForMarkers(path, from, sample ? { onRead: sample } : {});
   if (r.truncated) throw new Error(`${path} changed during the lookup`);
   return { last: r.last, nextOffset: r.nextOffset, bytesRead: r.bytesRead };

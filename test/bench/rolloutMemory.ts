@@ -28,7 +28,8 @@ async function run(kind: Kind, path: string, offset: number, sample?: Sampler): 
 
 async function main(): Promise<void> {
   const [kind, warmup, path, offsetArg] = process.argv.slice(2);
-  if (!KINDS.includes(kind as Kind) || !warmup || !path) throw new Error(`usage: rolloutMemory <${KINDS.join('|')}> <warmup file> <file> [offset]`);
+  if (!KINDS.includes(kind as Kind) || !warmup || !path)
+    throw new Error(`usage: rolloutMemory <${KINDS.join('|')}> <warmup file> <file> [offset]`);
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with --expose-gc');
   const offset = Number(offsetArg ?? 0);
@@ -50,6 +51,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -7,7 +7,11 @@ import * as path from 'node:path';
 import { BENCHES } from './registry';
 import type { BenchSection, Figure } from './types';
 
-interface Flags { quick: boolean; only: string[] | null; out: string }
+interface Flags {
+  quick: boolean;
+  only: string[] | null;
+  out: string;
+}
 
 function parseFlags(argv: string[]): Flags {
   const flags: Flags = { quick: false, only: null, out: path.join(repoRoot(), 'bench', 'results.json') };
@@ -42,8 +46,18 @@ function table(section: BenchSection): string {
   ]);
   const head = ['metric', 'product', 'baseline', 'baseline ÷ product', 'target'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  return [`## ${section.title} (${section.id})`, line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line), ...section.notes.map((n) => `  · ${n}`)].join('\n');
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [
+    `## ${section.title} (${section.id})`,
+    line(head),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.map(line),
+    ...section.notes.map((n) => `  · ${n}`),
+  ].join('\n');
 }
 
 /** The same tables as Markdown, for docs/performance.md. */
@@ -72,7 +86,8 @@ async function main(): Promise<number> {
   const chosen = flags.only ? BENCHES.filter((b) => flags.only!.includes(b.id)) : BENCHES;
   if (flags.only) {
     const unknown = flags.only.filter((id) => !BENCHES.some((b) => b.id === id));
-    if (unknown.length > 0) throw new Error(`no benchmark ${unknown.join(', ')}; there are: ${BENCHES.map((b) => b.id).join(', ')}`);
+    if (unknown.length > 0)
+      throw new Error(`no benchmark ${unknown.join(', ')}; there are: ${BENCHES.map((b) => b.id).join(', ')}`);
   }
   const started = new Date();
   const sections: BenchSection[] = [];
@@ -87,7 +102,7 @@ async function main(): Promise<number> {
       sections.push(section);
       process.stdout.write(`${table(section)}\n  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
     } catch (error) {
-      const text = error instanceof Error ? error.stack ?? error.message : String(error);
+      const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
       failed.push({ id: bench.id, error: text });
       process.stdout.write(`!! ${bench.id} failed: ${text}\n`);
     } finally {
@@ -99,18 +114,30 @@ async function main(): Promise<number> {
     try {
       const previous = JSON.parse(fs.readFileSync(flags.out, 'utf8')) as { sections?: BenchSection[] };
       const fresh = new Map(sections.map((s) => [s.id, s]));
-      const merged = BENCHES.map((b) => fresh.get(b.id) ?? previous.sections?.find((s) => s.id === b.id)).filter((s): s is BenchSection => s !== undefined);
+      const merged = BENCHES.map((b) => fresh.get(b.id) ?? previous.sections?.find((s) => s.id === b.id)).filter(
+        (s): s is BenchSection => s !== undefined,
+      );
       sections.splice(0, sections.length, ...merged);
     } catch (error) {
-      process.stdout.write(`(could not read ${flags.out} to keep its other sections: ${error instanceof Error ? error.message : String(error)})\n`);
+      process.stdout.write(
+        `(could not read ${flags.out} to keep its other sections: ${error instanceof Error ? error.message : String(error)})\n`,
+      );
     }
   }
-  const missed = sections.flatMap((s) => s.figures.filter((f) => f.met === false).map((f) => `${s.id}: ${f.metric} (${f.target})`));
+  const missed = sections.flatMap((s) =>
+    s.figures.filter((f) => f.met === false).map((f) => `${s.id}: ${f.metric} (${f.target})`),
+  );
   const results = {
     generatedAt: started.toISOString(),
     durationS: Math.round((Date.now() - started.getTime()) / 100) / 10,
     quick: flags.quick,
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}` },
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+    },
     ratio: 'baseline ÷ product: how many times better the product is (every metric here is lower-is-better)',
     sections,
     targetsMissed: missed,
@@ -127,7 +154,10 @@ async function main(): Promise<number> {
   return failed.length > 0 ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(2);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  },
+);

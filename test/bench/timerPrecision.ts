@@ -18,9 +18,19 @@ import { figure, percentile, type Bench, type BenchContext, type BenchSection } 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Params { threads: number; spacingMs: number; baseDelayMs: number }
+interface Params {
+  threads: number;
+  spacingMs: number;
+  baseDelayMs: number;
+}
 
-interface Run { lateness: number[]; rpcs: number; recoveries: number; durationMs: number; doubleSets: number }
+interface Run {
+  lateness: number[];
+  rpcs: number;
+  recoveries: number;
+  durationMs: number;
+  doubleSets: number;
+}
 
 /** Records when each thread/goal/set arrives at the daemon. */
 function watchSets(daemon: FakeDaemon): Map<string, number[]> {
@@ -34,7 +44,12 @@ function watchSets(daemon: FakeDaemon): Map<string, number[]> {
 }
 
 /** Fails thread i at i·spacing, then waits until every recovery reached the daemon. */
-async function failStaggered(daemon: FakeDaemon, ids: string[], p: Params, sets: Map<string, number[]>): Promise<number> {
+async function failStaggered(
+  daemon: FakeDaemon,
+  ids: string[],
+  p: Params,
+  sets: Map<string, number[]>,
+): Promise<number> {
   const t0 = now();
   for (let i = 0; i < ids.length; i++) {
     const wait = t0 + i * p.spacingMs - now();
@@ -64,7 +79,9 @@ async function product(dir: string, p: Params): Promise<Run> {
     store: new JsonFileStore(path.join(dir, 'state.json')),
     clock: systemClock,
     random: rng(1),
-    onDecision: (d) => { if (d.type === 'backoff') due.set(d.threadId, d.dueAt); },
+    onDecision: (d) => {
+      if (d.type === 'backoff') due.set(d.threadId, d.dueAt);
+    },
   });
   await engine.start();
   while (engine.watches().filter((w) => w.state.kind === 'running').length < p.threads) await sleep(20);
@@ -81,9 +98,15 @@ async function baseline(dir: string, p: Params): Promise<Run> {
   const { daemon, ids } = healthyFleet(dir, p.threads);
   const session = await daemon.connector({ requestTimeoutMs: 60_000 })(IGNORE_EVENTS);
   const due = new Map<string, number>();
-  const poller = new PollingReconciler(session, systemClock, { pollMs: 1_000, baseDelayMs: p.baseDelayMs, maxDelayMs: p.baseDelayMs }, rng(1), {
-    onScheduled: (id, _turn, dueAt) => due.set(id, dueAt),
-  });
+  const poller = new PollingReconciler(
+    session,
+    systemClock,
+    { pollMs: 1_000, baseDelayMs: p.baseDelayMs, maxDelayMs: p.baseDelayMs },
+    rng(1),
+    {
+      onScheduled: (id, _turn, dueAt) => due.set(id, dueAt),
+    },
+  );
   await poller.start();
   const sets = watchSets(daemon);
   const before = daemon.requests.length;
@@ -95,7 +118,13 @@ async function baseline(dir: string, p: Params): Promise<Run> {
   return collect(ids, due, sets, rpcs, durationMs);
 }
 
-function collect(ids: string[], due: Map<string, number>, sets: Map<string, number[]>, rpcs: number, durationMs: number): Run {
+function collect(
+  ids: string[],
+  due: Map<string, number>,
+  sets: Map<string, number[]>,
+  rpcs: number,
+  durationMs: number,
+): Run {
   const lateness: number[] = [];
   let doubleSets = 0;
   for (const id of ids) {
@@ -112,7 +141,9 @@ export const timerPrecision: Bench = {
   id: 'timer-precision',
   title: 'Timer precision at scale: lateness of each recovery after its due time',
   async run(ctx: BenchContext): Promise<BenchSection> {
-    const p: Params = ctx.quick ? { threads: 200, spacingMs: 10, baseDelayMs: 2_000 } : { threads: 1_000, spacingMs: 10, baseDelayMs: 4_000 };
+    const p: Params = ctx.quick
+      ? { threads: 200, spacingMs: 10, baseDelayMs: 2_000 }
+      : { threads: 1_000, spacingMs: 10, baseDelayMs: 4_000 };
     ctx.log(`product: ${p.threads} threads, one failure every ${p.spacingMs} ms`);
     const ours = await product(fs.mkdtempSync(path.join(ctx.tmpDir, 'product-')), p);
     ctx.log(`baseline: polling every thread once a second`);
@@ -122,14 +153,23 @@ export const timerPrecision: Bench = {
     return {
       id: 'timer-precision',
       title: this.title,
-      params: { ...p, dueSpreadMs: [p.baseDelayMs / 2, p.baseDelayMs], store: 'JsonFileStore (the runner\'s), write-ahead before every set', clock: 'real (systemClock)', pollMs: 1_000 },
+      params: {
+        ...p,
+        dueSpreadMs: [p.baseDelayMs / 2, p.baseDelayMs],
+        store: "JsonFileStore (the runner's), write-ahead before every set",
+        clock: 'real (systemClock)',
+        pollMs: 1_000,
+      },
       figures: [
         figure('lateness p50', 'ms', stat(ours, 50), stat(base, 50)),
         figure('lateness p99', 'ms', p99, stat(base, 99), { text: '< 10 ms', met: p99 < 10 }),
         figure('lateness max', 'ms', stat(ours, 'max'), stat(base, 'max')),
         figure('RPCs during the run', 'RPCs', ours.rpcs, base.rpcs),
         figure('RPCs per recovery', 'RPCs', ours.rpcs / ours.recoveries, base.rpcs / base.recoveries),
-        figure('threads recovered twice', 'threads', ours.doubleSets, base.doubleSets, { text: '0', met: ours.doubleSets === 0 }),
+        figure('threads recovered twice', 'threads', ours.doubleSets, base.doubleSets, {
+          text: '0',
+          met: ours.doubleSets === 0,
+        }),
       ],
       notes: [
         `Every one of the ${p.threads} failures was recovered by both; the run lasted ${(ours.durationMs / 1000).toFixed(1)} s (product) and ${(base.durationMs / 1000).toFixed(1)} s (baseline).`,

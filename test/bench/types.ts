@@ -44,9 +44,21 @@ export interface Bench {
 }
 
 /** A figure with its ratio computed (baseline ÷ value). */
-export function figure(metric: string, unit: string, value: number, baseline: number | null, target?: { text: string; met: boolean }): Figure {
+export function figure(
+  metric: string,
+  unit: string,
+  value: number,
+  baseline: number | null,
+  target?: { text: string; met: boolean },
+): Figure {
   const ratio = baseline === null || value === 0 ? null : baseline / value;
-  const f: Figure = { metric, unit, value: round(value), baseline: baseline === null ? null : round(baseline), ratio: ratio === null ? null : round(ratio) };
+  const f: Figure = {
+    metric,
+    unit,
+    value: round(value),
+    baseline: baseline === null ? null : round(baseline),
+    ratio: ratio === null ? null : round(ratio),
+  };
   if (target) {
     f.target = target.text;
     f.met = target.met;

@@ -19,10 +19,32 @@ function watch(i: number): WatchedThread {
   w.rolloutPath = `/home/user/.codex/sessions/2026/11/30/rollout-2026-11-30T12-00-00-${String(i).padStart(5, '0')}.jsonl`;
   w.armOffset = 10_000 + i;
   w.rolloutOffset = 200_000 + i;
-  w.goal = { status: 'active', objective: 'Keep the nightly build green', tokensUsed: 12_345, tokenBudget: null, updatedAt: 1_796_000_000_500 };
-  w.lastFailure = { turnId: 'turn-3', message: 'stream disconnected before completion', code: 'responseStreamDisconnected', httpStatus: null, at: 1_796_000_001_000, dueAt: 1_796_000_031_000 };
+  w.goal = {
+    status: 'active',
+    objective: 'Keep the nightly build green',
+    tokensUsed: 12_345,
+    tokenBudget: null,
+    updatedAt: 1_796_000_000_500,
+  };
+  w.lastFailure = {
+    turnId: 'turn-3',
+    message: 'stream disconnected before completion',
+    code: 'responseStreamDisconnected',
+    httpStatus: null,
+    at: 1_796_000_001_000,
+    dueAt: 1_796_000_031_000,
+  };
   w.recovered = ['turn-3'];
-  w.history = [{ at: 1_796_000_031_000, failedTurnId: 'turn-3', attempt: 1, error: 'responseStreamDisconnected', outcome: 'recovered', detail: 'thread/goal/set accepted' }];
+  w.history = [
+    {
+      at: 1_796_000_031_000,
+      failedTurnId: 'turn-3',
+      attempt: 1,
+      error: 'responseStreamDisconnected',
+      outcome: 'recovered',
+      detail: 'thread/goal/set accepted',
+    },
+  ];
   return w;
 }
 
@@ -35,10 +57,17 @@ function fleet(n: number): PersistedState {
   return s;
 }
 
-interface Timing { p50: number; p99: number }
+interface Timing {
+  p50: number;
+  p99: number;
+}
 
 /** `runs` saves that each change one watch (a write-ahead: pending set, state recovering). */
-async function writeAheads(state: PersistedState, runs: number, save: (s: PersistedState, changed: Set<string>) => Promise<void>): Promise<Timing> {
+async function writeAheads(
+  state: PersistedState,
+  runs: number,
+  save: (s: PersistedState, changed: Set<string>) => Promise<void>,
+): Promise<Timing> {
   const ids = Object.keys(state.watches);
   const times: number[] = [];
   for (let k = 0; k < runs; k++) {
@@ -55,7 +84,11 @@ async function writeAheads(state: PersistedState, runs: number, save: (s: Persis
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
-async function measure(dir: string, threads: number, runs: number): Promise<{ figures: Figure[]; journalBytesPerRecord: number }> {
+async function measure(
+  dir: string,
+  threads: number,
+  runs: number,
+): Promise<{ figures: Figure[]; journalBytesPerRecord: number }> {
   const state = fleet(threads);
   const journaled = new JsonFileStore(path.join(dir, `journal-${threads}.json`));
   await journaled.save(state); // the first save is the snapshot
@@ -79,14 +112,25 @@ async function measure(dir: string, threads: number, runs: number): Promise<{ fi
   const replayMs = performance.now() - t;
   await restarted.close();
   if (loaded.problem) throw new Error(loaded.problem);
-  if (JSON.stringify(loaded.state) !== JSON.stringify(state)) throw new Error('the journal did not restore the last saved state');
+  if (JSON.stringify(loaded.state) !== JSON.stringify(state))
+    throw new Error('the journal did not restore the last saved state');
   const records = 2 * half;
   return {
     figures: [
       figure(`write-ahead save p50, ${threads.toLocaleString('en-US')} threads`, 'ms', ours.p50, base.p50),
       figure(`write-ahead save p99, ${threads.toLocaleString('en-US')} threads`, 'ms', ours.p99, base.p99),
-      figure(`bytes written per write-ahead, ${threads.toLocaleString('en-US')} threads`, 'bytes', journalBytes / records, fs.statSync(path.join(dir, `whole-${threads}.json`)).size),
-      figure(`restart after a crash: load and replay, ${threads.toLocaleString('en-US')} threads`, 'ms', replayMs, null),
+      figure(
+        `bytes written per write-ahead, ${threads.toLocaleString('en-US')} threads`,
+        'bytes',
+        journalBytes / records,
+        fs.statSync(path.join(dir, `whole-${threads}.json`)).size,
+      ),
+      figure(
+        `restart after a crash: load and replay, ${threads.toLocaleString('en-US')} threads`,
+        'ms',
+        replayMs,
+        null,
+      ),
     ],
     journalBytesPerRecord: journalBytes / records,
   };
@@ -107,7 +151,11 @@ export const writeAheadBench: Bench = {
     return {
       id: 'write-ahead',
       title: this.title,
-      params: { threads: sizes, writeAheadsEachWay: runs, watch: 'a recovered thread: a failure, one history entry, rollout offsets' },
+      params: {
+        threads: sizes,
+        writeAheadsEachWay: runs,
+        watch: 'a recovered thread: a failure, one history entry, rollout offsets',
+      },
       figures,
       notes: [
         'Product: JsonFileStore, one journal record (the changed watch, whole) appended and fdatasynced; the journal is folded into a new snapshot once it outgrows the snapshot (at least 1 MiB): a fold, a whole-state write, falls inside the runs when it is due, and shows in the p99.',

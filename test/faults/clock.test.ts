@@ -28,7 +28,11 @@ const BURST = OPTIONS.limiterBurst;
 const INTERVAL = OPTIONS.limiterIntervalMs;
 const HOUR = 60 * 60_000;
 
-interface SetSeen { threadId: string; wall: number; mono: number }
+interface SetSeen {
+  threadId: string;
+  wall: number;
+  mono: number;
+}
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -81,7 +85,8 @@ async function run(h: Harness, ms: number): Promise<void> {
 function recordSets(daemon: FakeDaemon, clock: FakeClock): SetSeen[] {
   const sets: SetSeen[] = [];
   daemon.before = (m) => {
-    if (m.method === 'thread/goal/set') sets.push({ threadId: String(m.params?.threadId), wall: clock.now(), mono: clock.elapsed() });
+    if (m.method === 'thread/goal/set')
+      sets.push({ threadId: String(m.params?.threadId), wall: clock.now(), mono: clock.elapsed() });
   };
   return sets;
 }
@@ -95,7 +100,10 @@ function assertLimited(times: number[], what: string): void {
   for (let i = 0; i < t.length; i++) {
     for (let j = i; j < t.length; j++) {
       const allowed = BURST + Math.floor((t[j]! - t[i]!) / INTERVAL);
-      assert.ok(j - i + 1 <= allowed, `${what}: ${j - i + 1} recoveries within ${t[j]! - t[i]!} ms (the limiter allows ${allowed}); times ${JSON.stringify(t)}`);
+      assert.ok(
+        j - i + 1 <= allowed,
+        `${what}: ${j - i + 1} recoveries within ${t[j]! - t[i]!} ms (the limiter allows ${allowed}); times ${JSON.stringify(t)}`,
+      );
     }
   }
 }
@@ -103,7 +111,8 @@ function assertLimited(times: number[], what: string): void {
 function assertEachOnce(sets: SetSeen[], ids: string[]): void {
   const counts = new Map<string, number>();
   for (const s of sets) counts.set(s.threadId, (counts.get(s.threadId) ?? 0) + 1);
-  for (const id of ids) assert.equal(counts.get(id) ?? 0, 1, `thread ${id}: ${counts.get(id) ?? 0} sets, expected exactly one`);
+  for (const id of ids)
+    assert.equal(counts.get(id) ?? 0, 1, `thread ${id}: ${counts.get(id) ?? 0} sets, expected exactly one`);
   assert.equal(sets.length, ids.length, 'a set for a thread that was not due');
 }
 
@@ -114,7 +123,13 @@ async function outage(n: number, opts: { seed?: number; clock?: FakeClock } = {}
   const ids = Array.from({ length: n }, (_, i) => `thread-${i + 1}`);
   for (const id of ids) daemon.addThread(id);
   const clock = opts.clock ?? new FakeClock();
-  const h = await makeHarness({ dir, daemon, clock, options: OPTIONS, random: opts.seed === undefined ? () => 1 : lcg(opts.seed) });
+  const h = await makeHarness({
+    dir,
+    daemon,
+    clock,
+    options: OPTIONS,
+    random: opts.seed === undefined ? () => 1 : lcg(opts.seed),
+  });
   harnesses.push(h);
   const sets = recordSets(daemon, clock);
   for (const id of ids) assert.equal(h.engine.watch(id)?.state.kind, 'running', `${id} not armed`);
@@ -139,11 +154,22 @@ describe('clock faults', () => {
     await run(h, 5 * 60_000);
     assertEachOnce(sets, ids);
     // Invariant: no burst beyond the limiter, measured on real elapsed time.
-    assertLimited(sets.map((s) => s.mono), 'after the resume');
+    assertLimited(
+      sets.map((s) => s.mono),
+      'after the resume',
+    );
     // Invariant: no recovery skipped or held back: the k-th goes out in the k-th limiter slot.
     const times = sets.map((s) => s.mono - resumed).sort((a, b) => a - b);
-    times.forEach((t, k) => assert.ok(t <= Math.max(0, k - BURST + 1) * INTERVAL, `recovery ${k + 1} came ${t} ms after the resume, later than its limiter slot`));
-    assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'), 'the limiter held nothing back (and said nothing)');
+    times.forEach((t, k) =>
+      assert.ok(
+        t <= Math.max(0, k - BURST + 1) * INTERVAL,
+        `recovery ${k + 1} came ${t} ms after the resume, later than its limiter slot`,
+      ),
+    );
+    assert.ok(
+      h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'),
+      'the limiter held nothing back (and said nothing)',
+    );
   });
 
   it('a suspend that stops the monotonic clock (the wall clock jumps forward by hours): nothing fires before its own timer, what fell due goes through the limiter', async () => {
@@ -154,10 +180,19 @@ describe('clock faults', () => {
     assertEachOnce(sets, ids);
     // Invariant: no recovery before the soonest intended delay (in real elapsed time): the jump itself fires nothing.
     const soonest = Math.min(...due.values());
-    for (const s of sets) assert.ok(s.mono >= soonest, `${s.threadId} recovered ${soonest - s.mono} ms before any recovery was due`);
-    assertLimited(sets.map((s) => s.mono), 'after the jump forward');
+    for (const s of sets)
+      assert.ok(s.mono >= soonest, `${s.threadId} recovered ${soonest - s.mono} ms before any recovery was due`);
+    assertLimited(
+      sets.map((s) => s.mono),
+      'after the jump forward',
+    );
     const times = sets.map((s) => s.mono - soonest).sort((a, b) => a - b);
-    times.forEach((t, k) => assert.ok(t <= Math.max(0, k - BURST + 1) * INTERVAL, `recovery ${k + 1} came ${t} ms after the first one was due, later than its limiter slot`));
+    times.forEach((t, k) =>
+      assert.ok(
+        t <= Math.max(0, k - BURST + 1) * INTERVAL,
+        `recovery ${k + 1} came ${t} ms after the first one was due, later than its limiter slot`,
+      ),
+    );
   });
 
   it('the wall clock jumps back by hours during a backoff: the recovery still runs at its intended delay, not hours later', async () => {
@@ -172,7 +207,10 @@ describe('clock faults', () => {
       assert.ok(s.mono >= intended, `${s.threadId} recovered ${intended - s.mono} ms early`);
       assert.ok(s.mono <= intended + 1_000, `${s.threadId} recovered ${s.mono - intended} ms after its intended delay`);
     }
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && /clock went back/.test(d.message)), 'the jump was not logged');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && /clock went back/.test(d.message)),
+      'the jump was not logged',
+    );
   });
 
   it('the wall clock jumps back by hours while recoveries wait for the limiter: they still go out one per interval', async () => {
@@ -183,9 +221,17 @@ describe('clock faults', () => {
     clock.jump(-5 * HOUR);
     await run(h, 3 * 60_000);
     assertEachOnce(sets, ids);
-    assertLimited(sets.map((s) => s.mono), 'across the jump back');
+    assertLimited(
+      sets.map((s) => s.mono),
+      'across the jump back',
+    );
     const times = sets.map((s) => s.mono - first).sort((a, b) => a - b);
-    times.forEach((t, k) => assert.ok(t <= Math.max(0, k - BURST + 1) * INTERVAL + 1_000, `recovery ${k + 1} came ${t} ms after the first was due: held back by the jump`));
+    times.forEach((t, k) =>
+      assert.ok(
+        t <= Math.max(0, k - BURST + 1) * INTERVAL + 1_000,
+        `recovery ${k + 1} came ${t} ms after the first was due: held back by the jump`,
+      ),
+    );
   });
 
   it('the wall clock jumps forward right after a burst: the jump does not refill the limiter', async () => {
@@ -197,7 +243,10 @@ describe('clock faults', () => {
     await run(h, 3 * 60_000);
     assertEachOnce(sets, ids);
     // Invariant: the limiter counts real time; an hour on the wall clock is not an hour of rest.
-    assertLimited(sets.map((s) => s.mono), 'across the jump forward');
+    assertLimited(
+      sets.map((s) => s.mono),
+      'across the jump forward',
+    );
   });
 
   it('back and forth: a jump back then forward by the same hours neither repeats nor bursts a recovery', async () => {
@@ -208,12 +257,18 @@ describe('clock faults', () => {
     clock.jump(2 * HOUR);
     await run(h, 5 * 60_000);
     assertEachOnce(sets, ids);
-    assertLimited(sets.map((s) => s.mono), 'back and forth');
+    assertLimited(
+      sets.map((s) => s.mono),
+      'back and forth',
+    );
     const soonest = Math.min(...due.values());
     for (const s of sets) assert.ok(s.mono >= soonest, `${s.threadId} recovered before any recovery was due`);
     const latest = Math.max(...due.values());
     const last = Math.max(...sets.map((s) => s.mono));
-    assert.ok(last <= latest + (ids.length - BURST) * INTERVAL + 1_000, `the last recovery came ${last - latest} ms after the last due time`);
+    assert.ok(
+      last <= latest + (ids.length - BURST) * INTERVAL + 1_000,
+      `the last recovery came ${last - latest} ms after the last due time`,
+    );
   });
 
   it('a jump back moves the delays the engine chose, not a usage-limit reset time the provider gave', async () => {
@@ -235,7 +290,10 @@ describe('clock faults', () => {
     await run(h, 1_000);
     await run(h, 60_000); // the resync's timer notices the jump, if the due timer did not
     const usage = h.engine.watch('usage')!.state;
-    assert.ok(usage.kind === 'usageLimited' && before.usage.kind === 'usageLimited' && usage.dueAt === before.usage.dueAt, 'the provider\'s reset time moved with the wall clock');
+    assert.ok(
+      usage.kind === 'usageLimited' && before.usage.kind === 'usageLimited' && usage.dueAt === before.usage.dueAt,
+      "the provider's reset time moved with the wall clock",
+    );
     assert.equal(h.engine.watch('backoff')!.recovered.length, 1, 'the backoff was held back by the jump');
   });
 
@@ -256,9 +314,17 @@ describe('clock faults', () => {
     harnesses.push(h);
     await run(h, 3 * 60_000);
     assertEachOnce(sets, ids);
-    assertLimited(sets.map((s) => s.mono), 'after the restart');
+    assertLimited(
+      sets.map((s) => s.mono),
+      'after the restart',
+    );
     const times = sets.map((s) => s.mono - start).sort((a, b) => a - b);
-    times.forEach((t, k) => assert.ok(t <= Math.max(0, k - BURST + 1) * INTERVAL, `recovery ${k + 1} came ${t} ms after the start, later than its limiter slot`));
+    times.forEach((t, k) =>
+      assert.ok(
+        t <= Math.max(0, k - BURST + 1) * INTERVAL,
+        `recovery ${k + 1} came ${t} ms after the start, later than its limiter slot`,
+      ),
+    );
   });
 
   it('a restart after the wall clock went back by hours while stopped: a stored due time is not waited for hours', async () => {
@@ -279,7 +345,10 @@ describe('clock faults', () => {
     assertEachOnce(sets, ['thread-1']);
     // Invariant: bounded: at most the whole intended delay after the restart (the engine cannot know how long it was stopped).
     assert.ok(sets[0]!.mono - start <= 30_000, `recovered ${sets[0]!.mono - start} ms after the restart`);
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && /clock went back/.test(d.message)), 'the jump was not logged');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && /clock went back/.test(d.message)),
+      'the jump was not logged',
+    );
   });
 });
 
@@ -290,7 +359,14 @@ function backoffWatch(id: string, rollout: string, failedAt: number, delayMs: nu
   w.rolloutPath = rollout;
   w.armOffset = 0;
   w.failures = 1;
-  w.lastFailure = { turnId: 'turn-1', message: 'synthetic failure', code: 'internalServerError', httpStatus: null, at: failedAt, dueAt: failedAt + delayMs };
+  w.lastFailure = {
+    turnId: 'turn-1',
+    message: 'synthetic failure',
+    code: 'internalServerError',
+    httpStatus: null,
+    at: failedAt,
+    dueAt: failedAt + delayMs,
+  };
   w.state = { kind: 'backoff', dueAt: failedAt + delayMs, attempt: 1, failedTurnId: 'turn-1' };
   w.updatedAt = failedAt;
   return w;

@@ -71,7 +71,7 @@ function corruptions(): Corruption[] {
       mementoReason: /does not match the schema: watches: /,
     },
     {
-      name: 'foreign JSON (another tool\'s file)',
+      name: "foreign JSON (another tool's file)",
       file: Buffer.from(JSON.stringify({ name: 'some-other-tool', settings: [1, 2, 3], version: '2.0.0-beta' })),
       fileReason: /"version" is not an integer \(got "2\.0\.0-beta"\)/,
       memento: { value: { name: 'some-other-tool', settings: [1, 2, 3] } },
@@ -80,7 +80,9 @@ function corruptions(): Corruption[] {
     {
       name: 'a future version',
       file: Buffer.from(JSON.stringify({ ...state, version: STATE_VERSION + 1, newThing: { a: 1 } })),
-      fileReason: new RegExp(`written by a newer version of the extension \\(state version ${STATE_VERSION + 1}; this one reads up to ${STATE_VERSION}\\)`),
+      fileReason: new RegExp(
+        `written by a newer version of the extension \\(state version ${STATE_VERSION + 1}; this one reads up to ${STATE_VERSION}\\)`,
+      ),
       memento: { value: { ...state, version: STATE_VERSION + 1 } },
       mementoReason: /written by a newer version/,
     },
@@ -135,14 +137,29 @@ function corruptions(): Corruption[] {
       memento: { value: null },
       mementoReason: /not a state object \(got null\)/,
     },
-    { name: 'a directory where the file should be', file: 'directory', fileReason: /a directory, not a file/, memento: null, mementoReason: null },
-    { name: 'an unreadable file (mode 000, read by its owner)', file: 'unreadable', fileReason: /unreadable: EACCES: permission denied/, memento: null, mementoReason: null },
+    {
+      name: 'a directory where the file should be',
+      file: 'directory',
+      fileReason: /a directory, not a file/,
+      memento: null,
+      mementoReason: null,
+    },
+    {
+      name: 'an unreadable file (mode 000, read by its owner)',
+      file: 'unreadable',
+      fileReason: /unreadable: EACCES: permission denied/,
+      memento: null,
+      mementoReason: null,
+    },
   ];
 }
 
 // ---- the engine after the load: watches and recovers, then saves a good state --------------------
 
-interface EngineRun { warnings: string[]; watchesAtStart: string[] }
+interface EngineRun {
+  warnings: string[];
+  watchesAtStart: string[];
+}
 
 /**
  * Starts an Engine on `store` against a fake daemon with one active goal, blocks it on a
@@ -190,7 +207,11 @@ async function recoverWith(store: StateStore, daemonDir: string, extraThreads: s
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
     await h.advance(TEST_OPTIONS.baseDelayMs); // the harness runs the shipped backoff (30 s)
     const sets = daemon.requests.filter((m) => m.method === 'thread/goal/set');
-    assert.deepEqual(sets.map((m) => m.params?.threadId), ['thread-1'], 'recovered thread-1, and nothing else');
+    assert.deepEqual(
+      sets.map((m) => m.params?.threadId),
+      ['thread-1'],
+      'recovered thread-1, and nothing else',
+    );
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
     assert.deepEqual(daemon.violations, []);
     await h.engine.stop();
@@ -281,31 +302,42 @@ describe('corrupt state in the JSON file store (the runner)', () => {
           if (!ROOT && canOpen(file)) {
             // Not root, so the child cannot switch to another user; and this user reads a mode-000
             // file of its own (a capability such as CAP_DAC_OVERRIDE): nothing here is unreadable.
-            t.skip(`uid ${process.getuid?.()} can read a mode-000 file (it has a capability such as CAP_DAC_OVERRIDE) and, not being root, cannot run the reader as another user: this case needs root or a user without that capability`);
+            t.skip(
+              `uid ${process.getuid?.()} can read a mode-000 file (it has a capability such as CAP_DAC_OVERRIDE) and, not being root, cannot run the reader as another user: this case needs root or a user without that capability`,
+            );
             return;
           }
-          t.diagnostic(ROOT
-            ? `the reader runs as uid ${NOBODY}, the file's owner (the test runs as root, which reads any file)`
-            : `the reader runs as uid ${process.getuid?.()}, the file's owner (not root: no other user to switch to, and none needed)`);
+          t.diagnostic(
+            ROOT
+              ? `the reader runs as uid ${NOBODY}, the file's owner (the test runs as root, which reads any file)`
+              : `the reader runs as uid ${process.getuid?.()}, the file's owner (not root: no other user to switch to, and none needed)`,
+          );
           const loaded = loadInChild(file);
           assert.equal(loaded.error, undefined, loaded.error);
           assert.deepEqual(loaded.state, emptyState());
           problem = loaded.problem;
           if (ROOT) fs.chownSync(dir, 0, 0);
           fs.chmodSync(aside, 0o600);
-          checkAside = () => assert.equal(sha(fs.readFileSync(aside)), sha(content), 'the unreadable file is kept aside unchanged');
+          checkAside = () =>
+            assert.equal(sha(fs.readFileSync(aside)), sha(content), 'the unreadable file is kept aside unchanged');
           checkAside();
           const run = await engineRecovers(new JsonFileStore(file, { now: () => NOW }));
           assert.deepEqual(run.watchesAtStart, [], 'the engine started clean');
         } else {
           if (what === 'directory') {
             fs.mkdirSync(file);
-            fs.writeFileSync(path.join(file, 'notes.txt'), 'something of the user\'s');
-            checkAside = () => assert.equal(fs.readFileSync(path.join(aside, 'notes.txt'), 'utf8'), 'something of the user\'s', 'the directory is kept aside whole');
+            fs.writeFileSync(path.join(file, 'notes.txt'), "something of the user's");
+            checkAside = () =>
+              assert.equal(
+                fs.readFileSync(path.join(aside, 'notes.txt'), 'utf8'),
+                "something of the user's",
+                'the directory is kept aside whole',
+              );
           } else {
             const content = what;
             fs.writeFileSync(file, content);
-            checkAside = () => assert.equal(sha(fs.readFileSync(aside)), sha(content), 'the bad bytes are kept aside unchanged');
+            checkAside = () =>
+              assert.equal(sha(fs.readFileSync(aside)), sha(content), 'the bad bytes are kept aside unchanged');
           }
           const run = await engineRecovers(new JsonFileStore(file, { now: () => NOW }));
           const about = run.warnings.filter((m) => m.includes(file));
@@ -341,14 +373,26 @@ describe('corrupt state in the JSON file store (the runner)', () => {
       const content = Buffer.from(JSON.stringify(raw));
       fs.writeFileSync(file, content);
       // `status` (read-only) shows the good part and says what it leaves out.
-      const status = spawnSync(process.execPath, [CLI, 'status', '--state', file, '--json'], { encoding: 'utf8', timeout: 20_000 });
+      const status = spawnSync(process.execPath, [CLI, 'status', '--state', file, '--json'], {
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
       assert.equal(status.status, 0, status.stderr);
-      assert.deepEqual((JSON.parse(status.stdout) as { watches: Array<{ threadId: string }> }).watches.map((w) => w.threadId), ['kept-1']);
-      assert.match(status.stderr, /^codex-goal-recovery: .*state\.json: 3 records could not be used \(watch "broken": .*\); not shown \(the runner keeps them aside and loads the rest\)\n$/);
+      assert.deepEqual(
+        (JSON.parse(status.stdout) as { watches: Array<{ threadId: string }> }).watches.map((w) => w.threadId),
+        ['kept-1'],
+      );
+      assert.match(
+        status.stderr,
+        /^codex-goal-recovery: .*state\.json: 3 records could not be used \(watch "broken": .*\); not shown \(the runner keeps them aside and loads the rest\)\n$/,
+      );
       assert.equal(sha(fs.readFileSync(file)), sha(content), 'status changes nothing');
       const run = await engineRecovers(new JsonFileStore(file, { now: () => NOW }), ['thread-2']);
       const problem = run.warnings.find((m) => m.includes(file)) ?? '';
-      assert.match(problem, /^state file .*: 3 records could not be used \(watch "broken": title: Invalid input: expected string, received number \(\+13 more\); watch "stray": its threadId is "someone-else"; disarm of "thread-2": its time "when the user said so" is unreadable; the thread stays disarmed\); the file as it was is kept as .*\.corrupt-2026-11-30T09-08-07-654Z; the other 1 watch loaded$/);
+      assert.match(
+        problem,
+        /^state file .*: 3 records could not be used \(watch "broken": title: Invalid input: expected string, received number \(\+13 more\); watch "stray": its threadId is "someone-else"; disarm of "thread-2": its time "when the user said so" is unreadable; the thread stays disarmed\); the file as it was is kept as .*\.corrupt-2026-11-30T09-08-07-654Z; the other 1 watch loaded$/,
+      );
       assert.deepEqual(run.watchesAtStart, ['kept-1'], 'the good watch was loaded');
       assert.equal(sha(fs.readFileSync(`${file}${FILE_ASIDE_SUFFIX}`)), sha(content), 'the original is kept');
       const saved = await savedStateIsGood(new JsonFileStore(file));
@@ -393,7 +437,12 @@ describe('corrupt state in globalState (the extension)', () => {
     const original = JSON.stringify(m.get(STATE_KEY));
     const run = await engineRecovers(new GlobalStateStore(m, () => NOW), ['thread-2']);
     const problem = run.warnings.find((w) => w.startsWith('the stored watch state')) ?? '';
-    assert.match(problem, new RegExp(`^the stored watch state: 2 records could not be used \\(watch "broken": [^;]*; disarm of "thread-2": its time null is unreadable; the thread stays disarmed\\); the value as it was is kept as "${MEMENTO_ASIDE_KEY.replace(/\./g, '\\.')}"; the other 1 watch loaded$`));
+    assert.match(
+      problem,
+      new RegExp(
+        `^the stored watch state: 2 records could not be used \\(watch "broken": [^;]*; disarm of "thread-2": its time null is unreadable; the thread stays disarmed\\); the value as it was is kept as "${MEMENTO_ASIDE_KEY.replace(/\./g, '\\.')}"; the other 1 watch loaded$`,
+      ),
+    );
     assert.deepEqual(run.watchesAtStart, ['kept-1']);
     assert.equal(JSON.stringify(m.get(MEMENTO_ASIDE_KEY)), original);
     const saved = await savedStateIsGood(new GlobalStateStore(m));

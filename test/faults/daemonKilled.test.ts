@@ -78,12 +78,20 @@ const ITERATIONS = Math.max(1, Number(process.env.CGR_FAULT_ITERATIONS ?? 20) ||
 const AIMS = ['backoff', 'prepare', 'set', 'reply', 'turn'] as const;
 type Aim = (typeof AIMS)[number];
 /** Where a kill landed, from the record. */
-const PHASES = ['before the runner saw the failure', 'backoff', 'prepare', 'set sent, no reply yet', 'set acknowledged, before turn/started', 'during the recovery turn', 'after the goal completed'] as const;
+const PHASES = [
+  'before the runner saw the failure',
+  'backoff',
+  'prepare',
+  'set sent, no reply yet',
+  'set acknowledged, before turn/started',
+  'during the recovery turn',
+  'after the goal completed',
+] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of a recovery every run must reach, and how often at least. */
 const REQUIRED: Record<string, readonly Phase[]> = {
-  'backoff': ['backoff'],
-  'prepare': ['prepare'],
+  backoff: ['backoff'],
+  prepare: ['prepare'],
   'set sent, no reply yet': ['set sent, no reply yet'],
   'after the reply': ['set acknowledged, before turn/started', 'during the recovery turn', 'after the goal completed'],
 };
@@ -139,7 +147,21 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     statePath = path.join(dir, 'state.json');
     // The global limiter (one recovery per 10 s after a burst of 3) would hold most iterations'
     // recoveries past the kill window: one per 0.2 s here.
-    runner = new RunnerProcess(['--codex-home', lab.home.dir, '--state', statePath, '--base-delay', '1', '--max-delay', '1', '--max-attempts', '50'], { CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.2' });
+    runner = new RunnerProcess(
+      [
+        '--codex-home',
+        lab.home.dir,
+        '--state',
+        statePath,
+        '--base-delay',
+        '1',
+        '--max-delay',
+        '1',
+        '--max-attempts',
+        '50',
+      ],
+      { CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.2' },
+    );
     await runner.connected();
   });
 
@@ -170,28 +192,45 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       try {
         const record = await iteration(i, aim, jitter);
         records.push(record);
-        t.diagnostic(`#${i} aimed ${aim} → ${record.phase}; goal ${record.statusAtRestart} after the restart${record.lineLost ? ' (its activation line lost with the daemon)' : ''}${record.statusLost ? ' (an activation line kept, its status lost)' : ''}; sets ${record.sets}; restart ${record.restartMs} ms; runner reconnected ${record.reconnectMs} ms after the kill; ${record.ms} ms`);
+        t.diagnostic(
+          `#${i} aimed ${aim} → ${record.phase}; goal ${record.statusAtRestart} after the restart${record.lineLost ? ' (its activation line lost with the daemon)' : ''}${record.statusLost ? ' (an activation line kept, its status lost)' : ''}; sets ${record.sets}; restart ${record.restartMs} ms; runner reconnected ${record.reconnectMs} ms after the kill; ${record.ms} ms`,
+        );
         if (record.sets > 1) t.diagnostic(`   runner, this thread: ${record.story}`);
         if (process.env.CGR_FAULT_VERBOSE) t.diagnostic(`   ${record.split}`);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        throw new Error(`${context}: ${message}\n--- runner ---\n${runner.transcript().split('\n').slice(-40).join('\n')}`, { cause: error });
+        throw new Error(
+          `${context}: ${message}\n--- runner ---\n${runner.transcript().split('\n').slice(-40).join('\n')}`,
+          { cause: error },
+        );
       }
     }
     const total = Date.now() - started;
     const phases = new Map<string, number>(PHASES.map((p) => [p, 0]));
     for (const r of records) phases.set(r.phase, (phases.get(r.phase) ?? 0) + 1);
-    t.diagnostic(`${records.length} iterations in ${(total / 1000).toFixed(1)} s (${Math.round(total / records.length)} ms each); kills landed: ${[...phases].map(([p, n]) => `${p} ×${n}`).join(', ')}`);
-    const reached = Object.entries(REQUIRED).map(([name, of]) => [name, records.filter((r) => of.includes(r.phase)).length] as const);
-    t.diagnostic(`required phases (at least ${MIN_HITS} each): ${reached.map(([name, n]) => `${name} ×${n}`).join(', ')}`);
-    t.diagnostic(`sets re-sent after a swallowed reply: ${records.filter((r) => r.sets > 1).length}; activation lines lost with the daemon: ${records.filter((r) => r.lineLost).length}; statuses lost with a line kept: ${records.filter((r) => r.statusLost).length}; reconnect after kill: median ${median(records.map((r) => r.reconnectMs))} ms`);
+    t.diagnostic(
+      `${records.length} iterations in ${(total / 1000).toFixed(1)} s (${Math.round(total / records.length)} ms each); kills landed: ${[...phases].map(([p, n]) => `${p} ×${n}`).join(', ')}`,
+    );
+    const reached = Object.entries(REQUIRED).map(
+      ([name, of]) => [name, records.filter((r) => of.includes(r.phase)).length] as const,
+    );
+    t.diagnostic(
+      `required phases (at least ${MIN_HITS} each): ${reached.map(([name, n]) => `${name} ×${n}`).join(', ')}`,
+    );
+    t.diagnostic(
+      `sets re-sent after a swallowed reply: ${records.filter((r) => r.sets > 1).length}; activation lines lost with the daemon: ${records.filter((r) => r.lineLost).length}; statuses lost with a line kept: ${records.filter((r) => r.statusLost).length}; reconnect after kill: median ${median(records.map((r) => r.reconnectMs))} ms`,
+    );
     // The suite as a whole: the runner survived every kill.
     assert.ok(runner.running, `the runner exited (${runner.exitCode ?? runner.signalCode})`);
     assert.deepEqual(runner.stderr, [], 'the runner wrote to stderr');
     const status = spawnSync(process.execPath, [CLI, 'status', '--state', statePath, '--json'], { encoding: 'utf8' });
     assert.equal(status.status, 0, status.stderr);
     // The kills reached every phase of a recovery, each often enough.
-    for (const [name, n] of reached) assert.ok(n >= MIN_HITS, `only ${n} kill(s) landed in the phase "${name}" (at least ${MIN_HITS} required; seed ${SEED}): ${records.map((r) => `#${r.i} ${r.aim}→${r.phase}`).join(', ')}`);
+    for (const [name, n] of reached)
+      assert.ok(
+        n >= MIN_HITS,
+        `only ${n} kill(s) landed in the phase "${name}" (at least ${MIN_HITS} required; seed ${SEED}): ${records.map((r) => `#${r.i} ${r.aim}→${r.phase}`).join(', ')}`,
+      );
   });
 
   async function iteration(i: number, aim: Aim, jitter: number): Promise<IterationRecord> {
@@ -221,17 +260,34 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       // Write-ahead, judged by the daemon: when the intent first shows on disk, the daemon has
       // not recorded the set (no automatic activation in its rollout, no goal made active).
       const early = readRolloutGoals(rolloutPath).automatic.filter((a) => a.afterTurn === failedTurnId);
-      const active = user.notifications.filter((n) => n.seq > failed.seq && n.method === 'thread/goal/updated' && n.params?.threadId === id && n.params?.goal?.status === 'active');
-      assert.ok(early.length === 0 && active.length === 0, `the daemon had the set (${early.length} activation line(s), ${active.length} goal/updated active) before its write-ahead intent was on disk`);
+      const active = user.notifications.filter(
+        (n) =>
+          n.seq > failed.seq &&
+          n.method === 'thread/goal/updated' &&
+          n.params?.threadId === id &&
+          n.params?.goal?.status === 'active',
+      );
+      assert.ok(
+        early.length === 0 && active.length === 0,
+        `the daemon had the set (${early.length} activation line(s), ${active.length} goal/updated active) before its write-ahead intent was on disk`,
+      );
       if (aim === 'set') {
         // Frozen: the set the runner sends at its due time is neither read nor answered.
         process.kill(-pid, 'SIGSTOP');
         stopped = true;
-        await runner.waitFor((d) => mine('recovering')(d) && d.failedTurnId === failedTurnId, T, 'the set sent to the stopped daemon');
+        await runner.waitFor(
+          (d) => mine('recovering')(d) && d.failedTurnId === failedTurnId,
+          T,
+          'the set sent to the stopped daemon',
+        );
         await sleep(jitter * 20);
       }
     } else if (aim === 'reply') {
-      const recovered = await runner.waitFor((d) => mine('recovered')(d) && d.failedTurnId === failedTurnId, T, 'the set acknowledged');
+      const recovered = await runner.waitFor(
+        (d) => mine('recovered')(d) && d.failedTurnId === failedTurnId,
+        T,
+        'the set acknowledged',
+      );
       await sleep(Date.parse(recovered.ts) + jitter * 20 - Date.now());
     } else {
       const turn = await user.waitFor((n) => n.method === 'turn/started' && n.params?.threadId === id, T, failed.seq);
@@ -259,15 +315,26 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     const statusAtRestart = String((await user.request('thread/goal/get', { threadId: id }, T)).goal?.status);
     const sizeAtRestart = fs.statSync(rolloutPath).size;
     const keptBeforeKill = readRolloutGoals(rolloutPath);
-    assert.ok(['blocked', 'active', 'complete'].includes(statusAtRestart), `the goal is ${statusAtRestart} after the restart`);
+    assert.ok(
+      ['blocked', 'active', 'complete'].includes(statusAtRestart),
+      `the goal is ${statusAtRestart} after the restart`,
+    );
     // The user's client opens its thread again (the daemon loaded none after the kill).
     await user.request('thread/resume', { threadId: id }, T);
 
     // 3. a clear line for the fault, then a reconnect.
     const after = () => runner.decisions.slice(lines);
-    const lost = await runner.waitFor((d) => after().includes(d) && d.type === 'connection' && d.state !== 'connected', T, 'a line saying the connection was lost');
+    const lost = await runner.waitFor(
+      (d) => after().includes(d) && d.type === 'connection' && d.state !== 'connected',
+      T,
+      'a line saying the connection was lost',
+    );
     assert.ok(typeof lost.detail === 'string' && lost.detail.length > 0, 'the connection line says nothing');
-    const back = await runner.waitFor((d) => after().includes(d) && d.type === 'connection' && d.state === 'connected', T, 'the reconnect');
+    const back = await runner.waitFor(
+      (d) => after().includes(d) && d.type === 'connection' && d.state === 'connected',
+      T,
+      'the reconnect',
+    );
 
     // 2. no pending recovery lost: the goal ends complete.
     const resumedAt = Date.now();
@@ -276,9 +343,20 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
     // 4. the persisted state: poll until the runner saved what it saw (a save may land between
     // a goal event and the state the engine derives from it: the next one carries both).
-    const saved = await waitSaved(id, (w) => w.goal?.status === 'complete' && w.state.kind === 'complete' && w.pending === null && w.recovered.includes(failedTurnId));
+    const saved = await waitSaved(
+      id,
+      (w) =>
+        w.goal?.status === 'complete' &&
+        w.state.kind === 'complete' &&
+        w.pending === null &&
+        w.recovered.includes(failedTurnId),
+    );
     assert.equal(saved.recovered.filter((x) => x === failedTurnId).length, 1);
-    assert.equal(saved.history.filter((h) => h.outcome === 'recovered' && h.failedTurnId === failedTurnId).length, 1, `recovery not recorded exactly once: ${JSON.stringify(saved.history)}`);
+    assert.equal(
+      saved.history.filter((h) => h.outcome === 'recovered' && h.failedTurnId === failedTurnId).length,
+      1,
+      `recovery not recorded exactly once: ${JSON.stringify(saved.history)}`,
+    );
     assert.equal(saved.state.kind, 'complete');
     const savedAt = Date.now();
 
@@ -294,7 +372,9 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       aim,
       jitter,
       phase: phaseOf(lines, killedAt, id, failedTurnId, due, witness),
-      sets: runner.decisions.filter((d) => d.type === 'recovering' && d.threadId === id && d.failedTurnId === failedTurnId).length,
+      sets: runner.decisions.filter(
+        (d) => d.type === 'recovering' && d.threadId === id && d.failedTurnId === failedTurnId,
+      ).length,
       statusAtRestart,
       lineLost: setBeforeKill === 1 && keptBeforeKill.automatic.length === 0,
       statusLost: setBeforeKill === 0 && keptBeforeKill.automatic.length > 0,
@@ -302,10 +382,14 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       reconnectMs: Date.parse(back.ts) - killedAt,
       ms: Date.now() - t0,
       split: `goal→failed ${failed.at - t0}, failed→kill ${killedAt - failed.at}, restart ${restartMs}, resume→complete ${completeAt - resumedAt}, →saved ${savedAt - completeAt}, checks ${Date.now() - savedAt}`,
-      story: runner.decisions
-        .filter((d) => Date.parse(d.ts) >= failed.at - 50 && (d.threadId === id || d.type === 'connection'))
-        .map((d) => `${d.ts.slice(17, 23)} ${d.type}${d.state ? ` ${d.state}` : ''}${d.reason ? ` (${d.reason})` : ''}${d.message ? ` (${d.message})` : ''}${d.how ? ` (${d.how})` : ''}${d.type === 'role' ? '' : ''}`)
-        .join(' | ') + ` | kill at ${new Date(killedAt).toISOString().slice(17, 23)}`,
+      story:
+        runner.decisions
+          .filter((d) => Date.parse(d.ts) >= failed.at - 50 && (d.threadId === id || d.type === 'connection'))
+          .map(
+            (d) =>
+              `${d.ts.slice(17, 23)} ${d.type}${d.state ? ` ${d.state}` : ''}${d.reason ? ` (${d.reason})` : ''}${d.message ? ` (${d.message})` : ''}${d.how ? ` (${d.how})` : ''}${d.type === 'role' ? '' : ''}`,
+          )
+          .join(' | ') + ` | kill at ${new Date(killedAt).toISOString().slice(17, 23)}`,
     };
   }
 
@@ -315,13 +399,28 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
    * and what the user's client had seen before the kill.
    */
   function phaseOf(mark: number, at: number, id: string, failedTurnId: string, due: number, client: UserClient): Phase {
-    const lostAt = runner.decisions.findIndex((d, k) => k >= mark && d.type === 'connection' && d.state !== 'connected');
+    const lostAt = runner.decisions.findIndex(
+      (d, k) => k >= mark && d.type === 'connection' && d.state !== 'connected',
+    );
     const before = runner.decisions.slice(0, lostAt < 0 ? undefined : lostAt).filter((d) => d.threadId === id);
-    const acknowledged = before.some((d) => d.type === 'recovered' && d.failedTurnId === failedTurnId && d.how === 'thread/goal/set accepted');
-    const lostReply = before.some((d) => d.type === 'warning' && /outcome is read back after reconnecting/.test(String(d.message)));
+    const acknowledged = before.some(
+      (d) => d.type === 'recovered' && d.failedTurnId === failedTurnId && d.how === 'thread/goal/set accepted',
+    );
+    const lostReply = before.some(
+      (d) => d.type === 'warning' && /outcome is read back after reconnecting/.test(String(d.message)),
+    );
     const sent = before.some((d) => d.type === 'recovering' && d.failedTurnId === failedTurnId);
-    const recoveryStarted = client.notifications.some((n) => n.at <= at && n.method === 'turn/started' && n.params?.threadId === id && n.params?.turn?.id !== failedTurnId);
-    const complete = client.notifications.some((n) => n.at <= at && n.method === 'thread/goal/updated' && n.params?.threadId === id && n.params?.goal?.status === 'complete');
+    const recoveryStarted = client.notifications.some(
+      (n) =>
+        n.at <= at && n.method === 'turn/started' && n.params?.threadId === id && n.params?.turn?.id !== failedTurnId,
+    );
+    const complete = client.notifications.some(
+      (n) =>
+        n.at <= at &&
+        n.method === 'thread/goal/updated' &&
+        n.params?.threadId === id &&
+        n.params?.goal?.status === 'complete',
+    );
     if (acknowledged || recoveryStarted || complete) {
       if (complete) return 'after the goal completed';
       if (recoveryStarted) return 'during the recovery turn';
@@ -337,9 +436,15 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     await sleep(due - PREPARE_LEAD_MS - 100 - Date.now());
     const deadline = Date.now() + T;
     for (;;) {
-      const w = (await savedWatches(statePath).catch(() => ({})) as Record<string, { pending: { failedTurnId: string } | null }>)[threadId];
+      const w = (
+        (await savedWatches(statePath).catch(() => ({}))) as Record<
+          string,
+          { pending: { failedTurnId: string } | null }
+        >
+      )[threadId];
       if (w?.pending?.failedTurnId === failedTurnId) return;
-      if (Date.now() > deadline) throw new Error(`the intent for ${failedTurnId} never reached the state file: ${JSON.stringify(w)}`);
+      if (Date.now() > deadline)
+        throw new Error(`the intent for ${failedTurnId} never reached the state file: ${JSON.stringify(w)}`);
       await sleep(3);
     }
   }
@@ -361,7 +466,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     while (Date.now() < deadline) {
       // The snapshot and its journal, read as a restarted runner would (absent at first).
       const stored = await readStateFile(statePath).catch(() => null);
-      w = stored?.kind === 'state' ? stored.state.watches[threadId] as SavedWatch | undefined : undefined;
+      w = stored?.kind === 'state' ? (stored.state.watches[threadId] as SavedWatch | undefined) : undefined;
       if (w && ok(w)) return w;
       await sleep(100);
     }

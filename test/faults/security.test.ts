@@ -48,7 +48,11 @@ function tempDir(prefix: string, mode = 0o700): string {
 
 // ---- a daemon on a Unix socket that answers just enough for a client to connect ------------------
 
-interface MiniDaemon { socketPath: string; connections: number; close(): Promise<void> }
+interface MiniDaemon {
+  socketPath: string;
+  connections: number;
+  close(): Promise<void>;
+}
 
 /** A WebSocket JSON-RPC server on `<dir>/<name>`: answers initialize and an empty thread list. */
 async function miniDaemon(dir: string, name = 'app-server-control.sock'): Promise<MiniDaemon> {
@@ -93,22 +97,61 @@ interface SocketCase {
 const socketCases: SocketCase[] = [
   { name: 'dir 0700, socket 0600 (what the Codex daemon makes)', dirMode: 0o700, sockMode: 0o600, refused: null },
   { name: 'dir 0755, socket 0755 (readable by others: no risk)', dirMode: 0o755, sockMode: 0o755, refused: null },
-  { name: 'dir 0750, socket 0660 (a group the user shares the daemon with)', dirMode: 0o750, sockMode: 0o660, refused: null },
-  { name: 'dir 0770 (group-writable)', dirMode: 0o770, sockMode: 0o600, refused: /its directory .* is writable by group or others \(mode 0770\); fix it with `chmod go-w / },
-  { name: 'dir 0702 (writable by others)', dirMode: 0o702, sockMode: 0o600, refused: /is writable by group or others \(mode 0702\)/ },
+  {
+    name: 'dir 0750, socket 0660 (a group the user shares the daemon with)',
+    dirMode: 0o750,
+    sockMode: 0o660,
+    refused: null,
+  },
+  {
+    name: 'dir 0770 (group-writable)',
+    dirMode: 0o770,
+    sockMode: 0o600,
+    refused: /its directory .* is writable by group or others \(mode 0770\); fix it with `chmod go-w /,
+  },
+  {
+    name: 'dir 0702 (writable by others)',
+    dirMode: 0o702,
+    sockMode: 0o600,
+    refused: /is writable by group or others \(mode 0702\)/,
+  },
   { name: 'dir 0777', dirMode: 0o777, sockMode: 0o600, refused: /is writable by group or others \(mode 0777\)/ },
-  { name: 'dir 1777 (sticky, like /tmp)', dirMode: 0o1777, sockMode: 0o600, refused: /is writable by group or others \(mode 01777\)/ },
-  { name: 'socket 0602 (writable by others)', dirMode: 0o700, sockMode: 0o602, refused: /it is writable by others \(mode 0602\), so any local user could drive your Codex threads through it/ },
+  {
+    name: 'dir 1777 (sticky, like /tmp)',
+    dirMode: 0o1777,
+    sockMode: 0o600,
+    refused: /is writable by group or others \(mode 01777\)/,
+  },
+  {
+    name: 'socket 0602 (writable by others)',
+    dirMode: 0o700,
+    sockMode: 0o602,
+    refused: /it is writable by others \(mode 0602\), so any local user could drive your Codex threads through it/,
+  },
   { name: 'socket 0666', dirMode: 0o700, sockMode: 0o666, refused: /it is writable by others \(mode 0666\)/ },
   { name: 'socket 0777', dirMode: 0o700, sockMode: 0o777, refused: /it is writable by others \(mode 0777\)/ },
 ];
 /** Another user's socket or directory: only root can make one (chown), so these run as root only. */
 const ownerCases: SocketCase[] = [
-  { name: 'socket owned by another user (uid 65534)', dirMode: 0o700, sockMode: 0o600, owner: 'socket', refused: /it is owned by uid 65534, not by you \(uid 0\)/ },
-  { name: 'directory owned by another user (uid 65534)', dirMode: 0o700, sockMode: 0o600, owner: 'dir', refused: /its directory .* is owned by uid 65534, not by you \(uid 0\)/ },
+  {
+    name: 'socket owned by another user (uid 65534)',
+    dirMode: 0o700,
+    sockMode: 0o600,
+    owner: 'socket',
+    refused: /it is owned by uid 65534, not by you \(uid 0\)/,
+  },
+  {
+    name: 'directory owned by another user (uid 65534)',
+    dirMode: 0o700,
+    sockMode: 0o600,
+    owner: 'dir',
+    refused: /its directory .* is owned by uid 65534, not by you \(uid 0\)/,
+  },
 ];
 /** Why the tests of another user's files do not run: not root, this process cannot make one. */
-const NEEDS_ROOT = ROOT ? false : `needs root: only root can give a file to another user (chown to uid ${NOBODY}), and this runs as uid ${process.getuid?.() ?? 'unknown'}`;
+const NEEDS_ROOT = ROOT
+  ? false
+  : `needs root: only root can give a file to another user (chown to uid ${NOBODY}), and this runs as uid ${process.getuid?.() ?? 'unknown'}`;
 
 /** Sets up one case's socket and directory and checks that it is refused or accepted as it should be. */
 async function socketCase(c: SocketCase): Promise<void> {
@@ -120,13 +163,17 @@ async function socketCase(c: SocketCase): Promise<void> {
     if (c.owner === 'socket') fs.lchownSync(d.socketPath, NOBODY, NOBODY);
     if (c.owner === 'dir') fs.chownSync(dir, NOBODY, NOBODY);
     if (c.refused) {
-      await assert.rejects(openTransport({ kind: 'socket', path: d.socketPath }, { connectTimeoutMs: 2000 }), (e: unknown) => {
-        assert.ok(e instanceof TransportError, String(e));
-        assert.equal(e.code, 'unsafe', `${c.name}: ${e.message}`);
-        assert.match(e.message, /^refusing Codex daemon socket /, c.name);
-        assert.match(e.message, c.refused!, c.name);
-        return true;
-      }, c.name);
+      await assert.rejects(
+        openTransport({ kind: 'socket', path: d.socketPath }, { connectTimeoutMs: 2000 }),
+        (e: unknown) => {
+          assert.ok(e instanceof TransportError, String(e));
+          assert.equal(e.code, 'unsafe', `${c.name}: ${e.message}`);
+          assert.match(e.message, /^refusing Codex daemon socket /, c.name);
+          assert.match(e.message, c.refused!, c.name);
+          return true;
+        },
+        c.name,
+      );
       assert.equal(d.connections, 0, `${c.name}: nothing may be sent to a socket that is refused`);
     } else {
       const listener = new RecordingListener();
@@ -148,9 +195,13 @@ test(`Invariant: the daemon socket is refused, before any connection is made, wh
   for (const c of socketCases) await socketCase(c);
 });
 
-test(`Invariant: the daemon socket is refused, before any connection is made, when it or its directory belongs to another user (${ownerCases.length} cases)`, { skip: NEEDS_ROOT }, async () => {
-  for (const c of ownerCases) await socketCase(c);
-});
+test(
+  `Invariant: the daemon socket is refused, before any connection is made, when it or its directory belongs to another user (${ownerCases.length} cases)`,
+  { skip: NEEDS_ROOT },
+  async () => {
+    for (const c of ownerCases) await socketCase(c);
+  },
+);
 
 test('Invariant: through a symbolic link, it is the real socket and its real directory that are checked (and connected to)', async () => {
   const unsafe = tempDir('cgr-sec-', 0o700);
@@ -161,7 +212,10 @@ test('Invariant: through a symbolic link, it is the real socket and its real dir
     fs.chmodSync(unsafe, 0o777);
     const link = path.join(safe, 'app-server-control.sock');
     fs.symlinkSync(d.socketPath, link);
-    await assert.rejects(openTransport({ kind: 'socket', path: link }), /refusing Codex daemon socket .*\(-> .*\): its directory .* is writable by group or others/);
+    await assert.rejects(
+      openTransport({ kind: 'socket', path: link }),
+      /refusing Codex daemon socket .*\(-> .*\): its directory .* is writable by group or others/,
+    );
     assert.equal(d.connections, 0);
     // A link in a world-writable directory to a private socket: the socket is what is used.
     fs.chmodSync(unsafe, 0o700);
@@ -181,17 +235,39 @@ test('Invariant: through a symbolic link, it is the real socket and its real dir
 // ---- 2. ws:// URLs --------------------------------------------------------------------------------
 
 const LOOPBACK_URLS = [
-  'ws://127.0.0.1:4500', 'ws://127.9.8.7:1/', 'ws://127.1:4500', 'ws://0x7f000001:4500', 'ws://2130706433:4500',
-  'ws://localhost:4500', 'wss://LOCALHOST.:4500', 'ws://[::1]:4500', 'ws://[::ffff:127.0.0.1]:4500', 'ws://[0:0:0:0:0:0:0:1]:4500',
+  'ws://127.0.0.1:4500',
+  'ws://127.9.8.7:1/',
+  'ws://127.1:4500',
+  'ws://0x7f000001:4500',
+  'ws://2130706433:4500',
+  'ws://localhost:4500',
+  'wss://LOCALHOST.:4500',
+  'ws://[::1]:4500',
+  'ws://[::ffff:127.0.0.1]:4500',
+  'ws://[0:0:0:0:0:0:0:1]:4500',
 ];
 const REMOTE_URLS = [
-  'ws://example.com:4500', 'ws://10.0.0.1:4500', 'ws://192.168.1.4:80', 'ws://0.0.0.0:4500', 'ws://[::]:4500',
-  'ws://[fe80::1]:4500', 'ws://[::ffff:10.0.0.1]:4500', 'ws://127.0.0.1.nip.io:4500', 'ws://localhost.evil.example:4500',
-  'ws://127.0.0.1@evil.example:4500', 'ws://evil.example:4500#@127.0.0.1', 'ws://evil.example\\@127.0.0.1:4500', 'wss://8.8.8.8',
+  'ws://example.com:4500',
+  'ws://10.0.0.1:4500',
+  'ws://192.168.1.4:80',
+  'ws://0.0.0.0:4500',
+  'ws://[::]:4500',
+  'ws://[fe80::1]:4500',
+  'ws://[::ffff:10.0.0.1]:4500',
+  'ws://127.0.0.1.nip.io:4500',
+  'ws://localhost.evil.example:4500',
+  'ws://127.0.0.1@evil.example:4500',
+  'ws://evil.example:4500#@127.0.0.1',
+  'ws://evil.example\\@127.0.0.1:4500',
+  'wss://8.8.8.8',
 ];
 const SHUTDOWN_URLS = [
-  `ws://127.0.0.1:4500${DAEMON_SHUTDOWN_PATH}`, 'ws://127.0.0.1:4500/daemon/shutdown/', 'ws://127.0.0.1:4500//daemon//shutdown',
-  'ws://127.0.0.1:4500/daemon/./shutdown', 'ws://127.0.0.1:4500/x/../daemon/shutdown', 'ws://127.0.0.1:4500/daemon/shutdown?now=1',
+  `ws://127.0.0.1:4500${DAEMON_SHUTDOWN_PATH}`,
+  'ws://127.0.0.1:4500/daemon/shutdown/',
+  'ws://127.0.0.1:4500//daemon//shutdown',
+  'ws://127.0.0.1:4500/daemon/./shutdown',
+  'ws://127.0.0.1:4500/x/../daemon/shutdown',
+  'ws://127.0.0.1:4500/daemon/shutdown?now=1',
 ];
 
 /**
@@ -225,10 +301,18 @@ test(`Invariant: a ws:// URL to another host is refused, without any connection 
   for (const url of REMOTE_URLS) {
     const r = checkWsUrl(url);
     assert.equal(r.ok, false, url);
-    assert.match(!r.ok ? r.reason : '', /^refusing non-loopback app-server URL .*: host .* is not 127\.0\.0\.0\/8, ::1 or localhost \(the app-server has no authentication; allow remote hosts explicitly if you really mean it\)$/, url);
+    assert.match(
+      !r.ok ? r.reason : '',
+      /^refusing non-loopback app-server URL .*: host .* is not 127\.0\.0\.0\/8, ::1 or localhost \(the app-server has no authentication; allow remote hosts explicitly if you really mean it\)$/,
+      url,
+    );
     assert.deepEqual(checkWsUrl(url, true), { ok: true }, `${url} is allowed when the caller says so`);
     const connects = await countConnects(() =>
-      assert.rejects(openTransport({ kind: 'url', url }, { connectTimeoutMs: 500 }), (e: unknown) => e instanceof TransportError && e.code === 'unsafe'));
+      assert.rejects(
+        openTransport({ kind: 'url', url }, { connectTimeoutMs: 500 }),
+        (e: unknown) => e instanceof TransportError && e.code === 'unsafe',
+      ),
+    );
     assert.equal(connects, 0, `${url}: no connection may be attempted`);
   }
   for (const url of SHUTDOWN_URLS) {
@@ -242,29 +326,46 @@ test(`Invariant: a ws:// URL to another host is refused, without any connection 
   await new Promise<void>((r) => wss.once('listening', () => r()));
   try {
     const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-    const connects = await countConnects(async () => (await openTransport({ kind: 'url', url }, { connectTimeoutMs: 2000 })).close());
+    const connects = await countConnects(async () =>
+      (await openTransport({ kind: 'url', url }, { connectTimeoutMs: 2000 })).close(),
+    );
     assert.equal(connects, 1, 'the connection counter works');
   } finally {
     await new Promise<void>((r) => wss.close(() => r()));
   }
 });
 
-test('Invariant: the runner\'s command line (a public contract) offers no way to allow a remote URL: --url to another host is a usage error, exit 2, before anything connects', () => {
+test("Invariant: the runner's command line (a public contract) offers no way to allow a remote URL: --url to another host is a usage error, exit 2, before anything connects", () => {
   for (const url of REMOTE_URLS) {
-    assert.throws(() => parseCli(['watch', '--url', url], {}), (e: unknown) => e instanceof UsageError && /refusing non-loopback app-server URL/.test(e.message), url);
+    assert.throws(
+      () => parseCli(['watch', '--url', url], {}),
+      (e: unknown) => e instanceof UsageError && /refusing non-loopback app-server URL/.test(e.message),
+      url,
+    );
   }
   for (const flag of ['--allow-remote', '--insecure', '--remote']) {
     assert.throws(() => parseCli(['watch', '--url', REMOTE_URLS[0]!, flag], {}), UsageError, flag);
   }
-  const r = spawnSync(process.execPath, [CLI, 'watch', '--url', 'ws://10.1.2.3:4500', '--state', path.join(os.tmpdir(), 'cgr-never.json')], { encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(
+    process.execPath,
+    [CLI, 'watch', '--url', 'ws://10.1.2.3:4500', '--state', path.join(os.tmpdir(), 'cgr-never.json')],
+    { encoding: 'utf8', timeout: 20_000 },
+  );
   assert.equal(r.status, 2, r.stderr);
-  assert.match(r.stderr, /^codex-goal-recovery: refusing non-loopback app-server URL ws:\/\/10\.1\.2\.3:4500: host 10\.1\.2\.3 is not 127\.0\.0\.0\/8/);
+  assert.match(
+    r.stderr,
+    /^codex-goal-recovery: refusing non-loopback app-server URL ws:\/\/10\.1\.2\.3:4500: host 10\.1\.2\.3 is not 127\.0\.0\.0\/8/,
+  );
   assert.equal(fs.existsSync(path.join(os.tmpdir(), 'cgr-never.json')), false, 'nothing was started');
 });
 
 // ---- 3. settings: machine scope, never a workspace's ---------------------------------------------
 
-interface ManifestProperty { type?: string; scope?: string; enum?: unknown[] }
+interface ManifestProperty {
+  type?: string;
+  scope?: string;
+  enum?: unknown[];
+}
 
 test('Invariant: every free-text setting (a path, a socket, an executable) is machine-scoped in the manifest, so a workspace cannot set it', () => {
   const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
@@ -272,19 +373,33 @@ test('Invariant: every free-text setting (a path, a socket, an executable) is ma
     capabilities: { untrustedWorkspaces: { supported: boolean | string } };
   };
   const props = manifest.contributes.configuration.properties;
-  const freeText = Object.entries(props).filter(([, p]) => p.type === 'string' && p.enum === undefined).map(([k]) => k).sort();
-  assert.deepEqual(freeText, ['codexGoalRecovery.codexHome', 'codexGoalRecovery.codexPath', 'codexGoalRecovery.socketPath']);
+  const freeText = Object.entries(props)
+    .filter(([, p]) => p.type === 'string' && p.enum === undefined)
+    .map(([k]) => k)
+    .sort();
+  assert.deepEqual(freeText, [
+    'codexGoalRecovery.codexHome',
+    'codexGoalRecovery.codexPath',
+    'codexGoalRecovery.socketPath',
+  ]);
   for (const key of freeText) assert.equal(props[key]!.scope, 'machine', key);
   // Nothing is read from the workspace, so untrusted workspaces are fine.
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, true);
 });
 
-test('Invariant: settings.ts takes codexPath, codexHome and socketPath from the user\'s (or remote machine\'s) settings or the default, never from a workspace or folder value, even one that get() would return', () => {
+test("Invariant: settings.ts takes codexPath, codexHome and socketPath from the user's (or remote machine's) settings or the default, never from a workspace or folder value, even one that get() would return", () => {
   // src/config/settings imports 'vscode' (absent outside VS Code): give it a stand-in.
   const mod = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
   const load = mod._load;
   mod._load = function (request: string, ...rest: unknown[]) {
-    if (request === 'vscode') return { workspace: { getConfiguration: () => { throw new Error('not in VS Code'); } } };
+    if (request === 'vscode')
+      return {
+        workspace: {
+          getConfiguration: () => {
+            throw new Error('not in VS Code');
+          },
+        },
+      };
     return load.call(this, request, ...rest);
   };
   let settings: typeof import('../../src/config/settings');
@@ -296,11 +411,21 @@ test('Invariant: settings.ts takes codexPath, codexHome and socketPath from the 
   const defaults: Record<string, unknown> = { codexHome: '', socketPath: '', codexPath: 'codex' };
   /** A WorkspaceConfiguration where the workspace (and a folder) set everything, and the user some. */
   const config = (user: Record<string, unknown>) => {
-    const workspace: Record<string, unknown> = { codexHome: '/workspace/evil-home', socketPath: '/workspace/evil.sock', codexPath: '/workspace/evil-codex' };
+    const workspace: Record<string, unknown> = {
+      codexHome: '/workspace/evil-home',
+      socketPath: '/workspace/evil.sock',
+      codexPath: '/workspace/evil-codex',
+    };
     return {
       get: <T>(key: string, fallback?: T) => (workspace[key] ?? user[key] ?? defaults[key] ?? fallback) as T,
       has: () => true,
-      inspect: (key: string) => ({ key, defaultValue: defaults[key], globalValue: user[key], workspaceValue: workspace[key], workspaceFolderValue: workspace[key] }),
+      inspect: (key: string) => ({
+        key,
+        defaultValue: defaults[key],
+        globalValue: user[key],
+        workspaceValue: workspace[key],
+        workspaceFolderValue: workspace[key],
+      }),
       update: async () => undefined,
     } as unknown as import('vscode').WorkspaceConfiguration;
   };
@@ -309,12 +434,19 @@ test('Invariant: settings.ts takes codexPath, codexHome and socketPath from the 
   assert.equal(byDefault.codexHome, '/home/u/.codex');
   assert.equal(byDefault.socketPath, '/home/u/.codex/app-server-control/app-server-control.sock');
   assert.equal(byDefault.codexPath, 'codex');
-  const byUser = settings.readSettings(config({ codexHome: '/opt/codex-home', codexPath: '/usr/local/bin/codex' }), env);
+  const byUser = settings.readSettings(
+    config({ codexHome: '/opt/codex-home', codexPath: '/usr/local/bin/codex' }),
+    env,
+  );
   assert.equal(byUser.codexHome, '/opt/codex-home');
   assert.equal(byUser.socketPath, '/opt/codex-home/app-server-control/app-server-control.sock');
   assert.equal(byUser.codexPath, '/usr/local/bin/codex');
-  assert.deepEqual(settings.targetOf(byUser), { kind: 'socket', path: '/opt/codex-home/app-server-control/app-server-control.sock' });
-  for (const s of [byDefault, byUser]) assert.ok(![s.codexHome, s.socketPath, s.codexPath].some((v) => v.includes('/workspace/')), JSON.stringify(s));
+  assert.deepEqual(settings.targetOf(byUser), {
+    kind: 'socket',
+    path: '/opt/codex-home/app-server-control/app-server-control.sock',
+  });
+  for (const s of [byDefault, byUser])
+    assert.ok(![s.codexHome, s.socketPath, s.codexPath].some((v) => v.includes('/workspace/')), JSON.stringify(s));
 });
 
 // ---- 4. nothing listens on a network port -------------------------------------------------------
@@ -336,7 +468,12 @@ function socketInodes(pid: number | 'self'): Set<string> {
   return inodes;
 }
 
-interface NetSocket { table: string; local: string; state: string; inode: string }
+interface NetSocket {
+  table: string;
+  local: string;
+  state: string;
+  inode: string;
+}
 
 /** Every TCP and UDP socket of the network namespace, from /proc/net. */
 function netSockets(): NetSocket[] {
@@ -364,13 +501,24 @@ function exposed(pid: number | 'self'): NetSocket[] {
 
 /** Inodes of every Unix socket on the machine (/proc/net/unix). */
 function unixInodes(): Set<string> {
-  return new Set(fs.readFileSync('/proc/net/unix', 'utf8').trim().split('\n').slice(1).map((line) => line.trim().split(/\s+/)[6]!));
+  return new Set(
+    fs
+      .readFileSync('/proc/net/unix', 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/)[6]!),
+  );
 }
 
 /** Unix sockets of a process, by path (/proc/net/unix), to show the scan sees its sockets at all. */
 function unixSocketPaths(pid: number | 'self'): string[] {
   const mine = socketInodes(pid);
-  return fs.readFileSync('/proc/net/unix', 'utf8').trim().split('\n').slice(1)
+  return fs
+    .readFileSync('/proc/net/unix', 'utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
     .map((line) => line.trim().split(/\s+/))
     .filter((f) => mine.has(f[6]!) && f[7] !== undefined)
     .map((f) => f[7]!);
@@ -383,8 +531,14 @@ test('Invariant (control): the network scan finds a TCP listener and a UDP socke
   await new Promise<void>((r) => udp.bind(0, '127.0.0.1', () => r()));
   try {
     const found = exposed('self');
-    assert.ok(found.some((s) => s.table === 'tcp' && s.state === '0A'), JSON.stringify(found));
-    assert.ok(found.some((s) => s.table === 'udp'), JSON.stringify(found));
+    assert.ok(
+      found.some((s) => s.table === 'tcp' && s.state === '0A'),
+      JSON.stringify(found),
+    );
+    assert.ok(
+      found.some((s) => s.table === 'udp'),
+      JSON.stringify(found),
+    );
   } finally {
     udp.close();
     await new Promise<void>((r) => server.close(() => r()));
@@ -397,19 +551,24 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   const d = await miniDaemon(dir);
   const electionDir = path.join(dir, 'election');
   const decisions: Decision[] = [];
-  const engine = new Engine(DEFAULT_OPTIONS, // the shipped options: only its sockets are looked at
+  const engine = new Engine(
+    DEFAULT_OPTIONS, // the shipped options: only its sockets are looked at
     {
-    connect: (listener) => connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
-    store: new MemoryStore(),
-    clock: new FakeClock(),
-    random: () => 1,
-    onDecision: (x) => decisions.push(x),
-  });
+      connect: (listener) => connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
+      store: new MemoryStore(),
+      clock: new FakeClock(),
+      random: () => 1,
+      onDecision: (x) => decisions.push(x),
+    },
+  );
   const leader = new LeaderElection({ dir: electionDir, name: 'sec-test' });
   const follower = new LeaderElection({ dir: electionDir, name: 'sec-test' });
   try {
     await engine.start();
-    await until(() => engine.connectionState().kind === 'connected', `the engine to connect: ${JSON.stringify(decisions)}`);
+    await until(
+      () => engine.connectionState().kind === 'connected',
+      `the engine to connect: ${JSON.stringify(decisions)}`,
+    );
     await leader.start();
     await follower.start();
     assert.equal(leader.role, 'leader');
@@ -417,7 +576,10 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
     // The scan sees this process's sockets: the daemon's and the election's, all Unix sockets.
     const paths = unixSocketPaths('self');
     assert.ok(paths.includes(d.socketPath), `daemon socket among ${JSON.stringify(paths)}`);
-    assert.ok(paths.some((p) => p.startsWith(`${electionDir}${path.sep}`)), `election socket among ${JSON.stringify(paths)}`);
+    assert.ok(
+      paths.some((p) => p.startsWith(`${electionDir}${path.sep}`)),
+      `election socket among ${JSON.stringify(paths)}`,
+    );
     assert.deepEqual(exposed('self'), []);
   } finally {
     await follower.stop();
@@ -443,10 +605,17 @@ test('Invariant: the runner, connected to the daemon socket, listens on no TCP p
     assert.deepEqual(exposed(pid), []);
     // Stronger: every socket the runner holds is a Unix socket (its daemon connection, its stdio).
     const unix = unixInodes();
-    assert.deepEqual([...sockets].filter((i) => !unix.has(i)), [], 'a socket of the runner that is not a Unix socket');
+    assert.deepEqual(
+      [...sockets].filter((i) => !unix.has(i)),
+      [],
+      'a socket of the runner that is not a Unix socket',
+    );
     const warning = runner.decisions.find((x) => x.type === 'warning' && String(x.message).includes(state));
     assert.ok(warning, runner.transcript());
-    assert.match(String(warning.message), /^state file .* was unusable \(invalid JSON: .*\); kept aside as .*state\.json\.corrupt-[0-9TZ-]+; starting clean$/);
+    assert.match(
+      String(warning.message),
+      /^state file .* was unusable \(invalid JSON: .*\); kept aside as .*state\.json\.corrupt-[0-9TZ-]+; starting clean$/,
+    );
     const kept = fs.readdirSync(dir).filter((n) => n.startsWith('state.json.corrupt-'));
     assert.equal(kept.length, 1);
     assert.equal(fs.readFileSync(path.join(dir, kept[0]!), 'utf8'), '{"version": 1, "watches": {');
@@ -482,7 +651,12 @@ test('Invariant: the election directory is created 0700 and its socket is 0600, 
     for (const mode of [0o770, 0o707, 0o777, 0o1777]) {
       const bad = tempDir('cgr-sec-', mode);
       try {
-        await assert.rejects(new LeaderElection({ dir: bad, name: 'x' }).start(), new RegExp(`leader election: refusing directory ${bad}: it is writable by group or others \\(mode 0${mode.toString(8)}\\); use a private directory \\(chmod 700 `));
+        await assert.rejects(
+          new LeaderElection({ dir: bad, name: 'x' }).start(),
+          new RegExp(
+            `leader election: refusing directory ${bad}: it is writable by group or others \\(mode 0${mode.toString(8)}\\); use a private directory \\(chmod 700 `,
+          ),
+        );
         assert.deepEqual(fs.readdirSync(bad), [], 'no socket was made there');
       } finally {
         fs.rmSync(bad, { recursive: true, force: true });
@@ -495,12 +669,19 @@ test('Invariant: the election directory is created 0700 and its socket is 0600, 
   }
 });
 
-test('Invariant: an election directory that belongs to another user is refused with a clear message', { skip: NEEDS_ROOT }, async () => {
-  const foreign = tempDir('cgr-sec-');
-  fs.chownSync(foreign, NOBODY, NOBODY);
-  try {
-    await assert.rejects(new LeaderElection({ dir: foreign, name: 'x' }).start(), /leader election: refusing directory .*: it is owned by uid 65534, not by you \(uid 0\)/);
-  } finally {
-    fs.rmSync(foreign, { recursive: true, force: true });
-  }
-});
+test(
+  'Invariant: an election directory that belongs to another user is refused with a clear message',
+  { skip: NEEDS_ROOT },
+  async () => {
+    const foreign = tempDir('cgr-sec-');
+    fs.chownSync(foreign, NOBODY, NOBODY);
+    try {
+      await assert.rejects(
+        new LeaderElection({ dir: foreign, name: 'x' }).start(),
+        /leader election: refusing directory .*: it is owned by uid 65534, not by you \(uid 0\)/,
+      );
+    } finally {
+      fs.rmSync(foreign, { recursive: true, force: true });
+    }
+  },
+);

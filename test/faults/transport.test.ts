@@ -37,10 +37,21 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { type Fault, NOTIFICATION_METHODS, REQUEST_METHODS } from '../support/faultProxy';
-import { type ApprovalStory, HOLD_MIN_MS, type Kind, type Outcome, type Reached, runSchedule, type Schedule, type ThreadPlan, TRANSIENT_INFOS } from '../support/transportScenario';
+import {
+  type ApprovalStory,
+  HOLD_MIN_MS,
+  type Kind,
+  type Outcome,
+  type Reached,
+  runSchedule,
+  type Schedule,
+  type ThreadPlan,
+  TRANSIENT_INFOS,
+} from '../support/transportScenario';
 
 const RUNS = Number(process.env.FAULTS_RUNS ?? 200);
-const SEED = process.env.FAULTS_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FAULTS_SEED);
+const SEED =
+  process.env.FAULTS_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FAULTS_SEED);
 const PATH = process.env.FAULTS_PATH;
 /** Faults per schedule, at most (more makes a harsher, slower hunt). */
 const MAX_FAULTS = Number(process.env.FAULTS_MAX_FAULTS ?? 8);
@@ -81,22 +92,48 @@ const threadPlan: fc.Arbitrary<ThreadPlan> = fc.record({
   endTurn: fc.constantFrom<'completed' | 'failed'>('completed', 'failed'),
   terminal: fc.constantFrom<'complete' | 'budgetLimited'>('complete', 'budgetLimited'),
   // Sets the daemon refuses: none, a few, or enough (with the failures) to pass maxAttempts.
-  rejects: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 3 }) }, { weight: 1, arbitrary: fc.integer({ min: 4, max: 8 }) }),
+  rejects: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.integer({ min: 1, max: 3 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 4, max: 8 }) },
+  ),
   holdMs: fc.integer({ min: HOLD_MIN_MS, max: 150_000 }),
-  pause: fc.oneof({ weight: 1, arbitrary: fc.constant('step' as const) }, { weight: 2, arbitrary: fc.constant('backoff' as const) }, { weight: 3, arbitrary: fc.constant('prepared' as const) }),
+  pause: fc.oneof(
+    { weight: 1, arbitrary: fc.constant('step' as const) },
+    { weight: 2, arbitrary: fc.constant('backoff' as const) },
+    { weight: 3, arbitrary: fc.constant('prepared' as const) },
+  ),
   pauseFrac: fraction,
-  approval: fc.oneof({ weight: 1, arbitrary: fc.constant<ApprovalStory>('stays') }, { weight: 2, arbitrary: fc.constant<ApprovalStory>('resolveThenFail') }, { weight: 3, arbitrary: fc.constantFrom<ApprovalStory>('failWhilePending', 'onBlocked') }),
+  approval: fc.oneof(
+    { weight: 1, arbitrary: fc.constant<ApprovalStory>('stays') },
+    { weight: 2, arbitrary: fc.constant<ApprovalStory>('resolveThenFail') },
+    { weight: 3, arbitrary: fc.constantFrom<ApprovalStory>('failWhilePending', 'onBlocked') },
+  ),
   approvalActive: fc.boolean(),
 });
 
 const delayMs = fc.oneof(fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 1_000, max: 40_000 }));
-const occurrence = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }) }, { weight: 1, arbitrary: fc.integer({ min: 5, max: 20 }) });
+const occurrence = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 5, max: 20 }) },
+);
 
 const requestFault: fc.Arbitrary<Fault> = fc.record({
   on: fc.constant('request' as const),
   // The set is where a mistake costs most: ask for it more often.
-  method: fc.oneof({ weight: 2, arbitrary: fc.constant('thread/goal/set') }, { weight: 5, arbitrary: fc.constantFrom(...REQUEST_METHODS) }),
-  phase: fc.constantFrom('dropBeforeRequest', 'dropBeforeReply', 'dropAfterReply', 'delayRequest', 'delayReply', 'errorReply', 'rejectRequest' as const),
+  method: fc.oneof(
+    { weight: 2, arbitrary: fc.constant('thread/goal/set') },
+    { weight: 5, arbitrary: fc.constantFrom(...REQUEST_METHODS) },
+  ),
+  phase: fc.constantFrom(
+    'dropBeforeRequest',
+    'dropBeforeReply',
+    'dropAfterReply',
+    'delayRequest',
+    'delayReply',
+    'errorReply',
+    'rejectRequest' as const,
+  ),
   occurrence,
   delayMs,
 });
@@ -107,13 +144,30 @@ const notificationFault: fc.Arbitrary<Fault> = fc.record({
   occurrence,
   delayMs,
 });
-const connectFault: fc.Arbitrary<Fault> = fc.record({ on: fc.constant('connect' as const), occurrence: fc.integer({ min: 1, max: 6 }) });
+const connectFault: fc.Arbitrary<Fault> = fc.record({
+  on: fc.constant('connect' as const),
+  occurrence: fc.integer({ min: 1, max: 6 }),
+});
 
 const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   threads: fc.array(threadPlan, { minLength: 1, maxLength: 6 }),
   outage: fc.oneof(fc.constant(null), fc.record({ at: stepIndex, extra: fc.integer({ min: 0, max: 6 }) })),
-  steps: fc.array(fc.oneof(fc.integer({ min: 0, max: 200 }), fc.integer({ min: 200, max: 5_000 }), fc.integer({ min: 5_000, max: 45_000 })), { minLength: 3, maxLength: MAX_STEPS }),
-  faults: fc.array(fc.oneof({ weight: 5, arbitrary: requestFault }, { weight: 3, arbitrary: notificationFault }, { weight: 1, arbitrary: connectFault }), { maxLength: MAX_FAULTS }),
+  steps: fc.array(
+    fc.oneof(
+      fc.integer({ min: 0, max: 200 }),
+      fc.integer({ min: 200, max: 5_000 }),
+      fc.integer({ min: 5_000, max: 45_000 }),
+    ),
+    { minLength: 3, maxLength: MAX_STEPS },
+  ),
+  faults: fc.array(
+    fc.oneof(
+      { weight: 5, arbitrary: requestFault },
+      { weight: 3, arbitrary: notificationFault },
+      { weight: 1, arbitrary: connectFault },
+    ),
+    { maxLength: MAX_FAULTS },
+  ),
   seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
 });
 
@@ -142,8 +196,23 @@ describe('transport faults', () => {
   it(`keeps every invariant over ${RUNS} random fault schedules against the fake daemon, reaching each named case a minimum number of times`, async (t) => {
     let n = 0;
     let last: Outcome | null = null;
-    const totals = { runs: 0, sets: 0, recovered: 0, fired: 0, drops: 0, delays: 0, errors: 0, timeouts: 0, races: 0, notSeen: 0, fakeMinutes: 0 };
-    const reached = Object.fromEntries(Object.keys(MINIMUM_PER_200).map((k) => [k, 0])) as Record<keyof Reached, number>;
+    const totals = {
+      runs: 0,
+      sets: 0,
+      recovered: 0,
+      fired: 0,
+      drops: 0,
+      delays: 0,
+      errors: 0,
+      timeouts: 0,
+      races: 0,
+      notSeen: 0,
+      fakeMinutes: 0,
+    };
+    const reached = Object.fromEntries(Object.keys(MINIMUM_PER_200).map((k) => [k, 0])) as Record<
+      keyof Reached,
+      number
+    >;
     const started = Date.now();
     t.diagnostic(`seed ${SEED} (replay: FAULTS_SEED=${SEED} npm run test:faults)`);
     await fc.assert(
@@ -151,7 +220,19 @@ describe('transport faults', () => {
         const outcome = await runSchedule(schedule, path.join(root, `run-${n++}`), () => crashes.length);
         last = outcome;
         totals.runs += 1;
-        for (const k of ['sets', 'recovered', 'fired', 'drops', 'delays', 'errors', 'timeouts', 'races', 'notSeen', 'fakeMinutes'] as const) totals[k] += outcome.stats[k];
+        for (const k of [
+          'sets',
+          'recovered',
+          'fired',
+          'drops',
+          'delays',
+          'errors',
+          'timeouts',
+          'races',
+          'notSeen',
+          'fakeMinutes',
+        ] as const)
+          totals[k] += outcome.stats[k];
         for (const k of Object.keys(reached) as (keyof Reached)[]) reached[k] += outcome.reached[k];
         if (outcome.broken.length > 0) {
           if (process.env.FAULTS_VERBOSE) console.log(outcome.log.join('\n'));
@@ -165,7 +246,11 @@ describe('transport faults', () => {
     const seconds = (Date.now() - started) / 1000;
     t.diagnostic(`transport faults: ${JSON.stringify(totals)} in ${seconds.toFixed(1)} s`);
     const scale = RUNS / 200;
-    t.diagnostic(`cases reached (minimum for ${RUNS} runs): ${Object.entries(reached).map(([k, v]) => `${k} ${v} (≥ ${Math.ceil(MINIMUM_PER_200[k as keyof Reached] * scale)})`).join(', ')}`);
+    t.diagnostic(
+      `cases reached (minimum for ${RUNS} runs): ${Object.entries(reached)
+        .map(([k, v]) => `${k} ${v} (≥ ${Math.ceil(MINIMUM_PER_200[k as keyof Reached] * scale)})`)
+        .join(', ')}`,
+    );
     // The property must have exercised what it claims: faults fired, connections broke, recoveries
     // happened, and every named case was reached. (Not when replaying one counterexample.)
     assert.ok(last !== null);
@@ -175,7 +260,10 @@ describe('transport faults', () => {
     assert.ok(totals.recovered >= RUNS / 2, `only ${totals.recovered} recoveries in ${RUNS} runs`);
     for (const [k, min] of Object.entries(MINIMUM_PER_200)) {
       const need = Math.ceil(min * scale);
-      assert.ok(reached[k as keyof Reached] >= need, `the case ${k} was reached ${reached[k as keyof Reached]} times in ${RUNS} runs, fewer than the ${need} required`);
+      assert.ok(
+        reached[k as keyof Reached] >= need,
+        `the case ${k} was reached ${reached[k as keyof Reached]} times in ${RUNS} runs, fewer than the ${need} required`,
+      );
     }
   });
 });

@@ -54,7 +54,19 @@ import { rng as seededRandom } from '../support/random';
 const T = 60_000;
 const SEED = faultSeed();
 const random = seededRandom(SEED);
-const ENGINE_LINES = new Set(['connection', 'armed', 'backoff', 'recovering', 'recovered', 'skipped', 'disarmed', 'rearmed', 'gave-up', 'attention', 'handover']);
+const ENGINE_LINES = new Set([
+  'connection',
+  'armed',
+  'backoff',
+  'recovering',
+  'recovered',
+  'skipped',
+  'disarmed',
+  'rearmed',
+  'gave-up',
+  'attention',
+  'handover',
+]);
 
 let lab: DaemonLab;
 let user: UserClient;
@@ -74,7 +86,9 @@ before(async () => {
 });
 
 afterEach(async (t) => {
-  if (process.env.CGR_FAULT_VERBOSE) for (const r of runners) process.stdout.write(`# runner ${r.child.pid} (${t.name}):\n${r.transcript().replace(/^/gm, "#   ")}\n`);
+  if (process.env.CGR_FAULT_VERBOSE)
+    for (const r of runners)
+      process.stdout.write(`# runner ${r.child.pid} (${t.name}):\n${r.transcript().replace(/^/gm, '#   ')}\n`);
   for (const r of runners) await r.kill();
   runners = [];
 });
@@ -87,8 +101,22 @@ after(async () => {
 });
 
 /** A runner on the daemon's socket with its own state file (or the one given). */
-function runner(baseDelay: string, statePath = path.join(dir, `state-${++stateFiles}.json`)): RunnerProcess & { statePath: string } {
-  const r = new RunnerProcess(['--socket', lab.socket, '--state', statePath, '--base-delay', baseDelay, '--max-delay', baseDelay, '--max-attempts', '20']);
+function runner(
+  baseDelay: string,
+  statePath = path.join(dir, `state-${++stateFiles}.json`),
+): RunnerProcess & { statePath: string } {
+  const r = new RunnerProcess([
+    '--socket',
+    lab.socket,
+    '--state',
+    statePath,
+    '--base-delay',
+    baseDelay,
+    '--max-delay',
+    baseDelay,
+    '--max-attempts',
+    '20',
+  ]);
   runners.push(r);
   return Object.assign(r, { statePath });
 }
@@ -137,10 +165,15 @@ async function assertOneRecoveryPerFailedTurn(t: StartedGoalThread, expectedFail
 }
 
 /** A thread's record in a runner's state file, through the public reader (`status --json`). */
-function savedWatch(statePath: string, threadId: string): { state: unknown; pending: unknown; recovered: string[] } | undefined {
+function savedWatch(
+  statePath: string,
+  threadId: string,
+): { state: unknown; pending: unknown; recovered: string[] } | undefined {
   const r = spawnSync(process.execPath, [CLI, 'status', '--state', statePath, '--json'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
-  return (JSON.parse(r.stdout) as { watches: { threadId: string; state: unknown; pending: unknown; recovered: string[] }[] }).watches.find((w) => w.threadId === threadId);
+  return (
+    JSON.parse(r.stdout) as { watches: { threadId: string; state: unknown; pending: unknown; recovered: string[] }[] }
+  ).watches.find((w) => w.threadId === threadId);
 }
 
 async function newGoal(objective: string): Promise<StartedGoalThread> {
@@ -160,15 +193,31 @@ async function killLeader(leader: RunnerProcess, followers: RunnerProcess[]): Pr
   const marks = new Map(followers.map((f) => [f, f.decisions.length]));
   await leader.kill();
   const killedAt = Date.now();
-  const isNewLeader = (f: RunnerProcess) => (d: RunnerDecision) => f.decisions.indexOf(d) >= marks.get(f)! && d.type === 'role' && d.role === 'leader';
+  const isNewLeader = (f: RunnerProcess) => (d: RunnerDecision) =>
+    f.decisions.indexOf(d) >= marks.get(f)! && d.type === 'role' && d.role === 'leader';
   const winner = await Promise.any(followers.map((f) => f.waitFor(isNewLeader(f), T, 'a takeover').then(() => f)));
   const line = winner.decisions.find(isNewLeader(winner))!;
-  const connected = await winner.waitFor((d) => winner.decisions.indexOf(d) > winner.decisions.indexOf(line) && d.type === 'connection' && d.state === 'connected', T, 'the new leader connecting');
+  const connected = await winner.waitFor(
+    (d) =>
+      winner.decisions.indexOf(d) > winner.decisions.indexOf(line) &&
+      d.type === 'connection' &&
+      d.state === 'connected',
+    T,
+    'the new leader connecting',
+  );
   takeovers.push({ toLeaderMs: Date.parse(line.ts) - killedAt, toConnectedMs: Date.parse(connected.ts) - killedAt });
   // The others follow the new leader.
   for (const f of followers) {
     if (f === winner) continue;
-    await f.waitFor((d) => f.decisions.indexOf(d) >= marks.get(f)! && d.type === 'role' && d.role === 'follower' && d.leaderPid === pidOf(winner), T, 'following the new leader');
+    await f.waitFor(
+      (d) =>
+        f.decisions.indexOf(d) >= marks.get(f)! &&
+        d.type === 'role' &&
+        d.role === 'follower' &&
+        d.leaderPid === pidOf(winner),
+      T,
+      'following the new leader',
+    );
   }
   return winner;
 }
@@ -181,16 +230,25 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     await leader.connected();
     lab.mock.setMode('http500');
     const g = await newGoal('three runners, one outage of three turns');
-    await leader.waitFor((d) => d.type === 'backoff' && d.threadId === g.threadId && d.attempt === 3, T, 'the third backoff');
+    await leader.waitFor(
+      (d) => d.type === 'backoff' && d.threadId === g.threadId && d.attempt === 3,
+      T,
+      'the third backoff',
+    );
     lab.mock.setMode('goalComplete');
     const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
     await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
     assertNoCrash(list);
     // Nothing more: the followers stopped (none takes over), the leader settled and stopped.
     for (const r of list) if (r !== leader) assert.equal(await r.stop(), 0, 'a follower did not stop cleanly');
-    await settleAndStop(leader, (leader as RunnerProcess & { statePath: string }).statePath, { [g.threadId]: 'complete' });
+    await settleAndStop(leader, (leader as RunnerProcess & { statePath: string }).statePath, {
+      [g.threadId]: 'complete',
+    });
     await assertOneRecoveryPerFailedTurn(g, 3);
-    assert.deepEqual(leader.of('recovering', g.threadId).map((d) => d.attempt), [1, 2, 3]);
+    assert.deepEqual(
+      leader.of('recovering', g.threadId).map((d) => d.attempt),
+      [1, 2, 3],
+    );
     for (const r of list) assert.deepEqual(r.stderr, [], `runner ${pidOf(r)} wrote to stderr`);
   });
 
@@ -211,12 +269,22 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       const followers = list.filter((r) => r !== leader && r.running);
       const next = await killLeader(leader, followers);
       const { toLeaderMs, toConnectedMs } = takeovers.at(-1)!;
-      t.diagnostic(`round ${round}: killed ${killIn} ms into the backoff; takeover ${toLeaderMs} ms to leader, ${toConnectedMs} ms to connected`);
+      t.diagnostic(
+        `round ${round}: killed ${killIn} ms into the backoff; takeover ${toLeaderMs} ms to leader, ${toConnectedMs} ms to connected`,
+      );
       // The new leader took the thread over from the old leader's state: it never saw it active.
-      const handover = await next.waitFor((d) => d.type === 'handover' && Array.isArray(d.threads) && (d.threads as string[]).includes(g.threadId), T, 'the handover');
+      const handover = await next.waitFor(
+        (d) => d.type === 'handover' && Array.isArray(d.threads) && (d.threads as string[]).includes(g.threadId),
+        T,
+        'the handover',
+      );
       assert.ok(handover);
       assert.equal(next.of('armed', g.threadId).length, 0);
-      await next.waitFor((d) => d.type === 'recovered' && d.threadId === g.threadId, T, 'the recovery by the new leader');
+      await next.waitFor(
+        (d) => d.type === 'recovered' && d.threadId === g.threadId,
+        T,
+        'the recovery by the new leader',
+      );
       const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
       await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
       await settledOn(next, (next as RunnerProcess & { statePath: string }).statePath, { [g.threadId]: 'complete' });
@@ -226,18 +294,28 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       // Keep three runners: a fresh one joins as a follower.
       const fresh = runner('3');
       list.push(fresh);
-      await fresh.waitFor((d) => d.type === 'role', T, 'the new runner\'s role');
-      assert.deepEqual({ ...roleOf(fresh), ts: '' }, { ts: '', type: 'role', role: 'follower', leaderPid: pidOf(next), leaderWho: 'runner', target: lab.socket });
+      await fresh.waitFor((d) => d.type === 'role', T, "the new runner's role");
+      assert.deepEqual(
+        { ...roleOf(fresh), ts: '' },
+        { ts: '', type: 'role', role: 'follower', leaderPid: pidOf(next), leaderWho: 'runner', target: lab.socket },
+      );
       leader = next;
     }
     assertNoCrash(list.filter((r) => r.running));
     // The end: the followers stopped, the leader settled on every round's thread and stopped;
     // the daemon's record of every round once more.
-    for (const r of list) if (r !== leader && r.running) assert.equal(await r.stop(), 0, 'a follower did not stop cleanly');
-    await settleAndStop(leader, (leader as RunnerProcess & { statePath: string }).statePath, Object.fromEntries(goals.map((g) => [g.threadId, 'complete'])));
+    for (const r of list)
+      if (r !== leader && r.running) assert.equal(await r.stop(), 0, 'a follower did not stop cleanly');
+    await settleAndStop(
+      leader,
+      (leader as RunnerProcess & { statePath: string }).statePath,
+      Object.fromEntries(goals.map((g) => [g.threadId, 'complete'])),
+    );
     for (const g of goals) await assertOneRecoveryPerFailedTurn(g, 1);
     const ms = takeovers.map((x) => x.toLeaderMs);
-    t.diagnostic(`takeover to leader: ${ms.join(', ')} ms; to connected: ${takeovers.map((x) => x.toConnectedMs).join(', ')} ms`);
+    t.diagnostic(
+      `takeover to leader: ${ms.join(', ')} ms; to connected: ${takeovers.map((x) => x.toConnectedMs).join(', ')} ms`,
+    );
   });
 
   it('the leader SIGKILLed mid-backoff with no follower: it restarts on its own state file, leads again and recovers the failed turn exactly once (3 rounds)', async (t) => {
@@ -266,21 +344,43 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       assert.equal(role.role, 'leader', `the restarted runner does not lead: ${JSON.stringify(role)}`);
       const connected = await back.connected(T);
       restarts.push({ toLeaderMs: Date.parse(role.ts) - killedAt, toConnectedMs: Date.parse(connected.ts) - killedAt });
-      t.diagnostic(`round ${round}: killed ${killIn} ms into the backoff (due ${due - killedAt} ms after the kill); restarted runner leading ${restarts.at(-1)!.toLeaderMs} ms, connected ${restarts.at(-1)!.toConnectedMs} ms after the kill`);
+      t.diagnostic(
+        `round ${round}: killed ${killIn} ms into the backoff (due ${due - killedAt} ms after the kill); restarted runner leading ${restarts.at(-1)!.toLeaderMs} ms, connected ${restarts.at(-1)!.toConnectedMs} ms after the kill`,
+      );
       // The daemon's record: the goal active again, then complete; given until well past the due time.
-      const complete = await waitGoalStatus(user, g.threadId, 'complete', Math.max(due, Date.now()) + 20_000 - Date.now(), g.goalSetSeq).catch(() => null);
+      const complete = await waitGoalStatus(
+        user,
+        g.threadId,
+        'complete',
+        Math.max(due, Date.now()) + 20_000 - Date.now(),
+        g.goalSetSeq,
+      ).catch(() => null);
       const status = (await user.request('thread/goal/get', { threadId: g.threadId }, T)).goal.status;
-      assert.ok(complete, `the restarted leader never recovered the goal: it is still ${status}; on disk: ${JSON.stringify(savedWatch(statePath, g.threadId)?.state) ?? 'nothing'}\n${back.transcript()}`);
+      assert.ok(
+        complete,
+        `the restarted leader never recovered the goal: it is still ${status}; on disk: ${JSON.stringify(savedWatch(statePath, g.threadId)?.state) ?? 'nothing'}\n${back.transcript()}`,
+      );
       await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
       await settledOn(back, statePath, Object.fromEntries([...earlier, g.threadId].map((id) => [id, 'complete'])));
       assert.equal(back.of('handover').length, 0, 'a snapshot was handed over: no previous leader was alive');
-      assert.equal(back.of('armed', g.threadId).length, 0, 'the restarted runner armed the thread itself: it saw the goal active?');
+      assert.equal(
+        back.of('armed', g.threadId).length,
+        0,
+        'the restarted runner armed the thread itself: it saw the goal active?',
+      );
       const sets = back.of('recovering', g.threadId);
       assert.equal(sets.length, 1, `the restarted runner sent ${sets.length} sets`);
-      assert.ok(Date.parse(sets[0]!.ts) >= due - CLOCK_SLACK_MS, `the set went out ${due - Date.parse(sets[0]!.ts)} ms before the announced due time`);
+      assert.ok(
+        Date.parse(sets[0]!.ts) >= due - CLOCK_SLACK_MS,
+        `the set went out ${due - Date.parse(sets[0]!.ts)} ms before the announced due time`,
+      );
       await assertOneRecoveryPerFailedTurn(g, 1);
       // No thread of an earlier round is recovered again by the restart.
-      assert.deepEqual(back.of('recovering').filter((d) => earlier.includes(String(d.threadId))), [], 'an earlier round\'s thread was recovered again');
+      assert.deepEqual(
+        back.of('recovering').filter((d) => earlier.includes(String(d.threadId))),
+        [],
+        "an earlier round's thread was recovered again",
+      );
       earlier.push(g.threadId);
       rounds.push(g);
       leader = back;
@@ -295,7 +395,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     }
   });
 
-  it('the leader SIGKILLed right after its set: no second recovery, neither by the new leader nor later from the old runner\'s write-ahead intent', async (t) => {
+  it("the leader SIGKILLed right after its set: no second recovery, neither by the new leader nor later from the old runner's write-ahead intent", async (t) => {
     let leader = runner('1');
     await leader.waitFor((d) => d.type === 'role' && d.role === 'leader', T, 'the first runner leading');
     await leader.connected();
@@ -312,14 +412,18 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       const failed = await waitTurnCompleted(user, g.threadId, 'failed', T, g.goalSetSeq);
       lab.mock.setMode('goalComplete');
       failedTurnId = String(failed.params.turn.id);
-      await leader.waitFor((d) => d.type === 'recovering' && d.threadId === g.threadId, T, 'the leader\'s set');
+      await leader.waitFor((d) => d.type === 'recovering' && d.threadId === g.threadId, T, "the leader's set");
       await sleep(Math.round(random() * 5));
       const winner = await killLeader(leader, [follower]);
       assert.equal(winner, follower);
-      t.diagnostic(`attempt ${attempt}: takeover ${takeovers.at(-1)!.toLeaderMs} ms to leader, ${takeovers.at(-1)!.toConnectedMs} ms to connected`);
+      t.diagnostic(
+        `attempt ${attempt}: takeover ${takeovers.at(-1)!.toLeaderMs} ms to leader, ${takeovers.at(-1)!.toConnectedMs} ms to connected`,
+      );
       const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
       await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
-      await settledOn(winner, (winner as RunnerProcess & { statePath: string }).statePath, { [g.threadId]: 'complete' });
+      await settledOn(winner, (winner as RunnerProcess & { statePath: string }).statePath, {
+        [g.threadId]: 'complete',
+      });
       await assertOneRecoveryPerFailedTurn(g, 1);
       const saved = await readState(leader.statePath);
       if (saved.watches[g.threadId]?.pending?.failedTurnId === failedTurnId) {
@@ -344,11 +448,17 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     // before the kill; either way its own file holds the old intent, which it must resolve from
     // the daemon's state without a second set.
     await killLeader(leader, [back]);
-    t.diagnostic(`the restarted runner ${back.of('handover').length > 0 ? 'took the thread from the last leader\'s snapshot' : 'took nothing from the last leader\'s snapshot: it resolved its own intent'}`);
+    t.diagnostic(
+      `the restarted runner ${back.of('handover').length > 0 ? "took the thread from the last leader's snapshot" : "took nothing from the last leader's snapshot: it resolved its own intent"}`,
+    );
     // Settled on its first look at the daemon (where a second set would be decided: the thread
     // complete on disk, nothing planned), then stopped: no fixed wait for a set that must not come.
     await settleAndStop(back, killed.statePath, { [g!.threadId]: 'complete' });
-    assert.equal(back.of('recovering', g!.threadId).length, 0, `the old intent produced a second set\n${back.transcript()}`);
+    assert.equal(
+      back.of('recovering', g!.threadId).length,
+      0,
+      `the old intent produced a second set\n${back.transcript()}`,
+    );
     await assertOneRecoveryPerFailedTurn(g!, 1);
     assert.deepEqual(back.stderr, []);
     assert.deepEqual(engineLinesWhileFollowing(back), [], 'the restarted runner ran an engine while following');
@@ -367,11 +477,15 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
   after(() => {
     if (takeovers.length > 0) {
       const s = takeovers.map((x) => x.toLeaderMs).sort((x, y) => x - y);
-      process.stdout.write(`# takeover to leader over ${s.length} kills: min ${s[0]} ms, median ${s[Math.floor(s.length / 2)]} ms, max ${s.at(-1)} ms\n`);
+      process.stdout.write(
+        `# takeover to leader over ${s.length} kills: min ${s[0]} ms, median ${s[Math.floor(s.length / 2)]} ms, max ${s.at(-1)} ms\n`,
+      );
     }
     if (restarts.length > 0) {
       const s = restarts.map((x) => x.toConnectedMs).sort((x, y) => x - y);
-      process.stdout.write(`# a killed leader restarted alone on its own file, SIGKILL to connected over ${s.length} restarts: min ${s[0]} ms, median ${s[Math.floor(s.length / 2)]} ms, max ${s.at(-1)} ms\n`);
+      process.stdout.write(
+        `# a killed leader restarted alone on its own file, SIGKILL to connected over ${s.length} restarts: min ${s[0]} ms, median ${s[Math.floor(s.length / 2)]} ms, max ${s.at(-1)} ms\n`,
+      );
     }
   });
 });

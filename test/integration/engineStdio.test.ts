@@ -10,7 +10,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { connectDaemon } from '../../src/protocol/client';
 import type { DaemonSession } from '../../src/protocol/daemon';
-import { codexBinary, codexEnv, isAlive, killAllTracked, makeCodexHome, sleep, type CodexHome } from '../../src/demo/codexProcesses';
+import {
+  codexBinary,
+  codexEnv,
+  isAlive,
+  killAllTracked,
+  makeCodexHome,
+  sleep,
+  type CodexHome,
+} from '../../src/demo/codexProcesses';
 import { startMockModel, type MockModel } from '../../src/demo/mockModel';
 import { RealEngine } from '../support/realEngine';
 import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
@@ -26,10 +34,17 @@ describe('engine over stdio against the real app-server', () => {
   before(async () => {
     mock = await startMockModel();
     home = await makeCodexHome(mock.url);
-    real = await RealEngine.start(async (listener) => {
-      session = await connectDaemon({ kind: 'stdio', command: codexBinary(), args: ['app-server'], env: codexEnv(home.dir) }, listener, { clientVersion: 'test' });
-      return session;
-    }, { baseDelayMs: 500, maxDelayMs: 2_000 });
+    real = await RealEngine.start(
+      async (listener) => {
+        session = await connectDaemon(
+          { kind: 'stdio', command: codexBinary(), args: ['app-server'], env: codexEnv(home.dir) },
+          listener,
+          { clientVersion: 'test' },
+        );
+        return session;
+      },
+      { baseDelayMs: 500, maxDelayMs: 2_000 },
+    );
   });
 
   after(async () => {
@@ -46,7 +61,12 @@ describe('engine over stdio against the real app-server', () => {
     const cwd = fs.mkdtempSync(path.join(real.dir, 'cwd-'));
     const { thread } = (await s.request('thread/start', { cwd })) as { thread: { id: string; path: string | null } };
     mock.setMode('dropStream');
-    await s.request('thread/goal/set', { threadId: thread.id, status: 'active', objective: 'survive a dropped stream', origin: 'user' });
+    await s.request('thread/goal/set', {
+      threadId: thread.id,
+      status: 'active',
+      objective: 'survive a dropped stream',
+      origin: 'user',
+    });
     await real.until(() => decisions.some((d) => d.type === 'backoff' && d.threadId === thread.id), 'the backoff');
     const backoff = decisions.find((d) => d.type === 'backoff');
     assert.ok(backoff && backoff.type === 'backoff' && backoff.error === 'other');
@@ -56,7 +76,9 @@ describe('engine over stdio against the real app-server', () => {
     await real.settle();
     assert.equal(engine.watch(thread.id)?.state.kind, 'complete');
     // The daemon's record: one failed turn, recovered by exactly one automatic activation.
-    const rolloutPath = thread.path ?? String(((await s.request('thread/read', { threadId: thread.id })) as { thread: { path: string } }).thread.path);
+    const rolloutPath =
+      thread.path ??
+      String(((await s.request('thread/read', { threadId: thread.id })) as { thread: { path: string } }).thread.path);
     const record = await daemonRecord(s, thread.id, rolloutPath);
     assert.deepEqual(record.turns.map((t) => t.status).sort(), ['completed', 'failed']);
     assert.equal(record.failed[0], backoff.failedTurnId);
@@ -68,7 +90,7 @@ describe('engine over stdio against the real app-server', () => {
     // Stopping the engine ends the private app-server's whole process group.
     const pid = Number(/pid (\d+)/.exec(s.describe)?.[1]);
     await engine.stop();
-    for (const deadline = Date.now() + 5_000; isAlive(pid) && Date.now() < deadline; ) await sleep(20);
+    for (const deadline = Date.now() + 5_000; isAlive(pid) && Date.now() < deadline;) await sleep(20);
     assert.equal(isAlive(pid), false, 'the stdio app-server outlived the engine by 5 s');
   });
 });

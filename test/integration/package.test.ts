@@ -9,10 +9,25 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 describe('packaging', () => {
   it('vsce packages exactly the files that run', () => {
-    const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'vsce'), ['ls', '--no-dependencies'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'vsce'), ['ls', '--no-dependencies'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     assert.equal(r.status, 0, r.stderr);
-    const files = r.stdout.split('\n').map((l) => l.trim()).filter(Boolean).sort();
-    assert.deepEqual(files, ['CHANGELOG.md', 'LICENSE', 'README.md', 'dist/extension.js', 'media/icon.svg', 'package.json']);
+    const files = r.stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .sort();
+    assert.deepEqual(files, [
+      'CHANGELOG.md',
+      'LICENSE',
+      'README.md',
+      'dist/extension.js',
+      'media/icon.svg',
+      'package.json',
+    ]);
   });
 
   it('the extension bundle exists, has vscode external, and stays small', () => {

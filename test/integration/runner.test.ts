@@ -23,10 +23,32 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import { controlSocketPath, daemonPid, killAllTracked, makeCodexHome, restartDaemon, sleep, startDaemon, stopDaemon, trackedAlive, type CodexHome } from '../../src/demo/codexProcesses';
-import { startThreadWithGoal, UserClient, waitGoalStatus, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/userClient';
+import {
+  controlSocketPath,
+  daemonPid,
+  killAllTracked,
+  makeCodexHome,
+  restartDaemon,
+  sleep,
+  startDaemon,
+  stopDaemon,
+  trackedAlive,
+  type CodexHome,
+} from '../../src/demo/codexProcesses';
+import {
+  startThreadWithGoal,
+  UserClient,
+  waitGoalStatus,
+  waitTurnCompleted,
+  type StartedGoalThread,
+} from '../../src/demo/userClient';
 import { CLI, RunnerProcess, settleAndStop } from '../support/runnerProcess';
-import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord, type DaemonRecord } from '../support/daemonJudge';
+import {
+  assertNoAutomaticSet,
+  assertOneRecoveryPerFailedTurn,
+  daemonRecord,
+  type DaemonRecord,
+} from '../support/daemonJudge';
 import { spawnSync } from 'node:child_process';
 
 const T = 60_000;
@@ -76,7 +98,10 @@ function runner(extra: string[] = ['--base-delay', '0.5', '--max-delay', '2']): 
   return r;
 }
 
-async function goal(objective: string, opts: Parameters<typeof startThreadWithGoal>[2] = {}): Promise<StartedGoalThread> {
+async function goal(
+  objective: string,
+  opts: Parameters<typeof startThreadWithGoal>[2] = {},
+): Promise<StartedGoalThread> {
   const t = await startThreadWithGoal(env.user, objective, { timeoutMs: T, ...opts });
   env.threads.push(t);
   return t;
@@ -117,8 +142,15 @@ function assertSavedRecovered(threadId: string, failedTurnId: string): SavedWatc
   assert.ok(w, 'the stopped runner saved no record of the thread');
   assert.equal(w.pending, null, `an intent is still pending: ${JSON.stringify(w)}`);
   assert.deepEqual(w.recovered, [failedTurnId], `recovered: ${JSON.stringify(w)}`);
-  assert.equal(w.history.filter((h) => h.outcome === 'recovered' && h.failedTurnId === failedTurnId).length, 1, `the recovery is not recorded exactly once: ${JSON.stringify(w.history)}`);
-  assert.ok(!['backoff', 'recovering', 'usageLimited'].includes(w.state.kind), `a recovery is still planned: ${JSON.stringify(w.state)}`);
+  assert.equal(
+    w.history.filter((h) => h.outcome === 'recovered' && h.failedTurnId === failedTurnId).length,
+    1,
+    `the recovery is not recorded exactly once: ${JSON.stringify(w.history)}`,
+  );
+  assert.ok(
+    !['backoff', 'recovering', 'usageLimited'].includes(w.state.kind),
+    `a recovery is still planned: ${JSON.stringify(w.state)}`,
+  );
   return w;
 }
 
@@ -136,7 +168,11 @@ async function record(t: StartedGoalThread): Promise<DaemonRecord> {
  */
 async function assertRecoveredOnceByDaemon(t: StartedGoalThread, ...failedTurnIds: string[]): Promise<{ at: number }> {
   const r = await record(t);
-  assert.deepEqual(r.turns.map((x) => x.status).sort(), [...failedTurnIds.map(() => 'failed'), 'completed'].sort(), `turns: ${JSON.stringify(r.turns)}`);
+  assert.deepEqual(
+    r.turns.map((x) => x.status).sort(),
+    [...failedTurnIds.map(() => 'failed'), 'completed'].sort(),
+    `turns: ${JSON.stringify(r.turns)}`,
+  );
   assert.deepEqual([...r.failed].sort(), [...failedTurnIds].sort(), 'the failed turns');
   assertOneRecoveryPerFailedTurn(r);
   assert.equal(r.goalStatus, 'complete');
@@ -144,31 +180,41 @@ async function assertRecoveredOnceByDaemon(t: StartedGoalThread, ...failedTurnId
 }
 
 describe('runner against the real daemon (control socket)', () => {
-  it('recovers an outage of 3 failed turns after 3 backoffs, with exactly one set per failed turn', { timeout: 2 * T }, async () => {
-    const r = runner();
-    await r.connected();
-    env.mock.setMode('http500');
-    const t = await goal('outage of three turns');
-    await r.waitFor((d) => d.type === 'backoff' && d.attempt === 3, T, 'the third backoff');
-    env.mock.setMode('goalComplete');
-    const complete = await waitGoalStatus(env.user, t.threadId, 'complete', T, t.goalSetSeq);
-    await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
-    await r.waitFor((d) => d.type === 'recovered' && d.attempt === 3, T, 'the third recovery');
-    // Nothing more: settled (the goal complete on disk, nothing planned) and stopped cleanly.
-    await settleAndStop(r, env.state, { [t.threadId]: 'complete' });
-    // The daemon's record: three failed turns, each re-activated exactly once, none twice.
-    const failedTurnIds = r.of('backoff', t.threadId).map((d) => String(d.failedTurnId));
-    await assertRecoveredOnceByDaemon(t, ...failedTurnIds);
-    // The runner's own lines (its contract), in addition.
-    const recovering = r.of('recovering', t.threadId);
-    assert.deepEqual(recovering.map((d) => d.attempt), [1, 2, 3]);
-    assert.equal(new Set(recovering.map((d) => d.failedTurnId)).size, 3, 'two sets for one failed turn');
-    assert.deepEqual(r.of('backoff', t.threadId).map((d) => d.attempt), [1, 2, 3]);
-    assert.equal(r.of('recovering').length, 3, 'recovered a completed goal');
-    const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], { encoding: 'utf8' });
-    assert.equal(status.status, 0, status.stderr);
-    assert.match(status.stdout, new RegExp(`${t.threadId}\\s+complete`));
-  });
+  it(
+    'recovers an outage of 3 failed turns after 3 backoffs, with exactly one set per failed turn',
+    { timeout: 2 * T },
+    async () => {
+      const r = runner();
+      await r.connected();
+      env.mock.setMode('http500');
+      const t = await goal('outage of three turns');
+      await r.waitFor((d) => d.type === 'backoff' && d.attempt === 3, T, 'the third backoff');
+      env.mock.setMode('goalComplete');
+      const complete = await waitGoalStatus(env.user, t.threadId, 'complete', T, t.goalSetSeq);
+      await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
+      await r.waitFor((d) => d.type === 'recovered' && d.attempt === 3, T, 'the third recovery');
+      // Nothing more: settled (the goal complete on disk, nothing planned) and stopped cleanly.
+      await settleAndStop(r, env.state, { [t.threadId]: 'complete' });
+      // The daemon's record: three failed turns, each re-activated exactly once, none twice.
+      const failedTurnIds = r.of('backoff', t.threadId).map((d) => String(d.failedTurnId));
+      await assertRecoveredOnceByDaemon(t, ...failedTurnIds);
+      // The runner's own lines (its contract), in addition.
+      const recovering = r.of('recovering', t.threadId);
+      assert.deepEqual(
+        recovering.map((d) => d.attempt),
+        [1, 2, 3],
+      );
+      assert.equal(new Set(recovering.map((d) => d.failedTurnId)).size, 3, 'two sets for one failed turn');
+      assert.deepEqual(
+        r.of('backoff', t.threadId).map((d) => d.attempt),
+        [1, 2, 3],
+      );
+      assert.equal(r.of('recovering').length, 3, 'recovered a completed goal');
+      const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], { encoding: 'utf8' });
+      assert.equal(status.status, 0, status.stderr);
+      assert.match(status.stdout, new RegExp(`${t.threadId}\\s+complete`));
+    },
+  );
 
   // --base-delay 4: the backoff (2–4 s) outlasts the user's pause request and its disarm line.
   it('a user pause during backoff stops the recovery', { timeout: T }, async () => {
@@ -187,71 +233,106 @@ describe('runner against the real daemon (control socket)', () => {
     assert.equal(r.of('recovering').length, 0, 'a recovering line for a goal the user paused');
   });
 
-  it('never touches a model-set block (even if its turn then fails), a complete goal or a budget-limited goal', { timeout: 2 * T }, async () => {
-    const r = runner();
-    await r.connected();
-    env.mock.setMode('goalBlocked');
-    const blocked = await goal('the model blocks it');
-    await waitGoalStatus(env.user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
-    env.mock.setMode('goalBlocked');
-    const blockedThenFailed = await goal('the model blocks it, then its turn fails');
-    await waitGoalStatus(env.user, blockedThenFailed.threadId, 'blocked', T, blockedThenFailed.goalSetSeq);
-    env.mock.setMode('http500'); // the answer to the tool's output fails: blocked goal, failed turn
-    await waitTurnCompleted(env.user, blockedThenFailed.threadId, 'failed', T, blockedThenFailed.goalSetSeq);
-    env.mock.setMode('goalComplete');
-    const complete = await goal('the model completes it');
-    await waitGoalStatus(env.user, complete.threadId, 'complete', T, complete.goalSetSeq);
-    env.mock.setMode('healthy');
-    const budget = await goal('runs out of budget', { tokenBudget: 1 });
-    await waitGoalStatus(env.user, budget.threadId, 'budgetLimited', T, budget.goalSetSeq);
-    // Each decided on disk (and nothing planned), then stopped: any recovery it wrongly
-    // planned would have been waited out and sent by then.
-    await settleAndStop(r, env.state, { [blocked.threadId]: 'modelBlocked', [blockedThenFailed.threadId]: 'modelBlocked', [complete.threadId]: 'complete', [budget.threadId]: 'budgetLimited' });
-    for (const [t, status] of [[blocked, 'blocked'], [blockedThenFailed, 'blocked'], [complete, 'complete'], [budget, 'budgetLimited']] as const) {
-      const d = await record(t);
-      assertNoAutomaticSet(d, `a set on a goal that is ${status}`);
-      assert.equal(d.goalStatus, status);
-    }
-    assert.equal(r.of('recovering').length, 0, `touched a goal it must leave alone\n${r.transcript()}`);
-    const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], { encoding: 'utf8' });
-    assert.match(status.stdout, /blocked by the model/);
-    assert.match(status.stdout, /budget limit reached/);
-  });
+  it(
+    'never touches a model-set block (even if its turn then fails), a complete goal or a budget-limited goal',
+    { timeout: 2 * T },
+    async () => {
+      const r = runner();
+      await r.connected();
+      env.mock.setMode('goalBlocked');
+      const blocked = await goal('the model blocks it');
+      await waitGoalStatus(env.user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
+      env.mock.setMode('goalBlocked');
+      const blockedThenFailed = await goal('the model blocks it, then its turn fails');
+      await waitGoalStatus(env.user, blockedThenFailed.threadId, 'blocked', T, blockedThenFailed.goalSetSeq);
+      env.mock.setMode('http500'); // the answer to the tool's output fails: blocked goal, failed turn
+      await waitTurnCompleted(env.user, blockedThenFailed.threadId, 'failed', T, blockedThenFailed.goalSetSeq);
+      env.mock.setMode('goalComplete');
+      const complete = await goal('the model completes it');
+      await waitGoalStatus(env.user, complete.threadId, 'complete', T, complete.goalSetSeq);
+      env.mock.setMode('healthy');
+      const budget = await goal('runs out of budget', { tokenBudget: 1 });
+      await waitGoalStatus(env.user, budget.threadId, 'budgetLimited', T, budget.goalSetSeq);
+      // Each decided on disk (and nothing planned), then stopped: any recovery it wrongly
+      // planned would have been waited out and sent by then.
+      await settleAndStop(r, env.state, {
+        [blocked.threadId]: 'modelBlocked',
+        [blockedThenFailed.threadId]: 'modelBlocked',
+        [complete.threadId]: 'complete',
+        [budget.threadId]: 'budgetLimited',
+      });
+      for (const [t, status] of [
+        [blocked, 'blocked'],
+        [blockedThenFailed, 'blocked'],
+        [complete, 'complete'],
+        [budget, 'budgetLimited'],
+      ] as const) {
+        const d = await record(t);
+        assertNoAutomaticSet(d, `a set on a goal that is ${status}`);
+        assert.equal(d.goalStatus, status);
+      }
+      assert.equal(r.of('recovering').length, 0, `touched a goal it must leave alone\n${r.transcript()}`);
+      const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], { encoding: 'utf8' });
+      assert.match(status.stdout, /blocked by the model/);
+      assert.match(status.stdout, /budget limit reached/);
+    },
+  );
 
-  it('never answers a pending approval nor competes with it; the user\'s accept still runs the command', { timeout: 2 * T }, async () => {
-    const sandboxLeftover = `/tmp/codex-bwrap-synthetic-mount-targets-${process.getuid?.() ?? 0}`;
-    const hadLeftover = fs.existsSync(sandboxLeftover);
-    const r = runner();
-    await r.connected();
-    const file = path.join(env.dir, 'approved.txt');
-    env.mock.setMode('slow', { delayMs: 2_000 });
-    const t = await goal('needs an approval', { approvalPolicy: 'untrusted', sandbox: 'workspace-write' });
-    await r.waitFor((d) => d.type === 'armed' && d.threadId === t.threadId, T, 'armed');
-    env.mock.setMode('approval', { file });
-    const request = await env.user.waitForServerRequest((m) => m.method === 'item/commandExecution/requestApproval', T);
-    // The runner, subscribed to the thread, received the same request and left it alone.
-    await r.waitFor((d) => d.type === 'skipped' && d.reason === 'waiting for the user', T, 'the runner seeing the approval');
-    // No fixed wait: the runner, settled on the approval, is stopped cleanly while it is pending
-    // (its stop waits for its work under way; what it sent went out before its connection
-    // closed). The request must still be the user's: the daemon has not resolved it.
-    await settleAndStop(r, env.state, { [t.threadId]: 'waitingApproval' });
-    assert.equal(fs.existsSync(file), false, 'the command ran before the user answered: someone accepted it');
-    // (The daemon gives every connection the same request id, measured: docs/daemon-behaviour.md (e).)
-    const resolved = (since: number) => env.user.notifications.filter((n) => n.seq > since && n.method === 'serverRequest/resolved' && n.params?.threadId === t.threadId);
-    assert.deepEqual(resolved(0), [], 'the approval was resolved before the user answered it');
-    env.mock.setMode('goalComplete');
-    const answeredAt = env.user.lastSeq;
-    env.user.respond(request.id!, { decision: "accept" });
-    await waitGoalStatus(env.user, t.threadId, 'complete', T, t.goalSetSeq);
-    assert.ok(fs.existsSync(file), 'the user\'s accept did not run the command: someone declined first');
-    assert.equal(resolved(answeredAt).length, resolved(0).length, 'the approval was resolved before the user answered it');
-    assert.ok(resolved(answeredAt).some((n) => String(n.params?.requestId) === String(request.id)), 'the user\'s answer resolved no request');
-    // The daemon's record: no automatic set on the thread.
-    const d = await record(t);
-    assertNoAutomaticSet(d, 'competed with a pending approval');
-    assert.equal(r.of('recovering').length, 0, 'competed with a pending approval');
-    if (!hadLeftover) fs.rmSync(sandboxLeftover, { recursive: true, force: true });
-  });
+  it(
+    "never answers a pending approval nor competes with it; the user's accept still runs the command",
+    { timeout: 2 * T },
+    async () => {
+      const sandboxLeftover = `/tmp/codex-bwrap-synthetic-mount-targets-${process.getuid?.() ?? 0}`;
+      const hadLeftover = fs.existsSync(sandboxLeftover);
+      const r = runner();
+      await r.connected();
+      const file = path.join(env.dir, 'approved.txt');
+      env.mock.setMode('slow', { delayMs: 2_000 });
+      const t = await goal('needs an approval', { approvalPolicy: 'untrusted', sandbox: 'workspace-write' });
+      await r.waitFor((d) => d.type === 'armed' && d.threadId === t.threadId, T, 'armed');
+      env.mock.setMode('approval', { file });
+      const request = await env.user.waitForServerRequest(
+        (m) => m.method === 'item/commandExecution/requestApproval',
+        T,
+      );
+      // The runner, subscribed to the thread, received the same request and left it alone.
+      await r.waitFor(
+        (d) => d.type === 'skipped' && d.reason === 'waiting for the user',
+        T,
+        'the runner seeing the approval',
+      );
+      // No fixed wait: the runner, settled on the approval, is stopped cleanly while it is pending
+      // (its stop waits for its work under way; what it sent went out before its connection
+      // closed). The request must still be the user's: the daemon has not resolved it.
+      await settleAndStop(r, env.state, { [t.threadId]: 'waitingApproval' });
+      assert.equal(fs.existsSync(file), false, 'the command ran before the user answered: someone accepted it');
+      // (The daemon gives every connection the same request id, measured: docs/daemon-behaviour.md (e).)
+      const resolved = (since: number) =>
+        env.user.notifications.filter(
+          (n) => n.seq > since && n.method === 'serverRequest/resolved' && n.params?.threadId === t.threadId,
+        );
+      assert.deepEqual(resolved(0), [], 'the approval was resolved before the user answered it');
+      env.mock.setMode('goalComplete');
+      const answeredAt = env.user.lastSeq;
+      env.user.respond(request.id!, { decision: 'accept' });
+      await waitGoalStatus(env.user, t.threadId, 'complete', T, t.goalSetSeq);
+      assert.ok(fs.existsSync(file), "the user's accept did not run the command: someone declined first");
+      assert.equal(
+        resolved(answeredAt).length,
+        resolved(0).length,
+        'the approval was resolved before the user answered it',
+      );
+      assert.ok(
+        resolved(answeredAt).some((n) => String(n.params?.requestId) === String(request.id)),
+        "the user's answer resolved no request",
+      );
+      // The daemon's record: no automatic set on the thread.
+      const d = await record(t);
+      assertNoAutomaticSet(d, 'competed with a pending approval');
+      assert.equal(r.of('recovering').length, 0, 'competed with a pending approval');
+      if (!hadLeftover) fs.rmSync(sandboxLeftover, { recursive: true, force: true });
+    },
+  );
 
   // The daemon restarted during a backoff, both ways: `daemon restart` (SIGTERM, drains, loads
   // the threads again by itself) and a crash (SIGKILL to its process group, then `daemon
@@ -273,7 +354,11 @@ describe('runner against the real daemon (control socket)', () => {
         process.kill(-pid, 'SIGKILL');
       }
       await restartDaemon(env.home.dir);
-      await r.waitFor((d) => d.type === 'connection' && d.state === 'connected' && r.of('connection').indexOf(d) > 0, T, 'reconnect');
+      await r.waitFor(
+        (d) => d.type === 'connection' && d.state === 'connected' && r.of('connection').indexOf(d) > 0,
+        T,
+        'reconnect',
+      );
       env.user = await UserClient.overSocket(controlSocketPath(env.home.dir), { name: 'test-user-2' });
       if (how === 'SIGKILL + daemon restart') await env.user.request('thread/resume', { threadId: t.threadId }, T);
       const recovered = await r.waitFor((d) => d.type === 'recovered' && d.threadId === t.threadId, T, 'the recovery');
@@ -295,83 +380,114 @@ describe('runner against the real daemon (control socket)', () => {
   // no record of is never adopted). With SIGINT instead of SIGKILL the first runner saves on its
   // way out: the same steps must end the same way.
   for (const how of ENDINGS) {
-    it(`issue 8: a runner ${how === 'SIGKILL' ? 'SIGKILLed' : 'stopped (SIGINT)'} 600 ms into a backoff and restarted on the same --state recovers the failed turn exactly once, not before its due time`, { timeout: 2 * T }, async () => {
-      const args = ['--base-delay', '3', '--max-delay', '3'];
-      const first = runner(args);
-      await first.connected();
-      env.mock.setMode('http500');
-      const t = await goal(`issue 8 (${how})`);
-      await first.waitFor((d) => d.type === 'armed' && d.threadId === t.threadId, T, 'armed');
-      const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
-      const failedTurnId = String(failed.params.turn.id);
-      const backoff = await first.waitFor((d) => d.type === 'backoff' && d.threadId === t.threadId, T, 'backoff');
-      assert.equal(backoff.failedTurnId, failedTurnId);
-      const due = Number(backoff.dueAt);
-      env.mock.setMode('goalComplete');
-      // The fault itself is timed: 600 ms after the announcement.
-      await sleep(Math.max(0, Date.parse(backoff.ts) + 600 - Date.now()));
-      assert.equal(first.of('recovering', t.threadId).length, 0, 'the recovery was due already');
-      await end(first, how);
-      const endedAt = Date.now();
-      assert.ok(endedAt < due, `the runner ended ${endedAt - due} ms after the due time: not during the backoff`);
-      const left = saved(t.threadId); // what the first runner left on disk (shown if the recovery is lost)
+    it(
+      `issue 8: a runner ${how === 'SIGKILL' ? 'SIGKILLed' : 'stopped (SIGINT)'} 600 ms into a backoff and restarted on the same --state recovers the failed turn exactly once, not before its due time`,
+      { timeout: 2 * T },
+      async () => {
+        const args = ['--base-delay', '3', '--max-delay', '3'];
+        const first = runner(args);
+        await first.connected();
+        env.mock.setMode('http500');
+        const t = await goal(`issue 8 (${how})`);
+        await first.waitFor((d) => d.type === 'armed' && d.threadId === t.threadId, T, 'armed');
+        const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
+        const failedTurnId = String(failed.params.turn.id);
+        const backoff = await first.waitFor((d) => d.type === 'backoff' && d.threadId === t.threadId, T, 'backoff');
+        assert.equal(backoff.failedTurnId, failedTurnId);
+        const due = Number(backoff.dueAt);
+        env.mock.setMode('goalComplete');
+        // The fault itself is timed: 600 ms after the announcement.
+        await sleep(Math.max(0, Date.parse(backoff.ts) + 600 - Date.now()));
+        assert.equal(first.of('recovering', t.threadId).length, 0, 'the recovery was due already');
+        await end(first, how);
+        const endedAt = Date.now();
+        assert.ok(endedAt < due, `the runner ended ${endedAt - due} ms after the due time: not during the backoff`);
+        const left = saved(t.threadId); // what the first runner left on disk (shown if the recovery is lost)
 
-      const second = runner(args);
-      await second.connected();
-      // The daemon's record: the goal becomes active again and completes. Given until well past
-      // the due time (the restarted runner may come up after it: then it acts at once).
-      const deadline = Math.max(due, Date.now()) + 20_000;
-      const complete = await waitGoalStatus(env.user, t.threadId, 'complete', deadline - Date.now(), failed.seq).catch(() => null);
-      const status = (await env.user.request('thread/goal/get', { threadId: t.threadId }, T)).goal.status;
-      assert.ok(complete, `the restarted runner never recovered the goal: it is still ${status} ${Math.round((Date.now() - due) / 1000)} s after its announced due time; what the ${how === 'SIGKILL' ? 'killed' : 'stopped'} runner had saved for the thread: ${JSON.stringify(left) ?? 'nothing'}; the restarted runner has it as ${JSON.stringify(saved(t.threadId)?.state) ?? 'nothing'} on disk\n--- restarted runner ---\n${second.transcript()}`);
-      await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
-      await settleAndStop(second, env.state, { [t.threadId]: 'complete' });
+        const second = runner(args);
+        await second.connected();
+        // The daemon's record: the goal becomes active again and completes. Given until well past
+        // the due time (the restarted runner may come up after it: then it acts at once).
+        const deadline = Math.max(due, Date.now()) + 20_000;
+        const complete = await waitGoalStatus(
+          env.user,
+          t.threadId,
+          'complete',
+          deadline - Date.now(),
+          failed.seq,
+        ).catch(() => null);
+        const status = (await env.user.request('thread/goal/get', { threadId: t.threadId }, T)).goal.status;
+        assert.ok(
+          complete,
+          `the restarted runner never recovered the goal: it is still ${status} ${Math.round((Date.now() - due) / 1000)} s after its announced due time; what the ${how === 'SIGKILL' ? 'killed' : 'stopped'} runner had saved for the thread: ${JSON.stringify(left) ?? 'nothing'}; the restarted runner has it as ${JSON.stringify(saved(t.threadId)?.state) ?? 'nothing'} on disk\n--- restarted runner ---\n${second.transcript()}`,
+        );
+        await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
+        await settleAndStop(second, env.state, { [t.threadId]: 'complete' });
 
-      const activation = await assertRecoveredOnceByDaemon(t, failedTurnId);
-      assert.equal(first.of('recovering', t.threadId).length, 0);
-      assert.equal(second.of('recovering', t.threadId).length, 1, `the restarted runner sent ${second.of('recovering', t.threadId).length} sets`);
-      // It took the thread over from the file: it never saw the goal active, so it never armed it.
-      assert.equal(second.of('armed', t.threadId).length, 0, 'the restarted runner armed the thread itself');
-      // The due time the first runner announced is the one it saved, and nothing acted before it.
-      assert.equal(left?.lastFailure?.dueAt, due, `the announced due time was not on disk when the runner ended: ${JSON.stringify(left)}`);
-      const set = second.of('recovering', t.threadId)[0]!;
-      assert.ok(Date.parse(set.ts) >= due - CLOCK_SLACK_MS, `the restarted runner sent its set ${due - Date.parse(set.ts)} ms before the due time`);
-      assert.ok(activation.at >= due - CLOCK_SLACK_MS, `the daemon recorded the activation ${due - activation.at} ms before the due time`);
-      assertSavedRecovered(t.threadId, failedTurnId);
-    });
+        const activation = await assertRecoveredOnceByDaemon(t, failedTurnId);
+        assert.equal(first.of('recovering', t.threadId).length, 0);
+        assert.equal(
+          second.of('recovering', t.threadId).length,
+          1,
+          `the restarted runner sent ${second.of('recovering', t.threadId).length} sets`,
+        );
+        // It took the thread over from the file: it never saw the goal active, so it never armed it.
+        assert.equal(second.of('armed', t.threadId).length, 0, 'the restarted runner armed the thread itself');
+        // The due time the first runner announced is the one it saved, and nothing acted before it.
+        assert.equal(
+          left?.lastFailure?.dueAt,
+          due,
+          `the announced due time was not on disk when the runner ended: ${JSON.stringify(left)}`,
+        );
+        const set = second.of('recovering', t.threadId)[0]!;
+        assert.ok(
+          Date.parse(set.ts) >= due - CLOCK_SLACK_MS,
+          `the restarted runner sent its set ${due - Date.parse(set.ts)} ms before the due time`,
+        );
+        assert.ok(
+          activation.at >= due - CLOCK_SLACK_MS,
+          `the daemon recorded the activation ${due - activation.at} ms before the due time`,
+        );
+        assertSavedRecovered(t.threadId, failedTurnId);
+      },
+    );
   }
 
   // The runner ended right after its set reached the daemon: a crash (the outcome may not be on
   // disk: only the write-ahead intent, which the restarted runner resolves from the daemon's
   // state), or a clean stop (it waits for the set's reply and saves the outcome).
   for (const how of ENDINGS) {
-    it(`a runner ${how === 'SIGKILL' ? 'killed' : 'stopped (SIGINT)'} right after sending the set does not send a second one when restarted`, { timeout: 2 * T }, async () => {
-      const first = runner();
-      await first.connected();
-      env.mock.setMode('http500');
-      const t = await goal(`runner ends mid-recovery (${how})`);
-      await first.waitFor((d) => d.type === 'backoff', T, 'backoff');
-      env.mock.setMode('goalComplete');
-      const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
-      const failedTurnId = String(failed.params.turn.id);
-      await first.waitFor((d) => d.type === 'recovering', T, 'recovering');
-      // The set reached the daemon: end the runner now, before it can record the outcome.
-      await waitGoalStatus(env.user, t.threadId, 'active', T, failed.seq);
-      await end(first, how);
-      const complete = await waitGoalStatus(env.user, t.threadId, 'complete', T, failed.seq);
-      await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
-      const second = runner();
-      await second.connected();
-      // Settled on its first look at the daemon (where a second set would be decided: its stop
-      // waits for that look) and stopped; it saved what it decided.
-      await settleAndStop(second, env.state, { [t.threadId]: 'complete' });
-      assert.equal(second.of('recovering').length, 0, `sent a second set after the restart\n${second.transcript()}`);
-      // On disk, the recovery is recorded exactly once (the first runner may have printed it
-      // before it died, without saving it: then the second confirms it from the daemon's state).
-      const w = assertSavedRecovered(t.threadId, failedTurnId);
-      assert.equal(w.state.kind, 'complete');
-      await assertRecoveredOnceByDaemon(t, failedTurnId);
-    });
+    it(
+      `a runner ${how === 'SIGKILL' ? 'killed' : 'stopped (SIGINT)'} right after sending the set does not send a second one when restarted`,
+      { timeout: 2 * T },
+      async () => {
+        const first = runner();
+        await first.connected();
+        env.mock.setMode('http500');
+        const t = await goal(`runner ends mid-recovery (${how})`);
+        await first.waitFor((d) => d.type === 'backoff', T, 'backoff');
+        env.mock.setMode('goalComplete');
+        const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
+        const failedTurnId = String(failed.params.turn.id);
+        await first.waitFor((d) => d.type === 'recovering', T, 'recovering');
+        // The set reached the daemon: end the runner now, before it can record the outcome.
+        await waitGoalStatus(env.user, t.threadId, 'active', T, failed.seq);
+        await end(first, how);
+        const complete = await waitGoalStatus(env.user, t.threadId, 'complete', T, failed.seq);
+        await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
+        const second = runner();
+        await second.connected();
+        // Settled on its first look at the daemon (where a second set would be decided: its stop
+        // waits for that look) and stopped; it saved what it decided.
+        await settleAndStop(second, env.state, { [t.threadId]: 'complete' });
+        assert.equal(second.of('recovering').length, 0, `sent a second set after the restart\n${second.transcript()}`);
+        // On disk, the recovery is recorded exactly once (the first runner may have printed it
+        // before it died, without saving it: then the second confirms it from the daemon's state).
+        const w = assertSavedRecovered(t.threadId, failedTurnId);
+        assert.equal(w.state.kind, 'complete');
+        await assertRecoveredOnceByDaemon(t, failedTurnId);
+      },
+    );
   }
 
   it('does not adopt a goal that was already blocked when it started', { timeout: T }, async () => {

@@ -20,7 +20,15 @@ import type { Connector } from '../../src/protocol/daemon';
 import type { LoadResult, StateStore } from '../../src/store/store';
 import * as fs from 'node:fs';
 import { FakeClock } from './fakeClock';
-import { FakeDaemon, goalEventLine, modelGoalCallLine, testGoal, testTurn, type FakeConnection, type WireMessage } from './fakeDaemon';
+import {
+  FakeDaemon,
+  goalEventLine,
+  modelGoalCallLine,
+  testGoal,
+  testTurn,
+  type FakeConnection,
+  type WireMessage,
+} from './fakeDaemon';
 
 /** A clock for one life: its timers die with it. */
 export class ScopedClock implements Clock {
@@ -29,8 +37,12 @@ export class ScopedClock implements Clock {
 
   constructor(private readonly base: FakeClock) {}
 
-  now(): number { return this.base.now(); }
-  elapsed(): number { return this.base.elapsed(); }
+  now(): number {
+    return this.base.now();
+  }
+  elapsed(): number {
+    return this.base.elapsed();
+  }
 
   setTimer(callback: () => void, delayMs: number): TimerHandle {
     if (this.dead) return { id: -1 };
@@ -74,12 +86,14 @@ export class DurableStore implements StateStore {
     const copy = structuredClone(state);
     if (this.dead) return new Promise<void>(() => undefined); // the process is gone: never answers
     this.writing = copy;
-    return new Promise<void>((resolve) => setImmediate(() => {
-      if (this.dead) return;
-      this.durable = copy;
-      if (this.writing === copy) this.writing = null;
-      resolve();
-    }));
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        if (this.dead) return;
+        this.durable = copy;
+        if (this.writing === copy) this.writing = null;
+        resolve();
+      }),
+    );
   }
 
   /** The crash: a save under way reached the disk or not (`reached`); nothing more is written. */
@@ -124,7 +138,12 @@ interface Facts {
   durableDue: Map<string, number>;
 }
 
-export interface SetRecord { threadId: string; failedTurnId: string; at: number; due: number }
+export interface SetRecord {
+  threadId: string;
+  failedTurnId: string;
+  at: number;
+  due: number;
+}
 
 let approvalIds = 0;
 
@@ -151,7 +170,10 @@ export class CrashWorld {
   private readonly resumeTimes: number[] = [];
   private readonly restartTimes: number[] = [];
 
-  constructor(readonly dir: string, private readonly random: () => number) {
+  constructor(
+    readonly dir: string,
+    private readonly random: () => number,
+  ) {
     this.daemon = new FakeDaemon(dir);
     this.daemon.before = (m) => this.judge(m);
   }
@@ -175,7 +197,9 @@ export class CrashWorld {
       store: this.store,
       clock: this.scoped,
       random: this.random,
-      onDecision: (d) => { if (life.alive) this.decisions.push({ d, at: this.clock.now() }); },
+      onDecision: (d) => {
+        if (life.alive) this.decisions.push({ d, at: this.clock.now() });
+      },
     });
     const engine = this.engine;
     this.kill = () => {
@@ -210,7 +234,9 @@ export class CrashWorld {
       }
     }
     this.phases.push(...found);
-    this.log.push(`crash at +${this.at()} s (${reached ? 'the save under way reached the disk' : 'the save under way was lost'}): ${found.join(', ') || 'no threads'}`);
+    this.log.push(
+      `crash at +${this.at()} s (${reached ? 'the save under way reached the disk' : 'the save under way was lost'}): ${found.join(', ') || 'no threads'}`,
+    );
     this.restartTimes.push(now);
     await this.boot(disk);
     return found;
@@ -233,11 +259,13 @@ export class CrashWorld {
           break;
         case 'backoff': {
           const f = w?.lastFailure;
-          if (!w || !(f?.turnId === d.failedTurnId || w.recovered.includes(d.failedTurnId) || (f && f.at >= e.at))) this.fail(`${what} holds no record of that failure (${JSON.stringify(f ?? null)})`);
+          if (!w || !(f?.turnId === d.failedTurnId || w.recovered.includes(d.failedTurnId) || (f && f.at >= e.at)))
+            this.fail(`${what} holds no record of that failure (${JSON.stringify(f ?? null)})`);
           break;
         }
         case 'recovered':
-          if (!w?.recovered.includes(d.failedTurnId)) this.fail(`${what} does not count ${d.failedTurnId} as recovered`);
+          if (!w?.recovered.includes(d.failedTurnId))
+            this.fail(`${what} does not count ${d.failedTurnId} as recovered`);
           break;
         case 'gave-up':
           if (!w || (w.state.kind !== 'gaveUp' && w.updatedAt < e.at)) this.fail(`${what} does not hold the give-up`);
@@ -250,10 +278,14 @@ export class CrashWorld {
     for (const [id, e] of last) {
       if (id === '*') continue;
       const disarmedOnDisk = disk.disarmed[id] !== undefined || disk.watches[id]?.state.kind === 'userIntent';
-      if (e.d.type === 'disarmed' && !disarmedOnDisk && (disk.watches[id]?.updatedAt ?? 0) < e.at) this.fail(`the engine announced ${JSON.stringify(e.d)} before the crash, but the disk does not hold it`);
+      if (e.d.type === 'disarmed' && !disarmedOnDisk && (disk.watches[id]?.updatedAt ?? 0) < e.at)
+        this.fail(`the engine announced ${JSON.stringify(e.d)} before the crash, but the disk does not hold it`);
     }
     const pause = [...this.decisions].reverse().find((e) => 'threadId' in e.d && e.d.threadId === '*');
-    if (pause && (pause.d.type === 'skipped') !== (disk.pausedAt !== null)) this.fail(`the engine announced ${JSON.stringify(pause.d)} before the crash, but the disk says pausedAt ${disk.pausedAt}`);
+    if (pause && (pause.d.type === 'skipped') !== (disk.pausedAt !== null))
+      this.fail(
+        `the engine announced ${JSON.stringify(pause.d)} before the crash, but the disk says pausedAt ${disk.pausedAt}`,
+      );
     if (this.violation) this.violation = new Error(`${this.violation.message}`);
   }
 
@@ -261,12 +293,14 @@ export class CrashWorld {
     const t = this.daemon.thread(f.id);
     if (!w || w.state.kind === 'notAdopted' || w.armedAt < f.activatedAt - 1) return 'arming not durable';
     if (t.goal?.status !== 'blocked' || f.cause !== 'transient' || t.turn.status !== 'failed') {
-      if (w.pending && this.effective.has(`${f.id}/${w.pending.failedTurnId}`)) return 'set applied, not confirmed on disk';
+      if (w.pending && this.effective.has(`${f.id}/${w.pending.failedTurnId}`))
+        return 'set applied, not confirmed on disk';
       return 'nothing to recover';
     }
     const turnId = t.turn.id;
     if (w.pending?.failedTurnId === turnId) return 'write-ahead durable, set not applied';
-    if (w.lastFailure?.turnId === turnId && w.lastFailure.dueAt !== null) return w.recovered.includes(turnId) ? 'recovered and confirmed' : 'backoff durable';
+    if (w.lastFailure?.turnId === turnId && w.lastFailure.dueAt !== null)
+      return w.recovered.includes(turnId) ? 'recovered and confirmed' : 'backoff durable';
     return 'failure not recorded';
   }
 
@@ -291,7 +325,9 @@ export class CrashWorld {
     await this.daemon.checking(async () => {
       for (let i = 0; i < 6; i++) {
         await new Promise((resolve) => setImmediate(resolve));
-        while (this.clock.fireDue()) { /* every timer due now, as the loop turns */ }
+        while (this.clock.fireDue()) {
+          /* every timer due now, as the loop turns */
+        }
         if (this.alive) await this.engine.idle();
       }
     });
@@ -306,7 +342,9 @@ export class CrashWorld {
     await this.daemon.checking(async () => {
       for (let i = 0; i < turns; i++) {
         await new Promise((resolve) => setImmediate(resolve));
-        while (this.clock.fireDue()) { /* every timer due now, as the loop turns */ }
+        while (this.clock.fireDue()) {
+          /* every timer due now, as the loop turns */
+        }
       }
     });
   }
@@ -335,7 +373,7 @@ export class CrashWorld {
   }
 
   at(): number {
-    return Math.round((this.clock.elapsed()) / 100) / 10;
+    return Math.round(this.clock.elapsed() / 100) / 10;
   }
 
   throwIfBroken(): void {
@@ -362,10 +400,21 @@ export class CrashWorld {
     t.status = { type: 'active', activeFlags: [] };
     fs.appendFileSync(t.path, goalEventLine(t.goal!));
     this.facts.set(id, {
-      id, cause: null, failedAt: null, failuresSinceActivation: 0, activatedAt: this.clock.now(), unarmedCrashes: [],
-      approvals: new Set(), disarmed: false, rearmedAt: 0, retryNowAt: 0, durableDue: new Map(),
+      id,
+      cause: null,
+      failedAt: null,
+      failuresSinceActivation: 0,
+      activatedAt: this.clock.now(),
+      unarmedCrashes: [],
+      approvals: new Set(),
+      disarmed: false,
+      rearmedAt: 0,
+      retryNowAt: 0,
+      durableDue: new Map(),
     });
-    this.daemon.notify('thread/started', { thread: { id, status: t.status, path: t.path, preview: '', name: null, cwd: this.dir, turns: [] } });
+    this.daemon.notify('thread/started', {
+      thread: { id, status: t.status, path: t.path, preview: '', name: null, cwd: this.dir, turns: [] },
+    });
     this.daemon.notify('thread/goal/updated', { threadId: id, turnId: null, goal: t.goal });
     this.daemon.notify('thread/status/changed', { threadId: id, status: t.status });
     this.daemon.notifySubscribed(id, 'turn/started', { threadId: id, turn: t.turn });
@@ -386,13 +435,24 @@ export class CrashWorld {
     f.cause = transient ? 'transient' : 'permanent';
     f.failedAt = this.clock.now();
     if (transient) f.failuresSinceActivation += 1;
-    this.log.push(`+${this.at()} s ${id}: ${this.daemon.thread(id).turn.id} failed (${info}${retryFirst ? ', after a Codex retry' : ''})`);
+    this.log.push(
+      `+${this.at()} s ${id}: ${this.daemon.thread(id).turn.id} failed (${info}${retryFirst ? ', after a Codex retry' : ''})`,
+    );
   }
 
   /** Codex retries the turn's request itself (`error {willRetry:true}`); the turn goes on. */
   codexRetry(id: string): void {
     const t = this.daemon.thread(id);
-    this.daemon.notifySubscribed(id, 'error', { threadId: id, turnId: t.turn.id, willRetry: true, error: { message: 'Reconnecting... 1/5', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } }, additionalDetails: null } });
+    this.daemon.notifySubscribed(id, 'error', {
+      threadId: id,
+      turnId: t.turn.id,
+      willRetry: true,
+      error: {
+        message: 'Reconnecting... 1/5',
+        codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } },
+        additionalDetails: null,
+      },
+    });
     this.log.push(`+${this.at()} s ${id}: Codex retries ${t.turn.id} itself`);
   }
 
@@ -463,7 +523,11 @@ export class CrashWorld {
     const requestId = `approval-${++approvalIds}`;
     this.fact(id).approvals.add(requestId);
     t.status = { type: 'active', activeFlags: ['waitingOnApproval'] };
-    this.daemon.serverRequest(requestId, 'item/commandExecution/requestApproval', { threadId: id, turnId: t.turn.id, itemId: `item-${requestId}` });
+    this.daemon.serverRequest(requestId, 'item/commandExecution/requestApproval', {
+      threadId: id,
+      turnId: t.turn.id,
+      itemId: `item-${requestId}`,
+    });
     this.daemon.notify('thread/status/changed', { threadId: id, status: t.status });
     this.log.push(`+${this.at()} s ${id}: approval ${requestId} asked`);
   }
@@ -489,19 +553,37 @@ export class CrashWorld {
     const e = this.engine;
     this.log.push(`+${this.at()} s command ${name}${id ? ` ${id}` : ''}`);
     switch (name) {
-      case 'pauseAll': await e.pauseAll(); this.paused = true; break;
-      case 'resumeAll': await e.resumeAll(); this.paused = false; this.resumeTimes.push(this.clock.now()); break;
-      case 'disarm': await e.disarm(id!); this.fact(id!).disarmed = true; break;
+      case 'pauseAll':
+        await e.pauseAll();
+        this.paused = true;
+        break;
+      case 'resumeAll':
+        await e.resumeAll();
+        this.paused = false;
+        this.resumeTimes.push(this.clock.now());
+        break;
+      case 'disarm':
+        await e.disarm(id!);
+        this.fact(id!).disarmed = true;
+        break;
       case 'rearm': {
         // Before the call: the engine may act on the re-arm before the call returns.
         const f = this.fact(id!);
         const was = f.disarmed;
         f.disarmed = false;
         f.rearmedAt = this.clock.now();
-        try { await e.rearm(id!); } catch (error) { f.disarmed = was; throw error; }
+        try {
+          await e.rearm(id!);
+        } catch (error) {
+          f.disarmed = was;
+          throw error;
+        }
         break;
       }
-      case 'retryNow': this.fact(id!).retryNowAt = this.clock.now(); await e.retryNow(id!).catch(() => undefined); break;
+      case 'retryNow':
+        this.fact(id!).retryNowAt = this.clock.now();
+        await e.retryNow(id!).catch(() => undefined);
+        break;
     }
     await this.settle();
   }
@@ -527,28 +609,35 @@ export class CrashWorld {
     if (!t || !f) return this.fail(`an automatic set on an unknown thread ${id}`);
     const turnId = t.turn.id;
     const what = `the automatic set on ${id} (newest turn ${turnId}, ${t.turn.status})`;
-    if (Object.keys(p).sort().join(',') !== 'origin,status,threadId' || p.status !== 'active') return this.fail(`${what} changed more than the status: ${JSON.stringify(p)}`);
+    if (Object.keys(p).sort().join(',') !== 'origin,status,threadId' || p.status !== 'active')
+      return this.fail(`${what} changed more than the status: ${JSON.stringify(p)}`);
     if (t.goal?.status !== 'blocked') return this.fail(`${what}: the goal is ${t.goal?.status ?? 'cleared'}`);
     if (f.cause === 'model') return this.fail(`${what}: the model blocked this goal`);
-    if (f.cause !== 'transient' || t.turn.status !== 'failed') return this.fail(`${what}: the goal is not blocked by a transient failure (${f.cause ?? 'no failure'})`);
+    if (f.cause !== 'transient' || t.turn.status !== 'failed')
+      return this.fail(`${what}: the goal is not blocked by a transient failure (${f.cause ?? 'no failure'})`);
     if (this.effective.has(`${id}/${turnId}`)) return this.fail(`${what}: a second set for the same failed turn`);
     if (this.paused) return this.fail(`${what}: the person paused auto-recovery`);
     if (f.disarmed) return this.fail(`${what}: the person disarmed the thread`);
     if (f.approvals.size > 0) return this.fail(`${what}: an approval is pending`);
     const w = this.store.durable.watches[id];
-    if (!w || w.pending?.failedTurnId !== turnId) return this.fail(`${what}: its intent is not on disk (durable pending: ${JSON.stringify(w?.pending ?? null)})`);
+    if (!w || w.pending?.failedTurnId !== turnId)
+      return this.fail(`${what}: its intent is not on disk (durable pending: ${JSON.stringify(w?.pending ?? null)})`);
     const due = w!.lastFailure?.turnId === turnId ? w!.lastFailure.dueAt : null;
     if (due === null) return this.fail(`${what}: the disk holds no due time for the failure`);
     const now = this.clock.now();
     const retried = f.retryNowAt >= (f.failedAt ?? 0);
-    if (!retried && due! < (f.failedAt ?? 0) + this.options.baseDelayMs / 2) return this.fail(`${what}: due ${due! - (f.failedAt ?? 0)} ms after the failure, less than the shortest backoff`);
+    if (!retried && due! < (f.failedAt ?? 0) + this.options.baseDelayMs / 2)
+      return this.fail(`${what}: due ${due! - (f.failedAt ?? 0)} ms after the failure, less than the shortest backoff`);
     if (!retried && now < due!) return this.fail(`${what}: sent at ${now}, before the due time on disk ${due}`);
     const earliest = f.durableDue.get(turnId);
-    if (!retried && earliest !== undefined && now < earliest) return this.fail(`${what}: sent ${earliest - now} ms before the due time a crash left on disk`);
+    if (!retried && earliest !== undefined && now < earliest)
+      return this.fail(`${what}: sent ${earliest - now} ms before the due time a crash left on disk`);
     this.effective.add(`${id}/${turnId}`);
     f.cause = null;
     this.sets.push({ threadId: id, failedTurnId: turnId, at: now, due: due! });
-    this.log.push(`+${this.at()} s ${id}: automatic set for ${turnId} (${Math.round((now - due!) / 100) / 10} s after its due time)`);
+    this.log.push(
+      `+${this.at()} s ${id}: automatic set for ${turnId} (${Math.round((now - due!) / 100) / 10} s after its due time)`,
+    );
     return true;
   }
 
@@ -563,22 +652,43 @@ export class CrashWorld {
       const f = this.fact(set.threadId);
       if (f.retryNowAt >= (f.failedAt ?? 0)) continue;
       const before = (times: number[]) => Math.max(0, ...times.filter((t) => t <= set.at));
-      const from = Math.max(set.due, before(this.resumeTimes), before(this.restartTimes), f.rearmedAt <= set.at ? f.rearmedAt : 0);
+      const from = Math.max(
+        set.due,
+        before(this.resumeTimes),
+        before(this.restartTimes),
+        f.rearmedAt <= set.at ? f.rearmedAt : 0,
+      );
       if (set.at > from + slack) {
-        throw new Error(`${set.threadId}: ${set.failedTurnId} was recovered ${Math.round((set.at - from) / 1000)} s after it was due (more than a resync plus the limiter)\n  ${this.log.join('\n  ')}`);
+        throw new Error(
+          `${set.threadId}: ${set.failedTurnId} was recovered ${Math.round((set.at - from) / 1000)} s after it was due (more than a resync plus the limiter)\n  ${this.log.join('\n  ')}`,
+        );
       }
     }
     for (const f of this.facts.values()) {
       const t = this.daemon.thread(f.id);
-      if (t.goal?.status !== 'blocked' || f.cause !== 'transient' || t.turn.status !== 'failed' || this.effective.has(`${f.id}/${t.turn.id}`)) {
+      if (
+        t.goal?.status !== 'blocked' ||
+        f.cause !== 'transient' ||
+        t.turn.status !== 'failed' ||
+        this.effective.has(`${f.id}/${t.turn.id}`)
+      ) {
         cases.push('settled');
         continue;
       }
-      if (this.paused) { cases.push('held: auto-recovery paused'); continue; }
-      if (f.disarmed) { cases.push('held: disarmed'); continue; }
+      if (this.paused) {
+        cases.push('held: auto-recovery paused');
+        continue;
+      }
+      if (f.disarmed) {
+        cases.push('held: disarmed');
+        continue;
+      }
       const w = this.disk().watches[f.id];
       if (w?.state.kind === 'gaveUp') {
-        if (f.failuresSinceActivation <= this.options.maxAttempts) throw new Error(`${f.id}: gave up after ${f.failuresSinceActivation} failed turns (the limit is ${this.options.maxAttempts})\n  ${this.log.join('\n  ')}`);
+        if (f.failuresSinceActivation <= this.options.maxAttempts)
+          throw new Error(
+            `${f.id}: gave up after ${f.failuresSinceActivation} failed turns (the limit is ${this.options.maxAttempts})\n  ${this.log.join('\n  ')}`,
+          );
         cases.push('gave up');
         continue;
       }
@@ -586,9 +696,10 @@ export class CrashWorld {
         cases.push('never seen: the arming was not durable at a crash');
         continue;
       }
-      throw new Error(`${f.id}: the transient failure of ${t.turn.id} was never recovered (on disk: ${JSON.stringify(w?.state ?? null)}, failures ${w?.failures ?? '-'})\n  ${this.log.join('\n  ')}`);
+      throw new Error(
+        `${f.id}: the transient failure of ${t.turn.id} was never recovered (on disk: ${JSON.stringify(w?.state ?? null)}, failures ${w?.failures ?? '-'})\n  ${this.log.join('\n  ')}`,
+      );
     }
     return cases;
   }
-
 }

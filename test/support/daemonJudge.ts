@@ -18,7 +18,10 @@ export interface DaemonReader {
   request(method: string, params: unknown, timeoutMs?: number): Promise<any>;
 }
 
-export interface TurnRow { id: string; status: string }
+export interface TurnRow {
+  id: string;
+  status: string;
+}
 
 export interface DaemonRecord {
   threadId: string;
@@ -40,12 +43,18 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Reads the daemon's record of a thread. With `settled` (the default), first waits until no turn
  * is in progress: a goal turns `complete` before its turn's end is listed.
  */
-export async function daemonRecord(daemon: DaemonReader, threadId: string, rolloutPath: string, opts: { settled?: boolean; timeoutMs?: number } = {}): Promise<DaemonRecord> {
+export async function daemonRecord(
+  daemon: DaemonReader,
+  threadId: string,
+  rolloutPath: string,
+  opts: { settled?: boolean; timeoutMs?: number } = {},
+): Promise<DaemonRecord> {
   const timeoutMs = opts.timeoutMs ?? T;
   let turns: TurnRow[] = (await daemon.request('thread/turns/list', { threadId }, timeoutMs)).data;
   if (opts.settled !== false) {
-    for (const deadline = Date.now() + timeoutMs; turns.some((x) => x.status === 'inProgress'); ) {
-      if (Date.now() > deadline) throw new Error(`a turn of ${threadId} is still in progress after ${timeoutMs} ms: ${JSON.stringify(turns)}`);
+    for (const deadline = Date.now() + timeoutMs; turns.some((x) => x.status === 'inProgress');) {
+      if (Date.now() > deadline)
+        throw new Error(`a turn of ${threadId} is still in progress after ${timeoutMs} ms: ${JSON.stringify(turns)}`);
       await sleep(100);
       turns = (await daemon.request('thread/turns/list', { threadId }, timeoutMs)).data;
     }
@@ -55,7 +64,12 @@ export async function daemonRecord(daemon: DaemonReader, threadId: string, rollo
 }
 
 /** The same record from a daemon's state held in the test itself (a fake daemon): its turns, its goal, its rollout. */
-export function daemonRecordFrom(threadId: string, turns: readonly TurnRow[], goalStatus: string | null, rolloutPath: string): DaemonRecord {
+export function daemonRecordFrom(
+  threadId: string,
+  turns: readonly TurnRow[],
+  goalStatus: string | null,
+  rolloutPath: string,
+): DaemonRecord {
   const rollout = readRolloutGoals(rolloutPath);
   const automaticAfter = new Map<string | null, Activation[]>();
   for (const a of rollout.automatic) automaticAfter.set(a.afterTurn, [...(automaticAfter.get(a.afterTurn) ?? []), a]);
@@ -75,7 +89,10 @@ function describeRecord(r: DaemonRecord): string {
 }
 
 /** No automatic set ever took effect on the thread: the daemon's rollout has no automatic activation. */
-export function assertNoAutomaticSet(r: DaemonRecord, why = 'an automatic set on a goal the engine must leave alone'): void {
+export function assertNoAutomaticSet(
+  r: DaemonRecord,
+  why = 'an automatic set on a goal the engine must leave alone',
+): void {
   assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
   assert.equal(r.rollout.automatic.length, 0, `${why}: ${describeRecord(r)}`);
 }
@@ -86,18 +103,37 @@ export function assertNoAutomaticSet(r: DaemonRecord, why = 'an automatic set on
  * that did not fail, none lost. `mayRecover`: failed turns allowed one activation or none (a
  * recovery the test cannot require, e.g. one that raced a person's pause).
  */
-export function assertOneRecoveryPerFailedTurn(r: DaemonRecord, failedTurns: readonly string[] = r.failed, mayRecover: readonly string[] = []): void {
+export function assertOneRecoveryPerFailedTurn(
+  r: DaemonRecord,
+  failedTurns: readonly string[] = r.failed,
+  mayRecover: readonly string[] = [],
+): void {
   assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
   for (const [after, list] of r.automaticAfter) {
-    assert.ok(list.length <= 1, `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`);
-    assert.ok(after !== null && (failedTurns.includes(after) || mayRecover.includes(after)), `an automatic activation after turn ${after}, which is not a failed turn being recovered: ${describeRecord(r)}`);
+    assert.ok(
+      list.length <= 1,
+      `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`,
+    );
+    assert.ok(
+      after !== null && (failedTurns.includes(after) || mayRecover.includes(after)),
+      `an automatic activation after turn ${after}, which is not a failed turn being recovered: ${describeRecord(r)}`,
+    );
   }
-  for (const f of failedTurns) assert.equal(r.automaticAfter.get(f)?.length ?? 0, 1, `failed turn ${f} was not recovered exactly once: ${describeRecord(r)}`);
+  for (const f of failedTurns)
+    assert.equal(
+      r.automaticAfter.get(f)?.length ?? 0,
+      1,
+      `failed turn ${f} was not recovered exactly once: ${describeRecord(r)}`,
+    );
 }
 
 /** At most one automatic activation per turn (a recovery may still be to come, or given up). */
 export function assertNoDuplicateSet(r: DaemonRecord): void {
-  for (const [after, list] of r.automaticAfter) assert.ok(list.length <= 1, `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`);
+  for (const [after, list] of r.automaticAfter)
+    assert.ok(
+      list.length <= 1,
+      `${list.length} automatic activations after turn ${after} (a duplicate set): ${describeRecord(r)}`,
+    );
 }
 
 /** The thread's rollout, where the daemon says it is: `thread/read`'s `thread.path`. */
@@ -111,21 +147,39 @@ export async function rolloutPathOf(daemon: DaemonReader, threadId: string, time
  * Waits until the daemon's record of a thread passes `check` (read as it is, not settled: e.g.
  * "an automatic activation after the first failed turn", "two failed turns"); returns it.
  */
-export async function waitForDaemonRecord(daemon: DaemonReader, threadId: string, rolloutPath: string, what: string, check: (r: DaemonRecord) => boolean, timeoutMs = T): Promise<DaemonRecord> {
+export async function waitForDaemonRecord(
+  daemon: DaemonReader,
+  threadId: string,
+  rolloutPath: string,
+  what: string,
+  check: (r: DaemonRecord) => boolean,
+  timeoutMs = T,
+): Promise<DaemonRecord> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await daemonRecord(daemon, threadId, rolloutPath, { settled: false, timeoutMs });
     if (check(r)) return r;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} in the daemon's record: ${describeRecord(r)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what} in the daemon's record: ${describeRecord(r)}`,
+      );
     await sleep(100);
   }
 }
 
 /** No automatic set took effect since `before`, an earlier record of the same thread (rollouts only grow). */
-export function assertNoAutomaticSetSince(r: DaemonRecord, before: DaemonRecord, why = 'an automatic set on a goal the engine must leave alone'): void {
+export function assertNoAutomaticSetSince(
+  r: DaemonRecord,
+  before: DaemonRecord,
+  why = 'an automatic set on a goal the engine must leave alone',
+): void {
   assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON`);
   const since = r.rollout.automatic.slice(before.rollout.automatic.length);
-  assert.equal(since.length, 0, `${why}: ${since.length} automatic activation(s) since the earlier record; ${describeRecord(r)}`);
+  assert.equal(
+    since.length,
+    0,
+    `${why}: ${since.length} automatic activation(s) since the earlier record; ${describeRecord(r)}`,
+  );
 }
 
 /**
@@ -139,11 +193,21 @@ export function assertNoAutomaticSetSince(r: DaemonRecord, before: DaemonRecord,
  * must be 1; every automatic activation follows the failed turn; it is the thread's only failed
  * turn.
  */
-export function assertOneRecoveryAcrossKill(r: DaemonRecord, failedTurnId: string, statusAtRestart: string, sizeAtRestart: number): void {
+export function assertOneRecoveryAcrossKill(
+  r: DaemonRecord,
+  failedTurnId: string,
+  statusAtRestart: string,
+  sizeAtRestart: number,
+): void {
   assert.deepEqual(r.rollout.unreadable, [], `a rollout line of ${r.threadId} is not JSON: the oracle cannot read it`);
   assert.deepEqual(r.failed, [failedTurnId], `failed turns: ${describeRecord(r)}`);
   const beforeKill = statusAtRestart !== 'blocked' ? 1 : 0;
   const afterRestart = r.rollout.automatic.filter((a) => a.offset >= sizeAtRestart);
-  assert.equal(beforeKill + afterRestart.length, 1, `effective recoveries: ${beforeKill} before the kill (goal ${statusAtRestart} at the restart) + ${afterRestart.length} after it: ${describeRecord(r)}`);
-  for (const a of r.rollout.automatic) assert.equal(a.afterTurn, failedTurnId, `an activation does not follow the failed turn: ${describeRecord(r)}`);
+  assert.equal(
+    beforeKill + afterRestart.length,
+    1,
+    `effective recoveries: ${beforeKill} before the kill (goal ${statusAtRestart} at the restart) + ${afterRestart.length} after it: ${describeRecord(r)}`,
+  );
+  for (const a of r.rollout.automatic)
+    assert.equal(a.afterTurn, failedTurnId, `an activation does not follow the failed turn: ${describeRecord(r)}`);
 }

@@ -1,14 +1,31 @@
 // A real Codex daemon in a private CODEX_HOME, the project's mock model, and a "user" client
 // that gives threads goals: what the extension-host and UI suites run against.
-import { controlSocketPath, daemonPid, killAllTracked, makeCodexHome, restartDaemon, startDaemon, stopDaemon, type CodexHome } from '../../src/demo/codexProcesses';
+import {
+  controlSocketPath,
+  daemonPid,
+  killAllTracked,
+  makeCodexHome,
+  restartDaemon,
+  startDaemon,
+  stopDaemon,
+  type CodexHome,
+} from '../../src/demo/codexProcesses';
 import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import { startThreadWithGoal, UserClient, type StartedGoalThread, type StartThreadOptions } from '../../src/demo/userClient';
+import {
+  startThreadWithGoal,
+  UserClient,
+  type StartedGoalThread,
+  type StartThreadOptions,
+} from '../../src/demo/userClient';
 
 export class DaemonLab {
   private user_: UserClient | null = null;
   private readonly threads: StartedGoalThread[] = [];
 
-  private constructor(readonly mock: MockModel, readonly home: CodexHome) {}
+  private constructor(
+    readonly mock: MockModel,
+    readonly home: CodexHome,
+  ) {}
 
   static async start(): Promise<DaemonLab> {
     const mock = await startMockModel();

@@ -51,15 +51,21 @@ export interface Harness {
 class MortalStore implements StateStore {
   private dead = false;
   constructor(private readonly inner: StateStore) {}
-  get location(): string { return this.inner.location; }
-  load() { return this.inner.load(); }
+  get location(): string {
+    return this.inner.location;
+  }
+  load() {
+    return this.inner.load();
+  }
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
     return this.dead ? new Promise<void>(() => undefined) : this.inner.save(state, changed);
   }
   async compact(): Promise<void> {
     if (!this.dead) await this.inner.compact?.();
   }
-  kill(): void { this.dead = true; }
+  kill(): void {
+    this.dead = true;
+  }
 }
 
 /** What every unit test runs with unless it says otherwise: the shipped defaults. */
@@ -67,19 +73,21 @@ export const TEST_OPTIONS: EngineOptions = { ...DEFAULT_OPTIONS };
 
 const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-export async function makeHarness(init: {
-  dir?: string;
-  daemon?: FakeDaemon;
-  store?: StateStore;
-  clock?: FakeClock;
-  options?: Partial<EngineOptions>;
-  random?: () => number;
-  start?: boolean;
-  /** Sees every read of a rollout (the engine's `onRolloutRead`). */
-  onRolloutRead?: (path: string, position: number, length: number) => void;
-  /** How the engine connects (default: straight to the fake daemon). */
-  connect?: (daemon: FakeDaemon, clock: FakeClock) => Connector;
-} = {}): Promise<Harness> {
+export async function makeHarness(
+  init: {
+    dir?: string;
+    daemon?: FakeDaemon;
+    store?: StateStore;
+    clock?: FakeClock;
+    options?: Partial<EngineOptions>;
+    random?: () => number;
+    start?: boolean;
+    /** Sees every read of a rollout (the engine's `onRolloutRead`). */
+    onRolloutRead?: (path: string, position: number, length: number) => void;
+    /** How the engine connects (default: straight to the fake daemon). */
+    connect?: (daemon: FakeDaemon, clock: FakeClock) => Connector;
+  } = {},
+): Promise<Harness> {
   const dir = init.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-unit-'));
   const daemon = init.daemon ?? new FakeDaemon(dir);
   const clock = init.clock ?? new FakeClock();
@@ -91,25 +99,37 @@ export async function makeHarness(init: {
   const connections: FakeConnection[] = [];
   const baseConnect = init.connect ? init.connect(daemon, clock) : null;
   let crashed = false;
-  const engine = new Engine({ ...TEST_OPTIONS, ...init.options }, {
-    connect: baseConnect ?? (async (listener) => {
-      const c = daemon.accept();
-      connections.push(c);
-      return startSession(c.transport(), listener, { clientVersion: 'test', requestTimeoutMs: 5_000 });
-    }),
-    store: mortal,
-    clock: scoped,
-    random: init.random ?? (() => 1), // the seed's jitter(d) = d: the full nominal delay
-    onDecision: (d) => { if (!crashed) decisions.push(d); },
-    onChange: () => { changes += 1; },
-    onRolloutRead: init.onRolloutRead,
-  });
+  const engine = new Engine(
+    { ...TEST_OPTIONS, ...init.options },
+    {
+      connect:
+        baseConnect ??
+        (async (listener) => {
+          const c = daemon.accept();
+          connections.push(c);
+          return startSession(c.transport(), listener, { clientVersion: 'test', requestTimeoutMs: 5_000 });
+        }),
+      store: mortal,
+      clock: scoped,
+      random: init.random ?? (() => 1), // the seed's jitter(d) = d: the full nominal delay
+      onDecision: (d) => {
+        if (!crashed) decisions.push(d);
+      },
+      onChange: () => {
+        changes += 1;
+      },
+      onRolloutRead: init.onRolloutRead,
+    },
+  );
   // Until nothing moves: three turns of the loop in a row with no timer due and the engine idle.
   const quiet = async () => {
     for (let calm = 0, round = 0; calm < 3; round++) {
       if (round > 10_000) throw new Error('the engine never settled: busy for 10000 turns of the event loop');
       await immediate();
-      if (clock.fireDue()) { calm = 0; continue; } // timers due now fire, as real ones would
+      if (clock.fireDue()) {
+        calm = 0;
+        continue;
+      } // timers due now fire, as real ones would
       if (!crashed) await engine.idle();
       calm += 1;
     }

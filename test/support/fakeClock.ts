@@ -17,7 +17,11 @@
 // with a thrown RangeError: the product must clamp it and re-arm.
 import type { Clock, TimerHandle } from '../../src/core/clock';
 
-interface Pending { id: number; at: number; callback: () => void }
+interface Pending {
+  id: number;
+  at: number;
+  callback: () => void;
+}
 
 /** The longest delay Node's `setTimeout` keeps (ms). */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
@@ -47,7 +51,9 @@ export class FakeClock implements Clock {
   setTimer(callback: () => void, delayMs: number): TimerHandle {
     if (!(delayMs <= MAX_TIMER_DELAY_MS)) {
       // NaN fails the comparison too: Node takes it for 1 ms as well.
-      throw new RangeError(`a timer of ${delayMs} ms: Node cannot keep a delay over ${MAX_TIMER_DELAY_MS} ms (it fires after 1 ms)`);
+      throw new RangeError(
+        `a timer of ${delayMs} ms: Node cannot keep a delay over ${MAX_TIMER_DELAY_MS} ms (it fires after 1 ms)`,
+      );
     }
     const id = this.nextId++;
     this.timers.push({ id, at: this.mono + Math.max(0, delayMs), callback });
@@ -100,7 +106,10 @@ export class FakeClock implements Clock {
       let fired = 1;
       do {
         await this.react();
-        if (++fired > SPIN_LIMIT) throw new Error(`over ${SPIN_LIMIT} timers fired within one advance of ${ms} ms: a timer that re-arms itself without time passing (a spin)`);
+        if (++fired > SPIN_LIMIT)
+          throw new Error(
+            `over ${SPIN_LIMIT} timers fired within one advance of ${ms} ms: a timer that re-arms itself without time passing (a spin)`,
+          );
       } while (this.fireNext(end));
     })();
   }
@@ -136,7 +145,8 @@ export class FakeClock implements Clock {
   /** Fires the soonest timer due by `end`, moving time to it; with none, moves time to `end`. */
   private fireNext(end: number): boolean {
     let next: Pending | undefined;
-    for (const t of this.timers) if (t.at <= end && (!next || t.at < next.at || (t.at === next.at && t.id < next.id))) next = t;
+    for (const t of this.timers)
+      if (t.at <= end && (!next || t.at < next.at || (t.at === next.at && t.id < next.id))) next = t;
     if (!next) {
       // Never back: another advance may have moved time further meanwhile.
       if (end > this.mono) {

@@ -41,7 +41,11 @@ export interface FakeGoal {
   createdAt: number;
   updatedAt: number;
 }
-export interface FakeTurn { id: string; status: string; error: { message: string; codexErrorInfo: unknown; additionalDetails: null } | null }
+export interface FakeTurn {
+  id: string;
+  status: string;
+  error: { message: string; codexErrorInfo: unknown; additionalDetails: null } | null;
+}
 export interface FakeThread {
   id: string;
   goal: FakeGoal | null;
@@ -51,7 +55,13 @@ export interface FakeThread {
   loaded: boolean;
   name: string | null;
 }
-export interface WireMessage { id?: string | number; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown }
+export interface WireMessage {
+  id?: string | number;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: unknown;
+}
 
 /** The rules the strict daemon judges by (see the file's header). */
 export type ViolationRule =
@@ -85,11 +95,24 @@ let goalClock = 1_000;
 
 export function testGoal(threadId: string, status: GoalStatus): FakeGoal {
   goalClock += 1;
-  return { threadId, objective: 'ship the feature', status, tokenBudget: null, tokensUsed: 100, timeUsedSeconds: 5, createdAt: 1, updatedAt: goalClock };
+  return {
+    threadId,
+    objective: 'ship the feature',
+    status,
+    tokenBudget: null,
+    tokensUsed: 100,
+    timeUsedSeconds: 5,
+    createdAt: 1,
+    updatedAt: goalClock,
+  };
 }
 
 export function testTurn(id: string, status: string, codexErrorInfo: unknown = 'internalServerError'): FakeTurn {
-  return { id, status, error: status === 'failed' ? { message: 'synthetic failure', codexErrorInfo, additionalDetails: null } : null };
+  return {
+    id,
+    status,
+    error: status === 'failed' ? { message: 'synthetic failure', codexErrorInfo, additionalDetails: null } : null,
+  };
 }
 
 /** One connection to the fake daemon: it writes lines to `toClient` and reads lines from `fromClient`. */
@@ -221,7 +244,9 @@ export class FakeDaemon {
       message,
       request,
       threadId,
-      thread: t ? { goal: t.goal?.status ?? null, turnId: t.turn.id, turnStatus: t.turn.status, loaded: t.loaded } : null,
+      thread: t
+        ? { goal: t.goal?.status ?? null, turnId: t.turn.id, turnStatus: t.turn.status, loaded: t.loaded }
+        : null,
     };
     if ((this.judge?.(v) ?? 'fail') === 'allow') return false;
     this.failedViolations.push(v);
@@ -245,10 +270,23 @@ export class FakeDaemon {
   }
 
   /** A loaded thread with a goal, like the seed's default: goal active, turn running. */
-  addThread(id = 'thread-1', goal: GoalStatus = 'active', turn: FakeTurn = testTurn('turn-1', 'inProgress'), status = 'systemError'): FakeThread {
+  addThread(
+    id = 'thread-1',
+    goal: GoalStatus = 'active',
+    turn: FakeTurn = testTurn('turn-1', 'inProgress'),
+    status = 'systemError',
+  ): FakeThread {
     const rollout = path.join(this.dir, `rollout-${id}.jsonl`);
     fs.appendFileSync(rollout, '');
-    const thread: FakeThread = { id, goal: testGoal(id, goal), turn, status: { type: status }, path: rollout, loaded: true, name: null };
+    const thread: FakeThread = {
+      id,
+      goal: testGoal(id, goal),
+      turn,
+      status: { type: status },
+      path: rollout,
+      loaded: true,
+      name: null,
+    };
     this.threads.set(id, thread);
     return thread;
   }
@@ -270,7 +308,10 @@ export class FakeDaemon {
   connector(options: { requestTimeoutMs?: number } = {}): Connector {
     return async (listener): Promise<DaemonSession> => {
       const connection = this.accept();
-      return startSession(connection.transport(), listener, { clientVersion: 'test', requestTimeoutMs: options.requestTimeoutMs ?? 5_000 });
+      return startSession(connection.transport(), listener, {
+        clientVersion: 'test',
+        requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+      });
     };
   }
 
@@ -300,7 +341,9 @@ export class FakeDaemon {
 
   /** A notification only to the connections subscribed to the thread (turn events, `error`: §e). */
   notifySubscribed(threadId: string, method: string, params: unknown): void {
-    for (const c of this.open()) if (c.subscribed.has(threadId)) c.send({ method, params: params as Record<string, unknown>, emittedAtMs: Date.now() });
+    for (const c of this.open())
+      if (c.subscribed.has(threadId))
+        c.send({ method, params: params as Record<string, unknown>, emittedAtMs: Date.now() });
   }
 
   /** A server-to-client request (an approval) to every connection subscribed to the thread. */
@@ -315,7 +358,8 @@ export class FakeDaemon {
   resolveServerRequest(id: string | number): void {
     const request = this.pendingServerRequests.get(id);
     this.pendingServerRequests.delete(id);
-    if (request?.threadId) this.notifySubscribed(request.threadId, 'serverRequest/resolved', { threadId: request.threadId, requestId: id });
+    if (request?.threadId)
+      this.notifySubscribed(request.threadId, 'serverRequest/resolved', { threadId: request.threadId, requestId: id });
   }
 
   /**
@@ -325,14 +369,26 @@ export class FakeDaemon {
    * the subscribed ones). `phase` splits it where the real daemon may be read in between:
    * 'goal' applies the goal and status, 'turn' the turn's end, 'both' does both.
    */
-  failWithEvents(id: string, opts: { codexErrorInfo?: unknown; retryFirst?: boolean; phase?: 'goal' | 'turn' | 'both'; goal?: GoalStatus } = {}): void {
+  failWithEvents(
+    id: string,
+    opts: { codexErrorInfo?: unknown; retryFirst?: boolean; phase?: 'goal' | 'turn' | 'both'; goal?: GoalStatus } = {},
+  ): void {
     const t = this.thread(id);
     const info = opts.codexErrorInfo ?? 'internalServerError';
     const phase = opts.phase ?? 'both';
     const turnId = t.turn.id;
     if (phase !== 'turn') {
       if (opts.retryFirst) {
-        this.notifySubscribed(id, 'error', { threadId: id, turnId, willRetry: true, error: { message: 'Reconnecting... 1/1', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } }, additionalDetails: null } });
+        this.notifySubscribed(id, 'error', {
+          threadId: id,
+          turnId,
+          willRetry: true,
+          error: {
+            message: 'Reconnecting... 1/1',
+            codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } },
+            additionalDetails: null,
+          },
+        });
       }
       t.goal = testGoal(id, opts.goal ?? (info === 'usageLimitExceeded' ? 'usageLimited' : 'blocked'));
       t.status = { type: 'systemError' };
@@ -372,7 +428,9 @@ export class FakeDaemon {
     if (m.method === undefined) {
       // An answer: the daemon asked the client something (an approval) and someone answered.
       if (m.id !== undefined) {
-        const what = this.serverRequestIds.has(m.id) ? `server request ${String(m.id)}` : `${String(m.id)}, which the daemon never asked`;
+        const what = this.serverRequestIds.has(m.id)
+          ? `server request ${String(m.id)}`
+          : `${String(m.id)}, which the daemon never asked`;
         this.broke('answered-server-request', m, `the engine answered ${what}: ${line}`);
       }
       return;
@@ -384,8 +442,10 @@ export class FakeDaemon {
     const p = m.params ?? {};
     const t = typeof p.threadId === 'string' ? this.threads.get(p.threadId) : undefined;
     // Judged on the state the daemon holds when the request arrives, before any hook changes it.
-    if (m.method === 'thread/goal/set' && this.refusesSet(m, t)) return fail(-32600, 'strict fake daemon: this set breaks a rule (see the failing test)');
-    if (!SERVED.has(m.method) && this.broke('unexpected-rpc', m, `unexpected RPC: ${line}`)) return fail(-32601, `unknown method ${m.method}`);
+    if (m.method === 'thread/goal/set' && this.refusesSet(m, t))
+      return fail(-32600, 'strict fake daemon: this set breaks a rule (see the failing test)');
+    if (!SERVED.has(m.method) && this.broke('unexpected-rpc', m, `unexpected RPC: ${line}`))
+      return fail(-32601, `unknown method ${m.method}`);
     if (this.before?.(m) === false) return;
     switch (m.method) {
       case 'initialize':
@@ -397,7 +457,9 @@ export class FakeDaemon {
       case 'thread/read':
         return t ? reply({ thread: this.threadJson(t) }) : fail(-32600, 'thread not found');
       case 'thread/turns/list':
-        return t ? reply({ data: [t.turn], nextCursor: null, backwardsCursor: null }) : fail(-32600, 'thread not found');
+        return t
+          ? reply({ data: [t.turn], nextCursor: null, backwardsCursor: null })
+          : fail(-32600, 'thread not found');
       case 'thread/resume':
         if (!t) return fail(-32600, 'thread not found');
         if (this.resumeError) return fail(-32600, this.resumeError);
@@ -410,10 +472,18 @@ export class FakeDaemon {
         reply({ thread: this.threadJson(t) });
         if (t.goal) this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
         // §j case 6: a pending approval is sent again to the connection that resumed the thread.
-        for (const r of this.pendingServerRequests.values()) if (r.threadId === t.id) connection.send({ id: r.id, method: r.method, params: r.params });
+        for (const r of this.pendingServerRequests.values())
+          if (r.threadId === t.id) connection.send({ id: r.id, method: r.method, params: r.params });
         return;
       case 'account/rateLimits/read':
-        return reply({ rateLimits: { primary: this.rateLimitResetSeconds === null ? null : { usedPercent: 100, resetsAt: this.rateLimitResetSeconds }, secondary: null }, rateLimitsByLimitId: null });
+        return reply({
+          rateLimits: {
+            primary:
+              this.rateLimitResetSeconds === null ? null : { usedPercent: 100, resetsAt: this.rateLimitResetSeconds },
+            secondary: null,
+          },
+          rateLimitsByLimitId: null,
+        });
       case 'thread/goal/set':
         return this.set(connection, m, t);
       default:
@@ -425,17 +495,37 @@ export class FakeDaemon {
   private refusesSet(m: WireMessage, t: FakeThread | undefined): boolean {
     const p = m.params ?? {};
     const shown = JSON.stringify(p);
-    if (Object.keys(p).sort().join(',') !== 'origin,status,threadId') return this.broke('set-beyond-status', m, `a set that changes more than the goal's status: ${shown}`);
+    if (Object.keys(p).sort().join(',') !== 'origin,status,threadId')
+      return this.broke('set-beyond-status', m, `a set that changes more than the goal's status: ${shown}`);
     if (p.origin === 'user') return false; // a person's own command (Pause goal), sent for them
-    if (p.origin !== 'automatic') return this.broke('set-beyond-status', m, `a set with origin ${JSON.stringify(p.origin)}: ${shown}`);
-    if (p.status !== 'active') return this.broke('set-beyond-status', m, `an automatic set to ${JSON.stringify(p.status)}, not "active": ${shown}`);
-    if (!t) return this.broke('set-not-recoverable', m, `an automatic set on a thread the daemon does not have: ${shown}`);
+    if (p.origin !== 'automatic')
+      return this.broke('set-beyond-status', m, `a set with origin ${JSON.stringify(p.origin)}: ${shown}`);
+    if (p.status !== 'active')
+      return this.broke(
+        'set-beyond-status',
+        m,
+        `an automatic set to ${JSON.stringify(p.status)}, not "active": ${shown}`,
+      );
+    if (!t)
+      return this.broke('set-not-recoverable', m, `an automatic set on a thread the daemon does not have: ${shown}`);
     const where = `on ${t.id} (goal ${t.goal?.status ?? 'cleared'}, newest turn ${t.turn.id} ${t.turn.status}${t.loaded ? '' : ', not loaded'})`;
-    if (t.goal?.status !== 'blocked' && t.goal?.status !== 'usageLimited') return this.broke('set-not-recoverable', m, `an automatic set on a goal that is not blocked or usage-limited ${where}`);
-    if (t.turn.status !== 'failed') return this.broke('set-not-recoverable', m, `an automatic set while the newest turn has not failed ${where}`);
-    if (!t.loaded) return this.broke('set-not-loaded', m, `an automatic set on a thread the daemon has not loaded ${where}`);
+    if (t.goal?.status !== 'blocked' && t.goal?.status !== 'usageLimited')
+      return this.broke(
+        'set-not-recoverable',
+        m,
+        `an automatic set on a goal that is not blocked or usage-limited ${where}`,
+      );
+    if (t.turn.status !== 'failed')
+      return this.broke('set-not-recoverable', m, `an automatic set while the newest turn has not failed ${where}`);
+    if (!t.loaded)
+      return this.broke('set-not-loaded', m, `an automatic set on a thread the daemon has not loaded ${where}`);
     const n = this.automaticSets.get(`${t.id}/${t.turn.id}`) ?? 0;
-    if (n > 0) return this.broke('set-duplicate', m, `a second automatic set for the failed turn ${t.turn.id} ${where} (${n} took effect before)`);
+    if (n > 0)
+      return this.broke(
+        'set-duplicate',
+        m,
+        `a second automatic set for the failed turn ${t.turn.id} ${where} (${n} took effect before)`,
+      );
     return false;
   }
 
@@ -467,7 +557,15 @@ export class FakeDaemon {
   }
 
   private threadJson(t: FakeThread) {
-    return { id: t.id, status: t.loaded ? t.status : { type: 'notLoaded' }, path: t.path, preview: 'fake thread', name: t.name, cwd: this.dir, turns: [] };
+    return {
+      id: t.id,
+      status: t.loaded ? t.status : { type: 'notLoaded' },
+      path: t.path,
+      preview: 'fake thread',
+      name: t.name,
+      cwd: this.dir,
+      turns: [],
+    };
   }
 }
 

@@ -17,7 +17,13 @@ import * as readline from 'node:readline';
 import { PassThrough } from 'node:stream';
 import type { TimerHandle } from '../../src/core/clock';
 import { startSession } from '../../src/protocol/client';
-import { ConnectionLostError, type Connector, type DaemonListener, type DaemonSession, RpcError } from '../../src/protocol/daemon';
+import {
+  ConnectionLostError,
+  type Connector,
+  type DaemonListener,
+  type DaemonSession,
+  RpcError,
+} from '../../src/protocol/daemon';
 import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
 import type { Transport } from '../../src/protocol/transport';
 import type { FakeClock } from './fakeClock';
@@ -35,7 +41,14 @@ export const NOTIFICATION_METHODS = [
   'item/commandExecution/requestApproval', // a server request: to the engine it is one more frame
 ] as const;
 
-export type RequestFaultPhase = 'dropBeforeRequest' | 'dropBeforeReply' | 'dropAfterReply' | 'delayRequest' | 'delayReply' | 'errorReply' | 'rejectRequest';
+export type RequestFaultPhase =
+  | 'dropBeforeRequest'
+  | 'dropBeforeReply'
+  | 'dropAfterReply'
+  | 'delayRequest'
+  | 'delayReply'
+  | 'errorReply'
+  | 'rejectRequest';
 
 /** The error a faulty reply carries (JSON-RPC "internal error"). */
 export const FAULT_ERROR = { code: -32603, message: 'internal error (fault proxy)' };
@@ -71,7 +84,12 @@ export interface ProxyHooks {
    * answers and `daemonError` whether the daemon's own frame was an error (null: the daemon never
    * saw the request, the proxy answered in its place).
    */
-  onDelivered?: (link: number, message: WireMessage, request: { method: string; params: Record<string, unknown>; n: number } | null, daemonError: boolean | null) => void;
+  onDelivered?: (
+    link: number,
+    message: WireMessage,
+    request: { method: string; params: Record<string, unknown>; n: number } | null,
+    daemonError: boolean | null,
+  ) => void;
   /** The engine wrote a request (the `n`-th over all connections) on the `link`-th connection, before any fault. */
   onRequest?: (link: number, n: number, method: string, params: Record<string, unknown>) => void;
 }
@@ -88,7 +106,11 @@ class Lane {
   private readonly queue: Frame[] = [];
   private timer: TimerHandle | null = null;
 
-  constructor(private readonly proxy: FaultProxy, private readonly link: Link, private readonly out: (line: string) => void) {}
+  constructor(
+    private readonly proxy: FaultProxy,
+    private readonly link: Link,
+    private readonly out: (line: string) => void,
+  ) {}
 
   push(frame: Frame): void {
     this.queue.push(frame);
@@ -158,9 +180,15 @@ class Link {
   /** Reply faults of requests in flight, by request id. */
   private readonly replyFaults = new Map<string | number, Fault[]>();
   /** Requests in flight, by id: what a reply answers. */
-  private readonly requests = new Map<string | number, { method: string; params: Record<string, unknown>; n: number }>();
+  private readonly requests = new Map<
+    string | number,
+    { method: string; params: Record<string, unknown>; n: number }
+  >();
 
-  constructor(private readonly proxy: FaultProxy, private readonly conn: FakeConnection) {
+  constructor(
+    private readonly proxy: FaultProxy,
+    private readonly conn: FakeConnection,
+  ) {
     this.id = proxy.linkCount;
     this.up = new Lane(proxy, this, (line) => conn.fromClient.write(`${line}\n`));
     this.down = new Lane(proxy, this, (line) => {
@@ -249,7 +277,12 @@ class Link {
           // The daemon never sees it: the proxy answers with an error in its place.
           this.proxy.record(fault, false);
           this.daemonErrors.set(m.id, null);
-          this.down.push({ line: JSON.stringify({ id: m.id, error: FAULT_ERROR }), delayMs: 0, dropBefore: null, dropAfter: null });
+          this.down.push({
+            line: JSON.stringify({ id: m.id, error: FAULT_ERROR }),
+            delayMs: 0,
+            dropBefore: null,
+            dropAfter: null,
+          });
           return;
         } else this.replyFaults.set(m.id, [...(this.replyFaults.get(m.id) ?? []), fault]);
       }
@@ -317,7 +350,12 @@ export class FaultProxy {
   /** Made-up error replies that reached the engine: the method, and the hook's mark. */
   readonly deliveredErrors: { method: string; mark: number }[] = [];
 
-  constructor(private readonly daemon: FakeDaemon, readonly clock: FakeClock, private readonly faults: readonly Fault[], readonly hooks: ProxyHooks = {}) {}
+  constructor(
+    private readonly daemon: FakeDaemon,
+    readonly clock: FakeClock,
+    private readonly faults: readonly Fault[],
+    readonly hooks: ProxyHooks = {},
+  ) {}
 
   connector(): Connector {
     return async (listener: DaemonListener): Promise<DaemonSession> => {
@@ -334,11 +372,15 @@ export class FaultProxy {
       const session = await startSession(link.transport(), this.observeListener(listener, link), {
         clientVersion: 'test',
         requestTimeoutMs: this.requestTimeoutMs,
-        timers: { set: (callback, ms) => this.clock.setTimer(callback, ms), clear: (handle) => this.clock.clearTimer(handle as TimerHandle) },
+        timers: {
+          set: (callback, ms) => this.clock.setTimer(callback, ms),
+          clear: (handle) => this.clock.clearTimer(handle as TimerHandle),
+        },
       }).catch((error: unknown) => {
         if (error instanceof ConnectionLostError && error.reason.startsWith('timed out')) this.timeouts += 1; // the handshake timed out
         // The handshake's error reached the engine as the reason its connection closed.
-        if (error instanceof RpcError && error.message.includes(FAULT_ERROR.message)) this.deliveredErrors.push({ method: error.method, mark: link.closedMark });
+        if (error instanceof RpcError && error.message.includes(FAULT_ERROR.message))
+          this.deliveredErrors.push({ method: error.method, mark: link.closedMark });
         throw error;
       });
       return this.observeSession(session, link);
@@ -397,21 +439,23 @@ export class FaultProxy {
   private observeSession(session: DaemonSession, link: Link): DaemonSession {
     const hooks = this.hooks;
     /** Counts the connections a request timeout ended (once each). */
-    const timing = <T>(promise: Promise<T>): Promise<T> => promise.catch((error: unknown) => {
-      if (error instanceof ConnectionLostError && error.reason.startsWith('timed out') && !link.timedOut) {
-        link.timedOut = true;
-        this.timeouts += 1;
-      }
-      if (error instanceof RpcError && error.message.includes(FAULT_ERROR.message)) this.delivered(error.method);
-      throw error;
-    });
+    const timing = <T>(promise: Promise<T>): Promise<T> =>
+      promise.catch((error: unknown) => {
+        if (error instanceof ConnectionLostError && error.reason.startsWith('timed out') && !link.timedOut) {
+          link.timedOut = true;
+          this.timeouts += 1;
+        }
+        if (error instanceof RpcError && error.message.includes(FAULT_ERROR.message)) this.delivered(error.method);
+        throw error;
+      });
     return {
       describe: session.describe,
       listLoaded: () => timing(session.listLoaded()),
-      getGoal: (threadId) => timing(session.getGoal(threadId)).then((goal) => {
-        if (goal) hooks.onGoalTold?.(threadId, goal.status);
-        return goal;
-      }),
+      getGoal: (threadId) =>
+        timing(session.getGoal(threadId)).then((goal) => {
+          if (goal) hooks.onGoalTold?.(threadId, goal.status);
+          return goal;
+        }),
       readThread: (threadId) => timing(session.readThread(threadId)),
       latestTurn: (threadId) => timing(session.latestTurn(threadId)),
       resume: (threadId) => timing(session.resume(threadId)),

@@ -3,7 +3,12 @@
 import { FakeDaemon, testTurn } from './fakeDaemon';
 
 /** The failure of turn `turnId`, told as the real daemon tells it (`FakeDaemon.failWithEvents`); the goal blocks. */
-export function failByEvents(d: FakeDaemon, id: string, turnId: string, codexErrorInfo: unknown = 'internalServerError'): void {
+export function failByEvents(
+  d: FakeDaemon,
+  id: string,
+  turnId: string,
+  codexErrorInfo: unknown = 'internalServerError',
+): void {
   d.thread(id).turn.id = turnId;
   d.failWithEvents(id, { codexErrorInfo, goal: 'blocked' });
 }

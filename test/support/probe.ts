@@ -31,7 +31,15 @@ import {
   trackedAlive,
   type CodexHome,
 } from '../../src/demo/codexProcesses';
-import { about, describe, startThreadWithGoal, UserClient, waitTurnCompleted, type Json, type LogEntry } from '../../src/demo/userClient';
+import {
+  about,
+  describe,
+  startThreadWithGoal,
+  UserClient,
+  waitTurnCompleted,
+  type Json,
+  type LogEntry,
+} from '../../src/demo/userClient';
 
 const args = process.argv.slice(2);
 const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;
@@ -53,7 +61,9 @@ function section(title: string): void {
 /** Log entries about `threadId` (and replies) after `since`, rendered with `describe`. */
 function order(c: UserClient, threadId: string, since: number, filter?: (e: LogEntry) => boolean): string[] {
   return c.log
-    .filter((e) => e.seq > since && (e.kind === 'response' || e.params?.threadId === threadId) && (!filter || filter(e)))
+    .filter(
+      (e) => e.seq > since && (e.kind === 'response' || e.params?.threadId === threadId) && (!filter || filter(e)),
+    )
     .map(describe);
 }
 
@@ -100,7 +110,12 @@ async function failureCase(c: UserClient, mock: MockModel, mode: MockMode): Prom
   const thread = (await c.request('thread/read', { threadId: t.threadId })).thread;
   const errors = c.notifications
     .filter((n) => n.seq > t.goalSetSeq && n.method === 'error' && n.params?.threadId === t.threadId)
-    .map((n) => ({ willRetry: n.params.willRetry, message: n.params.error?.message, codexErrorInfo: n.params.error?.codexErrorInfo, additionalDetails: n.params.error?.additionalDetails }));
+    .map((n) => ({
+      willRetry: n.params.willRetry,
+      message: n.params.error?.message,
+      codexErrorInfo: n.params.error?.codexErrorInfo,
+      additionalDetails: n.params.error?.additionalDetails,
+    }));
   const rateLimitsUpdated = c.notifications
     .filter((n) => n.seq > t.goalSetSeq && n.seq <= done.seq && n.method === 'account/rateLimits/updated')
     .map((n) => n.params);
@@ -136,7 +151,10 @@ function goalLines(lines: string[]): string[] {
 function lineTypes(lines: string[]): string[] {
   return lines.map((l) => {
     try {
-      const j = JSON.parse(l) as { type?: string; payload?: { type?: string; role?: string; content?: { text?: string }[] } };
+      const j = JSON.parse(l) as {
+        type?: string;
+        payload?: { type?: string; role?: string; content?: { text?: string }[] };
+      };
       const src = /source=\\?"([a-z_]+)\\?"/.exec(j.payload?.content?.[0]?.text ?? '')?.[1];
       return `${j.type}/${j.payload?.type}${j.payload?.role ? ':' + j.payload.role : ''}${src ? `(source=${src})` : ''}`;
     } catch {
@@ -158,7 +176,11 @@ async function measureBinaries(home: CodexHome): Promise<Json> {
     const procs: number[] = [];
     for (let i = 0; i < 3; i++) {
       const t0 = Date.now();
-      const child = spawn(bin, ['app-server'], { env: codexEnv(home.dir), detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(bin, ['app-server'], {
+        env: codexEnv(home.dir),
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       const c = await UserClient.overStdio(child);
       init.push(Date.now() - t0);
       // processes in the child's group: the shim on Node 20 is node + native codex
@@ -198,7 +220,13 @@ function statusText(st: Json): string {
 }
 
 /** Notifications too noisy to list in the (j) orders. */
-const NOISE = new Set(['thread/tokenUsage/updated', 'account/rateLimits/updated', 'warning', 'thread/readState/changed', 'item/agentMessage/delta']);
+const NOISE = new Set([
+  'thread/tokenUsage/updated',
+  'account/rateLimits/updated',
+  'warning',
+  'thread/readState/changed',
+  'item/agentMessage/delta',
+]);
 
 /**
  * (j) thread/resume {threadId, excludeTurns:true} from a SECOND, fresh connection on a thread the
@@ -232,7 +260,13 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
     }
   };
   /** Resume from `r`, watch WINDOW_MS, report. `mode` is what the mock answers during the window. */
-  const resumeAndWatch = async (r: UserClient, threadId: string, mode: MockMode, windowMs = WINDOW_MS, modeOpts?: MockModeOptions) => {
+  const resumeAndWatch = async (
+    r: UserClient,
+    threadId: string,
+    mode: MockMode,
+    windowMs = WINDOW_MS,
+    modeOpts?: MockModeOptions,
+  ) => {
     mock.setMode(mode, modeOpts);
     const before = await state(threadId);
     const uSince = u.lastSeq;
@@ -243,7 +277,10 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
     await sleep(windowMs);
     const after = await state(threadId);
     const isStart = (x: LogEntry) => x.method === 'turn/started' && x.params?.threadId === threadId;
-    const started = [...u.notifications.filter((x) => x.seq > uSince && isStart(x)), ...r.notifications.filter((x) => x.seq > rSince && isStart(x))];
+    const started = [
+      ...u.notifications.filter((x) => x.seq > uSince && isStart(x)),
+      ...r.notifications.filter((x) => x.seq > rSince && isStart(x)),
+    ];
     const turnIds = [...new Set(started.map((x) => x.params.turn.id as string))];
     const rs = r.serverRequests.filter((x) => x.seq > rSince);
     return {
@@ -260,9 +297,16 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
       newTurnIds: turnIds.map((id) => id.slice(-6)),
       firstTurnStartedAfterMs: started.length ? Math.min(...started.map((x) => x.at)) - t0 : null,
       modelRequestsInWindow: mock.requests - req0,
-      modelRequestLog: mock.requestLog.slice(req0).map((x) => `${x.answered}${x.lastInputType ? '<' + x.lastInputType : ''}`),
+      modelRequestLog: mock.requestLog
+        .slice(req0)
+        .map((x) => `${x.answered}${x.lastInputType ? '<' + x.lastInputType : ''}`),
       secondConnectionSaw: order(r, threadId, rSince, (e) => !NOISE.has(e.method)),
-      secondConnectionServerRequests: rs.map((x) => ({ method: x.method, id: x.id, itemId: x.params?.itemId, turnId: x.params?.turnId })),
+      secondConnectionServerRequests: rs.map((x) => ({
+        method: x.method,
+        id: x.id,
+        itemId: x.params?.itemId,
+        turnId: x.params?.turnId,
+      })),
       userConnectionSaw: order(u, threadId, uSince, (e) => !NOISE.has(e.method)),
     };
   };
@@ -279,13 +323,19 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   const SLOW = { delayMs: 20_000 };
   /** The user interrupts the last turn started on `threadId` after `since`, if any; returns its end status. */
   const interruptStarted = async (threadId: string, since: number): Promise<string | null> => {
-    const st = u.notifications.filter((x) => x.seq > since && x.method === 'turn/started' && x.params?.threadId === threadId).pop();
+    const st = u.notifications
+      .filter((x) => x.seq > since && x.method === 'turn/started' && x.params?.threadId === threadId)
+      .pop();
     if (!st) return null;
     const id = st.params.turn.id as string;
     const done = u.log.find((x) => x.seq > st.seq && x.method === 'turn/completed' && x.params?.turn?.id === id);
     if (done) return `${done.params.turn.status} (ended by itself)`;
     await u.request('turn/interrupt', { threadId, turnId: id });
-    const end = await u.waitFor(about(threadId, 'turn/completed', (p) => p.turn?.id === id), 15_000, st.seq);
+    const end = await u.waitFor(
+      about(threadId, 'turn/completed', (p) => p.turn?.id === id),
+      15_000,
+      st.seq,
+    );
     await sleep(1000);
     return end.params.turn.status as string;
   };
@@ -303,7 +353,9 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   const control = {
     windowMs: 3000,
     modelRequests: mock.requests - ctlReq,
-    turnStarted: u.notifications.some((x) => x.seq > ctlSeq && x.method === 'turn/started' && x.params?.threadId === t1.threadId),
+    turnStarted: u.notifications.some(
+      (x) => x.seq > ctlSeq && x.method === 'turn/started' && x.params?.threadId === t1.threadId,
+    ),
   };
   const r1 = await second();
   let s0 = u.lastSeq;
@@ -326,10 +378,13 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   s0 = u.lastSeq;
   const rec1b: Json = await resumeAndWatch(r1b, t1.threadId, 'slow', 3000, SLOW);
   rec1b.userInterruptedTheNewTurn = await interruptStarted(t1.threadId, s0);
-  rec1b.turns = (await u.request('thread/turns/list', { threadId: t1.threadId })).data.map((x: Json) => `${String(x.id).slice(-6)}:${x.status}`);
+  rec1b.turns = (await u.request('thread/turns/list', { threadId: t1.threadId })).data.map(
+    (x: Json) => `${String(x.id).slice(-6)}:${x.status}`,
+  );
   show('j1b_thirdResumeAfterThreeInterruptedTurns', rec1b);
   await r1b.close();
-  if ((await state(t1.threadId)).goal === 'active') await u.request('thread/goal/set', { threadId: t1.threadId, status: 'paused' });
+  if ((await state(t1.threadId)).goal === 'active')
+    await u.request('thread/goal/set', { threadId: t1.threadId, status: 'paused' });
 
   // 2. goal blocked after a failed turn (http500), thread systemError ------------------------
   mock.setMode('http500');
@@ -356,7 +411,11 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   // 4. goal complete ------------------------------------------------------------------------
   mock.setMode('goalComplete');
   const t4 = await startThreadWithGoal(u, 'probe j4 complete', { cwd: await tempCwd() });
-  await u.waitFor(about(t4.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, t4.goalSetSeq);
+  await u.waitFor(
+    about(t4.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+    30_000,
+    t4.goalSetSeq,
+  );
   await waitTurnCompleted(u, t4.threadId, undefined, 30_000, t4.goalSetSeq);
   await waitStatus(t4.threadId, (s) => s === 'idle');
   await sleep(500);
@@ -376,7 +435,13 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   rec5.runningTurnId = String(ts5.params.turn.id).slice(-6);
   // Let the slow turn end by itself (then the goal continues with goalComplete: normal behaviour).
   const end5 = await waitTurnCompleted(u, t5.threadId, undefined, 30_000, t5.goalSetSeq);
-  await u.waitFor(about(t5.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, t5.goalSetSeq).catch(() => undefined);
+  await u
+    .waitFor(
+      about(t5.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+      30_000,
+      t5.goalSetSeq,
+    )
+    .catch(() => undefined);
   await sleep(800);
   rec5.runningTurnEnded = { id: String(end5.params.turn.id).slice(-6), status: end5.params.turn.status };
   rec5.secondConnectionSawWholeRun = order(r5, t5.threadId, rSince5, (e) => !NOISE.has(e.method));
@@ -400,7 +465,13 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   const uDecl = u.lastSeq;
   const rDecl = r6.lastSeq;
   u.respond(req6.id as number, { decision: 'decline' });
-  await u.waitFor(about(t6.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, uDecl).catch(() => undefined);
+  await u
+    .waitFor(
+      about(t6.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+      30_000,
+      uDecl,
+    )
+    .catch(() => undefined);
   await sleep(800);
   rec6.afterUserDecline = {
     secondConnectionSaw: order(r6, t6.threadId, rDecl, keyOnly),
@@ -422,7 +493,8 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
 
   // Leave nothing active behind.
   for (const t of [t1, t2, t3, t4, t5, t6, t7]) {
-    if ((await state(t.threadId)).goal === 'active') await u.request('thread/goal/set', { threadId: t.threadId, status: 'paused' }).catch(() => undefined);
+    if ((await state(t.threadId)).goal === 'active')
+      await u.request('thread/goal/set', { threadId: t.threadId, status: 'paused' }).catch(() => undefined);
   }
   await u.close();
   return res;
@@ -468,17 +540,28 @@ async function main(): Promise<void> {
 
     // (a) ------------------------------------------------------------------------------------
     const cases: Record<string, FailureCase> = {};
-    const modes: MockMode[] = ['http500', 'dropStream', 'responseFailed', 'http429', 'http400', 'contextOverflow', 'usageLimit'];
+    const modes: MockMode[] = [
+      'http500',
+      'dropStream',
+      'responseFailed',
+      'http429',
+      'http400',
+      'contextOverflow',
+      'usageLimit',
+    ];
     if (want('a') || want('b') || want('c') || want('f')) {
       section('(a) failing modes: order on the wire (thread-scoped, key methods + replies) and codexErrorInfo');
       for (const m of want('a') ? modes : (['http500', 'dropStream'] as MockMode[])) {
         const fc = await failureCase(a, mock, m);
         cases[m] = fc;
-        out(`### ${m}: ${fc.ms} ms, ${fc.mockRequests} model requests; turn ${fc.turnStatus}; goal → ${fc.goalAfter}; thread → ${JSON.stringify(fc.threadStatusAfter)}`);
+        out(
+          `### ${m}: ${fc.ms} ms, ${fc.mockRequests} model requests; turn ${fc.turnStatus}; goal → ${fc.goalAfter}; thread → ${JSON.stringify(fc.threadStatusAfter)}`,
+        );
         out(`order: ${fc.order.join(' → ')}`);
         out(`turn.error: ${JSON.stringify(fc.turnError)}`);
         out(`error notifications: ${JSON.stringify(fc.errors)}`);
-        if (m === 'usageLimit' || m === 'http429') out(`account/rateLimits/updated during the turn: ${JSON.stringify(fc.rateLimitsUpdated)}`);
+        if (m === 'usageLimit' || m === 'http429')
+          out(`account/rateLimits/updated during the turn: ${JSON.stringify(fc.rateLimitsUpdated)}`);
       }
       results.a = cases;
       // the goal-updated notifications of a rate-limit / usage-limit turn
@@ -504,10 +587,20 @@ async function main(): Promise<void> {
     if (blockedThread && want('c')) {
       section('(c) thread/goal/set {status:active, origin:automatic} on a blocked goal (mock: goalComplete)');
       mock.setMode('goalComplete');
-      const turnsBefore = (await a.request('thread/turns/list', { threadId: blockedThread })).data.map((t: Json) => t.id);
+      const turnsBefore = (await a.request('thread/turns/list', { threadId: blockedThread })).data.map(
+        (t: Json) => t.id,
+      );
       const since = a.lastSeq;
-      const reply = await a.requestEntry('thread/goal/set', { threadId: blockedThread, status: 'active', origin: 'automatic' });
-      await a.waitFor(about(blockedThread, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, since);
+      const reply = await a.requestEntry('thread/goal/set', {
+        threadId: blockedThread,
+        status: 'active',
+        origin: 'automatic',
+      });
+      await a.waitFor(
+        about(blockedThread, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+        30_000,
+        since,
+      );
       await waitTurnCompleted(a, blockedThread, undefined, 30_000, since);
       await sleep(400);
       const turnsAfter = (await a.request('thread/turns/list', { threadId: blockedThread })).data;
@@ -517,7 +610,11 @@ async function main(): Promise<void> {
         order: order(a, blockedThread, since, keyOnly),
         fullOrder: order(a, blockedThread, since),
         turnIdsBefore: turnsBefore,
-        turnsAfter: turnsAfter.map((t: Json) => ({ id: t.id, status: t.status, error: t.error?.codexErrorInfo ?? null })),
+        turnsAfter: turnsAfter.map((t: Json) => ({
+          id: t.id,
+          status: t.status,
+          error: t.error?.codexErrorInfo ?? null,
+        })),
       };
       out(`reply: ${JSON.stringify(reply.result)}`);
       out(`order: ${results.c.order.join(' → ')}`);
@@ -527,10 +624,16 @@ async function main(): Promise<void> {
       // Same call on a goal that is already complete.
       const since2 = a.lastSeq;
       mock.setMode('goalComplete');
-      const r2 = await a.requestEntry('thread/goal/set', { threadId: blockedThread, status: 'active', origin: 'automatic' });
+      const r2 = await a.requestEntry('thread/goal/set', {
+        threadId: blockedThread,
+        status: 'active',
+        origin: 'automatic',
+      });
       await sleep(3000);
       results.c_onComplete = { reply: r2.result?.goal?.status, order: order(a, blockedThread, since2, keyOnly) };
-      out(`on a complete goal: reply goal.status=${results.c_onComplete.reply}; ${results.c_onComplete.order.join(' → ')}`);
+      out(
+        `on a complete goal: reply goal.status=${results.c_onComplete.reply}; ${results.c_onComplete.order.join(' → ')}`,
+      );
     }
 
     // (e) ------------------------------------------------------------------------------------
@@ -538,7 +641,10 @@ async function main(): Promise<void> {
       section('(e) what a second connection that called thread/resume receives (B), vs one that did not (C)');
       mock.setMode('http500');
       const approvalFile = path.join(await tempCwd(), 'declined-by-b');
-      const t = await startThreadWithGoal(a, 'probe second connection', { cwd: await tempCwd(), approvalPolicy: 'untrusted' });
+      const t = await startThreadWithGoal(a, 'probe second connection', {
+        cwd: await tempCwd(),
+        approvalPolicy: 'untrusted',
+      });
       await waitTurnCompleted(a, t.threadId, 'failed', 60_000, t.goalSetSeq);
       const b = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-b' });
       const cc = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-c' });
@@ -567,7 +673,11 @@ async function main(): Promise<void> {
       // Decline (accepting would run the command through the bundled bubblewrap sandbox, which
       // leaves /tmp/codex-bwrap-synthetic-mount-targets-<uid> behind).
       b.respond(reqB.id as number, { decision: 'decline' });
-      await a.waitFor(about(t.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, aSince2);
+      await a.waitFor(
+        about(t.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+        30_000,
+        aSince2,
+      );
       await waitTurnCompleted(a, t.threadId, undefined, 30_000, a.lastSeq - 1).catch(() => undefined);
       await sleep(600);
       await sleep(500);
@@ -585,8 +695,14 @@ async function main(): Promise<void> {
         cGotServerRequest: cc.serverRequests.length,
         approvalFileExistsAfterDecline: existsSync(approvalFile),
         commandItem: a.notifications
-          .filter((n) => n.seq > aSince2 && n.method === 'item/completed' && n.params?.item?.type === 'commandExecution')
-          .map((n) => ({ status: n.params.item.status, exitCode: n.params.item.exitCode, command: n.params.item.command })),
+          .filter(
+            (n) => n.seq > aSince2 && n.method === 'item/completed' && n.params?.item?.type === 'commandExecution',
+          )
+          .map((n) => ({
+            status: n.params.item.status,
+            exitCode: n.params.item.exitCode,
+            command: n.params.item.command,
+          })),
       };
       out(JSON.stringify(results.e, null, 1));
       await b.close();
@@ -615,7 +731,9 @@ async function main(): Promise<void> {
         goal: goal?.status,
         threadStatus: thread.status,
         newModelRequestsWithin3s: mock.requests - reqBefore,
-        newTurnStarted: a.notifications.some((n) => n.seq > since && n.method === 'turn/started' && n.params.threadId === t.threadId),
+        newTurnStarted: a.notifications.some(
+          (n) => n.seq > since && n.method === 'turn/started' && n.params.threadId === t.threadId,
+        ),
       };
       out(JSON.stringify(results.h, null, 1));
       pausedThread = t.threadId;
@@ -635,7 +753,13 @@ async function main(): Promise<void> {
       mock.setMode('goalComplete');
       const since2 = a.lastSeq;
       await a.request('thread/goal/set', { threadId: pausedThread, status: 'active', origin: 'automatic' });
-      await a.waitFor(about(pausedThread, 'thread/goal/updated', (p) => p.goal?.status === 'complete'), 30_000, since2).catch(() => undefined);
+      await a
+        .waitFor(
+          about(pausedThread, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+          30_000,
+          since2,
+        )
+        .catch(() => undefined);
       await sleep(800);
       const afterAuto = await rolloutLines(file);
       const since3 = a.lastSeq;
@@ -643,7 +767,12 @@ async function main(): Promise<void> {
       await sleep(800);
       const afterNoOrigin = await rolloutLines(file);
       const since4 = a.lastSeq;
-      await a.request('thread/goal/set', { threadId: pausedThread, status: 'paused', objective: 'probe interrupt, reworded', origin: 'user' });
+      await a.request('thread/goal/set', {
+        threadId: pausedThread,
+        status: 'paused',
+        objective: 'probe interrupt, reworded',
+        origin: 'user',
+      });
       await sleep(800);
       const afterUserObjective = await rolloutLines(file);
       results.g = {
@@ -657,7 +786,9 @@ async function main(): Promise<void> {
         reply: r.goal?.status,
         notifications: pausedOrder,
         userPausedNewLines: afterPause.slice(before.length),
-        automaticActiveGoalLines: goalLines(afterAuto.slice(afterPause.length)).filter((l) => !/"function_call_output"|source=\\"goal\\"/.test(l)),
+        automaticActiveGoalLines: goalLines(afterAuto.slice(afterPause.length)).filter(
+          (l) => !/"function_call_output"|source=\\"goal\\"/.test(l),
+        ),
         lineTypes: {
           userPaused: lineTypes(afterPause.slice(before.length)),
           automaticActive: lineTypes(afterAuto.slice(afterPause.length)),
@@ -701,14 +832,22 @@ async function main(): Promise<void> {
       const goalBefore = await d.request('thread/goal/get', { threadId: failedThread });
       let turnsBefore: Json;
       try {
-        turnsBefore = (await d.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => ({ id: t.id, status: t.status, error: t.error }));
+        turnsBefore = (await d.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => ({
+          id: t.id,
+          status: t.status,
+          error: t.error,
+        }));
       } catch (e) {
         turnsBefore = { error: (e as Error).message };
       }
       const dSince = d.lastSeq;
       const resumed = await d.request('thread/resume', { threadId: failedThread });
       await sleep(500);
-      const turnsAfter = (await d.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => ({ id: t.id, status: t.status, error: t.error }));
+      const turnsAfter = (await d.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => ({
+        id: t.id,
+        status: t.status,
+        error: t.error,
+      }));
       const readAfter = await d.request('thread/read', { threadId: failedThread });
       const loadedAfter = await d.request('thread/loaded/list', {});
       results.bf = {
@@ -721,7 +860,11 @@ async function main(): Promise<void> {
         goalBeforeResume: goalBefore.goal?.status,
         turnsListBeforeResume: turnsBefore,
         resumeThreadStatus: resumed.thread?.status,
-        resumeTurns: resumed.thread?.turns?.map((t: Json) => ({ id: t.id, status: t.status, error: t.error?.codexErrorInfo ?? null })),
+        resumeTurns: resumed.thread?.turns?.map((t: Json) => ({
+          id: t.id,
+          status: t.status,
+          error: t.error?.codexErrorInfo ?? null,
+        })),
         notificationsOnResume: order(d, failedThread, dSince),
         turnsListAfterResume: turnsAfter,
         threadReadAfterResume: readAfter.thread.status,
@@ -746,8 +889,19 @@ async function main(): Promise<void> {
         const l = await e.request('thread/loaded/list', {});
         const st = (await e.request('thread/read', { threadId: failedThread })).thread.status;
         const g = (await e.request('thread/goal/get', { threadId: failedThread })).goal?.status;
-        const tl = (await e.request('thread/turns/list', { threadId: failedThread })).data.map((t: Json) => `${t.status}:${JSON.stringify(t.error?.codexErrorInfo ?? null)}`);
-        results[`bf_${variant}`] = { pidBefore, pidAfter: rep.pid, startReportStatus: rep.status, startMs, loadedCount: l.data.length, threadStatus: st, goal: g, turns: tl };
+        const tl = (await e.request('thread/turns/list', { threadId: failedThread })).data.map(
+          (t: Json) => `${t.status}:${JSON.stringify(t.error?.codexErrorInfo ?? null)}`,
+        );
+        results[`bf_${variant}`] = {
+          pidBefore,
+          pidAfter: rep.pid,
+          startReportStatus: rep.status,
+          startMs,
+          loadedCount: l.data.length,
+          threadStatus: st,
+          goal: g,
+          turns: tl,
+        };
         out(`${variant}: ${JSON.stringify(results[`bf_${variant}`])}`);
         await e.close();
       }
@@ -755,7 +909,9 @@ async function main(): Promise<void> {
 
     // (i) ------------------------------------------------------------------------------------
     if (want('i')) {
-      section('(i) daemon stop/restart while a goal turn is in flight (stop = SIGTERM, drains turns; SIGKILL after 60 s)');
+      section(
+        '(i) daemon stop/restart while a goal turn is in flight (stop = SIGTERM, drains turns; SIGKILL after 60 s)',
+      );
       const variants = ['restart', 'stop+start', 'restart-awaiting-approval'] as const;
       for (const variant of variants) {
         const c1 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i1' });
@@ -763,7 +919,10 @@ async function main(): Promise<void> {
         const approval = variant === 'restart-awaiting-approval';
         if (approval) mock.setMode('approval', { file: path.join(await tempCwd(), 'never-approved') });
         else mock.setMode('slow', { delayMs: 5000 });
-        const t = await startThreadWithGoal(c1, `probe in-flight ${variant}`, { cwd: await tempCwd(), ...(approval ? { approvalPolicy: 'untrusted' } : {}) });
+        const t = await startThreadWithGoal(c1, `probe in-flight ${variant}`, {
+          cwd: await tempCwd(),
+          ...(approval ? { approvalPolicy: 'untrusted' } : {}),
+        });
         const ts = await c1.waitFor(about(t.threadId, 'turn/started'), 15_000, t.goalSetSeq);
         if (approval) await c1.waitForServerRequest(undefined, 15_000, t.goalSetSeq);
         await sleep(300);
@@ -786,14 +945,21 @@ async function main(): Promise<void> {
           lifecycleMs = { restart: Date.now() - t0i };
         }
         clearInterval(iv);
-        const lastOnOld = c1.log.filter((e) => e.params?.threadId === t.threadId).slice(-3).map(describe);
+        const lastOnOld = c1.log
+          .filter((e) => e.params?.threadId === t.threadId)
+          .slice(-3)
+          .map(describe);
         const c2 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i2' });
         clients.push(c2);
         await sleep(2500);
         const loaded = (await c2.request('thread/loaded/list', {})).data.includes(t.threadId);
         const st = (await c2.request('thread/read', { threadId: t.threadId })).thread.status;
         const g = (await c2.request('thread/goal/get', { threadId: t.threadId })).goal?.status;
-        const tl = (await c2.request('thread/turns/list', { threadId: t.threadId })).data.map((x: Json) => ({ inFlightTurn: x.id === ts.params.turn.id, status: x.status, error: x.error?.codexErrorInfo ?? null }));
+        const tl = (await c2.request('thread/turns/list', { threadId: t.threadId })).data.map((x: Json) => ({
+          inFlightTurn: x.id === ts.params.turn.id,
+          status: x.status,
+          error: x.error?.codexErrorInfo ?? null,
+        }));
         const rec: Json = {
           lifecycleMs,
           oldConnectionClosedAfterMs: closedAt,

@@ -15,14 +15,21 @@ export class RealEngine {
   readonly decisions: Decision[] = [];
   readonly engine: Engine;
 
-  private constructor(readonly dir: string, options: Partial<EngineOptions>, connect: Connector) {
-    this.engine = new Engine({ ...DEFAULT_OPTIONS, ...options }, {
-      connect,
-      store: new JsonFileStore(path.join(dir, 'state.json')),
-      clock: systemClock,
-      random: Math.random,
-      onDecision: (d) => this.decisions.push(d),
-    });
+  private constructor(
+    readonly dir: string,
+    options: Partial<EngineOptions>,
+    connect: Connector,
+  ) {
+    this.engine = new Engine(
+      { ...DEFAULT_OPTIONS, ...options },
+      {
+        connect,
+        store: new JsonFileStore(path.join(dir, 'state.json')),
+        clock: systemClock,
+        random: Math.random,
+        onDecision: (d) => this.decisions.push(d),
+      },
+    );
   }
 
   /** Starts the engine and waits for its first connection. */
@@ -36,7 +43,8 @@ export class RealEngine {
   async until(check: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${this.decisions.map((d) => JSON.stringify(d)).join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${what}\n${this.decisions.map((d) => JSON.stringify(d)).join('\n')}`);
       await sleep(50);
     }
   }
@@ -58,7 +66,10 @@ export class RealEngine {
       const next = this.engine.nextDueAt();
       const under = this.engine.watches().filter((w) => w.state.kind === 'recovering' || w.pending !== null);
       if (next === null && under.length === 0) break;
-      if (Date.now() > Math.max(deadline, (next ?? 0) + 20_000)) throw new Error(`the engine never settled: next due ${next === null ? 'none' : new Date(next).toISOString()}, under way ${JSON.stringify(under.map((w) => [w.threadId, w.state]))}\n${this.decisions.map((d) => JSON.stringify(d)).join('\n')}`);
+      if (Date.now() > Math.max(deadline, (next ?? 0) + 20_000))
+        throw new Error(
+          `the engine never settled: next due ${next === null ? 'none' : new Date(next).toISOString()}, under way ${JSON.stringify(under.map((w) => [w.threadId, w.state]))}\n${this.decisions.map((d) => JSON.stringify(d)).join('\n')}`,
+        );
       await sleep(Math.max(50, Math.min(500, (next ?? 0) + 100 - Date.now())));
     }
     await this.engine.resync();

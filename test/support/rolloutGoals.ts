@@ -50,7 +50,8 @@ function isUserGoalMessage(obj: Json): boolean {
   const p = obj.payload;
   if (obj.type !== 'response_item' || !isObj(p) || p.type !== 'message' || p.role !== 'user') return false;
   const meta = p.internal_chat_message_metadata_passthrough;
-  if (isObj(meta) && Array.isArray(meta.content_item_kinds) && meta.content_item_kinds.includes('user.goal')) return true;
+  if (isObj(meta) && Array.isArray(meta.content_item_kinds) && meta.content_item_kinds.includes('user.goal'))
+    return true;
   return JSON.stringify(p.content ?? '').includes('source=\\"user_goal\\"');
 }
 
@@ -80,7 +81,12 @@ export function readRolloutGoals(rolloutPath: string): RolloutGoals {
         out.turns.push(p.turn_id);
       }
       if (p.type === 'thread_goal_updated' && isObj(p.goal) && p.goal.status === 'active') {
-        const activation = { line: i, offset: start, afterTurn: lastTurn, at: typeof obj.timestamp === 'string' ? Date.parse(obj.timestamp) : NaN };
+        const activation = {
+          line: i,
+          offset: start,
+          afterTurn: lastTurn,
+          at: typeof obj.timestamp === 'string' ? Date.parse(obj.timestamp) : NaN,
+        };
         if (previous !== null && isUserGoalMessage(previous)) out.user.push(activation);
         else out.automatic.push(activation);
       }
@@ -89,7 +95,6 @@ export function readRolloutGoals(rolloutPath: string): RolloutGoals {
   });
   return out;
 }
-
 
 /** The seed from `CGR_FAULT_SEED`, else a fresh one. */
 export function faultSeed(env: NodeJS.ProcessEnv = process.env): number {

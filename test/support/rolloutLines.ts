@@ -12,7 +12,10 @@ export function ts(): string {
 }
 
 /** A marker line as Codex writes it (wrapper, turn id, provenance). */
-export function realMarker(status: GoalStatus | null, opts: { objective?: string; omitted?: boolean; pad?: number } = {}): string {
+export function realMarker(
+  status: GoalStatus | null,
+  opts: { objective?: string; omitted?: boolean; pad?: number } = {},
+): string {
   let body = '\n';
   if (opts.omitted) body += 'User set the goal: [objective omitted; exceeds the evidence limit].\n';
   else if (opts.objective !== undefined) body += `User set the goal: ${JSON.stringify(opts.objective)}\n`;
@@ -23,7 +26,9 @@ export function realMarker(status: GoalStatus | null, opts: { objective?: string
     payload: {
       type: 'message',
       role: 'user',
-      content: [{ type: 'input_text', text: `<codex_internal_context source="user_goal">${body}</codex_internal_context>` }],
+      content: [
+        { type: 'input_text', text: `<codex_internal_context source="user_goal">${body}</codex_internal_context>` },
+      ],
       internal_chat_message_metadata_passthrough: {
         turn_id: 'auto-compact-2',
         content_item_kinds: [opts.omitted ? 'user.goal.omitted' : 'user.goal'],
@@ -51,14 +56,21 @@ export function seedMarker(status: string): string {
 
 /** Codex's `thread_goal_updated` event (written for every thread/goal/set); `active` is an activation. */
 export function goalEvent(status: GoalStatus, objective = 'Keep the build green'): string {
-  return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status, objective } } });
+  return JSON.stringify({
+    timestamp: ts(),
+    type: 'event_msg',
+    payload: { type: 'thread_goal_updated', goal: { status, objective } },
+  });
 }
 
 /** The model's own `update_goal` call. */
 export function modelGoalCall(status: GoalStatus, callId = 'call_goal'): string {
-  return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call', name: 'update_goal', arguments: JSON.stringify({ status }), call_id: callId } });
+  return JSON.stringify({
+    timestamp: ts(),
+    type: 'response_item',
+    payload: { type: 'function_call', name: 'update_goal', arguments: JSON.stringify({ status }), call_id: callId },
+  });
 }
-
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 function b64(rand: () => number, n: number): string {
@@ -70,7 +82,11 @@ function b64(rand: () => number, n: number): string {
 export function toolOutput(rand: () => number, bytes: number): string {
   const row = 'drwxr-xr-x  2 root root 4096 Nov 30 08:54 src\n' + 'x'.repeat(200) + '\n';
   const out = row.repeat(Math.max(1, Math.round(bytes / row.length)));
-  return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call_output', call_id: `call_${Math.floor(rand() * 1e9).toString(36)}`, output: out } });
+  return JSON.stringify({
+    timestamp: ts(),
+    type: 'response_item',
+    payload: { type: 'function_call_output', call_id: `call_${Math.floor(rand() * 1e9).toString(36)}`, output: out },
+  });
 }
 
 export interface NoiseOptions {
@@ -86,21 +102,37 @@ export function noiseLine(rand: () => number, big = false, opts: NoiseOptions = 
   const r = rand();
   const callId = `call_${Math.floor(rand() * 1e9).toString(36)}`;
   if (big) {
-    const out = ('drwxr-xr-x  2 root root 4096 Nov 30 08:54 src\n' + 'x'.repeat(200) + '\n').repeat(Math.floor(300 + rand() * 1500));
-    return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call_output', call_id: callId, output: out } });
+    const out = ('drwxr-xr-x  2 root root 4096 Nov 30 08:54 src\n' + 'x'.repeat(200) + '\n').repeat(
+      Math.floor(300 + rand() * 1500),
+    );
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'response_item',
+      payload: { type: 'function_call_output', call_id: callId, output: out },
+    });
   }
   if (r < 0.25) {
     return JSON.stringify({
       timestamp: ts(),
       type: 'response_item',
-      payload: { type: 'reasoning', summary: [{ type: 'summary_text', text: '**Planning the fix**' }], content: null, encrypted_content: b64(rand, 2000 + Math.floor(rand() * 6000)) },
+      payload: {
+        type: 'reasoning',
+        summary: [{ type: 'summary_text', text: '**Planning the fix**' }],
+        content: null,
+        encrypted_content: b64(rand, 2000 + Math.floor(rand() * 6000)),
+      },
     });
   }
   if (r < 0.45) {
     return JSON.stringify({
       timestamp: ts(),
       type: 'response_item',
-      payload: { type: 'function_call', name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', 'rg -n user.goal src'], workdir: '/repo' }), call_id: callId },
+      payload: {
+        type: 'function_call',
+        name: 'shell',
+        arguments: JSON.stringify({ command: ['bash', '-lc', 'rg -n user.goal src'], workdir: '/repo' }),
+        call_id: callId,
+      },
     });
   }
   if (r < 0.6) {
@@ -108,21 +140,49 @@ export function noiseLine(rand: () => number, big = false, opts: NoiseOptions = 
     return JSON.stringify({
       timestamp: ts(),
       type: 'response_item',
-      payload: { type: 'function_call_output', call_id: callId, output: `rollout.jsonl:12:${realMarker('paused')}\n` + 'y'.repeat(Math.floor(rand() * 20000)) },
+      payload: {
+        type: 'function_call_output',
+        call_id: callId,
+        output: `rollout.jsonl:12:${realMarker('paused')}\n` + 'y'.repeat(Math.floor(rand() * 20000)),
+      },
     });
   }
   if (r < 0.7 || (r < 0.8 && opts.activations === false)) {
-    return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: { input_tokens: Math.floor(rand() * 1e6) } } } });
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'event_msg',
+      payload: { type: 'token_count', info: { total_token_usage: { input_tokens: Math.floor(rand() * 1e6) } } },
+    });
   }
   if (r < 0.8) {
     // Automatic goal change: event only, and it mentions the goal.
-    return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'active', objective: 'user.goal test' } } });
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'event_msg',
+      payload: { type: 'thread_goal_updated', goal: { status: 'active', objective: 'user.goal test' } },
+    });
   }
   if (r < 0.9) {
     // A person typed the sentence: no user.goal kind, not a marker.
-    return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'User set goal status: "paused". (about user.goal)' }] } });
+    return JSON.stringify({
+      timestamp: ts(),
+      type: 'response_item',
+      payload: {
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_text', text: 'User set goal status: "paused". (about user.goal)' }],
+      },
+    });
   }
-  return JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done. ' + 'z'.repeat(Math.floor(rand() * 3000)) }] } });
+  return JSON.stringify({
+    timestamp: ts(),
+    type: 'response_item',
+    payload: {
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: 'Done. ' + 'z'.repeat(Math.floor(rand() * 3000)) }],
+    },
+  });
 }
 
 /**
@@ -135,7 +195,10 @@ export class RolloutWriter {
   private pendingBytes = 0;
   offset: number;
 
-  constructor(readonly path: string, private readonly flushBytes = 4 * 1024 * 1024) {
+  constructor(
+    readonly path: string,
+    private readonly flushBytes = 4 * 1024 * 1024,
+  ) {
     this.fd = fs.openSync(path, 'a');
     this.offset = fs.fstatSync(this.fd).size;
   }

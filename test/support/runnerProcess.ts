@@ -80,13 +80,15 @@ export class RunnerProcess {
     });
     readline.createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
     this.drained = new Promise((resolve) => this.child.once('close', () => resolve()));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => {
-      this.exitCode = code;
-      this.signalCode = signal;
-      this.running = false;
-      this.poke();
-      resolve(code);
-    }));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        this.exitCode = code;
+        this.signalCode = signal;
+        this.running = false;
+        this.poke();
+        resolve(code);
+      }),
+    );
   }
 
   of(type: string, threadId?: string): RunnerDecision[] {
@@ -99,12 +101,16 @@ export class RunnerProcess {
     for (;;) {
       const found = this.decisions.find(match);
       if (found) return found;
-      if (!this.running) throw new Error(`runner exited (${this.exitCode ?? this.signalCode}) before ${what}\n${this.transcript()}`);
+      if (!this.running)
+        throw new Error(`runner exited (${this.exitCode ?? this.signalCode}) before ${what}\n${this.transcript()}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}\n${this.transcript()}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
-        this.waiters.add(() => { clearTimeout(t); resolve(); });
+        this.waiters.add(() => {
+          clearTimeout(t);
+          resolve();
+        });
       });
     }
   }
@@ -134,7 +140,12 @@ export class RunnerProcess {
    */
   private async linesRead(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.drained, new Promise<void>((resolve) => { timer = setTimeout(resolve, 5_000); })]);
+    await Promise.race([
+      this.drained,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 5_000);
+      }),
+    ]);
     clearTimeout(timer);
   }
 
@@ -198,7 +209,12 @@ const PAST_DUE_MS = 100;
  * more. A runner that never settles fails here, with its saved states and its lines.
  * Returns the state file as the stop left it.
  */
-export async function settleAndStop(r: RunnerProcess, statePath: string, expected: Record<string, string | readonly string[]>, opts: { dueAt?: number | null; timeoutMs?: number } = {}): Promise<Record<string, SavedWatch>> {
+export async function settleAndStop(
+  r: RunnerProcess,
+  statePath: string,
+  expected: Record<string, string | readonly string[]>,
+  opts: { dueAt?: number | null; timeoutMs?: number } = {},
+): Promise<Record<string, SavedWatch>> {
   await settled(r, statePath, expected, opts);
   const code = await r.stop();
   if (code !== 0) throw new Error(`the runner did not stop cleanly (exit ${code ?? r.signalCode})\n${r.transcript()}`);
@@ -210,27 +226,41 @@ export async function settleAndStop(r: RunnerProcess, statePath: string, expecte
  * round follows): past the due times, its state file shows every thread decided as expected,
  * with nothing pending, planned or under way. Returns what the file holds.
  */
-export async function settled(r: RunnerProcess, statePath: string, expected: Record<string, string | readonly string[]>, opts: { dueAt?: number | null; timeoutMs?: number } = {}): Promise<Record<string, SavedWatch>> {
+export async function settled(
+  r: RunnerProcess,
+  statePath: string,
+  expected: Record<string, string | readonly string[]>,
+  opts: { dueAt?: number | null; timeoutMs?: number } = {},
+): Promise<Record<string, SavedWatch>> {
   const ids = Object.keys(expected);
-  const dues = [opts.dueAt ?? 0, ...ids.flatMap((id) => r.of('backoff', id).map((d) => Number(d.dueAt)))].filter(Number.isFinite);
+  const dues = [opts.dueAt ?? 0, ...ids.flatMap((id) => r.of('backoff', id).map((d) => Number(d.dueAt)))].filter(
+    Number.isFinite,
+  );
   const latestDue = Math.max(0, ...dues);
   const deadline = Math.max(Date.now(), latestDue) + (opts.timeoutMs ?? 20_000);
   await sleepMs(latestDue + PAST_DUE_MS - Date.now());
-  const kinds = (id: string) => { const e = expected[id]!; return typeof e === 'string' ? [e] : e; };
+  const kinds = (id: string) => {
+    const e = expected[id]!;
+    return typeof e === 'string' ? [e] : e;
+  };
   let saved: Record<string, SavedWatch> = {};
-  const unsettled = () => ids.filter((id) => {
-    const w = saved[id];
-    return !w || w.pending !== null || PLANNED.has(w.state.kind) || !kinds(id).includes(w.state.kind);
-  });
+  const unsettled = () =>
+    ids.filter((id) => {
+      const w = saved[id];
+      return !w || w.pending !== null || PLANNED.has(w.state.kind) || !kinds(id).includes(w.state.kind);
+    });
   for (;;) {
-    if (!r.running) throw new Error(`runner exited (${r.exitCode ?? r.signalCode}) before it settled\n${r.transcript()}`);
+    if (!r.running)
+      throw new Error(`runner exited (${r.exitCode ?? r.signalCode}) before it settled\n${r.transcript()}`);
     saved = await savedWatches(statePath).catch(() => ({}));
     const left = unsettled();
     if (left.length === 0) break;
     // A recovery still planned: wait until it is due (its timer fires), then look again.
     const planned = left.map((id) => saved[id]?.state.dueAt).filter((d): d is number => typeof d === 'number');
     if (Date.now() > Math.max(deadline, ...planned.map((d) => d + 20_000))) {
-      throw new Error(`the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id]!.state, pending: saved[id]!.pending } : null)}`).join('; ')}\n${r.transcript()}`);
+      throw new Error(
+        `the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id]!.state, pending: saved[id]!.pending } : null)}`).join('; ')}\n${r.transcript()}`,
+      );
     }
     await sleepMs(Math.max(50, Math.min(500, Math.max(0, ...planned) + PAST_DUE_MS - Date.now())));
   }

@@ -14,7 +14,9 @@ it('makes a forbidden set and never calls the harness again', async () => {
   daemon.addThread(); // active, its turn running: no automatic set is allowed
   await makeHarness({ dir, daemon });
   const c = daemon.accept();
-  c.fromClient.write(`${JSON.stringify({ id: 'x', method: 'thread/goal/set', params: { threadId: 'thread-1', status: 'active', origin: 'automatic' } })}\n`);
+  c.fromClient.write(
+    `${JSON.stringify({ id: 'x', method: 'thread/goal/set', params: { threadId: 'thread-1', status: 'active', origin: 'automatic' } })}\n`,
+  );
   await new Promise((resolve) => setTimeout(resolve, 50)); // real time passes; no harness call, no check
 });
 

@@ -17,7 +17,13 @@ import * as fs from 'node:fs';
 import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
-import { assertNoAutomaticSet, assertNoDuplicateSet, assertOneRecoveryPerFailedTurn, daemonRecordFrom, type TurnRow } from './daemonJudge';
+import {
+  assertNoAutomaticSet,
+  assertNoDuplicateSet,
+  assertOneRecoveryPerFailedTurn,
+  daemonRecordFrom,
+  type TurnRow,
+} from './daemonJudge';
 import { FakeClock } from './fakeClock';
 import { FakeDaemon, modelGoalCallLine, testGoal, testTurn, type WireMessage } from './fakeDaemon';
 import { describeFault, type Fault, FaultProxy } from './faultProxy';
@@ -45,7 +51,17 @@ import { MemoryStore } from './memoryStore';
  * - oldBlocked:   blocked by a failed turn before the engine started. Never adopted, never set.
  * - pausedBefore: paused by a person before the engine started. Never set.
  */
-export const KINDS = ['transient', 'usage', 'retrying', 'humanPause', 'approval', 'modelBlock', 'terminal', 'oldBlocked', 'pausedBefore'] as const;
+export const KINDS = [
+  'transient',
+  'usage',
+  'retrying',
+  'humanPause',
+  'approval',
+  'modelBlock',
+  'terminal',
+  'oldBlocked',
+  'pausedBefore',
+] as const;
 export type Kind = (typeof KINDS)[number];
 
 /**
@@ -138,7 +154,19 @@ export interface Reached {
 export interface Outcome {
   /** Broken invariants; empty when the engine behaved. */
   broken: string[];
-  stats: { sets: number; recovered: number; fired: number; drops: number; delays: number; errors: number; timeouts: number; races: number; notSeen: number; decisions: number; fakeMinutes: number };
+  stats: {
+    sets: number;
+    recovered: number;
+    fired: number;
+    drops: number;
+    delays: number;
+    errors: number;
+    timeouts: number;
+    races: number;
+    notSeen: number;
+    decisions: number;
+    fakeMinutes: number;
+  };
   reached: Reached;
   log: string[];
 }
@@ -158,7 +186,16 @@ const FORBIDDEN: ReadonlySet<Kind> = new Set(['modelBlock', 'terminal', 'oldBloc
 const REJECTABLE: ReadonlySet<Kind> = new Set(['transient', 'retrying', 'humanPause', 'approval']);
 const APPROVAL_METHOD = 'item/commandExecution/requestApproval';
 
-interface SetArrival { threadId: string; status: string; turnId: string; turnStatus: string; origin: unknown; at: number; accepted: boolean; approvalTold: boolean }
+interface SetArrival {
+  threadId: string;
+  status: string;
+  turnId: string;
+  turnStatus: string;
+  origin: unknown;
+  at: number;
+  accepted: boolean;
+  approvalTold: boolean;
+}
 
 function lcg(seed: number): () => number {
   let x = seed >>> 0;
@@ -184,16 +221,44 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const clock = new FakeClock();
   const decisions: Decision[] = [];
   let changes = 0;
-  const reached: Reached = { approvalOnFailedTurn: 0, approvalWhileBlocking: 0, recoveredAfterApproval: 0, retryOnBlocked: 0, recoveredAfterRetry: 0, retryShown: 0, pauseInBackoff: 0, pauseInPrepared: 0, rejectedByDaemon: 0, mustGiveUp: 0, limiterChecked: 0, limiterAtLimit: 0 };
+  const reached: Reached = {
+    approvalOnFailedTurn: 0,
+    approvalWhileBlocking: 0,
+    recoveredAfterApproval: 0,
+    retryOnBlocked: 0,
+    recoveredAfterRetry: 0,
+    retryShown: 0,
+    pauseInBackoff: 0,
+    pauseInPrepared: 0,
+    rejectedByDaemon: 0,
+    mustGiveUp: 0,
+    limiterChecked: 0,
+    limiterAtLimit: 0,
+  };
 
   // ---- the threads ------------------------------------------------------------
   const outage = schedule.outage;
   const crowd: ThreadPlan[] = Array.from({ length: outage?.extra ?? 0 }, () => ({
-    kind: 'transient', failAt: [outage!.at], eventAt: 0, retryFirst: false, errorInfo: 0, splitMs: 0, endTurn: 'failed', terminal: 'complete',
-    rejects: 0, holdMs: HOLD_MIN_MS, pause: 'step', pauseFrac: 0, approval: 'stays', approvalActive: false,
+    kind: 'transient',
+    failAt: [outage!.at],
+    eventAt: 0,
+    retryFirst: false,
+    errorInfo: 0,
+    splitMs: 0,
+    endTurn: 'failed',
+    terminal: 'complete',
+    rejects: 0,
+    holdMs: HOLD_MIN_MS,
+    pause: 'step',
+    pauseFrac: 0,
+    approval: 'stays',
+    approvalActive: false,
   }));
   const plans = [...schedule.threads, ...crowd].map((p, i) => {
-    const failAt = outage !== null && p.kind !== 'humanPause' ? [...new Set([...p.failAt, outage.at])].sort((a, b) => a - b) : p.failAt;
+    const failAt =
+      outage !== null && p.kind !== 'humanPause'
+        ? [...new Set([...p.failAt, outage.at])].sort((a, b) => a - b)
+        : p.failAt;
     return { ...p, failAt, id: `t${i + 1}-${p.kind}` };
   });
   type Plan = (typeof plans)[number];
@@ -244,10 +309,23 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const plan = (id: string) => plans.find((p) => p.id === id)!;
   // The one set the strict daemon lets through: on a goal a person paused, which the oracle
   // below judges by when the set left the engine (before it was told: the race; after: broken).
-  daemon.judge = (v) => (v.rule === 'set-not-recoverable' && v.thread?.goal === 'paused' && v.threadId !== null && plans.find((p) => p.id === v.threadId)?.kind === 'humanPause' ? 'allow' : 'fail');
+  daemon.judge = (v) =>
+    v.rule === 'set-not-recoverable' &&
+    v.thread?.goal === 'paused' &&
+    v.threadId !== null &&
+    plans.find((p) => p.id === v.threadId)?.kind === 'humanPause'
+      ? 'allow'
+      : 'fail';
 
   // ---- approvals -----------------------------------------------------------------
-  interface Approval { threadId: string; id: string; story: ApprovalStory; since: number; resolvedAt: number | null; told: Set<number> }
+  interface Approval {
+    threadId: string;
+    id: string;
+    story: ApprovalStory;
+    since: number;
+    resolvedAt: number | null;
+    told: Set<number>;
+  }
   const approvals: Approval[] = [];
   const pendingApproval = (threadId: string) => approvals.find((a) => a.threadId === threadId && a.resolvedAt === null);
 
@@ -278,7 +356,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       approvalTold: a !== undefined && a.told.has(sentOn.get(id) ?? -1),
     });
     // The set starts a new turn: its `task_started` line follows the set's goal event in the rollout.
-    if (accepted) queueMicrotask(() => { if (daemon.thread(id).turn.status === 'inProgress') noteTurn(id); });
+    if (accepted)
+      queueMicrotask(() => {
+        if (daemon.thread(id).turn.status === 'inProgress') noteTurn(id);
+      });
   };
   const toldPaused = new Set<string>();
   /** Threads the engine was told were active before any recovery of theirs: it saw them before they failed. */
@@ -286,7 +367,15 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   /** Sets as they left the engine (monotonic ms), for the limiter. */
   const sent: { threadId: string; at: number }[] = [];
   /** Delivered error replies to sets the daemon did not carry out; `readBack`: the engine's two reads after it came back. */
-  interface Rejection { threadId: string; link: number; at: number; byDaemon: boolean; reads: Map<string, number | null>; ok: Set<number>; closed: boolean }
+  interface Rejection {
+    threadId: string;
+    link: number;
+    at: number;
+    byDaemon: boolean;
+    reads: Map<string, number | null>;
+    ok: Set<number>;
+    closed: boolean;
+  }
   const rejections: Rejection[] = [];
   /** Which failed turns' `error {willRetry:true}` reached the engine. */
   const retryTold = new Set<string>();
@@ -316,17 +405,28 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       const threadId = String(params.threadId);
       for (const r of rejections) {
         if (r.threadId !== threadId || r.link !== link || r.closed) continue;
-        if ((method === 'thread/goal/get' || method === 'thread/turns/list') && !r.reads.has(method)) r.reads.set(method, n);
+        if ((method === 'thread/goal/get' || method === 'thread/turns/list') && !r.reads.has(method))
+          r.reads.set(method, n);
       }
     },
     onDelivered: (link, m, request, daemonError) => {
       if (request !== null) {
         const threadId = String(request.params.threadId);
         if (request.method === 'thread/goal/set' && m.error !== undefined && daemonError !== false) {
-          rejections.push({ threadId, link, at: clock.elapsed(), byDaemon: daemonError === true, reads: new Map(), ok: new Set(), closed: false });
+          rejections.push({
+            threadId,
+            link,
+            at: clock.elapsed(),
+            byDaemon: daemonError === true,
+            reads: new Map(),
+            ok: new Set(),
+            closed: false,
+          });
           if (daemonError === true) reached.rejectedByDaemon += 1;
         }
-        if (m.error === undefined) for (const r of rejections) if (r.threadId === threadId && [...r.reads.values()].includes(request.n)) r.ok.add(request.n);
+        if (m.error === undefined)
+          for (const r of rejections)
+            if (r.threadId === threadId && [...r.reads.values()].includes(request.n)) r.ok.add(request.n);
         return;
       }
       const params = (m.params ?? {}) as Record<string, unknown>;
@@ -335,7 +435,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
         retryTold.add(key);
         retryToldAt.set(key, `${link}/${proxy.fired.length}/${proxy.timeouts}`);
       }
-      if (m.method === APPROVAL_METHOD) for (const a of approvals) if (a.id === m.id && a.resolvedAt === null) a.told.add(link);
+      if (m.method === APPROVAL_METHOD)
+        for (const a of approvals) if (a.id === m.id && a.resolvedAt === null) a.told.add(link);
     },
   });
 
@@ -355,12 +456,17 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
         if (p?.kind === 'humanPause' && p.pause !== 'step' && !pauseAt.has(p.id) && !pausedByHuman.has(p.id)) {
           pauseAt.set(p.id, p.pause);
           const left = d.dueAt - clock.now();
-          const ms = p.pause === 'backoff' ? Math.floor(left * (0.05 + 0.9 * p.pauseFrac)) : left - 1 - Math.floor(p.pauseFrac * (OPTIONS.prepareMs - 20));
+          const ms =
+            p.pause === 'backoff'
+              ? Math.floor(left * (0.05 + 0.9 * p.pauseFrac))
+              : left - 1 - Math.floor(p.pauseFrac * (OPTIONS.prepareMs - 20));
           later(() => humanPause(p, d.failedTurnId), Math.max(0, ms));
         }
       }
     },
-    onChange: () => { changes += 1; },
+    onChange: () => {
+      changes += 1;
+    },
   });
 
   // ---- running ----------------------------------------------------------------------
@@ -370,7 +476,9 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     for (let round = 0; round < 5_000; round++) {
       const before = proxy.moved + decisions.length + changes + daemon.requests.length;
       let idle = false;
-      void engine.idle().then(() => { idle = true; });
+      void engine.idle().then(() => {
+        idle = true;
+      });
       await immediate();
       await immediate();
       const moved = proxy.moved + decisions.length + changes + daemon.requests.length !== before;
@@ -384,7 +492,12 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       }
       // Not idle and nothing moved: waiting for held frames, or for a file read to finish.
       await sleep(1);
-      if (proxy.moved + decisions.length + changes + daemon.requests.length === before && proxy.holding() && ++quiet >= 3) return;
+      if (
+        proxy.moved + decisions.length + changes + daemon.requests.length === before &&
+        proxy.holding() &&
+        ++quiet >= 3
+      )
+        return;
     }
     throw new Error('the engine never settled (busy for 5000 rounds)');
   };
@@ -407,7 +520,12 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
 
   const running = (id: string) => {
     const t = daemon.thread(id);
-    return t.goal?.status === 'active' && t.turn.status === 'inProgress' && !splitting.has(id) && pendingApproval(id) === undefined;
+    return (
+      t.goal?.status === 'active' &&
+      t.turn.status === 'inProgress' &&
+      !splitting.has(id) &&
+      pendingApproval(id) === undefined
+    );
   };
   const noteFailed = (p: Plan, usage = false) => {
     const turnId = daemon.thread(p.id).turn.id;
@@ -439,12 +557,20 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     const since = clock.elapsed();
     later(() => {
       // Reached: the retry was told to the engine and held the blocked goal past a due time.
-      if (retryTold.has(key) && clock.elapsed() - since >= HOLD_MIN_MS && daemon.thread(p.id).goal?.status === 'blocked') retryHeld.add(key);
+      if (
+        retryTold.has(key) &&
+        clock.elapsed() - since >= HOLD_MIN_MS &&
+        daemon.thread(p.id).goal?.status === 'blocked'
+      )
+        retryHeld.add(key);
       // Invariant: the engine shows Codex's own retry for what it is ("Codex is retrying": never
       // competed with), when it was told on the connection it still has and no fault came since.
       if (retryToldAt.get(key) === wireMark()) {
         const kind = engine.watch(p.id)?.state.kind;
-        if (kind !== 'codexRetrying') broken.push(`${key}: Codex retries the turn (told on this connection, the goal blocked), but the engine's state is ${kind}`);
+        if (kind !== 'codexRetrying')
+          broken.push(
+            `${key}: Codex retries the turn (told on this connection, the goal blocked), but the engine's state is ${kind}`,
+          );
         else retryShown += 1;
       }
       splitting.delete(p.id);
@@ -474,12 +600,23 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const humanPause = (p: Plan, failedTurnId: string | null) => {
     if (pausedByHuman.has(p.id)) return;
     const t = daemon.thread(p.id);
-    if (failedTurnId !== null && t.goal?.status === 'blocked' && t.turn.id === failedTurnId && t.turn.status === 'failed' && !arrivals.some((a) => a.threadId === p.id && a.turnId === failedTurnId)) {
+    if (
+      failedTurnId !== null &&
+      t.goal?.status === 'blocked' &&
+      t.turn.id === failedTurnId &&
+      t.turn.status === 'failed' &&
+      !arrivals.some((a) => a.threadId === p.id && a.turnId === failedTurnId)
+    ) {
       // Where the pause landed, as it happened: the engine waiting out the backoff, or holding a set it prepared.
       const w = engine.watch(p.id);
-      const sentForTurn = sent.some((s) => s.threadId === p.id && s.at >= (failures.find((f) => f.threadId === p.id && f.turnId === failedTurnId)?.at ?? 0));
+      const sentForTurn = sent.some(
+        (s) =>
+          s.threadId === p.id &&
+          s.at >= (failures.find((f) => f.threadId === p.id && f.turnId === failedTurnId)?.at ?? 0),
+      );
       if (w?.state.kind === 'backoff' && w.state.failedTurnId === failedTurnId) reached.pauseInBackoff += 1;
-      else if (w?.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId && !sentForTurn) reached.pauseInPrepared += 1;
+      else if (w?.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId && !sentForTurn)
+        reached.pauseInPrepared += 1;
     }
     pausedByHuman.set(p.id, clock.elapsed());
     daemon.human(p.id, 'paused');
@@ -487,7 +624,14 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   /** A server request for a person's approval on the thread's current turn. */
   const requestApproval = (p: Plan, story: ApprovalStory, status: { type: string; activeFlags?: string[] }) => {
     const t = daemon.thread(p.id);
-    const a: Approval = { threadId: p.id, id: `approval-${p.id}`, story, since: clock.elapsed(), resolvedAt: null, told: new Set() };
+    const a: Approval = {
+      threadId: p.id,
+      id: `approval-${p.id}`,
+      story,
+      since: clock.elapsed(),
+      resolvedAt: null,
+      told: new Set(),
+    };
     approvals.push(a);
     if (JSON.stringify(status) !== JSON.stringify(t.status)) {
       t.status = status;
@@ -526,7 +670,9 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
         const a = requestApproval(p, 'resolveThenFail', waiting);
         later(() => {
           resolveApproval(a, { type: 'active', activeFlags: [] });
-          later(() => { if (running(p.id)) fail(p, info); }, 1_000);
+          later(() => {
+            if (running(p.id)) fail(p, info);
+          }, 1_000);
         }, p.holdMs);
         return;
       }
@@ -552,13 +698,16 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
         daemon.failWithEvents(p.id, { codexErrorInfo: info });
         noteTurn(p.id);
         const failedTurn = t.turn.id;
-        later(() => {
-          const now = daemon.thread(p.id);
-          if (now.goal?.status !== 'blocked' || now.turn.id !== failedTurn) return; // recovered already (it cannot be: the backoff is ≥ 15 s)
-          blockedSince.set(p.id, clock.elapsed());
-          const a = requestApproval(p, 'onBlocked', p.approvalActive ? waiting : { type: 'systemError' });
-          later(() => resolveApproval(a, { type: 'systemError' }), p.holdMs);
-        }, 1_000 + Math.floor(p.pauseFrac * 10_000));
+        later(
+          () => {
+            const now = daemon.thread(p.id);
+            if (now.goal?.status !== 'blocked' || now.turn.id !== failedTurn) return; // recovered already (it cannot be: the backoff is ≥ 15 s)
+            blockedSince.set(p.id, clock.elapsed());
+            const a = requestApproval(p, 'onBlocked', p.approvalActive ? waiting : { type: 'systemError' });
+            later(() => resolveApproval(a, { type: 'systemError' }), p.holdMs);
+          },
+          1_000 + Math.floor(p.pauseFrac * 10_000),
+        );
         return;
       }
     }
@@ -623,7 +772,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       const pending = engine.watches().some((w) => w.pending !== null);
       quiet = before === after && engine.nextDueAt() === null && ownTimers === 0 && !pending ? quiet + 1 : 0;
     }
-    if (quiet < 2) broken.push(`nothing settled within ${SETTLE_MAX_MS / 60_000} min of fake time after the faults stopped`);
+    if (quiet < 2)
+      broken.push(`nothing settled within ${SETTLE_MAX_MS / 60_000} min of fake time after the faults stopped`);
   } catch (error) {
     broken.push(`the run itself failed: ${error instanceof Error ? error.stack : String(error)}`);
   }
@@ -645,7 +795,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       continue;
     }
     // Invariant: never a set while an approval the engine was told of waits for the person.
-    if (a.approvalTold) broken.push(`set on ${a.threadId} while the approval it was told of was pending (goal ${a.status}, turn ${a.turnId} ${a.turnStatus})`);
+    if (a.approvalTold)
+      broken.push(
+        `set on ${a.threadId} while the approval it was told of was pending (goal ${a.status}, turn ${a.turnId} ${a.turnStatus})`,
+      );
     if (p.kind === 'humanPause' && a.status === 'paused') {
       races += 1; // sent before the engine could know (checked when it was sent): the unavoidable race
       continue;
@@ -653,7 +806,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     // Invariant: never competes with a running turn or Codex's own retry: a set arrives only on a
     // goal blocked by a failed turn (a retrying turn is still in progress).
     const expected = p.kind === 'usage' ? 'usageLimited' : 'blocked';
-    if (a.status !== expected || a.turnStatus !== 'failed') broken.push(`set on ${a.threadId} while its goal was ${a.status} and turn ${a.turnId} ${a.turnStatus}`);
+    if (a.status !== expected || a.turnStatus !== 'failed')
+      broken.push(`set on ${a.threadId} while its goal was ${a.status} and turn ${a.turnId} ${a.turnStatus}`);
     if (a.accepted) perTurn.set(`${a.threadId}/${a.turnId}`, (perTurn.get(`${a.threadId}/${a.turnId}`) ?? 0) + 1);
   }
 
@@ -672,7 +826,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       at = s.at;
       reached.limiterChecked += 1;
       // 0.05 token (500 ms): a set due before another's slot can leave a little ahead of it.
-      if (tokens < 1 - 0.05) broken.push(`limiter: the set on ${s.threadId} at ${s.at} ms left with ${tokens.toFixed(2)} tokens in the bucket (burst ${burst}, one per ${interval / 1000} s)`);
+      if (tokens < 1 - 0.05)
+        broken.push(
+          `limiter: the set on ${s.threadId} at ${s.at} ms left with ${tokens.toFixed(2)} tokens in the bucket (burst ${burst}, one per ${interval / 1000} s)`,
+        );
       tokens -= 1;
       if (tokens < 0.5) reached.limiterAtLimit += 1;
     }
@@ -689,10 +846,32 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     const w = engine.watch(p.id);
     const paused = pausedByHuman.has(p.id);
     const events = [
-      ...failures.filter((f) => f.threadId === p.id).map((f) => ({ at: f.at, turnId: f.turnId, certain: f.usage ? 0 : 1, possible: f.usage ? 0 : 1, rejection: false })),
-      ...rejections.filter((r) => r.threadId === p.id).map((r) => ({ at: r.at, turnId: '', certain: r.reads.size === 2 && r.ok.size === 2 ? 1 : 0, possible: 1, rejection: true })),
+      ...failures
+        .filter((f) => f.threadId === p.id)
+        .map((f) => ({
+          at: f.at,
+          turnId: f.turnId,
+          certain: f.usage ? 0 : 1,
+          possible: f.usage ? 0 : 1,
+          rejection: false,
+        })),
+      ...rejections
+        .filter((r) => r.threadId === p.id)
+        .map((r) => ({
+          at: r.at,
+          turnId: '',
+          certain: r.reads.size === 2 && r.ok.size === 2 ? 1 : 0,
+          possible: 1,
+          rejection: true,
+        })),
     ].sort((a, b) => a.at - b.at);
-    const recovers = sawActive.has(p.id) && (p.kind === 'transient' || p.kind === 'usage' || p.kind === 'retrying' || (p.kind === 'approval' && p.approval !== 'stays') || p.kind === 'humanPause');
+    const recovers =
+      sawActive.has(p.id) &&
+      (p.kind === 'transient' ||
+        p.kind === 'usage' ||
+        p.kind === 'retrying' ||
+        (p.kind === 'approval' && p.approval !== 'stays') ||
+        p.kind === 'humanPause');
     // Each failed turn with the rejections of its sets that follow it: the engine gives up at the
     // failure or after a rejection once the count passes maxAttempts. `must`: recovered exactly
     // once; `may`: once or not at all (a give-up that hangs on a lost read, or a person's pause
@@ -730,7 +909,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
     if (givenUpAt !== null) afterGiveUp = arrivals.filter((a) => a.threadId === p.id && a.at > givenUpAt!).length;
     // Invariant: nothing is sent once the failures in a row passed maxAttempts.
-    if (afterGiveUp > 0) broken.push(`${p.id}: ${afterGiveUp} set(s) after more than ${OPTIONS.maxAttempts} failures and rejections in a row (the engine must give up)`);
+    if (afterGiveUp > 0)
+      broken.push(
+        `${p.id}: ${afterGiveUp} set(s) after more than ${OPTIONS.maxAttempts} failures and rejections in a row (the engine must give up)`,
+      );
     if (givenUpAt !== null && sawActive.has(p.id) && recovers) reached.mustGiveUp += 1;
     for (const turnId of threadTurns) recovered += perTurn.get(`${p.id}/${turnId}`) ?? 0;
 
@@ -750,7 +932,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     const record = daemonRecordFrom(p.id, turns.get(p.id) ?? [], t.goal?.status ?? null, t.path);
     try {
       if (!recovers) {
-        if (p.kind !== 'humanPause') assertNoAutomaticSet(record, `${p.id} (${p.kind}): an automatic set on a goal the engine must leave alone`);
+        if (p.kind !== 'humanPause')
+          assertNoAutomaticSet(record, `${p.id} (${p.kind}): an automatic set on a goal the engine must leave alone`);
       } else {
         assertNoDuplicateSet(record);
         assertOneRecoveryPerFailedTurn(record, must, may);
@@ -758,11 +941,14 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     } catch (error) {
       broken.push(`${p.id} (${p.kind}): ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (w?.pending) broken.push(`${p.id}: a recovery intent is still pending after everything settled (${JSON.stringify(w.pending)})`);
+    if (w?.pending)
+      broken.push(
+        `${p.id}: a recovery intent is still pending after everything settled (${JSON.stringify(w.pending)})`,
+      );
 
     // The engine's own view agrees with the daemon at the end.
     const lastTurn = threadTurns.at(-1);
-    const lastFate = lastTurn === undefined ? 'none' : fate.get(lastTurn) ?? 'none';
+    const lastFate = lastTurn === undefined ? 'none' : (fate.get(lastTurn) ?? 'none');
     const lastMust = recovers && lastFate === 'must';
     let expected: string[];
     if (!sawActive.has(p.id)) {
@@ -773,49 +959,78 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     else if (recovers && lastFate === 'never') expected = ['gaveUp'];
     else if (recovers && lastFate === 'may') expected = ['gaveUp', 'running'];
     else if (p.kind === 'approval' && p.approval === 'stays' && applied.has(p.id)) expected = ['waitingApproval'];
-    else if (applied.has(p.id) && p.kind !== 'approval') expected = [p.kind === 'modelBlock' ? 'modelBlocked' : p.kind === 'terminal' ? p.terminal : 'running'];
+    else if (applied.has(p.id) && p.kind !== 'approval')
+      expected = [p.kind === 'modelBlock' ? 'modelBlocked' : p.kind === 'terminal' ? p.terminal : 'running'];
     else expected = ['running'];
     const kind = w?.state.kind ?? 'unwatched';
-    if (!expected.includes(kind)) broken.push(`${p.id} (${p.kind}): engine state ${kind} after everything settled, expected ${expected.join(' or ')}`);
-    if (lastMust && t.goal?.status !== 'active') broken.push(`${p.id}: goal still ${t.goal?.status} after the faults stopped`);
-    if (recovers && lastFate === 'never' && t.goal?.status === 'active') broken.push(`${p.id}: goal active although the engine had to give up`);
+    if (!expected.includes(kind))
+      broken.push(
+        `${p.id} (${p.kind}): engine state ${kind} after everything settled, expected ${expected.join(' or ')}`,
+      );
+    if (lastMust && t.goal?.status !== 'active')
+      broken.push(`${p.id}: goal still ${t.goal?.status} after the faults stopped`);
+    if (recovers && lastFate === 'never' && t.goal?.status === 'active')
+      broken.push(`${p.id}: goal active although the engine had to give up`);
   }
   reached.retryOnBlocked = retryHeld.size;
   reached.retryShown = retryShown;
 
   // Invariant: a clear log line for every fault that broke something: each broken connection is
   // followed by its own connection decision, and a lost set by a warning that names it.
-  const connectionLines = decisions.map((d, i) => (d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') ? i : -1)).filter((i) => i >= 0);
+  const connectionLines = decisions
+    .map((d, i) => (d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') ? i : -1))
+    .filter((i) => i >= 0);
   let next = 0;
   for (const f of proxy.fired.filter((x) => x.broke)) {
     while (next < connectionLines.length && connectionLines[next]! < f.mark) next += 1;
     if (next >= connectionLines.length) broken.push(`no connection log line for the fault ${describeFault(f.fault)}`);
     next += 1;
-    if (f.fault.on === 'request' && f.fault.method === 'thread/goal/set' && (f.fault.phase === 'dropBeforeRequest' || f.fault.phase === 'dropBeforeReply')) {
-      if (!decisions.slice(f.mark).some((d) => d.type === 'warning' && d.message.includes('thread/goal/set'))) broken.push(`no warning for the set lost by ${describeFault(f.fault)}`);
+    if (
+      f.fault.on === 'request' &&
+      f.fault.method === 'thread/goal/set' &&
+      (f.fault.phase === 'dropBeforeRequest' || f.fault.phase === 'dropBeforeReply')
+    ) {
+      if (!decisions.slice(f.mark).some((d) => d.type === 'warning' && d.message.includes('thread/goal/set')))
+        broken.push(`no warning for the set lost by ${describeFault(f.fault)}`);
     }
   }
 
   // Invariant: an error reply that reached the engine is logged, naming the call that failed. (One that
   // a broken connection overtook is covered by that connection's line.)
   for (const e of proxy.deliveredErrors) {
-    if (!decisions.slice(e.mark).some((d) => (d.type === 'warning' || d.type === 'connection') && JSON.stringify(d).includes(e.method))) {
+    if (
+      !decisions
+        .slice(e.mark)
+        .some((d) => (d.type === 'warning' || d.type === 'connection') && JSON.stringify(d).includes(e.method))
+    ) {
       broken.push(`no log line names ${e.method} after its error reply reached the engine`);
     }
   }
 
   // Invariant: a request that timed out (a delay past the client's 15 s timeout) ends its connection, and says so.
-  const timeoutLines = decisions.filter((d) => d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') && d.detail.includes('timed out')).length;
-  if (timeoutLines < proxy.timeouts) broken.push(`a request timed out on ${proxy.timeouts} connection(s), but only ${timeoutLines} connection log line(s) say so`);
+  const timeoutLines = decisions.filter(
+    (d) =>
+      d.type === 'connection' && (d.state === 'disconnected' || d.state === 'error') && d.detail.includes('timed out'),
+  ).length;
+  if (timeoutLines < proxy.timeouts)
+    broken.push(
+      `a request timed out on ${proxy.timeouts} connection(s), but only ${timeoutLines} connection log line(s) say so`,
+    );
 
   try {
-    await Promise.race([engine.stop(), sleep(5_000).then(() => { throw new Error('engine.stop() did not return'); })]);
+    await Promise.race([
+      engine.stop(),
+      sleep(5_000).then(() => {
+        throw new Error('engine.stop() did not return');
+      }),
+    ]);
   } catch (error) {
     broken.push(String(error));
   }
   await immediate();
   // Invariant: no crash: no unhandled rejection, no uncaught exception.
-  if (crashes() !== crashesBefore) broken.push(`${crashes() - crashesBefore} unhandled rejection(s) or uncaught exception(s)`);
+  if (crashes() !== crashesBefore)
+    broken.push(`${crashes() - crashesBefore} unhandled rejection(s) or uncaught exception(s)`);
   fs.rmSync(dir, { recursive: true, force: true });
 
   return {
@@ -826,7 +1041,9 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       fired: proxy.fired.length,
       drops: proxy.fired.filter((f) => f.broke).length,
       delays: proxy.fired.filter((f) => f.fault.on !== 'connect' && f.fault.phase.startsWith('delay')).length,
-      errors: proxy.fired.filter((f) => f.fault.on === 'request' && (f.fault.phase === 'errorReply' || f.fault.phase === 'rejectRequest')).length,
+      errors: proxy.fired.filter(
+        (f) => f.fault.on === 'request' && (f.fault.phase === 'errorReply' || f.fault.phase === 'rejectRequest'),
+      ).length,
       timeouts: proxy.timeouts,
       races,
       notSeen,

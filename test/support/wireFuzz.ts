@@ -11,7 +11,16 @@ import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { startSession } from '../../src/protocol/client';
-import type { DaemonListener, DaemonSession, RequestId, Thread, ThreadGoal, ThreadStatus, Turn, TurnError } from '../../src/protocol/daemon';
+import type {
+  DaemonListener,
+  DaemonSession,
+  RequestId,
+  Thread,
+  ThreadGoal,
+  ThreadStatus,
+  Turn,
+  TurnError,
+} from '../../src/protocol/daemon';
 import { LineMessageReader, LineMessageWriter, WebSocketMessageReader } from '../../src/protocol/framing';
 import { LineSplitter } from '../../src/protocol/lineSplitter';
 import { openTransport, type Transport } from '../../src/protocol/transport';
@@ -27,31 +36,52 @@ export class RecordingListener implements DaemonListener {
   goalUpdated(threadId: string, goal: ThreadGoal, turnId: string | null): void {
     this.events.push(['goalUpdated', threadId, goal.status, goal.objective.length, turnId]);
   }
-  goalCleared(threadId: string): void { this.events.push(['goalCleared', threadId]); }
-  threadStatus(threadId: string, status: ThreadStatus): void { this.events.push(['threadStatus', threadId, status.type]); }
-  threadStarted(thread: Thread): void { this.events.push(['threadStarted', thread.id]); }
-  threadClosed(threadId: string): void { this.events.push(['threadClosed', threadId]); }
-  turnStarted(threadId: string, turn: Turn): void { this.events.push(['turnStarted', threadId, turn.id]); }
-  turnCompleted(threadId: string, turn: Turn): void { this.events.push(['turnCompleted', threadId, turn.id, turn.status]); }
+  goalCleared(threadId: string): void {
+    this.events.push(['goalCleared', threadId]);
+  }
+  threadStatus(threadId: string, status: ThreadStatus): void {
+    this.events.push(['threadStatus', threadId, status.type]);
+  }
+  threadStarted(thread: Thread): void {
+    this.events.push(['threadStarted', thread.id]);
+  }
+  threadClosed(threadId: string): void {
+    this.events.push(['threadClosed', threadId]);
+  }
+  turnStarted(threadId: string, turn: Turn): void {
+    this.events.push(['turnStarted', threadId, turn.id]);
+  }
+  turnCompleted(threadId: string, turn: Turn): void {
+    this.events.push(['turnCompleted', threadId, turn.id, turn.status]);
+  }
   error(threadId: string, turnId: string | null, error: TurnError, willRetry: boolean): void {
     this.events.push(['error', threadId, turnId, error.message.length, willRetry]);
   }
   serverRequest(threadId: string | null, requestId: RequestId, method: string): void {
     this.events.push(['serverRequest', threadId, requestId, method]);
   }
-  serverRequestResolved(threadId: string, requestId: RequestId): void { this.events.push(['serverRequestResolved', threadId, requestId]); }
-  protocolProblem(message: string): void { this.problems.push(message); }
-  closed(reason: string): void { this.closes.push(reason); }
+  serverRequestResolved(threadId: string, requestId: RequestId): void {
+    this.events.push(['serverRequestResolved', threadId, requestId]);
+  }
+  protocolProblem(message: string): void {
+    this.problems.push(message);
+  }
+  closed(reason: string): void {
+    this.closes.push(reason);
+  }
 }
 
 /** What the client sent, as the daemon read it. */
-export interface ClientMessage { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown }
+export interface ClientMessage {
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
+  result?: unknown;
+  error?: unknown;
+}
 
 /** A frame from the daemon: text, raw bytes (a binary WebSocket frame unless `text`), or fragments of one message. */
-export type Frame =
-  | { text: string }
-  | { bytes: Uint8Array; asText?: boolean }
-  | { fragments: Buffer[] };
+export type Frame = { text: string } | { bytes: Uint8Array; asText?: boolean } | { fragments: Buffer[] };
 
 export interface WireSession {
   readonly kind: 'stdio' | 'websocket';
@@ -86,7 +116,8 @@ async function until(done: () => boolean, what: string, timeoutMs = 20_000): Pro
 }
 
 function answerInitialize(m: ClientMessage, reply: (text: string) => void): void {
-  if (m.method === 'initialize') reply(JSON.stringify({ id: m.id, result: { userAgent: 'fuzz-daemon/1', codexHome: '/nowhere' } }));
+  if (m.method === 'initialize')
+    reply(JSON.stringify({ id: m.id, result: { userAgent: 'fuzz-daemon/1', codexHome: '/nowhere' } }));
 }
 
 function parseClient(text: string, received: ClientMessage[], unparsable: string[]): ClientMessage | null {
@@ -101,16 +132,22 @@ function parseClient(text: string, received: ClientMessage[], unparsable: string
 }
 
 /** A session over the stdio framing: the client's LineMessageReader/Writer on PassThrough streams. */
-export async function stdioSession(opts: { maxLineBytes?: number; requestTimeoutMs?: number } = {}): Promise<WireSession> {
+export async function stdioSession(
+  opts: { maxLineBytes?: number; requestTimeoutMs?: number } = {},
+): Promise<WireSession> {
   const toClient = new PassThrough();
   const fromClient = new PassThrough();
   const received: ClientMessage[] = [];
   const unparsable: string[] = [];
   const write = (text: string) => toClient.write(`${text}\n`);
-  const lines = new LineSplitter(1 << 30, (line) => {
-    const m = parseClient(line, received, unparsable);
-    if (m) answerInitialize(m, write);
-  }, () => undefined);
+  const lines = new LineSplitter(
+    1 << 30,
+    (line) => {
+      const m = parseClient(line, received, unparsable);
+      if (m) answerInitialize(m, write);
+    },
+    () => undefined,
+  );
   fromClient.on('data', (chunk: Buffer) => lines.push(chunk));
   let closeCb: ((reason: string) => void) | undefined;
   let closedReason: string | null = null;
@@ -131,7 +168,10 @@ export async function stdioSession(opts: { maxLineBytes?: number; requestTimeout
     },
   };
   const listener = new RecordingListener();
-  const session = await startSession(transport, listener, { clientVersion: 'fuzz', requestTimeoutMs: opts.requestTimeoutMs ?? 60_000 });
+  const session = await startSession(transport, listener, {
+    clientVersion: 'fuzz',
+    requestTimeoutMs: opts.requestTimeoutMs ?? 60_000,
+  });
   return {
     kind: 'stdio',
     session,
@@ -201,7 +241,10 @@ export async function unixWsServer(): Promise<UnixWsServer> {
 }
 
 /** A session over the WebSocket framing, through the product's socket transport (safety checks included). */
-export async function websocketSession(server: UnixWsServer, opts: { requestTimeoutMs?: number } = {}): Promise<WireSession> {
+export async function websocketSession(
+  server: UnixWsServer,
+  opts: { requestTimeoutMs?: number } = {},
+): Promise<WireSession> {
   const received: ClientMessage[] = [];
   const unparsable: string[] = [];
   const before = server.peers.length;
@@ -216,11 +259,17 @@ export async function websocketSession(server: UnixWsServer, opts: { requestTime
   server.wss.once('connection', attach);
   const transport = await openTransport({ kind: 'socket', path: server.socketPath }, { connectTimeoutMs: 5_000 });
   const listener = new RecordingListener();
-  const session = await startSession(transport, listener, { clientVersion: 'fuzz', requestTimeoutMs: opts.requestTimeoutMs ?? 60_000 });
-  if (!peer || server.peers.length !== before + 1) throw new Error('the fuzz server did not see exactly one connection');
+  const session = await startSession(transport, listener, {
+    clientVersion: 'fuzz',
+    requestTimeoutMs: opts.requestTimeoutMs ?? 60_000,
+  });
+  if (!peer || server.peers.length !== before + 1)
+    throw new Error('the fuzz server did not see exactly one connection');
   const ws = peer;
   const sendOne = (data: string | Buffer, options: { binary: boolean; fin?: boolean }) =>
-    new Promise<void>((resolve, reject) => ws.send(data, { ...options, compress: false }, (err) => (err ? reject(err) : resolve())));
+    new Promise<void>((resolve, reject) =>
+      ws.send(data, { ...options, compress: false }, (err) => (err ? reject(err) : resolve())),
+    );
   return {
     kind: 'websocket',
     session,
@@ -236,7 +285,8 @@ export async function websocketSession(server: UnixWsServer, opts: { requestTime
         else {
           // One message in several WebSocket fragments (continuation frames): a single valid message.
           const parts = f.fragments;
-          for (let i = 0; i < parts.length; i++) await sendOne(parts[i]!, { binary: false, fin: i === parts.length - 1 });
+          for (let i = 0; i < parts.length; i++)
+            await sendOne(parts[i]!, { binary: false, fin: i === parts.length - 1 });
         }
         if (++n % 16 === 0) await tick();
       }

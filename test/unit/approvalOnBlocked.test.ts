@@ -30,7 +30,11 @@ describe('an approval pending on a blocked goal', () => {
     await h.settle();
     assert.equal(engine.watch('thread-1')?.state.kind, 'backoff');
     // The approval arrives within the backoff; the thread stays `systemError`.
-    daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', { threadId: 'thread-1', turnId: t.turn.id, itemId: 'item-1' });
+    daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', {
+      threadId: 'thread-1',
+      turnId: t.turn.id,
+      itemId: 'item-1',
+    });
     await h.settle();
     assert.equal(engine.watch('thread-1')?.state.kind, 'waitingApproval');
 
@@ -39,7 +43,10 @@ describe('an approval pending on a blocked goal', () => {
     const before = reads();
     for (let i = 0; i < 12; i++) await h.advance(10_000);
     assert.equal(daemon.count('thread/goal/set'), 0, 'a set while an approval was pending');
-    assert.ok(reads() - before <= 4, `${reads() - before} turn reads while the approval waited: the engine kept attempting`);
+    assert.ok(
+      reads() - before <= 4,
+      `${reads() - before} turn reads while the approval waited: the engine kept attempting`,
+    );
     assert.equal(engine.watch('thread-1')?.state.kind, 'waitingApproval');
 
     // The person answers it in their own client: the recovery is due again, and happens once.

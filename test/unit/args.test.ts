@@ -18,13 +18,35 @@ describe('runner command line', () => {
 
   it('honours CODEX_HOME and --codex-home', () => {
     const a = parseCli(['watch'], { ...env, CODEX_HOME: '/x/codex' });
-    assert.equal(a.command === 'watch' && a.target.kind === 'socket' && a.target.path, '/x/codex/app-server-control/app-server-control.sock');
+    assert.equal(
+      a.command === 'watch' && a.target.kind === 'socket' && a.target.path,
+      '/x/codex/app-server-control/app-server-control.sock',
+    );
     const b = parseCli(['watch', '--codex-home', '/y'], env);
-    assert.equal(b.command === 'watch' && b.target.kind === 'socket' && b.target.path, '/y/app-server-control/app-server-control.sock');
+    assert.equal(
+      b.command === 'watch' && b.target.kind === 'socket' && b.target.path,
+      '/y/app-server-control/app-server-control.sock',
+    );
   });
 
   it('takes --socket, --url, --stdio, fractional delays and --json', () => {
-    const a = parseCli(['watch', '--socket', 's.sock', '--state', 'st.json', '--base-delay', '0.25', '--max-delay', '2', '--max-attempts', '3', '--json'], env);
+    const a = parseCli(
+      [
+        'watch',
+        '--socket',
+        's.sock',
+        '--state',
+        'st.json',
+        '--base-delay',
+        '0.25',
+        '--max-delay',
+        '2',
+        '--max-attempts',
+        '3',
+        '--json',
+      ],
+      env,
+    );
     assert.ok(a.command === 'watch');
     if (a.command !== 'watch') return;
     assert.deepEqual(a.target, { kind: 'socket', path: path.resolve('s.sock') });
@@ -32,9 +54,15 @@ describe('runner command line', () => {
     assert.deepEqual([a.baseDelayMs, a.maxDelayMs, a.maxAttempts, a.json], [250, 2000, 3, true]);
     const opts = engineOptions(a, {});
     assert.deepEqual([opts.baseDelayMs, opts.maxDelayMs, opts.maxAttempts], [250, 2000, 3]);
-    const tuned = engineOptions(a, { CODEX_GOAL_RECOVERY_RESYNC_S: '1.5', CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.25' });
+    const tuned = engineOptions(a, {
+      CODEX_GOAL_RECOVERY_RESYNC_S: '1.5',
+      CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '0.25',
+    });
     assert.deepEqual([tuned.resyncMs, tuned.limiterIntervalMs], [1500, 250]);
-    const untouched = engineOptions(a, { CODEX_GOAL_RECOVERY_RESYNC_S: 'x', CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '-1' });
+    const untouched = engineOptions(a, {
+      CODEX_GOAL_RECOVERY_RESYNC_S: 'x',
+      CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S: '-1',
+    });
     assert.deepEqual([untouched.resyncMs, untouched.limiterIntervalMs], [opts.resyncMs, opts.limiterIntervalMs]);
     const u = parseCli(['watch', '--url', 'ws://127.0.0.1:4500'], env);
     assert.deepEqual(u.command === 'watch' && u.target, { kind: 'url', url: 'ws://127.0.0.1:4500' });
@@ -66,6 +94,10 @@ describe('runner command line', () => {
   });
 
   it('status takes --state', () => {
-    assert.deepEqual(parseCli(['status', '--state', '/s.json'], env), { command: 'status', statePath: '/s.json', json: false });
+    assert.deepEqual(parseCli(['status', '--state', '/s.json'], env), {
+      command: 'status',
+      statePath: '/s.json',
+      json: false,
+    });
   });
 });

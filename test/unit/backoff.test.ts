@@ -8,19 +8,31 @@ const policy = { baseMs: 30_000, capMs: 30 * 60_000 };
 
 describe('backoff', () => {
   it('doubles from the base for each consecutive failure, up to the cap', () => {
-    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8].map((n) => nominalDelay(policy, n)),
-      [30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6, 7, 8].map((n) => nominalDelay(policy, n)),
+      [30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000, 1_800_000],
+    );
     assert.equal(nominalDelay(policy, 10_000), 1_800_000, 'a huge count stays at the cap');
   });
 
   it('equal jitter lies between half and all of the nominal delay', () => {
-    assert.equal(jitteredDelay(policy, 3, () => 0), 60_000);
-    assert.equal(jitteredDelay(policy, 3, () => 0.999999), 120_000);
+    assert.equal(
+      jitteredDelay(policy, 3, () => 0),
+      60_000,
+    );
+    assert.equal(
+      jitteredDelay(policy, 3, () => 0.999999),
+      120_000,
+    );
     for (let i = 0; i < 1000; i++) {
       const d = jitteredDelay(policy, 2, Math.random);
       assert.ok(d >= 30_000 && d <= 60_000, `delay ${d} out of range`);
     }
-    assert.equal(jitteredDelay(policy, 1, () => Number.NaN), 30_000, 'a broken random source cannot go below half');
+    assert.equal(
+      jitteredDelay(policy, 1, () => Number.NaN),
+      30_000,
+      'a broken random source cannot go below half',
+    );
   });
 });
 
@@ -75,14 +87,29 @@ describe('failure classification', () => {
   }
 
   it('"other" is transient only for a dropped stream, not for a plain 400 (measured messages)', () => {
-    assert.equal(classifyFailure('other', 'stream disconnected before completion: Transport error: network error: error decoding response body').kind, 'transient');
-    assert.equal(classifyFailure('other', 'stream disconnected before completion: upstream exploded').kind, 'transient');
-    assert.equal(classifyFailure('other', '{"error":{"type":"invalid_request_error","message":"bad request"}}').kind, 'permanent');
+    assert.equal(
+      classifyFailure(
+        'other',
+        'stream disconnected before completion: Transport error: network error: error decoding response body',
+      ).kind,
+      'transient',
+    );
+    assert.equal(
+      classifyFailure('other', 'stream disconnected before completion: upstream exploded').kind,
+      'transient',
+    );
+    assert.equal(
+      classifyFailure('other', '{"error":{"type":"invalid_request_error","message":"bad request"}}').kind,
+      'permanent',
+    );
     assert.equal(classifyFailure('other').kind, 'permanent');
   });
 
   it('names the variant and its HTTP status', () => {
-    assert.deepEqual(describeErrorInfo({ responseStreamDisconnected: { httpStatusCode: 502 } }), { code: 'responseStreamDisconnected', httpStatus: 502 });
+    assert.deepEqual(describeErrorInfo({ responseStreamDisconnected: { httpStatusCode: 502 } }), {
+      code: 'responseStreamDisconnected',
+      httpStatus: 502,
+    });
     assert.deepEqual(describeErrorInfo('internalServerError'), { code: 'internalServerError', httpStatus: null });
   });
 });

@@ -40,7 +40,11 @@ test('$/cancelRequest without params or with null params is ignored quietly', as
   const w = await stdioSession();
   try {
     await ready(w);
-    await w.send([line({ method: '$/cancelRequest' }), line({ method: '$/cancelRequest', params: null }), line({ method: 'thread/closed', params: { threadId: 'x' } })]);
+    await w.send([
+      line({ method: '$/cancelRequest' }),
+      line({ method: '$/cancelRequest', params: null }),
+      line({ method: 'thread/closed', params: { threadId: 'x' } }),
+    ]);
     await w.until(() => w.listener.events.length === 1, 'the notification after');
     assert.deepEqual(w.listener.problems, []);
   } finally {
@@ -85,7 +89,9 @@ test('websocket: a text frame with invalid UTF-8 is one dropped frame; the conne
       await w.send([line({ method: 'thread/closed', params: { threadId: 'next' } })]);
       await w.until(() => w.listener.events.length === 1, 'the next frame');
       assert.deepEqual(w.listener.events, [['threadClosed', 'next']]);
-      assert.deepEqual(w.listener.problems, ['websocket reader: dropped malformed frame (invalid UTF-8): "{\uFFFD\uFFFD}"']);
+      assert.deepEqual(w.listener.problems, [
+        'websocket reader: dropped malformed frame (invalid UTF-8): "{\uFFFD\uFFFD}"',
+      ]);
       assert.deepEqual(w.listener.closes, []);
     } finally {
       await w.close();

@@ -69,7 +69,15 @@ type Step =
 const thread = fc.nat({ max: MAX_THREADS - 1 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ k: 'start' as const }) },
-  { weight: 10, arbitrary: fc.record({ k: fc.constant('fail' as const), t: thread, transient: fc.nat({ max: 9 }).map((n) => n < 8), retryFirst: fc.boolean() }) },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      k: fc.constant('fail' as const),
+      t: thread,
+      transient: fc.nat({ max: 9 }).map((n) => n < 8),
+      retryFirst: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('retry' as const), t: thread }) },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('complete' as const), t: thread, done: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('model' as const), t: thread, thenFails: fc.boolean() }) },
@@ -77,15 +85,41 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ k: fc.constant('resume' as const), t: thread }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('approval' as const), t: thread }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('answer' as const), t: thread }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('command' as const), name: fc.constantFrom('pauseAll' as const, 'resumeAll' as const, 'disarm' as const, 'rearm' as const, 'retryNow' as const), t: thread }) },
-  { weight: 4, arbitrary: fc.record({ k: fc.constant('advance' as const), ms: fc.constantFrom(50, 500, 5_000, 20_000, 60_000, 300_000) }) },
-  { weight: 9, arbitrary: fc.record({ k: fc.constant('toDue' as const), offsetMs: fc.constantFrom(-1_000, -200, -150, 0, 0, 50) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('command' as const),
+      name: fc.constantFrom(
+        'pauseAll' as const,
+        'resumeAll' as const,
+        'disarm' as const,
+        'rearm' as const,
+        'retryNow' as const,
+      ),
+      t: thread,
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      k: fc.constant('advance' as const),
+      ms: fc.constantFrom(50, 500, 5_000, 20_000, 60_000, 300_000),
+    }),
+  },
+  {
+    weight: 9,
+    arbitrary: fc.record({ k: fc.constant('toDue' as const), offsetMs: fc.constantFrom(-1_000, -200, -150, 0, 0, 50) }),
+  },
 );
-const crashArb: fc.Arbitrary<Crash> = fc.option(fc.record({ rounds: fc.nat({ max: 5 }), reached: fc.boolean() }), { freq: 6 });
+const crashArb: fc.Arbitrary<Crash> = fc.option(fc.record({ rounds: fc.nat({ max: 5 }), reached: fc.boolean() }), {
+  freq: 6,
+});
 const runArb = fc.record({
   seed: fc.integer(),
   // Every run starts with a goal.
-  steps: fc.array(fc.record({ step: stepArb, crash: crashArb }), { minLength: 6, maxLength: 36 }).map((steps) => [{ step: { k: 'start' as const }, crash: null }, ...steps]),
+  steps: fc
+    .array(fc.record({ step: stepArb, crash: crashArb }), { minLength: 6, maxLength: 36 })
+    .map((steps) => [{ step: { k: 'start' as const }, crash: null }, ...steps]),
 });
 
 const phases = new Map<CrashPhase, number>();
@@ -175,39 +209,47 @@ async function drain(world: CrashWorld): Promise<void> {
 describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => {
   it(`holds safety and liveness over ${RUNS} runs with crashes at random steps (seed ${SEED})`, async () => {
     console.log(`# crash consistency: seed ${SEED}, ${RUNS} runs (replay: CGR_CRASH_SEED=${SEED})`);
-    await fc.assert(
-      fc.asyncProperty(runArb, async ({ seed, steps }) => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-crash-'));
-        dirs.push(dir);
-        const world = new CrashWorld(dir, rng(seed));
-        try {
-          await world.boot();
-          for (const { step, crash } of steps) {
-            const applied = await apply(world, step, crash ? crash.rounds : 6);
-            if (applied !== null && step.k !== 'advance' && step.k !== 'toDue') await world.run(crash ? crash.rounds : 6);
-            world.throwIfBroken();
-            if (crash && applied !== null) {
-              await world.crash(crash.reached);
-              crashes += 1;
+    await fc
+      .assert(
+        fc.asyncProperty(runArb, async ({ seed, steps }) => {
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-crash-'));
+          dirs.push(dir);
+          const world = new CrashWorld(dir, rng(seed));
+          try {
+            await world.boot();
+            for (const { step, crash } of steps) {
+              const applied = await apply(world, step, crash ? crash.rounds : 6);
+              if (applied !== null && step.k !== 'advance' && step.k !== 'toDue')
+                await world.run(crash ? crash.rounds : 6);
               world.throwIfBroken();
+              if (crash && applied !== null) {
+                await world.crash(crash.reached);
+                crashes += 1;
+                world.throwIfBroken();
+              }
             }
+            await drain(world);
+            for (const ending of world.verifyLiveness()) endings.set(ending, (endings.get(ending) ?? 0) + 1);
+            for (const p of world.phases) phases.set(p, (phases.get(p) ?? 0) + 1);
+            sets += world.sets.length;
+          } finally {
+            world.close();
+            fs.rmSync(dir, { recursive: true, force: true });
           }
-          await drain(world);
-          for (const ending of world.verifyLiveness()) endings.set(ending, (endings.get(ending) ?? 0) + 1);
-          for (const p of world.phases) phases.set(p, (phases.get(p) ?? 0) + 1);
-          sets += world.sets.length;
-        } finally {
-          world.close();
-          fs.rmSync(dir, { recursive: true, force: true });
-        }
-      }),
-      { numRuns: RUNS, seed: SEED, endOnFailure: true },
-    ).catch((error: unknown) => {
-      // fast-check's report names the counterexample; the broken rule is its cause.
-      const cause = (error as { cause?: unknown }).cause;
-      throw new Error(`${(error as Error).message}\n\nThe broken rule: ${cause instanceof Error ? cause.message : String(cause)}`);
-    });
-    const table = [...phases.entries()].sort((a, b) => b[1] - a[1]).map(([p, n]) => `${p}: ${n}`).join('; ');
+        }),
+        { numRuns: RUNS, seed: SEED, endOnFailure: true },
+      )
+      .catch((error: unknown) => {
+        // fast-check's report names the counterexample; the broken rule is its cause.
+        const cause = (error as { cause?: unknown }).cause;
+        throw new Error(
+          `${(error as Error).message}\n\nThe broken rule: ${cause instanceof Error ? cause.message : String(cause)}`,
+        );
+      });
+    const table = [...phases.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([p, n]) => `${p}: ${n}`)
+      .join('; ');
     console.log(`# crashes: ${crashes}; automatic sets: ${sets}; phases cut: ${table}`);
     console.log(`# how the goals ended: ${[...endings.entries()].map(([e, n]) => `${e}: ${n}`).join('; ')}`);
     // Each phase of a recovery is cut by crashes often enough to mean something (per 500 runs;
@@ -221,7 +263,10 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
       ['set applied, not confirmed on disk', 5],
     ];
     for (const [phase, n] of minimum) {
-      assert.ok((phases.get(phase) ?? 0) >= Math.floor(n * scale), `the crashes cut "${phase}" ${phases.get(phase) ?? 0} times; at least ${Math.floor(n * scale)} wanted`);
+      assert.ok(
+        (phases.get(phase) ?? 0) >= Math.floor(n * scale),
+        `the crashes cut "${phase}" ${phases.get(phase) ?? 0} times; at least ${Math.floor(n * scale)} wanted`,
+      );
     }
     assert.ok(sets >= Math.floor(250 * scale), `only ${sets} automatic sets over the runs`);
   });

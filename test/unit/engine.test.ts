@@ -80,7 +80,9 @@ describe('engine', () => {
     const due = dueAt(w.state)!;
     assert.equal(due, h.clock.now() + BASE);
     const setAt: number[] = [];
-    h.daemon.before = (m) => { if (m.method === 'thread/goal/set') setAt.push(h.clock.now()); };
+    h.daemon.before = (m) => {
+      if (m.method === 'thread/goal/set') setAt.push(h.clock.now());
+    };
     const before = h.daemon.requests.length;
     await h.advance(due - PREPARE - 1 - h.clock.now());
     assert.equal(h.daemon.requests.length, before, 'polled while waiting for the due time');
@@ -89,7 +91,10 @@ describe('engine', () => {
     await h.advance(1);
     assert.deepEqual(setAt, [due], 'the set did not go out exactly at the due time');
     // The pre-set reads (prepared ahead), then the set.
-    assert.deepEqual(h.daemon.requests.slice(before, before + 4).map((m) => m.method), ['thread/goal/get', 'thread/read', 'thread/turns/list', 'thread/goal/set']);
+    assert.deepEqual(
+      h.daemon.requests.slice(before, before + 4).map((m) => m.method),
+      ['thread/goal/get', 'thread/read', 'thread/turns/list', 'thread/goal/set'],
+    );
   });
 
   it('prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it', async () => {
@@ -99,10 +104,16 @@ describe('engine', () => {
     await h.settle();
     const due = dueAt(h.engine.watch('thread-1')!.state)!;
     const setAt: number[] = [];
-    h.daemon.before = (m) => { if (m.method === 'thread/goal/set') setAt.push(h.clock.now()); };
+    h.daemon.before = (m) => {
+      if (m.method === 'thread/goal/set') setAt.push(h.clock.now());
+    };
     await h.advance(due - PREPARE - h.clock.now());
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
-    assert.deepEqual(store.saved.watches['thread-1']?.pending, { failedTurnId: 'turn-1', attempt: 1, sentAt: due - PREPARE }, 'the intent is not on disk ahead of the set');
+    assert.deepEqual(
+      store.saved.watches['thread-1']?.pending,
+      { failedTurnId: 'turn-1', attempt: 1, sentAt: due - PREPARE },
+      'the intent is not on disk ahead of the set',
+    );
     await h.advance(PREPARE - 1);
     assert.deepEqual(setAt, [], 'sent before the due time');
     await h.advance(1);
@@ -117,11 +128,18 @@ describe('engine', () => {
     await h.settle(); // the notification crosses the wire
     await h.advance(PREPARE);
     await h.advance(RESYNC);
-    assert.equal(h.daemon.count('thread/goal/set'), 0, `set after the user paused the goal: ${JSON.stringify(h.decisions)}`);
+    assert.equal(
+      h.daemon.count('thread/goal/set'),
+      0,
+      `set after the user paused the goal: ${JSON.stringify(h.decisions)}`,
+    );
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.pending, null);
     assert.deepEqual(w.state.kind, 'userIntent');
-    assert.ok(h.decisions.some((d) => d.type === 'skipped' && /waited for its due time/.test(d.reason)), 'no log line for the called-off recovery');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'skipped' && /waited for its due time/.test(d.reason)),
+      'no log line for the called-off recovery',
+    );
   });
 
   it('saves only what changed, and what it saves equals a full save: the hint never hides a change', async () => {
@@ -134,7 +152,11 @@ describe('engine', () => {
     store.save = async (state: PersistedState, changed?: ReadonlySet<string>) => {
       saves += 1;
       if (changed) hinted += 1;
-      assert.equal(incremental.serialize(state, changed), new StateSerializer().serialize(state), `save ${saves} with changed=${JSON.stringify(changed && [...changed])} differs from a full save`);
+      assert.equal(
+        incremental.serialize(state, changed),
+        new StateSerializer().serialize(state),
+        `save ${saves} with changed=${JSON.stringify(changed && [...changed])} differs from a full save`,
+      );
       return save(state);
     };
     const ids = ['t-a', 't-b', 't-c', 't-d'];
@@ -165,7 +187,10 @@ describe('engine', () => {
     await h.advance(10 * 60_000);
     await h.engine.resync();
     assert.ok(saves >= 8 && hinted >= 6, `only ${saves} saves (${hinted} with a hint)`);
-    assert.ok(h.daemon.count('thread/goal/set') >= 3, `the scenario recovered too little to mean anything: ${h.daemon.count('thread/goal/set')} sets; ${h.decisions.map((d) => d.type).join(',')}`);
+    assert.ok(
+      h.daemon.count('thread/goal/set') >= 3,
+      `the scenario recovered too little to mean anything: ${h.daemon.count('thread/goal/set')} sets; ${h.decisions.map((d) => d.type).join(',')}`,
+    );
   });
 
   it('sends no RPC between resyncs while threads are healthy, and one per thread per resync', async () => {
@@ -185,7 +210,12 @@ describe('engine', () => {
     ['a paused goal', 'paused', testTurn('turn-1', 'completed'), 'paused'],
     ['an interrupted turn', 'blocked', testTurn('turn-1', 'interrupted'), 'interrupted'],
     ['a context window overflow', 'blocked', testTurn('turn-1', 'failed', 'contextWindowExceeded'), 'needsAttention'],
-    ['a 400', 'blocked', testTurn('turn-1', 'failed', { responseTooManyFailedAttempts: { httpStatusCode: 400 } }), 'needsAttention'],
+    [
+      'a 400',
+      'blocked',
+      testTurn('turn-1', 'failed', { responseTooManyFailedAttempts: { httpStatusCode: 400 } }),
+      'needsAttention',
+    ],
     ['a 401', 'blocked', testTurn('turn-1', 'failed', 'unauthorized'), 'needsAttention'],
   ] as const) {
     it(`never touches ${name}`, async () => {
@@ -207,14 +237,20 @@ describe('engine', () => {
     const h = await armed();
     const t = h.daemon.thread();
     // The model's update_goal call, as Codex writes it into the rollout (no goal event follows).
-    fs.appendFileSync(t.path, `${JSON.stringify({ type: 'response_item', payload: { type: 'function_call', name: 'update_goal', arguments: '{"status":"blocked"}', call_id: 'c1' } })}\n`);
+    fs.appendFileSync(
+      t.path,
+      `${JSON.stringify({ type: 'response_item', payload: { type: 'function_call', name: 'update_goal', arguments: '{"status":"blocked"}', call_id: 'c1' } })}\n`,
+    );
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'modelBlocked');
     await h.advance(10 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered a block the model chose');
     // A later activation (a goal event in the rollout) ends that: the next failure is recovered.
-    fs.appendFileSync(t.path, `${JSON.stringify({ type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'active' } } })}\n`);
+    fs.appendFileSync(
+      t.path,
+      `${JSON.stringify({ type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'active' } } })}\n`,
+    );
     t.goal = testGoal('thread-1', 'active');
     t.turn = testTurn('turn-2', 'inProgress');
     t.status = { type: 'active', activeFlags: [] };
@@ -235,7 +271,11 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'disarmed');
     await h.engine.rearm('thread-1');
     await h.settle();
-    assert.equal(h.engine.watch('thread-1')!.state.kind, 'modelBlocked', 'the re-arm took the model\'s block for a failure');
+    assert.equal(
+      h.engine.watch('thread-1')!.state.kind,
+      'modelBlocked',
+      "the re-arm took the model's block for a failure",
+    );
     await h.advance(10 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered a block the model chose');
   });
@@ -247,7 +287,7 @@ describe('engine', () => {
     const failAndWait = async () => {
       failByEvents(h.daemon, 'thread-1', `turn-${turn++}`);
       await h.settle();
-      await h.advance(10 * 60_000) // past every backoff up to the give-up (30 s, 60 s, 120 s);
+      await h.advance(10 * 60_000); // past every backoff up to the give-up (30 s, 60 s, 120 s);
     };
     await failAndWait();
     await failAndWait();
@@ -307,12 +347,19 @@ describe('engine', () => {
       const h = await armed({ options });
       let timers = 0;
       const setTimer = h.clock.setTimer.bind(h.clock);
-      h.clock.setTimer = (cb, ms) => { timers += 1; return setTimer(cb, ms); };
+      h.clock.setTimer = (cb, ms) => {
+        timers += 1;
+        return setTimer(cb, ms);
+      };
       h.daemon.rateLimitResetSeconds = reset === null ? null : Math.floor(h.clock.now() / 1000) + reset;
       usageLimit(h, 'systemError', true);
       await h.settle();
       const w = h.engine.watch('thread-1')!;
-      assert.equal(w.state.kind, 'usageLimited', `not waiting for the reset: ${JSON.stringify(w.state)}; ${JSON.stringify(h.decisions.filter((d) => d.type === 'warning'))}`);
+      assert.equal(
+        w.state.kind,
+        'usageLimited',
+        `not waiting for the reset: ${JSON.stringify(w.state)}; ${JSON.stringify(h.decisions.filter((d) => d.type === 'warning'))}`,
+      );
       const due = dueAt(w.state)!;
       assert.ok(due - h.clock.now() > 2 ** 31, `due only ${due - h.clock.now()} ms out: nothing to clamp`);
       const start = h.clock.elapsed();
@@ -320,7 +367,10 @@ describe('engine', () => {
       assert.equal(h.daemon.count('thread/goal/set'), 0, 'resumed before it was due');
       await h.advance(1);
       assert.equal(h.daemon.count('thread/goal/set'), 1, 'not resumed when due');
-      assert.deepEqual(h.decisions.filter((d) => d.type === 'warning'), []);
+      assert.deepEqual(
+        h.decisions.filter((d) => d.type === 'warning'),
+        [],
+      );
       // A resync a day, the due timer re-armed every 24.8 days, a few saves: a handful, not one per ms.
       const days = (h.clock.elapsed() - start) / (24 * 3600_000);
       assert.ok(timers < 5 * days + 20, `${timers} timers in ${Math.round(days)} days`);
@@ -329,7 +379,7 @@ describe('engine', () => {
 
   it('limits recoveries globally: a burst, then one per interval', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e'];
-    const h = await armed({}, ids) // the shipped limiter: a burst of 3, then one per 10 s;
+    const h = await armed({}, ids); // the shipped limiter: a burst of 3, then one per 10 s;
     for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
     await h.settle();
     await h.advance(BASE);
@@ -355,14 +405,21 @@ describe('engine', () => {
     const due = dueAt(h.engine.watch('thread-1')!.state)!;
     const gets = h.daemon.count('thread/goal/get');
     await h.advance(due - PREPARE - h.clock.now());
-    assert.equal(store.saved.watches['thread-1']?.pending?.failedTurnId, 'turn-1', 'the attempt was not prepared ahead: no window to test');
+    assert.equal(
+      store.saved.watches['thread-1']?.pending?.failedTurnId,
+      'turn-1',
+      'the attempt was not prepared ahead: no window to test',
+    );
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'recovering');
     for (let t = 0; t < PREPARE - 1; t += 50) await h.advance(Math.min(50, PREPARE - 1 - t));
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
     await h.advance(1);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
     assert.equal(h.daemon.count('thread/goal/get'), gets + 1, 'the attempt was started twice (its reads ran again)');
-    assert.ok(!h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'), 'the attempt spent more than one token');
+    assert.ok(
+      !h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'),
+      'the attempt spent more than one token',
+    );
     await h.advance(10 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
@@ -389,7 +446,11 @@ describe('engine', () => {
     await h.engine.pauseAll();
     await h.advance(PREPARE);
     await h.advance(RESYNC);
-    assert.equal(h.daemon.count('thread/goal/set'), 0, `set while auto-recovery was paused: ${JSON.stringify(h.decisions)}`);
+    assert.equal(
+      h.daemon.count('thread/goal/set'),
+      0,
+      `set while auto-recovery was paused: ${JSON.stringify(h.decisions)}`,
+    );
     assert.equal(h.engine.watch('thread-1')!.pending, null, 'the intent of the called-off recovery is still pending');
     await h.engine.resumeAll();
     await h.advance(RESYNC);
@@ -407,7 +468,10 @@ describe('engine', () => {
     await h.engine.disarm('thread-1');
     const disarmed = h.engine.watch('thread-1')!;
     assert.equal(disarmed.state.kind, 'disarmed');
-    assert.ok(disarmed.updatedAt >= before, `updatedAt went back with the clock: ${disarmed.updatedAt} < ${before}: a leader's older copy would win the handover`);
+    assert.ok(
+      disarmed.updatedAt >= before,
+      `updatedAt went back with the clock: ${disarmed.updatedAt} < ${before}: a leader's older copy would win the handover`,
+    );
   });
 
   it("the extension's disarm marker survives a restart; re-arm clears it", async () => {
@@ -435,8 +499,16 @@ describe('engine', () => {
     const t = h.daemon.thread();
     t.status = { type: 'active', activeFlags: ['waitingOnApproval'] };
     h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
-    h.daemon.serverRequest(7, 'item/commandExecution/requestApproval', { threadId: 'thread-1', turnId: 'turn-1', itemId: 'x' });
-    h.daemon.serverRequest('r-8', 'item/tool/requestUserInput', { threadId: 'thread-1', turnId: 'turn-1', itemId: 'y' });
+    h.daemon.serverRequest(7, 'item/commandExecution/requestApproval', {
+      threadId: 'thread-1',
+      turnId: 'turn-1',
+      itemId: 'x',
+    });
+    h.daemon.serverRequest('r-8', 'item/tool/requestUserInput', {
+      threadId: 'thread-1',
+      turnId: 'turn-1',
+      itemId: 'y',
+    });
     await h.settle();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'waitingApproval');
     await h.advance(5 * 60_000);
@@ -482,11 +554,12 @@ describe('engine', () => {
     // Count every timer that fires while the daemon is down and the recovery is due.
     let fired = 0;
     const setTimer = h.clock.setTimer.bind(h.clock);
-    h.clock.setTimer = (callback, ms) => setTimer(() => {
-      fired += 1;
-      if (fired > 200) throw new Error('busy loop: the due timer re-armed itself without a session');
-      callback();
-    }, ms);
+    h.clock.setTimer = (callback, ms) =>
+      setTimer(() => {
+        fired += 1;
+        if (fired > 200) throw new Error('busy loop: the due timer re-armed itself without a session');
+        callback();
+      }, ms);
     await h.advance(20_000);
     // The reconnect backoff (0.5 s doubling) and nothing else: a handful, not one per tick.
     assert.ok(fired <= 10, `${fired} timers fired in 20 s while disconnected`);
@@ -507,8 +580,15 @@ describe('engine', () => {
     await h.advance(BASE - 500);
     h.clock.jump(-6 * 60 * 60_000);
     await h.advance(500);
-    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery due 30 s after the failure waited for the wall clock to catch up');
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && /clock went back by 6:00:00/.test(d.message)), 'the jump was not logged');
+    assert.equal(
+      h.daemon.count('thread/goal/set'),
+      1,
+      'the recovery due 30 s after the failure waited for the wall clock to catch up',
+    );
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && /clock went back by 6:00:00/.test(d.message)),
+      'the jump was not logged',
+    );
     await h.advance(9_999);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the limiter let a second one through early');
     await h.advance(1);
@@ -519,7 +599,10 @@ describe('engine', () => {
     // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
     // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
     const h = await armed({
-      connect: (daemon, clock) => new FaultProxy(daemon, clock, [{ on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 }]).connector(),
+      connect: (daemon, clock) =>
+        new FaultProxy(daemon, clock, [
+          { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 },
+        ]).connector(),
     });
     h.daemon.failWithEvents('thread-1');
     // Not h.advance(): it waits for the engine to be idle, and the engine waits for the held read.
@@ -530,8 +613,17 @@ describe('engine', () => {
     await tick(0);
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');
     for (let t = 0; t < 130; t++) await tick(1_000);
-    assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail)), 'the timeout left no log line');
-    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the failure seen while the reads timed out was never recovered');
+    assert.ok(
+      h.decisions.some(
+        (d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail),
+      ),
+      'the timeout left no log line',
+    );
+    assert.equal(
+      h.daemon.count('thread/goal/set'),
+      1,
+      'the failure seen while the reads timed out was never recovered',
+    );
     assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
   });
 
@@ -544,7 +636,18 @@ describe('engine', () => {
     const h = await makeHarness({
       dir,
       daemon,
-      connect: (d, clock) => new FaultProxy(d, clock, [2, 3].map((occurrence) => ({ on: 'request' as const, method: 'thread/read', phase: 'errorReply' as const, occurrence, delayMs: 0 }))).connector(),
+      connect: (d, clock) =>
+        new FaultProxy(
+          d,
+          clock,
+          [2, 3].map((occurrence) => ({
+            on: 'request' as const,
+            method: 'thread/read',
+            phase: 'errorReply' as const,
+            occurrence,
+            delayMs: 0,
+          })),
+        ).connector(),
     });
     harnesses.push(h);
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'idle');
@@ -552,7 +655,10 @@ describe('engine', () => {
     t.turn = testTurn('turn-2', 'inProgress');
     h.daemon.failWithEvents('thread-1');
     await h.settle();
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/read failed')), 'the error reply was not logged');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/read failed')),
+      'the error reply was not logged',
+    );
     assert.notEqual(h.engine.watch('thread-1')!.state.kind, 'backoff', 'decided on a failed read');
     await h.advance(60_000); // the resync
     await h.advance(BASE); // the backoff
@@ -561,28 +667,50 @@ describe('engine', () => {
   });
 
   it('an error reply to the handshake or to the turn list is logged by name, not taken for a closed connection or for "no turn yet"', async () => {
-    const h = await armed({
-      connect: (daemon, clock) => new FaultProxy(daemon, clock, [
-        { on: 'request', method: 'initialize', phase: 'errorReply', occurrence: 1, delayMs: 0 },
-        { on: 'request', method: 'thread/turns/list', phase: 'errorReply', occurrence: 2, delayMs: 0 },
-      ]).connector(),
-      start: false,
-    }, []);
+    const h = await armed(
+      {
+        connect: (daemon, clock) =>
+          new FaultProxy(daemon, clock, [
+            { on: 'request', method: 'initialize', phase: 'errorReply', occurrence: 1, delayMs: 0 },
+            { on: 'request', method: 'thread/turns/list', phase: 'errorReply', occurrence: 2, delayMs: 0 },
+          ]).connector(),
+        start: false,
+      },
+      [],
+    );
     h.daemon.addThread('thread-1');
     await h.engine.start();
     await h.settle();
     const first = h.decisions.find((d) => d.type === 'connection' && d.state !== 'connected');
-    assert.ok(first?.type === 'connection' && first.detail.includes('initialize failed'), `the handshake's error was not named: ${JSON.stringify(first)}`);
+    assert.ok(
+      first?.type === 'connection' && first.detail.includes('initialize failed'),
+      `the handshake's error was not named: ${JSON.stringify(first)}`,
+    );
     await h.advance(500);
     assert.equal(h.engine.connectionState().kind, 'connected');
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')), 'the turn list error was swallowed as "not materialized"');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')),
+      'the turn list error was swallowed as "not materialized"',
+    );
   });
 
   it('every refused resume is logged, except the same "no rollout yet" of a brand-new thread', async () => {
     const h = await armed({
-      connect: (daemon, clock) => new FaultProxy(daemon, clock, [1, 2].map((occurrence) => ({ on: 'request' as const, method: 'thread/resume', phase: 'rejectRequest' as const, occurrence, delayMs: 0 }))).connector(),
+      connect: (daemon, clock) =>
+        new FaultProxy(
+          daemon,
+          clock,
+          [1, 2].map((occurrence) => ({
+            on: 'request' as const,
+            method: 'thread/resume',
+            phase: 'rejectRequest' as const,
+            occurrence,
+            delayMs: 0,
+          })),
+        ).connector(),
     });
-    const refusals = () => h.decisions.filter((d) => d.type === 'warning' && d.message.startsWith('not subscribed yet')).length;
+    const refusals = () =>
+      h.decisions.filter((d) => d.type === 'warning' && d.message.startsWith('not subscribed yet')).length;
     assert.equal(refusals(), 1);
     h.daemon.failWithEvents('thread-1'); // evaluated again: the second resume is refused too
     await h.settle();
@@ -591,29 +719,53 @@ describe('engine', () => {
 
   it('a look whose two parallel reads both fail logs both errors', async () => {
     const h = await armed({
-      connect: (daemon, clock) => new FaultProxy(daemon, clock, ['thread/read', 'thread/turns/list'].map((method) => ({ on: 'request' as const, method, phase: 'rejectRequest' as const, occurrence: 1, delayMs: 0 }))).connector(),
+      connect: (daemon, clock) =>
+        new FaultProxy(
+          daemon,
+          clock,
+          ['thread/read', 'thread/turns/list'].map((method) => ({
+            on: 'request' as const,
+            method,
+            phase: 'rejectRequest' as const,
+            occurrence: 1,
+            delayMs: 0,
+          })),
+        ).connector(),
     });
     const warning = h.decisions.find((d) => d.type === 'warning' && d.message.includes('thread/read failed'));
-    assert.ok(warning?.type === 'warning' && warning.message.includes('thread/turns/list failed'), `only one of the two failures was logged: ${JSON.stringify(warning)}`);
+    assert.ok(
+      warning?.type === 'warning' && warning.message.includes('thread/turns/list failed'),
+      `only one of the two failures was logged: ${JSON.stringify(warning)}`,
+    );
   });
 
   it('a look that fails for two reasons, one of them a lost connection, still names the other', async () => {
     // At arming, thread/read is held past the 15 s timeout while thread/turns/list is refused at once.
-    const h = await armed({
-      connect: (daemon, clock) => new FaultProxy(daemon, clock, [
-        { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 1, delayMs: 20_000 },
-        { on: 'request', method: 'thread/turns/list', phase: 'rejectRequest', occurrence: 1, delayMs: 0 },
-      ]).connector(),
-      start: false,
-    }, []);
+    const h = await armed(
+      {
+        connect: (daemon, clock) =>
+          new FaultProxy(daemon, clock, [
+            { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 1, delayMs: 20_000 },
+            { on: 'request', method: 'thread/turns/list', phase: 'rejectRequest', occurrence: 1, delayMs: 0 },
+          ]).connector(),
+        start: false,
+      },
+      [],
+    );
     h.daemon.addThread('thread-1');
     await h.engine.start();
     for (let t = 0; t <= 16; t++) {
       h.clock.advance(t === 0 ? 0 : 1_000);
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     }
-    assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && d.detail.includes('timed out')), 'the timeout was not logged');
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')), 'the refused turn list was not logged');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && d.detail.includes('timed out')),
+      'the timeout was not logged',
+    );
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && d.message.includes('thread/turns/list failed')),
+      'the refused turn list was not logged',
+    );
   });
 
   it('never resumes an idle thread whose goal is active (that would restart interrupted work)', async () => {
@@ -648,7 +800,7 @@ describe('engine', () => {
     h.daemon.thread().loaded = false;
     await h.reconcile();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'unloaded');
-    await h.advance(BASE + 5_000) // past the due time: something is due while it is unloaded;
+    await h.advance(BASE + 5_000); // past the due time: something is due while it is unloaded;
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'acted on an unloaded thread');
     assert.equal(h.daemon.requests.filter((m) => m.method === 'thread/resume').length, 1, 'resumed an unloaded thread');
     // Another client loads it again (resume re-emits the goal to everyone).
@@ -706,7 +858,10 @@ describe('engine', () => {
     await h.engine.retryNow('thread-1');
     await h.settle();
     assert.equal(h.daemon.count('thread/resume'), resumes + 1);
-    assert.ok(h.decisions.some((d) => d.type === 'loaded' && d.threadId === 'thread-1'), 'no line says the thread was loaded');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'loaded' && d.threadId === 'thread-1'),
+      'no line says the thread was loaded',
+    );
     assert.equal(h.daemon.count('thread/goal/set'), 1);
     assert.equal(h.daemon.thread().turn.id, 'turn-2', 'the set started no turn');
     const w = h.engine.watch('thread-1')!;
@@ -734,7 +889,9 @@ describe('engine', () => {
     const h = await unloadedAfterFailure();
     h.daemon.resumeError = 'no rollout found for thread id thread-1';
     await assert.rejects(h.engine.retryNow('thread-1'), /the daemon did not load it: .*no rollout found/);
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && d.threadId === 'thread-1' && /did not load it/.test(d.message)));
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && d.threadId === 'thread-1' && /did not load it/.test(d.message)),
+    );
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'unloaded');
     assert.equal(w.lastFailure?.turnId, 'turn-1');
@@ -770,14 +927,23 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the recovery that fell due while away did not run once');
   });
 
-  it('stopped while it loads its state, it stays stopped (never connects behind its owner\'s back)', async () => {
+  it("stopped while it loads its state, it stays stopped (never connects behind its owner's back)", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
     let release: () => void = () => undefined;
-    const gate = new Promise<void>((r) => { release = r; });
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
     const store = new MemoryStore();
-    const slow = { location: 'slow', load: async () => { await gate; return store.load(); }, save: (st: Parameters<MemoryStore['save']>[0]) => store.save(st) };
+    const slow = {
+      location: 'slow',
+      load: async () => {
+        await gate;
+        return store.load();
+      },
+      save: (st: Parameters<MemoryStore['save']>[0]) => store.save(st),
+    };
     const h = await makeHarness({ dir, daemon, store: slow, start: false });
     harnesses.push(h);
     const starting = h.engine.start();
@@ -798,8 +964,14 @@ describe('engine', () => {
     const h = await makeHarness({ dir, daemon, store: new JsonFileStore(file) });
     harnesses.push(h);
     const warning = h.decisions.find((d) => d.type === 'warning');
-    assert.ok(warning && warning.type === 'warning' && /corrupt|not valid|kept aside/i.test(warning.message), JSON.stringify(warning));
-    assert.ok(fs.readdirSync(dir).some((f) => f.startsWith('state.json.corrupt-')), 'the corrupt file was not kept aside');
+    assert.ok(
+      warning && warning.type === 'warning' && /corrupt|not valid|kept aside/i.test(warning.message),
+      JSON.stringify(warning),
+    );
+    assert.ok(
+      fs.readdirSync(dir).some((f) => f.startsWith('state.json.corrupt-')),
+      'the corrupt file was not kept aside',
+    );
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
   });
 });
@@ -838,11 +1010,19 @@ describe('engine: durable before announced', () => {
     await until(() => h.engine.watch('thread-1')?.state.kind === 'running');
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running', 'not armed in memory');
-    assert.deepEqual(h.decisions.filter((d) => d.type === 'armed'), [], 'announced the arming before it was saved');
+    assert.deepEqual(
+      h.decisions.filter((d) => d.type === 'armed'),
+      [],
+      'announced the arming before it was saved',
+    );
     const viewsBefore = h.changes();
     store.open();
     await h.settle();
-    assert.equal(h.decisions.filter((d) => d.type === 'armed').length, 1, 'the arming was not announced after its save');
+    assert.equal(
+      h.decisions.filter((d) => d.type === 'armed').length,
+      1,
+      'the arming was not announced after its save',
+    );
     assert.ok(h.changes() > viewsBefore, 'the views were not told after the save');
     assert.equal(store.saved.watches['thread-1']?.state.kind, 'running');
 
@@ -851,12 +1031,20 @@ describe('engine: durable before announced', () => {
     await until(() => h.engine.watch('thread-1')?.state.kind === 'backoff');
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
-    assert.equal(h.decisions.filter((d) => d.type === 'backoff').length, 0, 'announced the backoff before it was saved');
+    assert.equal(
+      h.decisions.filter((d) => d.type === 'backoff').length,
+      0,
+      'announced the backoff before it was saved',
+    );
     store.open();
     await h.settle();
     const backoff = h.decisions.find((d) => d.type === 'backoff');
     assert.ok(backoff && backoff.type === 'backoff');
-    assert.equal(store.saved.watches['thread-1']?.lastFailure?.dueAt, backoff.dueAt, 'the announced due time is not the saved one');
+    assert.equal(
+      store.saved.watches['thread-1']?.lastFailure?.dueAt,
+      backoff.dueAt,
+      'the announced due time is not the saved one',
+    );
 
     // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
     store.held = true;
@@ -891,8 +1079,14 @@ describe('engine: durable before announced', () => {
     failing = true;
     await h.advance(due - h.clock.now() + 1_000);
     assert.equal(daemon.count('thread/goal/set'), 0, 'sent the set although its intent could not be saved');
-    assert.ok(h.decisions.some((d) => d.type === 'warning' && /could not save state.*ENOSPC/.test(d.message)), 'the failed save was not reported');
-    assert.ok(h.decisions.some((d) => d.type === 'skipped' && /intent could not be saved/.test(d.reason)), 'the held recovery was not explained');
+    assert.ok(
+      h.decisions.some((d) => d.type === 'warning' && /could not save state.*ENOSPC/.test(d.message)),
+      'the failed save was not reported',
+    );
+    assert.ok(
+      h.decisions.some((d) => d.type === 'skipped' && /intent could not be saved/.test(d.reason)),
+      'the held recovery was not explained',
+    );
     const sets = daemon.count('thread/goal/set');
     failing = false;
     await h.advance(6_000);
@@ -929,14 +1123,24 @@ describe('engine: the first look at a large rollout', () => {
     out.close();
     const size = fs.statSync(t.path).size;
     let bytesRead = 0;
-    const h = await makeHarness({ dir, daemon, onRolloutRead: (p, _pos, len) => { if (p === t.path) bytesRead += len; } });
+    const h = await makeHarness({
+      dir,
+      daemon,
+      onRolloutRead: (p, _pos, len) => {
+        if (p === t.path) bytesRead += len;
+      },
+    });
     harnesses.push(h);
     return { h, size, activation, after, bytesRead: () => bytesRead };
   }
 
-  it('reads back only to the goal\'s last activation, and honours what was written after it', async () => {
+  it("reads back only to the goal's last activation, and honours what was written after it", async () => {
     // Before the activation, a pause and a model block that it superseded; after it, a model block.
-    const a = await armOnLargeRollout({ mb: 16, before: [realMarker('paused'), modelGoalCall('blocked')], after: [modelGoalCall('blocked', 'c9')] });
+    const a = await armOnLargeRollout({
+      mb: 16,
+      before: [realMarker('paused'), modelGoalCall('blocked')],
+      after: [modelGoalCall('blocked', 'c9')],
+    });
     const w = a.h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'running', 'a pause written before the activation disarmed it');
     assert.equal(w.armOffset, a.activation);

@@ -154,7 +154,12 @@ test('line reader: a throwing callback is reported, reading continues', async ()
 test('validateMessage: emittedAtMs and extra fields kept; jsonrpc added', () => {
   const v = validateMessage({ method: 'thread/goal/updated', params: { threadId: 't' }, emittedAtMs: 1234 });
   assert.ok(v.ok);
-  assert.deepEqual(v.message, { jsonrpc: '2.0', method: 'thread/goal/updated', params: { threadId: 't' }, emittedAtMs: 1234 });
+  assert.deepEqual(v.message, {
+    jsonrpc: '2.0',
+    method: 'thread/goal/updated',
+    params: { threadId: 't' },
+    emittedAtMs: 1234,
+  });
   const e = validateMessage({ id: null, error: { code: -32700, message: 'Parse error' } });
   assert.ok(e.ok, 'error response with null id is valid');
 });
@@ -202,7 +207,9 @@ function connectPair(): { client: MessageConnection; server: MessageConnection; 
 /** Exercises request/response, notifications and a server→client request in both directions. */
 async function roundTrip(client: MessageConnection, server: MessageConnection): Promise<void> {
   const serverGotNotif = new Promise<unknown>((res) => server.onNotification('initialized', (p) => res(p ?? null)));
-  server.onRequest('initialize', (params: { clientInfo: { name: string } }) => ({ userAgent: `hello ${params.clientInfo.name}` }));
+  server.onRequest('initialize', (params: { clientInfo: { name: string } }) => ({
+    userAgent: `hello ${params.clientInfo.name}`,
+  }));
   server.onRequest('fails', () => {
     throw new Error('nope');
   });

@@ -18,7 +18,7 @@ describe('globalState store', () => {
     s.disarmed['u'] = 7;
     await store.save(s);
     s.pausedAt = 99; // later changes are not saved
-    assert.equal((m.get<{ version: number }>(STATE_KEY))?.version, 1);
+    assert.equal(m.get<{ version: number }>(STATE_KEY)?.version, 1);
     const loaded = await new GlobalStateStore(m).load();
     assert.equal(loaded.problem, null);
     assert.equal(loaded.state.pausedAt, null);
@@ -39,7 +39,10 @@ describe('globalState store', () => {
       const store = new GlobalStateStore(m, () => Date.UTC(2026, 10, 30));
       const r = await store.load();
       assert.deepEqual(r.state, emptyState());
-      assert.match(r.problem ?? '', /could not be used: .+; kept aside as "codexGoalRecovery\.state\.corrupt\.2026-11-30T00:00:00\.000Z"; starting clean/);
+      assert.match(
+        r.problem ?? '',
+        /could not be used: .+; kept aside as "codexGoalRecovery\.state\.corrupt\.2026-11-30T00:00:00\.000Z"; starting clean/,
+      );
       const aside = m.keys().filter((k) => k.startsWith(CORRUPT_PREFIX));
       assert.equal(aside.length, 1);
       assert.deepEqual(m.get(aside[0]!), JSON.parse(JSON.stringify(value)), 'the bad value was not kept');
@@ -55,8 +58,14 @@ describe('globalState store', () => {
     const r = await new GlobalStateStore(m, () => 42).load();
     assert.deepEqual(Object.keys(r.state.watches), ['good']);
     assert.deepEqual(r.state.disarmed, { d: 42 }, 'a disarm with a bad time stays a disarm');
-    assert.match(r.problem ?? '', /^the stored watch state: 2 records could not be used \(watch "bad": title: .*; disarm of "d": its time "soon" is unreadable; the thread stays disarmed\); the value as it was is kept as "codexGoalRecovery\.state\.corrupt\.1970-01-01T00:00:00\.042Z"; the other 1 watch loaded$/);
-    assert.deepEqual(m.get('codexGoalRecovery.state.corrupt.1970-01-01T00:00:00.042Z'), JSON.parse(JSON.stringify(value)));
+    assert.match(
+      r.problem ?? '',
+      /^the stored watch state: 2 records could not be used \(watch "bad": title: .*; disarm of "d": its time "soon" is unreadable; the thread stays disarmed\); the value as it was is kept as "codexGoalRecovery\.state\.corrupt\.1970-01-01T00:00:00\.042Z"; the other 1 watch loaded$/,
+    );
+    assert.deepEqual(
+      m.get('codexGoalRecovery.state.corrupt.1970-01-01T00:00:00.042Z'),
+      JSON.parse(JSON.stringify(value)),
+    );
     assert.deepEqual(m.get(STATE_KEY), r.state);
     assert.deepEqual(await new GlobalStateStore(m).load(), { state: r.state, problem: null });
   });
@@ -68,10 +77,17 @@ describe('globalState store', () => {
     await store.load();
     await m.update(STATE_KEY, 'two');
     await store.load();
-    assert.deepEqual(m.keys().filter((k) => k.startsWith(CORRUPT_PREFIX)).sort().map((k) => [k, m.get(k)]), [
-      [`${CORRUPT_PREFIX}1970-01-01T00:00:00.000Z`, 'one'],
-      [`${CORRUPT_PREFIX}1970-01-01T00:00:00.000Z-1`, 'two'],
-    ]);
+    assert.deepEqual(
+      m
+        .keys()
+        .filter((k) => k.startsWith(CORRUPT_PREFIX))
+        .sort()
+        .map((k) => [k, m.get(k)]),
+      [
+        [`${CORRUPT_PREFIX}1970-01-01T00:00:00.000Z`, 'one'],
+        [`${CORRUPT_PREFIX}1970-01-01T00:00:00.000Z-1`, 'two'],
+      ],
+    );
   });
 });
 
@@ -108,7 +124,7 @@ describe('globalState store with a crash journal', () => {
     for (const w of watches) s.watches[w.threadId] = w;
     return s;
   };
-  const generationOf = (m: Memento) => (m.get<{ journal?: string }>(STATE_KEY))?.journal;
+  const generationOf = (m: Memento) => m.get<{ journal?: string }>(STATE_KEY)?.journal;
 
   it('replays the journal after a crash (a store dropped without compact) when globalState lost its last writes', async () => {
     const journal = journalIn();
@@ -169,7 +185,10 @@ describe('globalState store with a crash journal', () => {
     await store.load();
     await store.save(stateWith(watchIn('a', 'running', 1)));
     // A journal whose header names another snapshot, with a record that must not come back.
-    fs.writeFileSync(journal, `${JSON.stringify({ journal: 1, generation: 'not-this-one' })}\n${JSON.stringify({ watch: watchIn('ghost', 'backoff', 9) })}\n`);
+    fs.writeFileSync(
+      journal,
+      `${JSON.stringify({ journal: 1, generation: 'not-this-one' })}\n${JSON.stringify({ watch: watchIn('ghost', 'backoff', 9) })}\n`,
+    );
     const loaded = await new GlobalStateStore(flushedCopy(m), { journalPath: journal }).load();
     assert.equal(loaded.problem, null);
     assert.deepEqual(Object.keys(loaded.state.watches), ['a']);
@@ -184,11 +203,19 @@ describe('globalState store with a crash journal', () => {
     await store.save(stateWith(watchIn('a', 'running', 1)));
     const disk = flushedCopy(m);
     const good = watchIn('b', 'backoff', 2);
-    fs.appendFileSync(journal, `{"watch":{"threadId":"x","state":{"kind":"nope"}}}\n${JSON.stringify({ watch: good })}\n`);
+    fs.appendFileSync(
+      journal,
+      `{"watch":{"threadId":"x","state":{"kind":"nope"}}}\n${JSON.stringify({ watch: good })}\n`,
+    );
     const before = fs.readFileSync(journal, 'utf8');
     const loaded = await new GlobalStateStore(disk, { journalPath: journal, now: () => Date.UTC(2026, 11, 1) }).load();
     const aside = `${journal}.corrupt-2026-12-01T00-00-00-000Z`;
-    assert.match(loaded.problem ?? '', new RegExp(`^journal ${escape(journal)}: 1 record could not be used \\(journal record 2: watch "x": .*\\); the journal as it was is kept as ${escape(aside)}; its other 2 records loaded$`));
+    assert.match(
+      loaded.problem ?? '',
+      new RegExp(
+        `^journal ${escape(journal)}: 1 record could not be used \\(journal record 2: watch "x": .*\\); the journal as it was is kept as ${escape(aside)}; its other 2 records loaded$`,
+      ),
+    );
     assert.equal(fs.readFileSync(aside, 'utf8'), before, 'kept aside unchanged');
     assert.deepEqual(Object.keys(loaded.state.watches).sort(), ['a', 'b']);
     assert.deepEqual(loaded.state.watches['b'], good);
@@ -203,7 +230,10 @@ describe('globalState store with a crash journal', () => {
     fs.rmSync(journal, { force: true });
     fs.mkdirSync(journal);
     const loaded = await new GlobalStateStore(flushedCopy(m), { journalPath: journal, now: () => 0 }).load();
-    assert.match(loaded.problem ?? '', /was unusable \(a directory, not a file\); kept aside as .*\.corrupt-1970-01-01T00-00-00-000Z; the watch state loaded without the changes it held$/);
+    assert.match(
+      loaded.problem ?? '',
+      /was unusable \(a directory, not a file\); kept aside as .*\.corrupt-1970-01-01T00-00-00-000Z; the watch state loaded without the changes it held$/,
+    );
     assert.ok(fs.statSync(`${journal}.corrupt-1970-01-01T00-00-00-000Z`).isDirectory());
     assert.deepEqual(Object.keys(loaded.state.watches), ['a']);
   });
@@ -216,7 +246,10 @@ describe('globalState store with a crash journal', () => {
     await store.save(stateWith(watchIn('a', 'running', 1)));
     const loaded = await new GlobalStateStore(new Memento(), { journalPath: journal, now: () => 0 }).load();
     assert.deepEqual(loaded.state, emptyState());
-    assert.match(loaded.problem ?? '', /could not be replayed \(no watch state in globalState beside it\); kept aside as .*\.corrupt-/);
+    assert.match(
+      loaded.problem ?? '',
+      /could not be replayed \(no watch state in globalState beside it\); kept aside as .*\.corrupt-/,
+    );
     assert.ok(fs.readdirSync(path.dirname(journal)).some((f) => f.startsWith(`${JOURNAL_FILE}.corrupt-`)));
   });
 

@@ -21,7 +21,10 @@ test('checkSocketSafety refuses a socket writable by others, and accepts one onl
     fs.chmodSync(sock, 0o666);
     const bad = await checkSocketSafety(sock);
     assert.equal(bad.ok, false);
-    assert.equal(!bad.ok && bad.reason, `refusing Codex daemon socket ${sock}: it is writable by others (mode 0666), so any local user could drive your Codex threads through it; fix it with \`chmod o-w ${fs.realpathSync(sock)}\` or restart the daemon`);
+    assert.equal(
+      !bad.ok && bad.reason,
+      `refusing Codex daemon socket ${sock}: it is writable by others (mode 0666), so any local user could drive your Codex threads through it; fix it with \`chmod o-w ${fs.realpathSync(sock)}\` or restart the daemon`,
+    );
     fs.chmodSync(sock, 0o660);
     assert.equal((await checkSocketSafety(sock)).ok, true);
   } finally {
@@ -69,8 +72,16 @@ test('readSettings: codexPath, codexHome and socketPath ignore workspace and fol
   const workspace: Record<string, string> = { codexHome: '/w/home', socketPath: '/w/s.sock', codexPath: '/w/codex' };
   const config = {
     get: <T>(key: string, fallback?: T) => (workspace[key] ?? fallback) as T,
-    inspect: (key: string) => ({ key, defaultValue: key === 'codexPath' ? 'codex' : '', workspaceValue: workspace[key], workspaceFolderValue: workspace[key] }),
+    inspect: (key: string) => ({
+      key,
+      defaultValue: key === 'codexPath' ? 'codex' : '',
+      workspaceValue: workspace[key],
+      workspaceFolderValue: workspace[key],
+    }),
   } as unknown as import('vscode').WorkspaceConfiguration;
   const s = settings.readSettings(config, { HOME: '/home/u' });
-  assert.deepEqual([s.codexHome, s.socketPath, s.codexPath], ['/home/u/.codex', '/home/u/.codex/app-server-control/app-server-control.sock', 'codex']);
+  assert.deepEqual(
+    [s.codexHome, s.socketPath, s.codexPath],
+    ['/home/u/.codex', '/home/u/.codex/app-server-control/app-server-control.sock', 'codex'],
+  );
 });

@@ -32,7 +32,13 @@ function sampleState(pausedAt: number | null = null): PersistedState {
   w.rolloutOffset = 123_456;
   w.armOffset = 1000;
   w.lastMarker = { status: 'paused', offset: 99_000 };
-  w.goal = { status: 'blocked', objective: 'Keep CI green', tokensUsed: 1234, tokenBudget: null, updatedAt: 1_700_000_000_500 };
+  w.goal = {
+    status: 'blocked',
+    objective: 'Keep CI green',
+    tokensUsed: 1234,
+    tokenBudget: null,
+    updatedAt: 1_700_000_000_500,
+  };
   w.state = { kind: 'backoff', dueAt: 1_700_000_060_000, attempt: 2, failedTurnId: 'turn-9' };
   w.history.push({ at: 1, failedTurnId: 'turn-8', attempt: 1, error: 'internalServerError', outcome: 'failed-again' });
   w.recovered.push('turn-7');
@@ -194,7 +200,10 @@ describe('JsonFileStore', () => {
     const b = await store.load();
     assert.notEqual(a.problem, b.problem);
     const names = await listDir(d);
-    assert.deepEqual(names, ['state.json.corrupt-1970-01-01T00-00-00-000Z', 'state.json.corrupt-1970-01-01T00-00-00-000Z-1']);
+    assert.deepEqual(names, [
+      'state.json.corrupt-1970-01-01T00-00-00-000Z',
+      'state.json.corrupt-1970-01-01T00-00-00-000Z-1',
+    ]);
     assert.equal(await fsp.readFile(path.join(d, names[0]!), 'utf8'), 'one');
     assert.equal(await fsp.readFile(path.join(d, names[1]!), 'utf8'), 'two');
   });
@@ -239,7 +248,11 @@ describe('JsonFileStore', () => {
     w.failures = -1;
     await assert.rejects(store.save(s), /refusing to save an invalid state.*watches\.thr_1\.failures/);
     w.failures = 2;
-    s.watches['thr_3'] = { ...structuredClone(w), threadId: 'thr_3', state: { kind: 'nonsense' } } as unknown as PersistedState['watches'][string];
+    s.watches['thr_3'] = {
+      ...structuredClone(w),
+      threadId: 'thr_3',
+      state: { kind: 'nonsense' },
+    } as unknown as PersistedState['watches'][string];
     await assert.rejects(store.save(s), /watches\.thr_3\.state/);
     delete s.watches['thr_3'];
     await store.save(s);
@@ -253,7 +266,10 @@ describe('JsonFileStore', () => {
     await fsp.writeFile(path.join(d, 'blocker'), 'a file where a directory should be');
     const file = path.join(d, 'blocker', 'state.json');
     const store = new JsonFileStore(file);
-    await assert.rejects(store.save(sampleState()), (err: unknown) => err instanceof Error && err.message.includes(file));
+    await assert.rejects(
+      store.save(sampleState()),
+      (err: unknown) => err instanceof Error && err.message.includes(file),
+    );
     // The queue is not stuck: a later save to a good path on another store still works.
     const ok = new JsonFileStore(path.join(d, 'ok.json'));
     await ok.save(sampleState(9));
@@ -283,7 +299,10 @@ describe('JsonFileStore', () => {
     await fsp.writeFile(path.join(file, 'inside'), 'kept');
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     assert.deepEqual(r.state, emptyState());
-    assert.equal(r.problem, `state file ${file} was unusable (a directory, not a file); kept aside as ${file}.corrupt-1970-01-01T00-00-00-000Z; starting clean`);
+    assert.equal(
+      r.problem,
+      `state file ${file} was unusable (a directory, not a file); kept aside as ${file}.corrupt-1970-01-01T00-00-00-000Z; starting clean`,
+    );
     assert.equal(await fsp.readFile(path.join(`${file}.corrupt-1970-01-01T00-00-00-000Z`, 'inside'), 'utf8'), 'kept');
   });
 
@@ -297,7 +316,12 @@ describe('JsonFileStore', () => {
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     assert.deepEqual(r.state, sampleState(3));
     const aside = `${file}.corrupt-1970-01-01T00-00-00-000Z`;
-    assert.match(r.problem ?? '', new RegExp(`^state file ${file}: 1 record could not be used \\(watch "bad": .*\\); the file as it was is kept as ${aside}; the other 1 watch loaded$`));
+    assert.match(
+      r.problem ?? '',
+      new RegExp(
+        `^state file ${file}: 1 record could not be used \\(watch "bad": .*\\); the file as it was is kept as ${aside}; the other 1 watch loaded$`,
+      ),
+    );
     assert.equal(await fsp.readFile(aside, 'utf8'), content);
     assert.deepEqual(await new JsonFileStore(file).load(), { state: sampleState(3), problem: null });
     assert.deepEqual(await listDir(d), ['state.json', path.basename(aside)]);
@@ -362,7 +386,10 @@ describe('JsonFileStore: the crash journal', () => {
     const store = new JsonFileStore(file);
     const s = sampleState(1);
     await store.save(s);
-    await fsp.writeFile(`${file}.journal`, `{"journal":1,"generation":"older"}\n{"top":{"pausedAt":77,"disarmed":{}}}\n`);
+    await fsp.writeFile(
+      `${file}.journal`,
+      `{"journal":1,"generation":"older"}\n{"top":{"pausedAt":77,"disarmed":{}}}\n`,
+    );
     assert.deepEqual(await new JsonFileStore(file).load(), { state: s, problem: null });
     assert.deepEqual(await listDir(d), ['state.json']);
   });
@@ -384,7 +411,12 @@ describe('JsonFileStore: the crash journal', () => {
     const aside = `${file}.journal.corrupt-1970-01-01T00-00-00-000Z`;
     assert.equal(r.state.pausedAt, 4);
     assert.equal(r.state.watches['thr_1']!.failures, 2, 'the good record after the bad ones was not applied');
-    assert.match(r.problem ?? '', new RegExp(`^journal ${file}\\.journal: 2 records could not be used \\(journal record 2: watch "thr_1": .*; journal record 3: not JSON \\(not json at all\\)\\); the journal as it was is kept as ${aside.replace(/\./g, '\\.')}; its other 2 records loaded$`));
+    assert.match(
+      r.problem ?? '',
+      new RegExp(
+        `^journal ${file}\\.journal: 2 records could not be used \\(journal record 2: watch "thr_1": .*; journal record 3: not JSON \\(not json at all\\)\\); the journal as it was is kept as ${aside.replace(/\./g, '\\.')}; its other 2 records loaded$`,
+      ),
+    );
     assert.equal(await fsp.readFile(aside, 'utf8'), content);
     assert.deepEqual(await new JsonFileStore(file).load(), { state: r.state, problem: null });
   });
@@ -396,7 +428,10 @@ describe('JsonFileStore: the crash journal', () => {
     await fsp.mkdir(`${file}.journal`);
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     assert.deepEqual(r.state, sampleState(1));
-    assert.equal(r.problem, `journal ${file}.journal was unusable (not a regular file); kept aside as ${file}.journal.corrupt-1970-01-01T00-00-00-000Z; the state file loaded without the changes it held`);
+    assert.equal(
+      r.problem,
+      `journal ${file}.journal was unusable (not a regular file); kept aside as ${file}.journal.corrupt-1970-01-01T00-00-00-000Z; the state file loaded without the changes it held`,
+    );
   });
 
   test('a journal with no state file beside it is kept aside, never replayed onto nothing', async () => {
@@ -405,7 +440,10 @@ describe('JsonFileStore: the crash journal', () => {
     await fsp.writeFile(`${file}.journal`, '{"journal":1,"generation":"g"}\n{"top":{"pausedAt":1,"disarmed":{}}}\n');
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     assert.deepEqual(r.state, emptyState());
-    assert.equal(r.problem, `journal ${file}.journal had no state file beside it; kept aside as ${file}.journal.corrupt-1970-01-01T00-00-00-000Z; starting clean`);
+    assert.equal(
+      r.problem,
+      `journal ${file}.journal had no state file beside it; kept aside as ${file}.journal.corrupt-1970-01-01T00-00-00-000Z; starting clean`,
+    );
   });
 
   test('the journal is folded into a new snapshot once it outgrows it; compact folds it at once', async () => {
@@ -418,7 +456,10 @@ describe('JsonFileStore: the crash journal', () => {
     for (let i = 0; i < 200; i++) {
       s.watches[`w${i % 3}`]!.failures = i;
       await store.save(s, new Set([`w${i % 3}`]));
-      const size = await fsp.stat(`${file}.journal`).then((st) => st.size, () => 0);
+      const size = await fsp.stat(`${file}.journal`).then(
+        (st) => st.size,
+        () => 0,
+      );
       largest = Math.max(largest, size);
     }
     assert.ok(largest <= 4_096 + 2_000, `the journal grew to ${largest} bytes`);

@@ -91,7 +91,10 @@ function assertNoTwoLeaders(logs: Array<{ label: string; intervals: Array<[numbe
     for (let j = i + 1; j < logs.length; j++) {
       for (const [s1, e1] of logs[i]!.intervals) {
         for (const [s2, e2] of logs[j]!.intervals) {
-          assert.ok(!(s1 < e2 && s2 < e1), `${logs[i]!.label} [${s1}, ${e1}) and ${logs[j]!.label} [${s2}, ${e2}) were leaders at once`);
+          assert.ok(
+            !(s1 < e2 && s2 < e1),
+            `${logs[i]!.label} [${s1}, ${e1}) and ${logs[j]!.label} [${s2}, ${e2}) were leaders at once`,
+          );
         }
       }
     }
@@ -143,7 +146,11 @@ class Child {
   exitedAt: number | undefined;
   readonly exited: Promise<void>;
 
-  constructor(readonly label: string, dir: string, waitGo = false) {
+  constructor(
+    readonly label: string,
+    dir: string,
+    waitGo = false,
+  ) {
     const args = [CHILD, dir, NAME, ...(waitGo ? ['--wait-go'] : [])];
     this.proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     children.add(this);
@@ -199,7 +206,10 @@ class Child {
     const iv = this.intervals();
     for (const s of this.events) {
       if (s.ev !== 'sample' || s.role !== 'leader') continue;
-      assert.ok(iv.some(([a, b]) => s.t! >= a && s.t! <= b), `${this.label}: leader sample at ${s.t} outside its intervals`);
+      assert.ok(
+        iv.some(([a, b]) => s.t! >= a && s.t! <= b),
+        `${this.label}: leader sample at ${s.t} outside its intervals`,
+      );
     }
   }
 
@@ -295,7 +305,10 @@ test('(b) commands reach the leader and results come back; state reaches every f
 
     assert.equal(await fb.command('add', [2, 3]), 5);
     assert.equal(await fc.command('add', [10, -4]), 6);
-    assert.deepEqual(calls, [{ name: 'add', args: [2, 3] }, { name: 'add', args: [10, -4] }]);
+    assert.deepEqual(calls, [
+      { name: 'add', args: [2, 3] },
+      { name: 'add', args: [10, -4] },
+    ]);
     await assert.rejects(fb.command('nope', ['x']), (e: unknown) => {
       assert.ok(e instanceof LeaderCommandError);
       assert.equal(e.code, 'failed');
@@ -366,7 +379,11 @@ test('(c) the leader stops: exactly one follower takes over within 5 s; pending 
     assert.ok(took < 5000, `takeover took ${took} ms`);
     t.diagnostic(`takeover after stop(): ${took.toFixed(1)} ms`);
     const [leader, follower] = b.election.role === 'leader' ? [b, c] : [c, b];
-    await waitUntil(() => follower.election.connection !== undefined && leader.election.server!.followerCount === 1, 3000, 'the other to follow');
+    await waitUntil(
+      () => follower.election.connection !== undefined && leader.election.server!.followerCount === 1,
+      3000,
+      'the other to follow',
+    );
     await sleep(400); // two leader checks
     assert.equal(leader.election.role, 'leader');
     assert.equal(follower.election.role, 'follower');
@@ -397,7 +414,11 @@ test('(d) the leader process is SIGKILLed: exactly one survivor takes over withi
     // Round 1: kill the leader; two survivors.
     kids[0]!.kill();
     const killedAt1 = kids[0]!.killedAt!;
-    await waitUntil(() => kids.slice(1).some((k) => k.role === 'leader'), 5000, `a new leader\n${kids.map((k) => k.transcript()).join('\n')}`);
+    await waitUntil(
+      () => kids.slice(1).some((k) => k.role === 'leader'),
+      5000,
+      `a new leader\n${kids.map((k) => k.transcript()).join('\n')}`,
+    );
     const leader1 = kids.slice(1).find((k) => k.role === 'leader')!;
     const other = kids.slice(1).find((k) => k !== leader1)!;
     const start1 = leader1.roleChanges().find((r) => r.role === 'leader')!.t;
@@ -406,9 +427,17 @@ test('(d) the leader process is SIGKILLed: exactly one survivor takes over withi
     t.diagnostic(`takeover after SIGKILL (3 processes): ${(start1 - killedAt1).toFixed(1)} ms`);
     assert.notEqual(fs.lstatSync(sock).ino, before, 'the dead socket was replaced');
     // The survivor follows the new leader: its command is answered by the new leader's pid.
-    await waitUntil(() => other.events.some((e) => e.ev === 'following' && e.leaderPid === leader1.proc.pid), 4000, `following\n${other.transcript()}`);
+    await waitUntil(
+      () => other.events.some((e) => e.ev === 'following' && e.leaderPid === leader1.proc.pid),
+      4000,
+      `following\n${other.transcript()}`,
+    );
     other.send({ cmd: 'command', id: 1, name: 'who', args: [1] });
-    await waitUntil(() => other.events.some((e) => e.ev === 'result' && e.id === 1), 4000, `result\n${other.transcript()}`);
+    await waitUntil(
+      () => other.events.some((e) => e.ev === 'result' && e.id === 1),
+      4000,
+      `result\n${other.transcript()}`,
+    );
     const res = other.events.find((e) => e.ev === 'result' && e.id === 1)!;
     assert.equal(res.ok, true, res.error);
     assert.deepEqual(res.value, { pid: leader1.proc.pid, name: 'who', args: [1] });
@@ -431,7 +460,7 @@ test('(d) the leader process is SIGKILLed: exactly one survivor takes over withi
   }
 });
 
-test('(d) four processes start at once over a dead leader\'s socket: exactly one leader', async () => {
+test("(d) four processes start at once over a dead leader's socket: exactly one leader", async () => {
   const dir = tempDir();
   await makeStaleSocket(path.join(dir, `${NAME}.sock`));
   const kids = ['p1', 'p2', 'p3', 'p4'].map((l) => new Child(l, dir, true));
@@ -439,7 +468,11 @@ test('(d) four processes start at once over a dead leader\'s socket: exactly one
     // All loaded first, then all join at the same instant: the takeover lock is what keeps this to one leader.
     await waitUntil(() => kids.every((k) => k.events.some((e) => e.ev === 'ready')), 8000, 'children loaded');
     for (const k of kids) k.send({ cmd: 'go' });
-    await waitUntil(() => kids.every((k) => k.role === 'leader' || k.role === 'follower'), 8000, `all decided\n${kids.map((k) => k.transcript()).join('\n')}`);
+    await waitUntil(
+      () => kids.every((k) => k.role === 'leader' || k.role === 'follower'),
+      8000,
+      `all decided\n${kids.map((k) => k.transcript()).join('\n')}`,
+    );
     await sleep(600); // a couple of leader checks, and samples
     assert.equal(kids.filter((k) => k.role === 'leader').length, 1, kids.map((k) => `${k.label}:${k.role}`).join(' '));
     for (const k of kids) k.assertSamplesConsistent();
@@ -475,7 +508,10 @@ test('(e) a stale socket file with no process: the newcomer becomes leader', asy
     assert.equal(a.election.role, 'leader');
     assert.notEqual(fs.lstatSync(sock).ino, staleIno);
     assert.equal(await connectCode(sock), 'connected');
-    assert.ok(a.logs.some((l) => /removed the dead leader's socket/.test(l)), a.logs.join('\n'));
+    assert.ok(
+      a.logs.some((l) => /removed the dead leader's socket/.test(l)),
+      a.logs.join('\n'),
+    );
     await b.election.start();
     assert.equal(b.election.role, 'follower');
   } finally {
@@ -493,7 +529,10 @@ test('(e) six candidates at once over a stale socket: exactly one leader, never 
     const roles = all.map((t) => t.election.role);
     assert.equal(roles.filter((r) => r === 'leader').length, 1, roles.join(','));
     assertNoTwoLeaders(all.map((t, i) => ({ label: `e${i}`, intervals: leaderIntervals(t.changes) })));
-    assert.ok(all.every((t) => t.changes.filter((c) => c.role === 'leader').length <= 1), 'nobody stepped down');
+    assert.ok(
+      all.every((t) => t.changes.filter((c) => c.role === 'leader').length <= 1),
+      'nobody stepped down',
+    );
   } finally {
     await stopAll(all.map((t) => t.election));
   }
@@ -510,7 +549,10 @@ test('(e) a stale socket and a takeover lock left by a dead process: the newcome
   try {
     await a.election.start();
     assert.equal(a.election.role, 'leader');
-    assert.ok(a.logs.some((l) => /broke a stale takeover lock/.test(l)), a.logs.join('\n'));
+    assert.ok(
+      a.logs.some((l) => /broke a stale takeover lock/.test(l)),
+      a.logs.join('\n'),
+    );
     assert.deepEqual(fs.readdirSync(dir).sort(), [`${NAME}.sock`]);
   } finally {
     await a.election.stop();
@@ -546,7 +588,10 @@ test('(e) a live takeover lock is respected; one older than 10 s is broken', asy
   try {
     await b.election.start();
     assert.equal(b.election.role, 'leader');
-    assert.ok(b.logs.some((l) => /broke a stale takeover lock .* ms old/.test(l)), b.logs.join('\n'));
+    assert.ok(
+      b.logs.some((l) => /broke a stale takeover lock .* ms old/.test(l)),
+      b.logs.join('\n'),
+    );
   } finally {
     await b.election.stop();
   }
@@ -563,7 +608,8 @@ test('leader watch: the socket path replaced under a leader → it steps down, o
     fs.unlinkSync(path.join(dir, `${NAME}.sock`));
     await waitUntil(() => a.logs.some((l) => /stepping down: its socket path was removed/.test(l)), 2000, 'step down');
     await waitUntil(
-      () => [a, b].filter((t) => t.election.role === 'leader').length === 1 && [a, b].some((t) => t.election.connection),
+      () =>
+        [a, b].filter((t) => t.election.role === 'leader').length === 1 && [a, b].some((t) => t.election.connection),
       3000,
       'one leader and one follower',
     );
@@ -624,8 +670,15 @@ test('(g) malformed lines from a follower are logged and skipped; the leader kee
     raw.write(`{"type":"command","id":2,"name":"${'x'.repeat(MAX_LINE_BYTES)}","args":[]}\n`); // over the cap
     raw.write('{"type":"hello","version":1,"pid":1}\n{"type":"command","id":7,"name":"ping","args":[]}\n');
     await waitUntil(() => got.join('').includes('"id":7'), 5000, 'the answer after the junk');
-    const lines = got.join('').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    assert.deepEqual(lines.map((l) => l.type), ['welcome', 'state', 'result']);
+    const lines = got
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
+    assert.deepEqual(
+      lines.map((l) => l.type),
+      ['welcome', 'state', 'result'],
+    );
     assert.deepEqual(lines[2], { type: 'result', id: 7, ok: true, value: 'PING' });
     const dropped = a.logs.filter((l) => /dropped a line from a follower/.test(l));
     assert.equal(dropped.length, 5, dropped.join('\n'));
@@ -672,7 +725,12 @@ test('(g) malformed lines from the leader are logged and skipped by a follower',
 test('LineDecoder: split chunks, CRLF, an over-long line skipped to the next newline', () => {
   const got: unknown[] = [];
   const bad: string[] = [];
-  const d = new LineDecoder(FollowerMessageSchema, (m) => got.push(m), (r) => bad.push(r), 64);
+  const d = new LineDecoder(
+    FollowerMessageSchema,
+    (m) => got.push(m),
+    (r) => bad.push(r),
+    64,
+  );
   const hello = '{"type":"hello","version":1,"pid":5}';
   d.push(hello.slice(0, 10));
   d.push(`${hello.slice(10)}\r\n${'y'.repeat(40)}`);
@@ -691,9 +749,13 @@ test('LineDecoder: split chunks, CRLF, an over-long line skipped to the next new
   assert.match(bad[1]!, /unexpected message at name/);
   assert.equal(d.malformedCount, 2);
 
-  const throwing = new LineDecoder(z.unknown(), () => {
-    throw new Error('boom');
-  }, (r) => bad.push(r));
+  const throwing = new LineDecoder(
+    z.unknown(),
+    () => {
+      throw new Error('boom');
+    },
+    (r) => bad.push(r),
+  );
   throwing.push('1\n');
   assert.match(bad[2]!, /message handler threw: boom/);
   assert.throws(() => encodeMessage({ type: 'state', snapshot: 'x'.repeat(100) }, 50), /over the 50-byte line cap/);

@@ -53,7 +53,8 @@ function referenceActivation(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from
 
 function lineStarts(content: Buffer): number[] {
   const starts = [0];
-  for (let i = content.indexOf(0x0a); i >= 0 && i + 1 < content.length; i = content.indexOf(0x0a, i + 1)) starts.push(i + 1);
+  for (let i = content.indexOf(0x0a); i >= 0 && i + 1 < content.length; i = content.indexOf(0x0a, i + 1))
+    starts.push(i + 1);
   return starts;
 }
 
@@ -81,7 +82,8 @@ describe('parseMarkerLine', () => {
   });
 
   test('the line from the docs, verbatim', () => {
-    const line = '{"timestamp":"2025-06-01T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<codex_internal_context source=\\"user_goal\\">\\nUser set goal status: \\"paused\\".\\n</codex_internal_context>"}],"internal_chat_message_metadata_passthrough":{"turn_id":"auto-compact-2","content_item_kinds":["user.goal"],"content_item_metadata":[{"provenance":{"type":"harness","hook":false}}]}},"metadata":{"client_authored":false}}';
+    const line =
+      '{"timestamp":"2025-06-01T10:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<codex_internal_context source=\\"user_goal\\">\\nUser set goal status: \\"paused\\".\\n</codex_internal_context>"}],"internal_chat_message_metadata_passthrough":{"turn_id":"auto-compact-2","content_item_kinds":["user.goal"],"content_item_metadata":[{"provenance":{"type":"harness","hook":false}}]}},"metadata":{"client_authored":false}}';
     assert.equal(parseMarkerLine(line), 'paused');
   });
 
@@ -105,7 +107,8 @@ describe('parseMarkerLine', () => {
     assert.equal(parseMarkerLine(realMarker(null, { objective: 'only an objective' })), null);
     assert.equal(parseMarkerLine(realMarker(null, { omitted: true })), null);
     const cleared = JSON.parse(realMarker('paused'));
-    cleared.payload.content[0].text = '<codex_internal_context source="user_goal">\nUser cleared the goal.\n</codex_internal_context>';
+    cleared.payload.content[0].text =
+      '<codex_internal_context source="user_goal">\nUser cleared the goal.\n</codex_internal_context>';
     assert.equal(parseMarkerLine(JSON.stringify(cleared)), null);
     assert.equal(parseMarkerLine(seedMarker('stopped')), null, 'unknown status');
     assert.equal(parseMarkerLine(seedMarker('Paused')), null, 'status is case-sensitive');
@@ -153,7 +156,9 @@ describe('findLastMarker / scanForMarkers on a multi-MB rollout', () => {
   /** ~8 MB of realistic lines, with big outputs, and one marker after `markerAfter` lines. */
   async function rollout(seed: number, total: number, markerAfter: number, status: GoalStatus) {
     const rand = rng(seed);
-    const parts: string[] = [JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } })];
+    const parts: string[] = [
+      JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } }),
+    ];
     let offset = -1;
     let bytes = Buffer.byteLength(parts[0]!) + 1;
     for (let i = 0; i < total; i++) {
@@ -191,7 +196,12 @@ describe('findLastMarker / scanForMarkers on a multi-MB rollout', () => {
     assert.equal(r.nextOffset, nearEnd.content.length);
     assert.ok(r.bytesRead < nearEnd.content.length - nearEnd.offset + 64 * 1024);
     assert.ok(reads.every(([, l]) => l <= 64 * 1024));
-    assert.equal(parseMarkerLine(nearEnd.content.subarray(r.marker!.offset, nearEnd.content.indexOf(0x0a, r.marker!.offset)).toString()), 'paused');
+    assert.equal(
+      parseMarkerLine(
+        nearEnd.content.subarray(r.marker!.offset, nearEnd.content.indexOf(0x0a, r.marker!.offset)).toString(),
+      ),
+      'paused',
+    );
   });
 
   test('marker near the start: found reading backwards through the whole file in chunks', async () => {
@@ -232,12 +242,20 @@ describe('chunk boundaries', () => {
   test('any chunk size and line cap gives the reference answer', async () => {
     const rand = rng(42);
     // The first line is a marker; then one over and one under the small cap below.
-    const parts: string[] = [realMarker('active'), realMarker('budgetLimited', { pad: 220 }), realMarker('paused', { pad: 60 })];
+    const parts: string[] = [
+      realMarker('active'),
+      realMarker('budgetLimited', { pad: 220 }),
+      realMarker('paused', { pad: 60 }),
+    ];
     const statuses = GOAL_STATUSES;
     for (let i = 0; i < 40; i++) {
       const r = rand();
-      if (r < 0.3) parts.push(i % 2 ? seedMarker(statuses[i % 6]!) : realMarker(statuses[i % 6]!, { objective: 'x'.repeat(i * 3) }));
-      else if (r < 0.45) parts.push(realMarker('paused', { pad: 100 + i * 4 })); // around the small cap below
+      if (r < 0.3)
+        parts.push(
+          i % 2 ? seedMarker(statuses[i % 6]!) : realMarker(statuses[i % 6]!, { objective: 'x'.repeat(i * 3) }),
+        );
+      else if (r < 0.45)
+        parts.push(realMarker('paused', { pad: 100 + i * 4 })); // around the small cap below
       else if (r < 0.5) parts.push('');
       else parts.push(JSON.stringify({ type: 'event_msg', payload: { text: 'é€😀'.repeat(Math.floor(rand() * 20)) } }));
     }
@@ -246,7 +264,10 @@ describe('chunk boundaries', () => {
     // Tiny chunks (one read per byte or so) on the first six lines only, to stay fast.
     const whole = Buffer.from(parts.join('\n') + '\n');
     const prefix = Buffer.from(parts.slice(0, 6).join('\n') + '\n');
-    for (const [content, chunkSizes] of [[prefix, [1, 2, 5]], [whole, [17, 64, 333, 4096, 65536]]] as const) {
+    for (const [content, chunkSizes] of [
+      [prefix, [1, 2, 5]],
+      [whole, [17, 64, 333, 4096, 65536]],
+    ] as const) {
       const p = await write(content);
       const starts = lineStarts(content);
       for (const cap of [DEFAULT_MAX_LINE_BYTES, smallCap]) {
@@ -259,7 +280,10 @@ describe('chunk boundaries', () => {
           assert.equal(last.nextOffset, content.length, label);
           const fwd = await scanForMarkers(p, 0, { chunkSize, maxLineBytes: cap });
           assert.deepEqual(fwd.markers, all, label);
-          const froms = chunkSize < 5 ? [starts[2]!] : [starts[1]!, starts[Math.floor(starts.length / 2)]!, starts[starts.length - 1]!];
+          const froms =
+            chunkSize < 5
+              ? [starts[2]!]
+              : [starts[1]!, starts[Math.floor(starts.length / 2)]!, starts[starts.length - 1]!];
           for (const from of froms) {
             const part = await scanForMarkers(p, from, { chunkSize, maxLineBytes: cap });
             assert.deepEqual(part.markers, reference(content, cap, from).markers, `${label} from ${from}`);
@@ -308,10 +332,22 @@ describe('chunk boundaries', () => {
     const q = await write(`${early}\n${m}\n`);
     const at = Buffer.byteLength(early) + 1;
     for (const chunkSize of [5, 100, 65536]) {
-      assert.deepEqual((await findLastMarker(q, { chunkSize, maxLineBytes: len })).marker, { status: 'blocked', offset: at });
-      assert.deepEqual((await findLastMarker(q, { chunkSize, maxLineBytes: len - 1 })).marker, { status: 'paused', offset: 0 });
-      assert.deepEqual((await scanForMarkers(q, 0, { chunkSize, maxLineBytes: len })).last, { status: 'blocked', offset: at });
-      assert.deepEqual((await scanForMarkers(q, 0, { chunkSize, maxLineBytes: len - 1 })).last, { status: 'paused', offset: 0 });
+      assert.deepEqual((await findLastMarker(q, { chunkSize, maxLineBytes: len })).marker, {
+        status: 'blocked',
+        offset: at,
+      });
+      assert.deepEqual((await findLastMarker(q, { chunkSize, maxLineBytes: len - 1 })).marker, {
+        status: 'paused',
+        offset: 0,
+      });
+      assert.deepEqual((await scanForMarkers(q, 0, { chunkSize, maxLineBytes: len })).last, {
+        status: 'blocked',
+        offset: at,
+      });
+      assert.deepEqual((await scanForMarkers(q, 0, { chunkSize, maxLineBytes: len - 1 })).last, {
+        status: 'paused',
+        offset: 0,
+      });
     }
   });
 
@@ -337,19 +373,30 @@ describe('chunk boundaries', () => {
     assert.deepEqual(reference(content).markers, expected);
     for (const chunkSize of [1000, 4096, 10_007, 65536]) {
       assert.deepEqual((await scanForMarkers(p, 0, { chunkSize })).markers, expected, `forwards, chunk ${chunkSize}`);
-      assert.deepEqual((await findLastMarker(p, { chunkSize })).marker, expected.at(-1), `backwards, chunk ${chunkSize}`);
+      assert.deepEqual(
+        (await findLastMarker(p, { chunkSize })).marker,
+        expected.at(-1),
+        `backwards, chunk ${chunkSize}`,
+      );
       // Backwards from each marker's end: the line just before is the one found.
       for (const m of expected) {
         const end = content.indexOf(0x0a, m.offset) + 1;
         const q = await write(content.subarray(0, end));
-        assert.deepEqual((await findLastMarker(q, { chunkSize })).marker, m, `backwards to ${m.offset}, chunk ${chunkSize}`);
+        assert.deepEqual(
+          (await findLastMarker(q, { chunkSize })).marker,
+          m,
+          `backwards to ${m.offset}, chunk ${chunkSize}`,
+        );
       }
       assert.equal((await findLastActivation(p, { chunkSize })).offset, offset, `activation, chunk ${chunkSize}`);
     }
   });
 
   test('a single 20 MB line is skipped in constant-size reads', async () => {
-    const big = JSON.stringify({ type: 'response_item', payload: { type: 'function_call_output', output: 'user.goal '.repeat(2 * 1024 * 1024) } });
+    const big = JSON.stringify({
+      type: 'response_item',
+      payload: { type: 'function_call_output', output: 'user.goal '.repeat(2 * 1024 * 1024) },
+    });
     const p = await write(`${seedMarker('paused')}\n${big}\n`);
     let maxRead = 0;
     const r = await findLastMarker(p, { onRead: (_, l) => (maxRead = Math.max(maxRead, l)) });
@@ -368,11 +415,17 @@ describe('chunk boundaries', () => {
     const [la, lb, lc] = [a, b, c].map((x) => Buffer.byteLength(x)) as [number, number, number];
     const size = la + lb + lc + Buffer.byteLength(d);
     for (const chunkSize of [3, 64, 65536]) {
-      assert.deepEqual((await findLastMarker(p, { chunkSize, minOffset: la + lb })).marker, { status: 'active', offset: la + lb });
+      assert.deepEqual((await findLastMarker(p, { chunkSize, minOffset: la + lb })).marker, {
+        status: 'active',
+        offset: la + lb,
+      });
       const past = await findLastMarker(p, { chunkSize, minOffset: la + lb + lc });
       assert.equal(past.marker, null);
       assert.equal(past.bytesRead, size - (la + lb + lc));
-      assert.deepEqual((await findLastMarker(p, { chunkSize, minOffset: la })).marker, { status: 'active', offset: la + lb });
+      assert.deepEqual((await findLastMarker(p, { chunkSize, minOffset: la })).marker, {
+        status: 'active',
+        offset: la + lb,
+      });
     }
     const onlyA = await write(a + b);
     assert.equal((await findLastMarker(onlyA, { minOffset: la })).marker, null);
@@ -386,7 +439,10 @@ describe('chunk boundaries', () => {
     const lines = GOAL_STATUSES.map((s) => seedMarker(s));
     const p = await write(lines.join('\n') + '\n');
     const r = await scanForMarkers(p, 0, { maxMarkers: 2 });
-    assert.deepEqual(r.markers.map((m) => m.status), ['budgetLimited', 'complete']);
+    assert.deepEqual(
+      r.markers.map((m) => m.status),
+      ['budgetLimited', 'complete'],
+    );
     assert.equal(r.last?.status, 'complete');
   });
 });
@@ -401,7 +457,11 @@ describe('findLastActivation / scanFromLastActivation', () => {
       goalEvent('blocked'),
       modelGoalCall('active'),
       modelGoalCall('blocked'),
-      JSON.stringify({ timestamp: ts(), type: 'response_item', payload: { type: 'function_call_output', call_id: 'c', output: `rollout.jsonl:9:${goalEvent('active')}\n` } }),
+      JSON.stringify({
+        timestamp: ts(),
+        type: 'response_item',
+        payload: { type: 'function_call_output', call_id: 'c', output: `rollout.jsonl:9:${goalEvent('active')}\n` },
+      }),
       JSON.stringify({ type: 'event_msg', payload: { type: 'thread_goal_updated', goal: { status: 'Active' } } }),
       goalEvent('active').slice(0, -3), // broken JSON
     ];
@@ -410,7 +470,9 @@ describe('findLastActivation / scanFromLastActivation', () => {
   /** ~6 MB of realistic lines without automatic activations, activations only where asked. */
   async function rollout(seed: number, total: number, activationsAt: number[]) {
     const rand = rng(seed);
-    const parts: string[] = [JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } })];
+    const parts: string[] = [
+      JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } }),
+    ];
     const look = lookalikes();
     for (let i = 0; i < total; i++) {
       if (activationsAt.includes(i)) parts.push(goalEvent('active'));
@@ -442,7 +504,10 @@ describe('findLastActivation / scanFromLastActivation', () => {
     assert.ok(r.bytesRead < f.content.length - expected + 64 * 1024, `read ${r.bytesRead}`);
     assert.ok(r.bytesRead < f.content.length / 10);
     assert.ok(reads.every(([, l]) => l <= 64 * 1024));
-    assert.equal(r.bytesRead, reads.reduce((n, [, l]) => n + l, 0));
+    assert.equal(
+      r.bytesRead,
+      reads.reduce((n, [, l]) => n + l, 0),
+    );
   });
 
   test('activation near the start: found reading backwards through the file in chunks', async () => {
@@ -465,13 +530,19 @@ describe('findLastActivation / scanFromLastActivation', () => {
     const s = await scanFromLastActivation(f.path);
     const whole = await scanForMarkers(f.path, 0);
     assert.equal(s.activation, null);
-    assert.deepEqual([s.markers, s.goalLines, s.nextOffset, s.truncated], [whole.markers, whole.goalLines, whole.nextOffset, false]);
+    assert.deepEqual(
+      [s.markers, s.goalLines, s.nextOffset, s.truncated],
+      [whole.markers, whole.goalLines, whole.nextOffset, false],
+    );
     assert.equal(s.bytesRead, 2 * f.content.length);
     assert.ok(s.markers.length > 0 && s.goalLines.length > 0);
   });
 
   test('scanFromLastActivation reads the activation and what follows it, as a forward scan from there would', async () => {
-    for (const [seed, at] of [[24, [5, 550]], [25, [2]]] as const) {
+    for (const [seed, at] of [
+      [24, [5, 550]],
+      [25, [2]],
+    ] as const) {
       const f = await rollout(seed, 600, [...at]);
       const act = referenceActivation(f.content)!;
       const s = await scanFromLastActivation(f.path);
@@ -488,7 +559,12 @@ describe('findLastActivation / scanFromLastActivation', () => {
 
   test('any chunk size, line cap and position of the chunk boundary gives the reference answer', async () => {
     const act = goalEvent('active');
-    const near = [goalEvent('paused'), modelGoalCall('active'), realMarker('paused'), JSON.stringify({ type: 'event_msg', payload: { text: 'é€😀'.repeat(7) } })];
+    const near = [
+      goalEvent('paused'),
+      modelGoalCall('active'),
+      realMarker('paused'),
+      JSON.stringify({ type: 'event_msg', payload: { text: 'é€😀'.repeat(7) } }),
+    ];
     // The activation, then trailing lines of every length from 0 to 70 bytes: the chunk
     // boundary falls at every position of the activation line.
     for (let n = 0; n <= 70; n++) {
@@ -496,7 +572,11 @@ describe('findLastActivation / scanFromLastActivation', () => {
       const content = Buffer.from(`${act}\n${near.join('\n')}\n${act}\n${near[0]}\n${tail}`);
       const p = await write(content);
       for (const chunkSize of n % 10 === 0 ? [1, 3, 64, 65536] : [64]) {
-        assert.equal((await findLastActivation(p, { chunkSize })).offset, referenceActivation(content), `tail ${n} chunk ${chunkSize}`);
+        assert.equal(
+          (await findLastActivation(p, { chunkSize })).offset,
+          referenceActivation(content),
+          `tail ${n} chunk ${chunkSize}`,
+        );
       }
     }
     // A cap below the activation line's length skips it; at exactly its length it counts.
@@ -504,7 +584,10 @@ describe('findLastActivation / scanFromLastActivation', () => {
     const p = await write(content);
     const long = Buffer.byteLength(goalEvent('active', 'x'.repeat(300)));
     for (const chunkSize of [7, 100, 65536]) {
-      assert.equal((await findLastActivation(p, { chunkSize, maxLineBytes: long })).offset, referenceActivation(content, long));
+      assert.equal(
+        (await findLastActivation(p, { chunkSize, maxLineBytes: long })).offset,
+        referenceActivation(content, long),
+      );
       assert.equal((await findLastActivation(p, { chunkSize, maxLineBytes: long })).offset, Buffer.byteLength(act) + 1);
       assert.equal((await findLastActivation(p, { chunkSize, maxLineBytes: long - 1 })).offset, 0);
     }
@@ -530,7 +613,15 @@ describe('findLastActivation / scanFromLastActivation', () => {
 
   test('a 20 MB line between the activation and the end is skipped in constant-size reads', async () => {
     const act = goalEvent('active');
-    const big = JSON.stringify({ type: 'response_item', payload: { type: 'function_call_output', output: '{"type":"event_msg","payload":{"type":"thread_goal_updated","goal":{"status":"active"}}}\n'.repeat(220_000) } });
+    const big = JSON.stringify({
+      type: 'response_item',
+      payload: {
+        type: 'function_call_output',
+        output: '{"type":"event_msg","payload":{"type":"thread_goal_updated","goal":{"status":"active"}}}\n'.repeat(
+          220_000,
+        ),
+      },
+    });
     assert.ok(Buffer.byteLength(big) > 20 * 1024 * 1024);
     const head = `${noiseLine(rng(27), false, { activations: false })}\n${act}\n`;
     const p = await write(`${head}${big}\n${realMarker('paused')}\n`);
@@ -577,7 +668,14 @@ describe('incremental scanning', () => {
     const base = await scanForMarkers(p, 0);
     assert.equal(base.nextOffset, Buffer.byteLength(initial));
 
-    const appended = [noiseLine(rand), realMarker('paused', { objective: 'a' }), noiseLine(rand), seedMarker('active'), noiseLine(rand, true)].join('\n') + '\n';
+    const appended =
+      [
+        noiseLine(rand),
+        realMarker('paused', { objective: 'a' }),
+        noiseLine(rand),
+        seedMarker('active'),
+        noiseLine(rand, true),
+      ].join('\n') + '\n';
     await fsp.appendFile(p, appended);
     const reads: Array<[number, number]> = [];
     const r = await scanForMarkers(p, base.nextOffset, { onRead: (pos, len) => reads.push([pos, len]) });

@@ -61,8 +61,14 @@ describe('election naming', () => {
 
   it('a ws:// URL is keyed by the URL; a private stdio child has no election', () => {
     assert.equal(electionKey({ kind: 'url', url: 'ws://127.0.0.1:4500' }), 'ws://127.0.0.1:4500/');
-    assert.equal(electionFor({ kind: 'url', url: 'ws://127.0.0.1:4500' })!.name, electionFor({ kind: 'url', url: 'ws://127.0.0.1:4500/' })!.name);
-    assert.notEqual(electionFor({ kind: 'url', url: 'ws://127.0.0.1:4501' })!.name, electionFor({ kind: 'url', url: 'ws://127.0.0.1:4500' })!.name);
+    assert.equal(
+      electionFor({ kind: 'url', url: 'ws://127.0.0.1:4500' })!.name,
+      electionFor({ kind: 'url', url: 'ws://127.0.0.1:4500/' })!.name,
+    );
+    assert.notEqual(
+      electionFor({ kind: 'url', url: 'ws://127.0.0.1:4501' })!.name,
+      electionFor({ kind: 'url', url: 'ws://127.0.0.1:4500' })!.name,
+    );
     assert.equal(electionFor({ kind: 'stdio', command: 'codex', args: ['app-server'] }), null);
   });
 
@@ -80,10 +86,13 @@ function snapshotOf(watches: WatchedThread[], pausedAt: number | null = null): E
   return { ...emptySnapshot('/s.sock', 5_000), pausedAt, watches };
 }
 
-describe('handover of the old leader\'s state', () => {
+describe("handover of the old leader's state", () => {
   it('takes the threads the store does not know or knows older, keeps its own newer or equal copies', () => {
     const stored: PersistedState = emptyState();
-    stored.watches.same = watch('same', 100, { state: { kind: 'recovering', attempt: 1, failedTurnId: 'f1', sentAt: 100 }, pending: { failedTurnId: 'f1', attempt: 1, sentAt: 100 } });
+    stored.watches.same = watch('same', 100, {
+      state: { kind: 'recovering', attempt: 1, failedTurnId: 'f1', sentAt: 100 },
+      pending: { failedTurnId: 'f1', attempt: 1, sentAt: 100 },
+    });
     stored.watches.older = watch('older', 50);
     stored.watches.mineNewer = watch('mineNewer', 300, { state: { kind: 'complete' } });
     const snap = snapshotOf([
@@ -94,7 +103,7 @@ describe('handover of the old leader\'s state', () => {
     ]);
     const { state, taken } = mergeLeaderSnapshot(stored, snap);
     assert.deepEqual(taken.sort(), ['older', 'unknown']);
-    assert.equal(state.watches.same!.state.kind, 'recovering', 'a tie must keep the store\'s write-ahead copy');
+    assert.equal(state.watches.same!.state.kind, 'recovering', "a tie must keep the store's write-ahead copy");
     assert.deepEqual(state.watches.same!.pending, { failedTurnId: 'f1', attempt: 1, sentAt: 100 });
     assert.equal(state.watches.older!.state.kind, 'backoff');
     assert.equal(state.watches.mineNewer!.state.kind, 'complete');
@@ -102,19 +111,22 @@ describe('handover of the old leader\'s state', () => {
     assert.equal(stored.watches.unknown, undefined, 'the stored state was modified');
   });
 
-  it('joins the failed turns recovered on either side, bounded, and follows the leader\'s pause and disarms', () => {
+  it("joins the failed turns recovered on either side, bounded, and follows the leader's pause and disarms", () => {
     const stored: PersistedState = emptyState();
     stored.pausedAt = 7;
     stored.watches.a = watch('a', 500, { recovered: ['t1', 't2'] });
     stored.watches.b = watch('b', 1, { recovered: Array.from({ length: RECOVERED_LIMIT }, (_, i) => `old${i}`) });
     stored.watches.c = watch('c', 1);
     stored.disarmed.c = 1;
-    const snap = snapshotOf([
-      watch('a', 400, { recovered: ['t2', 't3'] }),
-      watch('b', 2, { recovered: ['new'] }),
-      watch('c', 2, { state: { kind: 'running' } }),
-      watch('d', 2, { state: { kind: 'disarmed', at: 42 } }),
-    ], null);
+    const snap = snapshotOf(
+      [
+        watch('a', 400, { recovered: ['t2', 't3'] }),
+        watch('b', 2, { recovered: ['new'] }),
+        watch('c', 2, { state: { kind: 'running' } }),
+        watch('d', 2, { state: { kind: 'disarmed', at: 42 } }),
+      ],
+      null,
+    );
     const { state } = mergeLeaderSnapshot(stored, snap);
     assert.deepEqual(state.watches.a!.recovered, ['t1', 't2', 't3']);
     assert.equal(state.watches.b!.recovered.length, RECOVERED_LIMIT);
@@ -137,7 +149,11 @@ describe('handover of the old leader\'s state', () => {
     assert.equal(inner.lastChanged, undefined);
     await store.save({ ...emptyState(), pausedAt: 2 }, new Set(['x']));
     assert.equal(inner.saved.pausedAt, 2);
-    assert.deepEqual(inner.lastChanged, new Set(['x']), 'the hint did not reach the inner store: it re-serializes every watch');
+    assert.deepEqual(
+      inner.lastChanged,
+      new Set(['x']),
+      'the hint did not reach the inner store: it re-serializes every watch',
+    );
     assert.equal(parseSnapshot({ nope: true }), null);
     assert.ok(parseSnapshot(JSON.parse(JSON.stringify(snapshotOf([watch('x', 3)])))));
   });
@@ -151,24 +167,44 @@ interface Runner {
   store: MemoryStore;
 }
 
-function runner(daemon: FakeDaemon, dir: string | null, name = 'leader-unit', store = new MemoryStore(), loadGate: Promise<void> = Promise.resolve()): Runner {
+function runner(
+  daemon: FakeDaemon,
+  dir: string | null,
+  name = 'leader-unit',
+  store = new MemoryStore(),
+  loadGate: Promise<void> = Promise.resolve(),
+): Runner {
   const events: RoleEvent[] = [];
   const decisions: Decision[] = [];
   const warnings: string[] = [];
-  const gated = { location: 'memory', load: async () => { await loadGate; return store.load(); }, save: (st: PersistedState) => store.save(st) };
+  const gated = {
+    location: 'memory',
+    load: async () => {
+      await loadGate;
+      return store.load();
+    },
+    save: (st: PersistedState) => store.save(st),
+  };
   const role = new RunnerRole({
     election: dir === null ? null : { dir, name },
     // The shipped options but a 300 ms backoff (base and cap; shipped 30 s / 30 min): this runs on
     // the real clock, and a recovery must fall due within the test.
-    makeEngine: (seed, onChange) => new Engine({ ...TEST_OPTIONS, baseDelayMs: 300, maxDelayMs: 300, resyncMs: 60_000 }, {
-      connect: daemon.connector(),
-      target: 'fake',
-      store: new HandoverStore(gated, seed),
-      clock: systemClock,
-      random: () => 1,
-      onDecision: (d) => { decisions.push(d); onChange(); },
-      onChange,
-    }),
+    makeEngine: (seed, onChange) =>
+      new Engine(
+        { ...TEST_OPTIONS, baseDelayMs: 300, maxDelayMs: 300, resyncMs: 60_000 },
+        {
+          connect: daemon.connector(),
+          target: 'fake',
+          store: new HandoverStore(gated, seed),
+          clock: systemClock,
+          random: () => 1,
+          onDecision: (d) => {
+            decisions.push(d);
+            onChange();
+          },
+          onChange,
+        },
+      ),
     onRole: (e) => events.push(e),
     onWarning: (m) => warnings.push(m),
     broadcastMs: 20,
@@ -185,8 +221,8 @@ function failThread(d: FakeDaemon, id: string, turnId: string): void {
   d.notify('turn/completed', { threadId: id, turn: t.turn });
 }
 
-describe('the runner\'s role', () => {
-  it('one runner leads, the other stands by naming it; the leader serves its state and the commands; the follower takes over with the leader\'s state and recovers once', async () => {
+describe("the runner's role", () => {
+  it("one runner leads, the other stands by naming it; the leader serves its state and the commands; the follower takes over with the leader's state and recovers once", async () => {
     const dir = tempDir();
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
@@ -209,7 +245,10 @@ describe('the runner\'s role', () => {
     assert.ok(a.role.runningEngine!.isPaused());
     await win.command('resumeAll', []);
     assert.equal(a.role.runningEngine!.isPaused(), false);
-    await assert.rejects(win.command('selfDestruct', []), (e: unknown) => e instanceof LeaderCommandError && /unknown command selfDestruct/.test(e.message));
+    await assert.rejects(
+      win.command('selfDestruct', []),
+      (e: unknown) => e instanceof LeaderCommandError && /unknown command selfDestruct/.test(e.message),
+    );
     await assert.rejects(win.command('disarm', []), /disarm needs a thread/);
 
     // Fails while a leads: a backs off, and b receives that state.
@@ -238,7 +277,7 @@ describe('the runner\'s role', () => {
     assert.deepEqual(b.warnings, []);
   });
 
-  it('a command from another engine\'s window waits until the leader has loaded its state (it never saves an empty state over it)', async () => {
+  it("a command from another engine's window waits until the leader has loaded its state (it never saves an empty state over it)", async () => {
     const dir = tempDir();
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
@@ -246,7 +285,9 @@ describe('the runner\'s role', () => {
     saved.watches.t1 = watch('t1', 1, { recovered: ['turn-0'] });
     const store = new MemoryStore(saved);
     let open: () => void = () => undefined;
-    const gate = new Promise<void>((r) => { open = r; });
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
     const r = runner(daemon, path.join(dir, 'election'), 'leader-gated', store, gate);
     const starting = r.role.start();
     await until('the role line', () => r.events.length > 0);
@@ -254,7 +295,9 @@ describe('the runner\'s role', () => {
     cleanups.push(async () => win.close());
     await win.welcomed;
     let answered = false;
-    const command = win.command('pauseAll', []).then(() => { answered = true; });
+    const command = win.command('pauseAll', []).then(() => {
+      answered = true;
+    });
     await sleep(200);
     assert.equal(answered, false, 'the command ran before the engine had loaded its state');
     assert.equal(store.saves, 0, 'saved before loading');
@@ -275,7 +318,10 @@ describe('the runner\'s role', () => {
     const r = runner(daemon, open);
     await r.role.start();
     assert.equal(r.warnings.length, 1);
-    assert.match(r.warnings[0]!, /leader election unavailable \(.*writable by group or others.*\); this runner runs the engine without it/);
+    assert.match(
+      r.warnings[0]!,
+      /leader election unavailable \(.*writable by group or others.*\); this runner runs the engine without it/,
+    );
     assert.deepEqual(r.events, [{ role: 'leader', elected: false }]);
     await until('armed', () => r.decisions.some((d) => d.type === 'armed'));
   });
@@ -293,13 +339,26 @@ describe('the runner\'s role', () => {
 
   it('role lines read like decision lines', () => {
     const now = Date.UTC(2026, 0, 2, 3, 4, 5);
-    assert.equal(roleLine({ role: 'follower', leaderPid: 42, leaderWho: 'VS Code window' }, '/s.sock', now),
-      '2026-01-02T03:04:05.000Z standby: another engine (VS Code window, pid 42) is watching /s.sock; this runner stands by and takes over if it stops');
-    assert.equal(roleLine({ role: 'follower', leaderPid: 42, leaderWho: null }, '/s.sock', now),
-      '2026-01-02T03:04:05.000Z standby: another engine (pid 42) is watching /s.sock; this runner stands by and takes over if it stops');
-    assert.match(roleLine({ role: 'leader', elected: true }, '/s.sock', now), /^2026-01-02T03:04:05.000Z leader: this runner runs the engine for \/s.sock/);
-    assert.deepEqual(JSON.parse(roleJson({ role: 'follower', leaderPid: 42, leaderWho: 'runner' }, '/s.sock', now)),
-      { ts: '2026-01-02T03:04:05.000Z', type: 'role', role: 'follower', leaderPid: 42, leaderWho: 'runner', target: '/s.sock' });
+    assert.equal(
+      roleLine({ role: 'follower', leaderPid: 42, leaderWho: 'VS Code window' }, '/s.sock', now),
+      '2026-01-02T03:04:05.000Z standby: another engine (VS Code window, pid 42) is watching /s.sock; this runner stands by and takes over if it stops',
+    );
+    assert.equal(
+      roleLine({ role: 'follower', leaderPid: 42, leaderWho: null }, '/s.sock', now),
+      '2026-01-02T03:04:05.000Z standby: another engine (pid 42) is watching /s.sock; this runner stands by and takes over if it stops',
+    );
+    assert.match(
+      roleLine({ role: 'leader', elected: true }, '/s.sock', now),
+      /^2026-01-02T03:04:05.000Z leader: this runner runs the engine for \/s.sock/,
+    );
+    assert.deepEqual(JSON.parse(roleJson({ role: 'follower', leaderPid: 42, leaderWho: 'runner' }, '/s.sock', now)), {
+      ts: '2026-01-02T03:04:05.000Z',
+      type: 'role',
+      role: 'follower',
+      leaderPid: 42,
+      leaderWho: 'runner',
+      target: '/s.sock',
+    });
   });
 });
 
@@ -309,7 +368,10 @@ class Cli {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   constructor(args: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     readline.createInterface({ input: this.child.stdout! }).on('line', (l) => this.lines.push(l));
     readline.createInterface({ input: this.child.stderr! }).on('line', (l) => this.lines.push(`stderr: ${l}`));
     this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
@@ -333,10 +395,22 @@ describe('the command line', () => {
     const sock = path.join(dir, 'nobody.sock');
     const first = new Cli(['watch', '--socket', sock, '--state', path.join(dir, 'a.json')], env);
     await first.line(/ leader: this runner runs the engine for /);
-    const second = new Cli(['watch', '--socket', path.relative(process.cwd(), sock), '--state', path.join(dir, 'b.json')], env);
+    const second = new Cli(
+      ['watch', '--socket', path.relative(process.cwd(), sock), '--state', path.join(dir, 'b.json')],
+      env,
+    );
     const standby = await second.line(/ standby: /);
-    assert.match(standby, new RegExp(`^\\S+Z standby: another engine \\(runner, pid ${first.child.pid}\\) is watching ${sock.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}; this runner stands by`));
-    assert.equal(second.lines.some((l) => / connection /.test(l)), false, 'the follower connects to the daemon');
+    assert.match(
+      standby,
+      new RegExp(
+        `^\\S+Z standby: another engine \\(runner, pid ${first.child.pid}\\) is watching ${sock.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}; this runner stands by`,
+      ),
+    );
+    assert.equal(
+      second.lines.some((l) => / connection /.test(l)),
+      false,
+      'the follower connects to the daemon',
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     await second.line(/ leader: this runner runs the engine for /);
@@ -351,11 +425,17 @@ describe('the command line', () => {
     const run = path.join(dir, 'run');
     fs.mkdirSync(path.join(run, 'codex-goal-recovery'), { recursive: true });
     fs.chmodSync(path.join(run, 'codex-goal-recovery'), 0o777);
-    const cli = new Cli(['watch', '--socket', path.join(dir, 'nobody.sock'), '--state', path.join(dir, 's.json'), '--json'], { XDG_RUNTIME_DIR: run });
+    const cli = new Cli(
+      ['watch', '--socket', path.join(dir, 'nobody.sock'), '--state', path.join(dir, 's.json'), '--json'],
+      { XDG_RUNTIME_DIR: run },
+    );
     const warning = JSON.parse(await cli.line(/"type":"warning"/)) as { message: string };
     assert.match(warning.message, /^leader election unavailable \(.*writable by group or others/);
     const role = JSON.parse(await cli.line(/"type":"role"/)) as Record<string, unknown>;
-    assert.deepEqual({ ...role, ts: 'x' }, { ts: 'x', type: 'role', role: 'leader', elected: false, target: path.join(dir, 'nobody.sock') });
+    assert.deepEqual(
+      { ...role, ts: 'x' },
+      { ts: 'x', type: 'role', role: 'leader', elected: false, target: path.join(dir, 'nobody.sock') },
+    );
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);
   });

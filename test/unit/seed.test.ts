@@ -33,7 +33,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as os from 'node:os';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
-import { dueAt, emptyState, isDisarmed, newWatch, type PersistedState, type WatchedThread } from '../../src/model/watch';
+import {
+  dueAt,
+  emptyState,
+  isDisarmed,
+  newWatch,
+  type PersistedState,
+  type WatchedThread,
+} from '../../src/model/watch';
 import { FakeDaemon, goalEventLine, intentLine, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
@@ -62,7 +69,14 @@ function failedWatch(now: number, rollout: string, failures = 1): WatchedThread 
   w.rolloutPath = rollout;
   w.armOffset = 0;
   w.failures = failures;
-  w.lastFailure = { turnId: 'turn-1', message: 'synthetic failure', code: 'internalServerError', httpStatus: null, at: now - 2_000, dueAt: now - 1_000 };
+  w.lastFailure = {
+    turnId: 'turn-1',
+    message: 'synthetic failure',
+    code: 'internalServerError',
+    httpStatus: null,
+    at: now - 2_000,
+    dueAt: now - 1_000,
+  };
   w.state = { kind: 'backoff', dueAt: now - 1_000, attempt: failures, failedTurnId: 'turn-1' };
   return w;
 }
@@ -154,7 +168,12 @@ describe('seed scenarios', () => {
       const { h, daemon, clock, due } = await dueIn5s();
       let injected = false;
       daemon.before = (m) => {
-        if (m.method === method && clock.now() >= due - PREPARE && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
+        if (
+          m.method === method &&
+          clock.now() >= due - PREPARE &&
+          h.engine.watch('thread-1')?.state.kind === 'backoff' &&
+          !injected
+        ) {
           injected = true;
           daemon.human('thread-1', 'paused');
         }
@@ -164,14 +183,21 @@ describe('seed scenarios', () => {
       // Through the due time and past a resync: what the engine does next is seen by the daemon.
       await h.advance(RESYNC + BASE);
       await h.reconcile();
-      assert.equal(daemon.thread().goal?.status, 'paused', 'the daemon\'s goal is no longer paused');
+      assert.equal(daemon.thread().goal?.status, 'paused', "the daemon's goal is no longer paused");
       assert.equal(daemon.count('thread/goal/set'), 0, 'stale snapshot overrode human pause');
       const w = h.engine.watch('thread-1')!;
       assert.equal(w.goal?.status, 'paused', 'stale snapshot overrode the human pause');
-      assert.deepEqual(w.state, { kind: 'userIntent', requested: 'paused', at: w.state.kind === 'userIntent' ? w.state.at : -1 });
+      assert.deepEqual(w.state, {
+        kind: 'userIntent',
+        requested: 'paused',
+        at: w.state.kind === 'userIntent' ? w.state.at : -1,
+      });
       assert.equal(dueAt(w.state), null);
       assert.equal(w.pending, null);
-      assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'), 'the called-off attempt left no line');
+      assert.ok(
+        h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'),
+        'the called-off attempt left no line',
+      );
     });
   }
 
@@ -184,7 +210,12 @@ describe('seed scenarios', () => {
       const { h, daemon, clock, due } = await dueIn5s();
       let injected = false;
       daemon.before = (m) => {
-        if (m.method === method && clock.now() >= due - PREPARE && h.engine.watch('thread-1')?.state.kind === 'backoff' && !injected) {
+        if (
+          m.method === method &&
+          clock.now() >= due - PREPARE &&
+          h.engine.watch('thread-1')?.state.kind === 'backoff' &&
+          !injected
+        ) {
           injected = true;
           fs.appendFileSync(daemon.thread().path, intentLine('paused'));
         }
@@ -210,7 +241,7 @@ describe('seed scenarios', () => {
   // active when it answers the engine's goal read; its notification and the new turn follow only
   // after the attempt (docs/daemon-behaviour.md (c): the reply to the person comes first). The
   // newest turn the engine reads is still the failed one: only the goal it read says no.
-  it('a person who resumes the goal during the attempt\'s goal read is never competed with (TestLiveActivity)', async () => {
+  it("a person who resumes the goal during the attempt's goal read is never competed with (TestLiveActivity)", async () => {
     const { h, daemon, clock, due } = await dueIn5s();
     let injected = false;
     daemon.before = (m) => {
@@ -223,7 +254,7 @@ describe('seed scenarios', () => {
     };
     await h.advance(due - clock.now());
     assert.ok(injected, 'the attempt never read the goal');
-    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with the person\'s own resume');
+    assert.equal(daemon.count('thread/goal/set'), 0, "competed with the person's own resume");
     const t = daemon.thread();
     t.turn = testTurn('turn-2', 'inProgress');
     t.status = { type: 'active', activeFlags: [] };
@@ -232,7 +263,7 @@ describe('seed scenarios', () => {
     daemon.notify('turn/started', { threadId: 'thread-1', turn: t.turn });
     await h.advance(RESYNC + BASE);
     await h.reconcile();
-    assert.equal(daemon.count('thread/goal/set'), 0, 'competed with the person\'s own resume');
+    assert.equal(daemon.count('thread/goal/set'), 0, "competed with the person's own resume");
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
   });
 
@@ -241,7 +272,12 @@ describe('seed scenarios', () => {
     const daemon = failedDaemon(dir);
     daemon.thread().status = { type: 'active', activeFlags: [] };
     const clock = new FakeClock();
-    const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))) });
+    const h = await harness({
+      dir,
+      daemon,
+      clock,
+      store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
+    });
     await h.advance(60_000);
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
@@ -257,7 +293,11 @@ describe('seed scenarios', () => {
       if (m.method === 'thread/read' && clock.now() >= due - PREPARE && !injected) {
         injected = true;
         daemon.thread().status = { type: 'active', activeFlags: ['waitingOnApproval'] };
-        daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', { threadId: 'thread-1', itemId: 'i', turnId: 'turn-1' });
+        daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', {
+          threadId: 'thread-1',
+          itemId: 'i',
+          turnId: 'turn-1',
+        });
       }
     };
     await h.advance(due - clock.now());
@@ -328,7 +368,10 @@ describe('seed scenarios', () => {
       await new JsonFileStore(statePath).save(stateWith(failedWatch(clock.now(), daemon.thread().path)));
       const h = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
       assert.equal(daemon.count('thread/goal/set'), 1, 'missing mutation');
-      assert.ok(h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected'), 'connection error not reported');
+      assert.ok(
+        h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected'),
+        'connection error not reported',
+      );
       // The reply was lost; then the engine stops, or dies before it learns anything more.
       if (how === 'crash') h.crash();
       else await h.engine.stop();
@@ -379,7 +422,11 @@ describe('seed scenarios', () => {
     daemon.before = (m) => {
       if (m.method !== 'thread/goal/set') return;
       const t = daemon.thread();
-      daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: testGoal('thread-1', 'active') });
+      daemon.notify('thread/goal/updated', {
+        threadId: 'thread-1',
+        turnId: null,
+        goal: testGoal('thread-1', 'active'),
+      });
       daemon.notify('turn/started', { threadId: 'thread-1', turn: testTurn('turn-2', 'inProgress') });
       t.goal = testGoal('thread-1', 'complete');
       t.turn = testTurn('turn-2', 'completed');
@@ -387,7 +434,12 @@ describe('seed scenarios', () => {
       daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
       daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
     };
-    const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))) });
+    const h = await harness({
+      dir,
+      daemon,
+      clock,
+      store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
+    });
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
     assert.equal(daemon.count('thread/goal/set'), 1);
@@ -425,7 +477,7 @@ describe('seed scenarios', () => {
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'backoff', 'the failure after the retry was not taken for one');
     await h.advance(dueAt(w.state)! - h.clock.now());
-    assert.equal(daemon.count('thread/goal/set'), 1, 'the failure after Codex\'s retry was not recovered');
+    assert.equal(daemon.count('thread/goal/set'), 1, "the failure after Codex's retry was not recovered");
     assert.deepEqual(w.recovered, ['turn-1']);
     await h.advance(RESYNC * 2);
     assert.equal(daemon.count('thread/goal/set'), 1);
@@ -444,7 +496,17 @@ describe('seed scenarios', () => {
     await h.settle();
     assert.equal(daemon.thread().goal?.status, 'usageLimited');
     assert.equal(daemon.thread().turn.status, 'inProgress');
-    const retry = () => daemon.notifySubscribed('thread-1', 'error', { threadId: 'thread-1', turnId: 'turn-1', willRetry: true, error: { message: 'Reconnecting... 2/5', codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } }, additionalDetails: null } });
+    const retry = () =>
+      daemon.notifySubscribed('thread-1', 'error', {
+        threadId: 'thread-1',
+        turnId: 'turn-1',
+        willRetry: true,
+        error: {
+          message: 'Reconnecting... 2/5',
+          codexErrorInfo: { responseStreamDisconnected: { httpStatusCode: null } },
+          additionalDetails: null,
+        },
+      });
     for (let minute = 0; minute < 40; minute++) {
       if (minute % 5 === 0) retry();
       await h.advance(60_000);

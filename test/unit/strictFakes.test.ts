@@ -27,7 +27,11 @@ function tmp(): string {
 }
 
 /** A raw client on one connection: writes lines as a (wrong) engine would, reads the daemon's lines. */
-function raw(daemon: FakeDaemon): { c: FakeConnection; send(m: WireMessage): void; next(id: string | number): Promise<WireMessage> } {
+function raw(daemon: FakeDaemon): {
+  c: FakeConnection;
+  send(m: WireMessage): void;
+  next(id: string | number): Promise<WireMessage>;
+} {
   const c = daemon.accept();
   const seen: WireMessage[] = [];
   const waiting: Array<() => void> = [];
@@ -37,15 +41,18 @@ function raw(daemon: FakeDaemon): { c: FakeConnection; send(m: WireMessage): voi
   });
   return {
     c,
-    send: (m) => { c.fromClient.write(`${JSON.stringify(m)}\n`); },
-    next: (id) => new Promise((resolve) => {
-      const look = () => {
-        const m = seen.find((x) => x.id === id && x.method === undefined);
-        if (m) resolve(m);
-        else waiting.push(look);
-      };
-      look();
-    }),
+    send: (m) => {
+      c.fromClient.write(`${JSON.stringify(m)}\n`);
+    },
+    next: (id) =>
+      new Promise((resolve) => {
+        const look = () => {
+          const m = seen.find((x) => x.id === id && x.method === undefined);
+          if (m) resolve(m);
+          else waiting.push(look);
+        };
+        look();
+      }),
   };
 }
 
@@ -62,7 +69,11 @@ const automatic = (threadId = 'thread-1') => ({ threadId, status: 'active', orig
 /** Exactly one violation, of `rule`, taken (so nothing is thrown for it), and the request was refused. */
 function expectOne(daemon: FakeDaemon, reply: WireMessage, rule: Violation['rule']): Violation {
   const taken = daemon.takeViolations();
-  assert.deepEqual(taken.map((v) => v.rule), [rule], `violations: ${JSON.stringify(taken.map((v) => v.message))}`);
+  assert.deepEqual(
+    taken.map((v) => v.rule),
+    [rule],
+    `violations: ${JSON.stringify(taken.map((v) => v.message))}`,
+  );
   assert.ok(reply.error, `the request was answered as a success: ${JSON.stringify(reply)}`);
   assert.doesNotThrow(() => daemon.check(), 'a taken violation is still thrown');
   return taken[0]!;
@@ -105,7 +116,7 @@ describe('the strict fake daemon: each rule fires', () => {
     assert.equal(daemon.thread().goal?.status, 'blocked');
   });
 
-  it('a blocked goal whose newest turn failed takes one automatic set; a second for the same failed turn fails, also when the first one\'s reply was lost', async () => {
+  it("a blocked goal whose newest turn failed takes one automatic set; a second for the same failed turn fails, also when the first one's reply was lost", async () => {
     for (const lost of [false, true]) {
       const daemon = new FakeDaemon(tmp());
       daemon.addThread();
@@ -129,7 +140,10 @@ describe('the strict fake daemon: each rule fires', () => {
   });
 
   for (const [what, params] of [
-    ['a key beyond {threadId,status,origin}', { threadId: 'thread-1', status: 'active', origin: 'automatic', objective: 'something else' }],
+    [
+      'a key beyond {threadId,status,origin}',
+      { threadId: 'thread-1', status: 'active', origin: 'automatic', objective: 'something else' },
+    ],
     ['an automatic set to paused', { threadId: 'thread-1', status: 'paused', origin: 'automatic' }],
     ['no origin', { threadId: 'thread-1', status: 'active' }],
     ['another origin', { threadId: 'thread-1', status: 'active', origin: 'system' }],
@@ -167,12 +181,19 @@ describe('the strict fake daemon: each rule fires', () => {
     daemon.addThread();
     const r = raw(daemon);
     await call(r, 'initialize', { clientInfo: { name: 'raw', version: '0' } });
-    daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', { threadId: 'thread-1', turnId: 'turn-1', itemId: 'i' });
+    daemon.serverRequest('approval-1', 'item/commandExecution/requestApproval', {
+      threadId: 'thread-1',
+      turnId: 'turn-1',
+      itemId: 'i',
+    });
     r.send({ id: 'approval-1', result: { decision: 'decline' } });
     r.send({ id: 'never-asked', result: null });
     await call(r, 'thread/loaded/list', {}); // the answers were read before this request
     const taken = daemon.takeViolations();
-    assert.deepEqual(taken.map((v) => v.rule), ['answered-server-request', 'answered-server-request']);
+    assert.deepEqual(
+      taken.map((v) => v.rule),
+      ['answered-server-request', 'answered-server-request'],
+    );
     assert.match(taken[0]!.message, /answered server request approval-1/);
   });
 });
@@ -196,7 +217,10 @@ describe('the strict fake daemon: a violation fails the test', () => {
     assert.deepEqual(daemon.violations, []);
     const refused = await call(r, 'thread/goal/set', { ...automatic(), objective: 'x' });
     assert.ok(refused.error);
-    assert.deepEqual(seen.map((v) => v.rule), ['set-not-recoverable', 'set-beyond-status']);
+    assert.deepEqual(
+      seen.map((v) => v.rule),
+      ['set-not-recoverable', 'set-beyond-status'],
+    );
     assert.throws(() => daemon.check(), /strict fake daemon saw a broken rule \(set-beyond-status\)/);
     assert.throws(() => daemon.check(), /set-beyond-status/, 'a second check() did not throw it again');
     daemon.takeViolations();
@@ -210,8 +234,19 @@ describe('the strict fake daemon: a violation fails the test', () => {
       const h = await makeHarness({ dir, daemon });
       const r = raw(daemon);
       await call(r, 'thread/goal/set', automatic());
-      const run = step === 'settle' ? h.settle() : step === 'advance' ? h.advance(1_000) : step === 'reconcile' ? h.reconcile() : h.cleanup();
-      await assert.rejects(run, /strict fake daemon saw a broken rule \(set-not-recoverable\)/, `${step} did not throw it`);
+      const run =
+        step === 'settle'
+          ? h.settle()
+          : step === 'advance'
+            ? h.advance(1_000)
+            : step === 'reconcile'
+              ? h.reconcile()
+              : h.cleanup();
+      await assert.rejects(
+        run,
+        /strict fake daemon saw a broken rule \(set-not-recoverable\)/,
+        `${step} did not throw it`,
+      );
       if (step !== 'cleanup') await h.engine.stop();
       daemon.takeViolations();
     }
@@ -222,7 +257,11 @@ describe('the strict fake daemon: a violation fails the test', () => {
     const fixture = path.join(__dirname, '..', 'support', 'strictBackstopFixture.js');
     const env = { ...process.env };
     delete env.NODE_TEST_CONTEXT; // a test runner of its own, not a subtest of this one
-    const child = spawnSync(process.execPath, ['--test', '--test-reporter=tap', fixture], { encoding: 'utf8', timeout: 60_000, env });
+    const child = spawnSync(process.execPath, ['--test', '--test-reporter=tap', fixture], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env,
+    });
     const out = `${child.stdout}\n${child.stderr}`;
     assert.match(out, /not ok 1 - makes a forbidden set and never calls the harness again/, out);
     assert.match(out, /strict fake daemon saw a broken rule \(set-not-recoverable\)/, out);
@@ -247,7 +286,11 @@ describe('the fake clock: real time', () => {
       })();
     }, 1_000);
     await clock.advance(10_000);
-    assert.deepEqual(fired, [['first', 1_000], ['second', 2_000], ['third', 7_000]]);
+    assert.deepEqual(fired, [
+      ['first', 1_000],
+      ['second', 2_000],
+      ['third', 7_000],
+    ]);
     assert.equal(clock.elapsed(), 10_000);
   });
 
@@ -263,11 +306,16 @@ describe('the fake clock: real time', () => {
 
   it('refuses a delay Node cannot keep (over 2^31-1 ms, or not a number), and keeps 2^31-1 ms', async () => {
     const clock = new FakeClock();
-    assert.throws(() => clock.setTimer(() => undefined, MAX_TIMER_DELAY_MS + 1), /RangeError|Node cannot keep a delay over 2147483647 ms/);
+    assert.throws(
+      () => clock.setTimer(() => undefined, MAX_TIMER_DELAY_MS + 1),
+      /RangeError|Node cannot keep a delay over 2147483647 ms/,
+    );
     assert.throws(() => clock.setTimer(() => undefined, 30 * 24 * 60 * 60_000), RangeError);
     assert.throws(() => clock.setTimer(() => undefined, Number.NaN), RangeError);
     let fired = false;
-    clock.setTimer(() => { fired = true; }, MAX_TIMER_DELAY_MS);
+    clock.setTimer(() => {
+      fired = true;
+    }, MAX_TIMER_DELAY_MS);
     await clock.advance(MAX_TIMER_DELAY_MS - 1);
     assert.equal(fired, false);
     await clock.advance(1);
@@ -276,7 +324,9 @@ describe('the fake clock: real time', () => {
 
   it('a timer that re-arms itself without time passing is a spin: the advance fails', async () => {
     const clock = new FakeClock();
-    const spin = () => { clock.setTimer(spin, 0); };
+    const spin = () => {
+      clock.setTimer(spin, 0);
+    };
     clock.setTimer(spin, 10);
     await assert.rejects(clock.advance(1_000), /a spin/);
   });

@@ -10,12 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { createMessageConnection, type MessageConnection } from 'vscode-jsonrpc/node';
 import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protocol/framing';
-import {
-  checkSocketSafety,
-  checkWsUrl,
-  defaultCodexHome,
-  defaultSocketPath,
-} from '../../src/protocol/socketSafety';
+import { checkSocketSafety, checkWsUrl, defaultCodexHome, defaultSocketPath } from '../../src/protocol/socketSafety';
 import { openTransport, TransportError, type Transport } from '../../src/protocol/transport';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,7 +58,10 @@ test('checkSocketSafety: missing, dangling symlink, not a socket, dir 0777 refus
     const missing = await checkSocketSafety(path.join(dir, 'nope.sock'));
     assert.equal(missing.ok, false);
     assert.ok(!missing.ok && missing.missing === true);
-    assert.match(!missing.ok ? missing.reason : '', /no Codex daemon socket at .*nope\.sock \(start one with `codex app-server daemon start`\)/);
+    assert.match(
+      !missing.ok ? missing.reason : '',
+      /no Codex daemon socket at .*nope\.sock \(start one with `codex app-server daemon start`\)/,
+    );
 
     const dangling = path.join(dir, 'dangling.sock');
     fs.symlinkSync(path.join(dir, 'gone'), dangling);
@@ -237,7 +235,11 @@ test('socket transport: WebSocket over a Unix socket in a 0700 dir, path "/", cl
 test('socket transport errors: missing, unsafe, stale socket refused', async () => {
   const dir = tempDir(0o700);
   try {
-    await expectTransportError(openTransport({ kind: 'socket', path: path.join(dir, 'none.sock') }), 'missing', /daemon start/);
+    await expectTransportError(
+      openTransport({ kind: 'socket', path: path.join(dir, 'none.sock') }),
+      'missing',
+      /daemon start/,
+    );
 
     const sock = path.join(dir, 's.sock');
     // A socket file left behind by a process that died: nobody listens.
@@ -281,13 +283,15 @@ test('url transport errors: non-loopback, refused, upgrade rejected, handshake t
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
   const started = Date.now();
   await expectTransportError(
-    openTransport({ kind: 'url', url: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}` }, { connectTimeoutMs: 200 }),
+    openTransport(
+      { kind: 'url', url: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}` },
+      { connectTimeoutMs: 200 },
+    ),
     'timeout',
   );
   assert.ok(Date.now() - started < 1500);
   for (const s of sockets) s.destroy();
   await closeServer(silent);
-
 });
 
 test('url transport: a frame above maxMessageBytes closes with 1009 and is reported, even if sent right after the upgrade', async () => {
@@ -313,7 +317,10 @@ test('url transport: a frame above maxMessageBytes closes with 1009 and is repor
     await readerClosed;
     assert.match(reason, /1009|payload/i);
     assert.deepEqual(got, ['first']);
-    assert.ok(readerErrors.some((e) => /payload/i.test(e.message)), readerErrors.map(String).join());
+    assert.ok(
+      readerErrors.some((e) => /payload/i.test(e.message)),
+      readerErrors.map(String).join(),
+    );
   } finally {
     for (const ws of wss.clients) ws.terminate();
     await closeServer(wss);

@@ -148,8 +148,10 @@ export async function main(argv: string[]): Promise<number> {
       // module did not load) fails in minutes, not at the overall timeout.
       startTimer = setTimeout(() => {
         if (suiteStarted) return;
-        log(`the extension host did not start the tests within ${startTimeoutMs} ms (CGR_VSCODE_START_TIMEOUT_MS); ` +
-          'rerun with CGR_VSCODE_VERBOSE=1 to see the workbench log');
+        log(
+          `the extension host did not start the tests within ${startTimeoutMs} ms (CGR_VSCODE_START_TIMEOUT_MS); ` +
+            'rerun with CGR_VSCODE_VERBOSE=1 to see the workbench log',
+        );
         resolve({ code: 1, logs: undefined });
       }, startTimeoutMs);
     });
@@ -189,8 +191,12 @@ export async function main(argv: string[]): Promise<number> {
  * sign-in noise, mostly) only with CGR_VSCODE_VERBOSE=1.
  */
 function forwardLine(message: string, level: string): void {
-  if (level === 'error' && !message.includes(TEST_OUTPUT_PREFIX) && !message.includes(EXTHOST_OUTPUT_PREFIX)
-      && !OFFLINE_NOISE.test(message)) {
+  if (
+    level === 'error' &&
+    !message.includes(TEST_OUTPUT_PREFIX) &&
+    !message.includes(EXTHOST_OUTPUT_PREFIX) &&
+    !OFFLINE_NOISE.test(message)
+  ) {
     workbenchErrors.push(message.split('\n').slice(0, 8).join('\n'));
     if (workbenchErrors.length > 10) workbenchErrors.shift();
   }

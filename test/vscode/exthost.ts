@@ -70,12 +70,19 @@ export function extensionHostPids(root: number): number[] {
 }
 
 /** Waits until exactly one extension host other than `except` runs under `root`; returns it. */
-export async function waitForExtensionHost(root: number, timeoutMs: number, except: readonly number[] = []): Promise<number> {
+export async function waitForExtensionHost(
+  root: number,
+  timeoutMs: number,
+  except: readonly number[] = [],
+): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pids = extensionHostPids(root).filter((p) => !except.includes(p));
     if (pids.length === 1) return pids[0]!;
-    if (Date.now() > deadline) throw new Error(`expected one extension host under ${root}${except.length ? ` besides ${except.join(', ')}` : ''}, found ${JSON.stringify(pids)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `expected one extension host under ${root}${except.length ? ` besides ${except.join(', ')}` : ''}, found ${JSON.stringify(pids)}`,
+      );
     await sleep(50);
   }
 }
@@ -97,35 +104,78 @@ export const WEB_STATE_DB = 'vscode-web-state-db-global';
  * The extension's globalState as the workbench's IndexedDB holds it now (what a reloaded window
  * serves the next extension host), parsed; undefined when there is none.
  */
-export async function readStoredGlobalState(page: Page, extensionId: string): Promise<Record<string, unknown> | undefined> {
-  const text = await page.evaluate(async ({ db, key }) => {
-    // (No DOM lib in this tsconfig: the page's indexedDB is typed by hand.)
-    interface Req<T> { result: T; error: unknown; onsuccess: (() => void) | null; onerror: (() => void) | null }
-    const idb = (globalThis as unknown as { indexedDB: { open(name: string): Req<{ objectStoreNames: { contains(n: string): boolean }; transaction(s: string, m: string): { objectStore(s: string): { get(k: string): Req<unknown> } }; close(): void }> } }).indexedDB;
-    const wait = <T>(r: Req<T>) => new Promise<T>((resolve, reject) => {
-      r.onsuccess = () => resolve(r.result);
-      r.onerror = () => reject(new Error(String(r.error)));
-    });
-    const conn = await wait(idb.open(db));
-    try {
-      if (!conn.objectStoreNames.contains('ItemTable')) return null;
-      const value = await wait(conn.transaction('ItemTable', 'readonly').objectStore('ItemTable').get(key));
-      return typeof value === 'string' ? value : null;
-    } finally {
-      conn.close();
-    }
-  }, { db: WEB_STATE_DB, key: extensionId });
-  return text === null ? undefined : JSON.parse(text) as Record<string, unknown>;
+export async function readStoredGlobalState(
+  page: Page,
+  extensionId: string,
+): Promise<Record<string, unknown> | undefined> {
+  const text = await page.evaluate(
+    async ({ db, key }) => {
+      // (No DOM lib in this tsconfig: the page's indexedDB is typed by hand.)
+      interface Req<T> {
+        result: T;
+        error: unknown;
+        onsuccess: (() => void) | null;
+        onerror: (() => void) | null;
+      }
+      const idb = (
+        globalThis as unknown as {
+          indexedDB: {
+            open(
+              name: string,
+            ): Req<{
+              objectStoreNames: { contains(n: string): boolean };
+              transaction(s: string, m: string): { objectStore(s: string): { get(k: string): Req<unknown> } };
+              close(): void;
+            }>;
+          };
+        }
+      ).indexedDB;
+      const wait = <T>(r: Req<T>) =>
+        new Promise<T>((resolve, reject) => {
+          r.onsuccess = () => resolve(r.result);
+          r.onerror = () => reject(new Error(String(r.error)));
+        });
+      const conn = await wait(idb.open(db));
+      try {
+        if (!conn.objectStoreNames.contains('ItemTable')) return null;
+        const value = await wait(conn.transaction('ItemTable', 'readonly').objectStore('ItemTable').get(key));
+        return typeof value === 'string' ? value : null;
+      } finally {
+        conn.close();
+      }
+    },
+    { db: WEB_STATE_DB, key: extensionId },
+  );
+  return text === null ? undefined : (JSON.parse(text) as Record<string, unknown>);
 }
 
 /** A watched thread as the stored globalState (readStoredGlobalState) holds it, or null. */
-export interface StoredWatch { kind: string; attempt?: number; dueAt?: number; failures: number; failedTurnId?: string }
+export interface StoredWatch {
+  kind: string;
+  attempt?: number;
+  dueAt?: number;
+  failures: number;
+  failedTurnId?: string;
+}
 
 export function storedWatch(value: Record<string, unknown> | undefined, threadId: string): StoredWatch | null {
-  const state = value?.['codexGoalRecovery.state'] as { watches?: Record<string, { state: { kind: string; attempt?: number; dueAt?: number; failedTurnId?: string }; failures: number }> } | undefined;
+  const state = value?.['codexGoalRecovery.state'] as
+    | {
+        watches?: Record<
+          string,
+          { state: { kind: string; attempt?: number; dueAt?: number; failedTurnId?: string }; failures: number }
+        >;
+      }
+    | undefined;
   const w = state?.watches?.[threadId];
   if (!w) return null;
-  return { kind: w.state.kind, attempt: w.state.attempt, dueAt: w.state.dueAt, failures: w.failures, failedTurnId: w.state.failedTurnId };
+  return {
+    kind: w.state.kind,
+    attempt: w.state.attempt,
+    dueAt: w.state.dueAt,
+    failures: w.failures,
+    failedTurnId: w.state.failedTurnId,
+  };
 }
 
 /** Every "Codex Goal Recovery.log" the extension hosts of this user-data dir wrote. */
@@ -144,7 +194,9 @@ export function extensionLogFiles(userDataDir: string): string[] {
 
 /** The lines of the extension logs that are not among `before` (extensionLogFiles() earlier). */
 export function newExtensionLogLines(userDataDir: string, before: readonly string[]): string[] {
-  return extensionLogFiles(userDataDir).filter((f) => !before.includes(f)).flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').filter(Boolean));
+  return extensionLogFiles(userDataDir)
+    .filter((f) => !before.includes(f))
+    .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').filter(Boolean));
 }
 
 /** All lines of every extension log, oldest host first. */
@@ -153,7 +205,12 @@ export function extensionLogLines(userDataDir: string): string[] {
 }
 
 /** Waits for a log line that matches `re` and is not among `seen` lines; returns it. */
-export async function waitForLogLine(userDataDir: string, re: RegExp, timeoutMs: number, pollMs = 20): Promise<{ line: string; seenAt: number }> {
+export async function waitForLogLine(
+  userDataDir: string,
+  re: RegExp,
+  timeoutMs: number,
+  pollMs = 20,
+): Promise<{ line: string; seenAt: number }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const line = extensionLogLines(userDataDir).find((l) => re.test(l));

@@ -114,11 +114,16 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
 
   const args = [
     codeServerEntry(),
-    '--config', configFile,
-    '--auth', 'none',
-    '--bind-addr', '127.0.0.1:0', // the kernel picks a free port; code-server prints it
-    '--user-data-dir', userDataDir,
-    '--extensions-dir', extensionsDir,
+    '--config',
+    configFile,
+    '--auth',
+    'none',
+    '--bind-addr',
+    '127.0.0.1:0', // the kernel picks a free port; code-server prints it
+    '--user-data-dir',
+    userDataDir,
+    '--extensions-dir',
+    extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
@@ -268,7 +273,7 @@ async function readRemoteAuthority(url: string): Promise<string> {
   const config = parseWorkbenchConfig(html);
   const authority = config?.remoteAuthority;
   if (typeof authority !== 'string' || authority === '') {
-    throw new Error('code-server\'s workbench page has no remoteAuthority in its configuration meta tag');
+    throw new Error("code-server's workbench page has no remoteAuthority in its configuration meta tag");
   }
   return authority;
 }
@@ -296,8 +301,10 @@ export function enableSmokeTestDriver(html: string): string {
 }
 
 function htmlUnescape(s: string): string {
-  return s.replace(/&(quot|amp|lt|gt|#39|#x27);/g, (_m, e: string) =>
-    ({ quot: '"', amp: '&', lt: '<', gt: '>', '#39': "'", '#x27': "'" })[e] ?? _m);
+  return s.replace(
+    /&(quot|amp|lt|gt|#39|#x27);/g,
+    (_m, e: string) => ({ quot: '"', amp: '&', lt: '<', gt: '>', '#39': "'", '#x27': "'" })[e] ?? _m,
+  );
 }
 
 function htmlEscape(s: string): string {

@@ -25,8 +25,10 @@ export function node24Path(): string {
 }
 
 export function codeServerEntry(): string {
-  return process.env.CODE_SERVER_ENTRY
-    || path.join(cacheDir(), 'code-server', 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+  return (
+    process.env.CODE_SERVER_ENTRY ||
+    path.join(cacheDir(), 'code-server', 'node_modules', 'code-server', 'out', 'node', 'entry.js')
+  );
 }
 
 export function chromiumPath(): string {
@@ -55,7 +57,7 @@ export function assertInstalled(what: { codeServer?: boolean; chromium?: boolean
   if (missing.length > 0) {
     throw new MissingToolError(
       `A headless VS Code needs what is not installed here:\n  - ${missing.join('\n  - ')}\n` +
-      `To install it: ${INSTALL_HINT}.`,
+        `To install it: ${INSTALL_HINT}.`,
     );
   }
 }
@@ -72,6 +74,10 @@ function isExecutable(file: string): boolean {
 /** A file name safe for test-artifacts/. */
 export function artifactName(title: string, ext: string): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const slug = title.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 80) || 'run';
+  const slug =
+    title
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 80) || 'run';
   return path.join(ARTIFACTS_DIR, `${slug}-${stamp}.${ext}`);
 }

@@ -47,7 +47,15 @@ export class PollingReconciler {
   /** Lists the loaded threads once, then polls every `pollMs`. */
   async start(): Promise<void> {
     this.rpcs += 1;
-    for (const id of await this.session.listLoaded()) this.known.set(id, { goal: null, turn: null, failures: 0, failedTurnId: null, dueAt: null, recovered: new Set() });
+    for (const id of await this.session.listLoaded())
+      this.known.set(id, {
+        goal: null,
+        turn: null,
+        failures: 0,
+        failedTurnId: null,
+        dueAt: null,
+        recovered: new Set(),
+      });
     this.schedule();
   }
 
@@ -87,7 +95,13 @@ export class PollingReconciler {
         if (k.failedTurnId !== turn.id) {
           k.failures += 1;
           k.failedTurnId = turn.id;
-          k.dueAt = now + jitteredDelay({ baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs }, k.failures, this.random);
+          k.dueAt =
+            now +
+            jitteredDelay(
+              { baseMs: this.options.baseDelayMs, capMs: this.options.maxDelayMs },
+              k.failures,
+              this.random,
+            );
           this.events.onScheduled?.(id, turn.id, k.dueAt);
         }
         if (k.dueAt !== null && now >= k.dueAt) {

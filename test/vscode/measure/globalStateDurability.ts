@@ -21,7 +21,17 @@ import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { readRolloutGoals } from '../../support/rolloutGoals';
 import { ARTIFACTS_DIR } from '../paths';
-import { extensionLogFiles, killHard, newExtensionLogLines, readStoredGlobalState, sleep, storedWatch, type StoredWatch, waitForExtensionHost, waitForLogLine } from '../exthost';
+import {
+  extensionLogFiles,
+  killHard,
+  newExtensionLogLines,
+  readStoredGlobalState,
+  sleep,
+  storedWatch,
+  type StoredWatch,
+  waitForExtensionHost,
+  waitForLogLine,
+} from '../exthost';
 import { REPO_ROOT } from '../paths';
 import { Workbench } from '../ui/workbench';
 
@@ -29,20 +39,35 @@ const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
 const STATUS = 'codex-goal-recovery.status';
 const T = 90_000;
 const verbose = process.env.CGR_VSCODE_VERBOSE === '1' || process.env.CGR_MEASURE_VERBOSE === '1';
-const step = (what: string): void => { if (verbose) console.error(`${new Date().toISOString()} ${what}`); };
+const step = (what: string): void => {
+  if (verbose) console.error(`${new Date().toISOString()} ${what}`);
+};
 
-interface Args { runs: number; delays: number[]; mode: 'exthost' | 'window'; json: string | null }
+interface Args {
+  runs: number;
+  delays: number[];
+  mode: 'exthost' | 'window';
+  json: string | null;
+}
 
 function parseArgs(argv: string[]): Args {
   const out: Args = { runs: 5, delays: [200, 1000, 3000], mode: 'exthost', json: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const v = argv[i + 1];
-    if (a === '--runs' && v) { out.runs = Number(v); i++; }
-    else if (a === '--delays' && v) { out.delays = v.split(',').map(Number); i++; }
-    else if (a === '--mode' && (v === 'exthost' || v === 'window')) { out.mode = v; i++; }
-    else if (a === '--json' && v) { out.json = v; i++; }
-    else throw new Error(`unknown argument ${a}`);
+    if (a === '--runs' && v) {
+      out.runs = Number(v);
+      i++;
+    } else if (a === '--delays' && v) {
+      out.delays = v.split(',').map(Number);
+      i++;
+    } else if (a === '--mode' && (v === 'exthost' || v === 'window')) {
+      out.mode = v;
+      i++;
+    } else if (a === '--json' && v) {
+      out.json = v;
+      i++;
+    } else throw new Error(`unknown argument ${a}`);
   }
   return out;
 }
@@ -113,21 +138,40 @@ async function main(): Promise<void> {
     await lab.close();
   }
   console.log(`\nmode ${args.mode}: ${runs.length} runs`);
-  console.log('delay ms | killed after ms | IDB lag ms | IDB at kill | IDB 1 s later | announced kept | row after restart | backoff decided again | automatic | goal');
+  console.log(
+    'delay ms | killed after ms | IDB lag ms | IDB at kill | IDB 1 s later | announced kept | row after restart | backoff decided again | automatic | goal',
+  );
   for (const r of runs) {
-    console.log(`${r.delayMs} | ${r.killedAfterMs} | ${r.idbLagMs ?? '-'} | ${r.idbAtKill} | ${r.idbLater} | ${r.idbIsAnnounced} | ${r.rowAfterRestart} | ${r.backoffAgain} | ${r.automaticAfterFailure} | ${r.goalStatus}`);
+    console.log(
+      `${r.delayMs} | ${r.killedAfterMs} | ${r.idbLagMs ?? '-'} | ${r.idbAtKill} | ${r.idbLater} | ${r.idbIsAnnounced} | ${r.rowAfterRestart} | ${r.backoffAgain} | ${r.automaticAfterFailure} | ${r.goalStatus}`,
+    );
   }
-  const lags = runs.map((r) => r.idbLagMs).filter((x): x is number => x !== null).sort((a, b) => a - b);
-  if (lags.length > 0) console.log(`IndexedDB lag after the backoff line: min ${lags[0]} ms, median ${lags[Math.floor(lags.length / 2)]} ms, max ${lags.at(-1)} ms (n=${lags.length})`);
+  const lags = runs
+    .map((r) => r.idbLagMs)
+    .filter((x): x is number => x !== null)
+    .sort((a, b) => a - b);
+  if (lags.length > 0)
+    console.log(
+      `IndexedDB lag after the backoff line: min ${lags[0]} ms, median ${lags[Math.floor(lags.length / 2)]} ms, max ${lags.at(-1)} ms (n=${lags.length})`,
+    );
   const kept = runs.filter((r) => r.idbIsAnnounced).length;
-  console.log(`announced backoff in globalState after the kill: ${kept}/${runs.length}; resumed by the restarted extension (not decided again): ${runs.filter((r) => r.backoffAgain === 0).length}/${runs.length}; recovered exactly once: ${runs.filter((r) => r.automaticAfterFailure === 1).length}/${runs.length}`);
+  console.log(
+    `announced backoff in globalState after the kill: ${kept}/${runs.length}; resumed by the restarted extension (not decided again): ${runs.filter((r) => r.backoffAgain === 0).length}/${runs.length}; recovered exactly once: ${runs.filter((r) => r.automaticAfterFailure === 1).length}/${runs.length}`,
+  );
   const file = args.json ?? path.join(ARTIFACTS_DIR, `globalstate-durability-${args.mode}.json`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, JSON.stringify(runs, null, 2));
   console.log(`written ${file}`);
 }
 
-async function oneRun(n: number, delayMs: number, mode: Args['mode'], lab: DaemonLab, user: UserClient, wb: Workbench): Promise<Run> {
+async function oneRun(
+  n: number,
+  delayMs: number,
+  mode: Args['mode'],
+  lab: DaemonLab,
+  user: UserClient,
+  wb: Workbench,
+): Promise<Run> {
   const host = await waitForExtensionHost(wb.server.pgid, T);
   lab.mock.setMode('http500');
   const t = await lab.goal(`durability run ${n}`);
@@ -163,8 +207,12 @@ async function oneRun(n: number, delayMs: number, mode: Args['mode'], lab: Daemo
     await sleep(1000);
     idbLater = watchIn(await readStoredGlobalState(wb.page, EXTENSION_ID), t.threadId);
   }
-  const idbIsAnnounced = !!announced && idbLater?.kind === 'backoff' && idbLater.failedTurnId === announced[1]
-    && idbLater.attempt === Number(announced[2]) && idbLater.dueAt === Date.parse(announced[3]!);
+  const idbIsAnnounced =
+    !!announced &&
+    idbLater?.kind === 'backoff' &&
+    idbLater.failedTurnId === announced[1] &&
+    idbLater.attempt === Number(announced[2]) &&
+    idbLater.dueAt === Date.parse(announced[3]!);
   // The model is healthy again: the recovery (if any) completes the goal.
   lab.mock.setMode('goalComplete');
   step(`stored: ${brief(idbAtKill)}, then ${brief(idbLater)}; reloading`);
@@ -191,8 +239,12 @@ async function oneRun(n: number, delayMs: number, mode: Args['mode'], lab: Daemo
   }
   const goals = readRolloutGoals(String(t.thread.path));
   const failedTurn = announced?.[1] ?? null;
-  const backoffAgain = newLines().filter((l) => l.includes(`backoff ${t.threadId}:`) && failedTurn !== null && l.includes(`on turn ${failedTurn};`)).length;
-  const automaticAfterFailure = goals.automatic.filter((a) => failedTurn !== null && goals.turns.indexOf(a.afterTurn ?? '') >= goals.turns.indexOf(failedTurn)).length;
+  const backoffAgain = newLines().filter(
+    (l) => l.includes(`backoff ${t.threadId}:`) && failedTurn !== null && l.includes(`on turn ${failedTurn};`),
+  ).length;
+  const automaticAfterFailure = goals.automatic.filter(
+    (a) => failedTurn !== null && goals.turns.indexOf(a.afterTurn ?? '') >= goals.turns.indexOf(failedTurn),
+  ).length;
   return {
     run: n,
     delayMs,
@@ -210,7 +262,10 @@ async function oneRun(n: number, delayMs: number, mode: Args['mode'], lab: Daemo
   };
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

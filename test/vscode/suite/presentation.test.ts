@@ -9,19 +9,41 @@ import { RecoveryStatusBar } from '../../../src/views/statusBar';
 
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
 
-function watch(id: string, state: WatchState, goal: 'active' | 'blocked' | 'complete', failedTurnId: string | null): WatchedThread {
+function watch(
+  id: string,
+  state: WatchState,
+  goal: 'active' | 'blocked' | 'complete',
+  failedTurnId: string | null,
+): WatchedThread {
   const w = newWatch(id, NOW - 60_000);
   w.state = state;
-  w.goal = { status: goal, objective: `objective of ${id}`, tokensUsed: 1200, tokenBudget: null, updatedAt: NOW - 1000 };
+  w.goal = {
+    status: goal,
+    objective: `objective of ${id}`,
+    tokensUsed: 1200,
+    tokenBudget: null,
+    updatedAt: NOW - 1000,
+  };
   if (failedTurnId) {
     w.failures = 1;
-    w.lastFailure = { turnId: failedTurnId, message: 'stream disconnected', code: 'other', httpStatus: null, at: NOW - 30_000, dueAt: NOW + 30_000 };
+    w.lastFailure = {
+      turnId: failedTurnId,
+      message: 'stream disconnected',
+      code: 'other',
+      httpStatus: null,
+      at: NOW - 30_000,
+      dueAt: NOW + 30_000,
+    };
   }
   return w;
 }
 
 function connected(watches: WatchedThread[]): EngineSnapshot {
-  return { ...emptySnapshot('/tmp/codex/app-server.sock', NOW), connection: { kind: 'connected', detail: 'test daemon' }, watches };
+  return {
+    ...emptySnapshot('/tmp/codex/app-server.sock', NOW),
+    connection: { kind: 'connected', detail: 'test daemon' },
+    watches,
+  };
 }
 
 suite('presentation of a thread the daemon has not loaded', () => {
@@ -37,7 +59,10 @@ suite('presentation of a thread the daemon has not loaded', () => {
   });
 
   test('the tooltip says how the next try comes', () => {
-    assert.match(tooltip(stranded, NOW, 6).value, /Next try: when a client opens the thread, or Retry now \\\(loads it\\\)/);
+    assert.match(
+      tooltip(stranded, NOW, 6).value,
+      /Next try: when a client opens the thread, or Retry now \\\(loads it\\\)/,
+    );
     assert.doesNotMatch(tooltip(healthy, NOW, 6).value, /Next try/);
   });
 
@@ -50,7 +75,12 @@ suite('presentation of a thread the daemon has not loaded', () => {
       bar.render(connected([recovered, healthy]), NOW);
       assert.equal(bar.shown().text, '$(pass) 2 watched');
       assert.doesNotMatch(bar.shown().tooltip, /not loaded/);
-      const due = watch('t-due', { kind: 'backoff', dueAt: NOW + 42_000, attempt: 1, failedTurnId: 'turn-9' }, 'blocked', 'turn-9');
+      const due = watch(
+        't-due',
+        { kind: 'backoff', dueAt: NOW + 42_000, attempt: 1, failedTurnId: 'turn-9' },
+        'blocked',
+        'turn-9',
+      );
       bar.render({ ...connected([stranded, due]), nextDueAt: NOW + 42_000 }, NOW);
       assert.equal(bar.shown().text, '$(history) retry in 0:42');
     } finally {

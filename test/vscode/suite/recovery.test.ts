@@ -19,9 +19,21 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
 import type { Decision } from '../../../src/model/decision';
-import { codexBinary, controlSocketPath, makeCodexHome, seedDaemonPackage, stopDaemon } from '../../../src/demo/codexProcesses';
+import {
+  codexBinary,
+  controlSocketPath,
+  makeCodexHome,
+  seedDaemonPackage,
+  stopDaemon,
+} from '../../../src/demo/codexProcesses';
 import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
-import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord, rolloutPathOf, type DaemonRecord } from '../../support/daemonJudge';
+import {
+  assertNoAutomaticSet,
+  assertOneRecoveryPerFailedTurn,
+  daemonRecord,
+  rolloutPathOf,
+  type DaemonRecord,
+} from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
@@ -61,9 +73,11 @@ suite('recovery in the extension host (real daemon)', function () {
   const row = (threadId: string) => api.rows().find((r) => r.threadId === threadId);
   const watch = (threadId: string) => api.snapshot().watches.find((x) => x.threadId === threadId);
   /** The daemon's record of a thread (its rollout found through thread/read). */
-  const judge = async (threadId: string): Promise<DaemonRecord> => daemonRecord(user, threadId, await rolloutPathOf(user, threadId));
+  const judge = async (threadId: string): Promise<DaemonRecord> =>
+    daemonRecord(user, threadId, await rolloutPathOf(user, threadId));
   /** The first decision from `since` on that matches. */
-  const decision = <D extends Decision>(what: string, since: number, match: (d: Decision) => d is D) => until(what, () => decisions.slice(since).find(match));
+  const decision = <D extends Decision>(what: string, since: number, match: (d: Decision) => d is D) =>
+    until(what, () => decisions.slice(since).find(match));
   /**
    * The positive wait before a "nothing happened" check: the wall clock is past `dueAt` (a set
    * never leaves before its due time; the engine's timers for it, in this same process, fire
@@ -83,7 +97,7 @@ suite('recovery in the extension host (real daemon)', function () {
   };
 
   suiteSetup(async () => {
-    api = (await vscode.extensions.getExtension<CodexGoalRecoveryApi>(EXTENSION_ID)!.activate());
+    api = await vscode.extensions.getExtension<CodexGoalRecoveryApi>(EXTENSION_ID)!.activate();
     await config().update('notifications', 'none', G);
     lab = await DaemonLab.start();
     api.onDidChange(record);
@@ -91,7 +105,8 @@ suite('recovery in the extension host (real daemon)', function () {
   });
 
   suiteTeardown(async () => {
-    for (const key of ['codexHome', 'codexPath', 'baseDelaySeconds', 'maxDelaySeconds', 'notifications']) await config().update(key, undefined, G);
+    for (const key of ['codexHome', 'codexPath', 'baseDelaySeconds', 'maxDelaySeconds', 'notifications'])
+      await config().update(key, undefined, G);
     await lab?.close();
   });
 
@@ -109,7 +124,10 @@ suite('recovery in the extension host (real daemon)', function () {
     await config().update('baseDelaySeconds', 2, G);
     await config().update('maxDelaySeconds', 8, G);
     await config().update('codexHome', lab.home.dir, G);
-    await until('the connection', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
+    await until(
+      'the connection',
+      () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir),
+    );
     assert.equal(api.role(), 'leader');
     user = await lab.user();
   });
@@ -118,12 +136,17 @@ suite('recovery in the extension host (real daemon)', function () {
     lab.mock.setMode('http500');
     const t = await lab.goal('tree: outage and recovery');
     await until('the row', () => row(t.threadId));
-    await until('the second backoff', () => (seen.get(t.threadId) ?? []).some((d) => /^retry in \d+:\d\d · attempt 2\/6$/.test(d)));
+    await until('the second backoff', () =>
+      (seen.get(t.threadId) ?? []).some((d) => /^retry in \d+:\d\d · attempt 2\/6$/.test(d)),
+    );
     lab.mock.setMode('goalComplete');
     await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
     await until('the completed row', () => row(t.threadId)?.description === 'complete');
     const shown = seen.get(t.threadId)!;
-    assert.ok(shown.some((d) => /^retry in \d+:\d\d · attempt 1\/6$/.test(d)), `no first backoff in ${JSON.stringify(shown)}`);
+    assert.ok(
+      shown.some((d) => /^retry in \d+:\d\d · attempt 1\/6$/.test(d)),
+      `no first backoff in ${JSON.stringify(shown)}`,
+    );
     assert.equal(row(t.threadId)?.icon, 'pass');
     await api.refresh();
     const r = await judge(t.threadId);
@@ -132,7 +155,10 @@ suite('recovery in the extension host (real daemon)', function () {
     assert.equal(r.goalStatus, 'complete');
     // And the extension's own account agrees.
     const w = watch(t.threadId)!;
-    assert.deepEqual(w.history.map((h) => h.outcome), ['recovered', 'failed-again', 'recovered']);
+    assert.deepEqual(
+      w.history.map((h) => h.outcome),
+      ['recovered', 'failed-again', 'recovered'],
+    );
   });
 
   test('Pause goal writes the user marker into the rollout and stops recovery', async () => {
@@ -172,7 +198,11 @@ suite('recovery in the extension host (real daemon)', function () {
         lab.mock.setMode('http500');
         const since = decisions.length;
         const t = await lab.goal(`tree: paused while prepared (${round})`);
-        const backoff = await decision('the backoff', since, (d): d is Extract<Decision, { type: 'backoff' }> => d.type === 'backoff' && d.threadId === t.threadId);
+        const backoff = await decision(
+          'the backoff',
+          since,
+          (d): d is Extract<Decision, { type: 'backoff' }> => d.type === 'backoff' && d.threadId === t.threadId,
+        );
         lab.mock.setMode('goalComplete');
         await sleepUntil(backoff.dueAt - 100);
         await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
@@ -180,12 +210,19 @@ suite('recovery in the extension host (real daemon)', function () {
         assert.ok(pausedAt !== null, 'auto-recovery is not paused');
         await engineLookedAfter(backoff.dueAt);
         const r = await judge(t.threadId);
-        const calledOff = decisions.slice(since).some((d) => d.type === 'skipped' && d.threadId === t.threadId && d.reason === 'auto-recovery is paused');
+        const calledOff = decisions
+          .slice(since)
+          .some((d) => d.type === 'skipped' && d.threadId === t.threadId && d.reason === 'auto-recovery is paused');
         // Paused before the due time: no set can have left before the pause, so none may be in the daemon's record.
         const inTime = pausedAt < backoff.dueAt - 20;
-        console.log(`round ${round}: paused ${backoff.dueAt - pausedAt} ms before the due time; called off: ${calledOff}; automatic activations: ${r.rollout.automatic.length}`);
+        console.log(
+          `round ${round}: paused ${backoff.dueAt - pausedAt} ms before the due time; called off: ${calledOff}; automatic activations: ${r.rollout.automatic.length}`,
+        );
         if (inTime) {
-          assertNoAutomaticSet(r, `an automatic set while auto-recovery was paused (paused ${backoff.dueAt - pausedAt} ms before the due time)`);
+          assertNoAutomaticSet(
+            r,
+            `an automatic set while auto-recovery was paused (paused ${backoff.dueAt - pausedAt} ms before the due time)`,
+          );
           assert.equal(r.goalStatus, 'blocked');
         }
         if (inTime && calledOff) reached += 1;
@@ -199,7 +236,8 @@ suite('recovery in the extension host (real daemon)', function () {
       }
     } finally {
       // A failed round must not leave the next tests paused.
-      if (api.snapshot().pausedAt !== null) await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
+      if (api.snapshot().pausedAt !== null)
+        await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
     }
     console.log(`pauses that landed while a recovery was prepared: ${reached} (at least 1 required)`);
     assert.ok(reached >= 1, 'in 4 rounds the pause never landed while a recovery was prepared');
@@ -211,15 +249,25 @@ suite('recovery in the extension host (real daemon)', function () {
       seedDaemonPackage(fresh.dir);
       await config().update('codexPath', codexBinary(), G);
       await config().update('codexHome', fresh.dir, G);
-      await until('no daemon there yet', () => api.snapshot().connection.kind === 'disconnected' && api.snapshot().target === controlSocketPath(fresh.dir));
+      await until(
+        'no daemon there yet',
+        () =>
+          api.snapshot().connection.kind === 'disconnected' && api.snapshot().target === controlSocketPath(fresh.dir),
+      );
       await vscode.commands.executeCommand('codexGoalRecovery.startDaemon');
-      await until('the new daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(fresh.dir));
+      await until(
+        'the new daemon',
+        () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(fresh.dir),
+      );
     } finally {
       await config().update('codexHome', lab.home.dir, G);
       await stopDaemon(fresh.dir, { force: true });
       await fresh.cleanup();
     }
-    await until('back on the test daemon', () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir));
+    await until(
+      'back on the test daemon',
+      () => api.snapshot().connection.kind === 'connected' && api.snapshot().target === controlSocketPath(lab.home.dir),
+    );
   });
 
   test('after a daemon crash the row says the thread is not loaded, and Retry now loads it and recovers it', async () => {
@@ -242,7 +290,10 @@ suite('recovery in the extension host (real daemon)', function () {
     const r = await judge(t.threadId);
     assert.equal(r.failed.length, 1, `one failed turn: ${JSON.stringify(r.turns)}`);
     assertOneRecoveryPerFailedTurn(r);
-    assert.deepEqual(watch(t.threadId)!.history.map((h) => h.outcome), ['recovered']);
+    assert.deepEqual(
+      watch(t.threadId)!.history.map((h) => h.outcome),
+      ['recovered'],
+    );
   });
 
   test('Disarm, Re-arm, Retry now, Pause and Resume auto-recovery, Refresh and Open rollout work', async () => {
@@ -253,7 +304,10 @@ suite('recovery in the extension host (real daemon)', function () {
     await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
 
     await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
-    await until('paused', () => api.snapshot().pausedAt !== null && row(t.threadId)?.description.endsWith('· recovery paused'));
+    await until(
+      'paused',
+      () => api.snapshot().pausedAt !== null && row(t.threadId)?.description.endsWith('· recovery paused'),
+    );
     await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
     await until('resumed', () => api.snapshot().pausedAt === null);
 

@@ -30,27 +30,35 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
   let user: UserClient;
   let wb: Workbench;
 
-  before(async () => {
-    env = await openLabWindow('cgr-ui-ext-', { 'codexGoalRecovery.baseDelaySeconds': 90, 'codexGoalRecovery.maxDelaySeconds': 90 });
-    ({ lab, wb } = env);
-    await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T).catch(async (error: unknown) => {
-      // Say why: the item's tooltip carries the connection's state.
-      const label = await wb.statusBarAriaLabel(STATUS, 1_000).catch(() => '(no label)');
-      throw new Error(`${error instanceof Error ? error.message : String(error)}\nstatus item: ${label}`);
-    });
-    user = await lab.user();
-    // Three goals, three states: completed by the model, blocked by the model, and blocked by
-    // an outage (waiting to retry).
-    lab.mock.setMode('goalComplete');
-    const done = await lab.goal('Write the release notes');
-    await waitGoalStatus(user, done.threadId, 'complete', T, done.goalSetSeq);
-    lab.mock.setMode('goalBlocked');
-    const blocked = await lab.goal('Migrate the billing tables');
-    await waitGoalStatus(user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
-    lab.mock.setMode('http500');
-    const outage = await lab.goal('Fix the flaky integration test');
-    await waitTurnCompleted(user, outage.threadId, 'failed', T, outage.goalSetSeq);
-  }, { timeout: 240_000 });
+  before(
+    async () => {
+      env = await openLabWindow('cgr-ui-ext-', {
+        'codexGoalRecovery.baseDelaySeconds': 90,
+        'codexGoalRecovery.maxDelaySeconds': 90,
+      });
+      ({ lab, wb } = env);
+      await wb
+        .waitForStatusBarText(STATUS, (t) => /watched/.test(t), T)
+        .catch(async (error: unknown) => {
+          // Say why: the item's tooltip carries the connection's state.
+          const label = await wb.statusBarAriaLabel(STATUS, 1_000).catch(() => '(no label)');
+          throw new Error(`${error instanceof Error ? error.message : String(error)}\nstatus item: ${label}`);
+        });
+      user = await lab.user();
+      // Three goals, three states: completed by the model, blocked by the model, and blocked by
+      // an outage (waiting to retry).
+      lab.mock.setMode('goalComplete');
+      const done = await lab.goal('Write the release notes');
+      await waitGoalStatus(user, done.threadId, 'complete', T, done.goalSetSeq);
+      lab.mock.setMode('goalBlocked');
+      const blocked = await lab.goal('Migrate the billing tables');
+      await waitGoalStatus(user, blocked.threadId, 'blocked', T, blocked.goalSetSeq);
+      lab.mock.setMode('http500');
+      const outage = await lab.goal('Fix the flaky integration test');
+      await waitTurnCompleted(user, outage.threadId, 'failed', T, outage.goalSetSeq);
+    },
+    { timeout: 240_000 },
+  );
 
   after(async () => {
     await env?.close();
@@ -61,8 +69,19 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       await wb.openViewContainer('Codex Goal Recovery');
       // The model's block can show as a failure until the rollout line that tells it is read
       // (at the latest right before the retry, which it then calls off): allow that long.
-      const rows = await wb.waitForTreeRows(VIEW, (r) => r.length >= 3 && r.some((x) => /retry in/.test(x)) && r.some((x) => /blocked by the model/.test(x)) && r.some((x) => /, complete$/.test(x)), 2 * T);
-      assert.ok(rows.some((r) => /^Fix the flaky integration test, retry in \d+:\d\d · attempt 1\/6$/.test(r)), rows.join('\n'));
+      const rows = await wb.waitForTreeRows(
+        VIEW,
+        (r) =>
+          r.length >= 3 &&
+          r.some((x) => /retry in/.test(x)) &&
+          r.some((x) => /blocked by the model/.test(x)) &&
+          r.some((x) => /, complete$/.test(x)),
+        2 * T,
+      );
+      assert.ok(
+        rows.some((r) => /^Fix the flaky integration test, retry in \d+:\d\d · attempt 1\/6$/.test(r)),
+        rows.join('\n'),
+      );
       assert.ok(rows.includes('Migrate the billing tables, blocked by the model'), rows.join('\n'));
       assert.ok(rows.includes('Write the release notes, complete'), rows.join('\n'));
       // The thread waiting to retry comes first.
@@ -76,10 +95,18 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       const first = await wb.waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t), T);
       const seenAt = Date.now();
       // Waits for the text to fall (not for a fixed time), then checks it fell by about the time that passed.
-      const second = await wb.waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t) && secondsLeft(t) < secondsLeft(first), 10_000)
-        .catch((error: unknown) => { throw new Error(`the countdown did not fall from "${first}" within 10 s: ${error instanceof Error ? error.message : String(error)}`); });
+      const second = await wb
+        .waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t) && secondsLeft(t) < secondsLeft(first), 10_000)
+        .catch((error: unknown) => {
+          throw new Error(
+            `the countdown did not fall from "${first}" within 10 s: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        });
       const elapsed = (Date.now() - seenAt) / 1000;
-      assert.ok(secondsLeft(first) - secondsLeft(second) <= Math.ceil(elapsed) + 1, `the countdown jumped: "${first}" then "${second}" ${elapsed.toFixed(1)} s later`);
+      assert.ok(
+        secondsLeft(first) - secondsLeft(second) <= Math.ceil(elapsed) + 1,
+        `the countdown jumped: "${first}" then "${second}" ${elapsed.toFixed(1)} s later`,
+      );
     }));
 
   it('"Pause auto-recovery" from the command palette shows in the status bar, and resumes', () =>
@@ -87,7 +114,10 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       await wb.runCommand('Codex Goal Recovery: Pause auto-recovery');
       await wb.waitForStatusBarText(STATUS, (t) => /recovery paused/.test(t), T);
       const rows = await wb.waitForTreeRows(VIEW, (r) => r.some((x) => /· recovery paused$/.test(x)), T);
-      assert.ok(rows.some((x) => /^Fix the flaky integration test, retry in .* · recovery paused$/.test(x)), rows.join('\n'));
+      assert.ok(
+        rows.some((x) => /^Fix the flaky integration test, retry in .* · recovery paused$/.test(x)),
+        rows.join('\n'),
+      );
       await wb.screenshot('recovery-paused');
       await wb.runCommand('Codex Goal Recovery: Resume auto-recovery');
       await wb.waitForStatusBarText(STATUS, (t) => /retry in \d+:\d\d/.test(t), T);
@@ -102,6 +132,9 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       await dialog.getByRole('button', { name: 'Reset' }).click();
       // Seen again after the reset, the goals are no longer active: shown, but not adopted.
       const rows = await wb.waitForTreeRows(VIEW, (r) => r.length >= 3 && r.every((x) => /not adopted/.test(x)), T);
-      assert.ok(rows.includes('Write the release notes, not adopted (already complete when first seen)'), rows.join('\n'));
+      assert.ok(
+        rows.includes('Write the release notes, not adopted (already complete when first seen)'),
+        rows.join('\n'),
+      );
     }));
 });

@@ -13,9 +13,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
-import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord, rolloutPathOf, type DaemonRecord } from '../../support/daemonJudge';
+import {
+  assertNoAutomaticSet,
+  assertOneRecoveryPerFailedTurn,
+  daemonRecord,
+  rolloutPathOf,
+  type DaemonRecord,
+} from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
-import { extensionLogFiles, killHard, newExtensionLogLines, readStoredGlobalState, sleep, storedWatch, waitForExtensionHost, waitForLogLine } from '../exthost';
+import {
+  extensionLogFiles,
+  killHard,
+  newExtensionLogLines,
+  readStoredGlobalState,
+  sleep,
+  storedWatch,
+  waitForExtensionHost,
+  waitForLogLine,
+} from '../exthost';
 import { openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
 
@@ -32,13 +47,19 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
   let user: UserClient;
   let wb: Workbench;
 
-  before(async () => {
-    // 6–12 s backoffs: the kill lands well inside one, and the reload may end before or after it.
-    env = await openLabWindow('cgr-ui-crash-', { 'codexGoalRecovery.baseDelaySeconds': 12, 'codexGoalRecovery.maxDelaySeconds': 12 });
-    ({ lab, wb } = env);
-    await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
-    user = await lab.user();
-  }, { timeout: 240_000 });
+  before(
+    async () => {
+      // 6–12 s backoffs: the kill lands well inside one, and the reload may end before or after it.
+      env = await openLabWindow('cgr-ui-crash-', {
+        'codexGoalRecovery.baseDelaySeconds': 12,
+        'codexGoalRecovery.maxDelaySeconds': 12,
+      });
+      ({ lab, wb } = env);
+      await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+      user = await lab.user();
+    },
+    { timeout: 240_000 },
+  );
 
   after(async () => {
     await env?.close();
@@ -48,13 +69,29 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
    * A goal whose turn fails; returns once the extension has announced the backoff (its log line)
    * and the tree shows it: the failed turn and the announced due time.
    */
-  async function failedGoal(title: string): Promise<{ threadId: string; rolloutPath: string; goalSetSeq: number; failedTurn: string; dueAt: number; seenAt: number }> {
+  async function failedGoal(
+    title: string,
+  ): Promise<{
+    threadId: string;
+    rolloutPath: string;
+    goalSetSeq: number;
+    failedTurn: string;
+    dueAt: number;
+    seenAt: number;
+  }> {
     lab.mock.setMode('http500');
     const t = await lab.goal(title);
     const { line, seenAt } = await waitForLogLine(wb.server.userDataDir, new RegExp(`backoff ${t.threadId}:`), T, 5);
     const m = /on turn (\S+); attempt 1 in .* \(at (\S+)\)$/.exec(line);
     assert.ok(m, `not a first backoff: ${line}`);
-    return { threadId: t.threadId, rolloutPath: await rolloutPathOf(user, t.threadId), goalSetSeq: t.goalSetSeq, failedTurn: m[1]!, dueAt: Date.parse(m[2]!), seenAt };
+    return {
+      threadId: t.threadId,
+      rolloutPath: await rolloutPathOf(user, t.threadId),
+      goalSetSeq: t.goalSetSeq,
+      failedTurn: m[1]!,
+      dueAt: Date.parse(m[2]!),
+      seenAt,
+    };
   }
 
   /** After the restart: the goal completes, the restarted extension says so, and the daemon's record is read. */
@@ -67,7 +104,11 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
     assert.deepEqual(r.failed, [g.failedTurn], `the announced failed turn is the only one: ${JSON.stringify(r.turns)}`);
     assertOneRecoveryPerFailedTurn(r);
     assert.equal(r.rollout.user.length, 1, 'the user set the goal once');
-    assert.deepEqual(r.turns.map((x) => x.status).sort(), ['completed', 'failed'], 'one failed turn, one recovery turn');
+    assert.deepEqual(
+      r.turns.map((x) => x.status).sort(),
+      ['completed', 'failed'],
+      'one failed turn, one recovery turn',
+    );
     return r;
   }
 
@@ -82,19 +123,28 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
       for (const deadline = Date.now() + T; ;) {
         const w = storedWatch(await readStoredGlobalState(wb.page, EXTENSION_ID), g.threadId);
         if (w?.kind === 'backoff' && w.failedTurnId === g.failedTurn) break;
-        if (Date.now() > deadline) throw new Error(`the workbench never stored the backoff of ${g.threadId}: ${JSON.stringify(w)}`);
+        if (Date.now() > deadline)
+          throw new Error(`the workbench never stored the backoff of ${g.threadId}: ${JSON.stringify(w)}`);
         await sleep(20);
       }
-      assert.ok(Date.now() < g.dueAt - MAX_LEAD_MS, 'the kill must land during the backoff, before a recovery can be prepared');
+      assert.ok(
+        Date.now() < g.dueAt - MAX_LEAD_MS,
+        'the kill must land during the backoff, before a recovery can be prepared',
+      );
       await killHard(host);
-      assertNoAutomaticSet(await daemonRecord(user, g.threadId, g.rolloutPath, { settled: false }), 'recovered before the kill');
+      assertNoAutomaticSet(
+        await daemonRecord(user, g.threadId, g.rolloutPath, { settled: false }),
+        'recovered before the kill',
+      );
       lab.mock.setMode('goalComplete'); // the provider is back
       const before = extensionLogFiles(wb.server.userDataDir);
       await wb.reload(T);
       await waitForExtensionHost(wb.server.pgid, T, [host]);
       await recoveredOnce(g, title);
       // What the restarted extension found: the announced backoff, not a new decision on it.
-      const again = newExtensionLogLines(wb.server.userDataDir, before).filter((l) => l.includes(`backoff ${g.threadId}:`) && l.includes(g.failedTurn));
+      const again = newExtensionLogLines(wb.server.userDataDir, before).filter(
+        (l) => l.includes(`backoff ${g.threadId}:`) && l.includes(g.failedTurn),
+      );
       assert.deepEqual(again, [], 'the restarted extension decided the backoff again: it had lost it');
     }));
 
@@ -116,9 +166,16 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
       const record = await recoveredOnce(g, title);
       const lines = newExtensionLogLines(wb.server.userDataDir, before);
       const again = lines.filter((l) => l.includes(`backoff ${g.threadId}:`) && l.includes(g.failedTurn));
-      assert.deepEqual(again, [], `the restarted extension decided the backoff again (killed ${crashedAfter} ms after it was announced): the announced one was lost`);
+      assert.deepEqual(
+        again,
+        [],
+        `the restarted extension decided the backoff again (killed ${crashedAfter} ms after it was announced): the announced one was lost`,
+      );
       // The daemon's record agrees: the recovery went out at the announced time, not earlier.
       const at = record.rollout.automatic[0]!.at;
-      assert.ok(at >= g.dueAt - 1_000, `re-activated at ${new Date(at).toISOString()}, before the announced ${new Date(g.dueAt).toISOString()}`);
+      assert.ok(
+        at >= g.dueAt - 1_000,
+        `re-activated at ${new Date(at).toISOString()}, before the announced ${new Date(g.dueAt).toISOString()}`,
+      );
     }));
 });

@@ -17,7 +17,11 @@ export interface LabWindow {
   close(): Promise<void>;
 }
 
-export async function openLabWindow(prefix: string, settings: Record<string, unknown>, args?: string[]): Promise<LabWindow> {
+export async function openLabWindow(
+  prefix: string,
+  settings: Record<string, unknown>,
+  args?: string[],
+): Promise<LabWindow> {
   const temp = makeTempDir(prefix);
   let lab: DaemonLab | null = null;
   try {
@@ -29,7 +33,11 @@ export async function openLabWindow(prefix: string, settings: Record<string, unk
       extensionDevelopmentPath: REPO_ROOT,
       folder,
       ...(args ? { args } : {}),
-      settings: { 'codexGoalRecovery.codexHome': started.home.dir, 'codexGoalRecovery.notifications': 'none', ...settings },
+      settings: {
+        'codexGoalRecovery.codexHome': started.home.dir,
+        'codexGoalRecovery.notifications': 'none',
+        ...settings,
+      },
     });
     return {
       temp,
@@ -70,7 +78,10 @@ export async function engineLookedAfter(wb: Workbench, at: number, timeoutMs = 6
   await wb.runCommand('Codex Goal Recovery: Refresh');
   const deadline = Date.now() + timeoutMs;
   while (done() <= before) {
-    if (Date.now() > deadline) throw new Error(`Refresh did not finish within ${timeoutMs} ms (no new "refresh: done" line in the extension's log)`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `Refresh did not finish within ${timeoutMs} ms (no new "refresh: done" line in the extension's log)`,
+      );
     await sleep(50);
   }
 }

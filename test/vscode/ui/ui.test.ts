@@ -18,21 +18,24 @@ describe('the UI helpers, on the workbench itself', { timeout: 240_000 }, () => 
   let folder: string;
   let wb: Workbench;
 
-  before(async () => {
-    temp = makeTempDir('cgr-ui-');
-    folder = path.join(temp, 'ui-workspace');
-    fs.mkdirSync(folder);
-    fs.writeFileSync(path.join(folder, 'hello.txt'), 'hello\n');
-    fs.writeFileSync(path.join(folder, 'notes.md'), '# notes\n');
-    wb = await Workbench.open({ folder });
-  }, { timeout: 120_000 });
+  before(
+    async () => {
+      temp = makeTempDir('cgr-ui-');
+      folder = path.join(temp, 'ui-workspace');
+      fs.mkdirSync(folder);
+      fs.writeFileSync(path.join(folder, 'hello.txt'), 'hello\n');
+      fs.writeFileSync(path.join(folder, 'notes.md'), '# notes\n');
+      wb = await Workbench.open({ folder });
+    },
+    { timeout: 120_000 },
+  );
 
   after(async () => {
     await wb?.close();
     if (temp) removeTempDir(temp);
   });
 
-  it('opens the Explorer and reads the folder view\'s tree rows', () =>
+  it("opens the Explorer and reads the folder view's tree rows", () =>
     wb.guard('explorer-rows', async () => {
       await wb.openViewContainer('Explorer');
       const rows = await wb.waitForTreeRows('ui-workspace', (r) => r.includes('hello.txt') && r.includes('notes.md'));
@@ -59,7 +62,10 @@ describe('the UI helpers, on the workbench itself', { timeout: 240_000 }, () => 
 
   it('fails clearly on a command that does not exist', () =>
     wb.guard('unknown-command', async () => {
-      await assert.rejects(wb.runCommand('No Such Command Anywhere', 3_000), /no command titled "No Such Command Anywhere"/);
+      await assert.rejects(
+        wb.runCommand('No Such Command Anywhere', 3_000),
+        /no command titled "No Such Command Anywhere"/,
+      );
     }));
 
   it('takes a PNG screenshot into test-artifacts/', () =>

@@ -16,7 +16,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { about, waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
-import { assertNoAutomaticSetSince, assertNoDuplicateSet, assertOneRecoveryPerFailedTurn, daemonRecord, rolloutPathOf, waitForDaemonRecord } from '../../support/daemonJudge';
+import {
+  assertNoAutomaticSetSince,
+  assertNoDuplicateSet,
+  assertOneRecoveryPerFailedTurn,
+  daemonRecord,
+  rolloutPathOf,
+  waitForDaemonRecord,
+} from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
 import { extensionLogLines } from '../exthost';
 import { engineLookedAfter, openLabWindow, type LabWindow } from './labWindow';
@@ -39,15 +46,22 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
   const judge = async (threadId: string) => daemonRecord(user, threadId, await rolloutPathOf(user, threadId));
   const statuses = (r: { turns: { status: string }[] }) => r.turns.map((x) => x.status).sort();
 
-  before(async () => {
-    // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
-    env = await openLabWindow('cgr-ui-win-', { 'codexGoalRecovery.baseDelaySeconds': 1, 'codexGoalRecovery.maxDelaySeconds': 2 }, ['--reconnection-grace-time', '1']);
-    ({ lab, wb: first } = env);
-    await first.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
-    second = await first.openWindow();
-    await second.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
-    user = await lab.user();
-  }, { timeout: 240_000 });
+  before(
+    async () => {
+      // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
+      env = await openLabWindow(
+        'cgr-ui-win-',
+        { 'codexGoalRecovery.baseDelaySeconds': 1, 'codexGoalRecovery.maxDelaySeconds': 2 },
+        ['--reconnection-grace-time', '1'],
+      );
+      ({ lab, wb: first } = env);
+      await first.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+      second = await first.openWindow();
+      await second.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+      user = await lab.user();
+    },
+    { timeout: 240_000 },
+  );
 
   after(async () => {
     await second?.close();
@@ -61,7 +75,13 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       const rollout = await rolloutPathOf(user, t.threadId);
       // The first recovery, as the daemon records it: an automatic activation after the first
       // failed turn, and the turn it started failed too.
-      await waitForDaemonRecord(user, t.threadId, rollout, 'the first recovery and its failed turn', (r) => r.failed.length >= 2 && r.automaticAfter.has(r.rollout.turns[0]!));
+      await waitForDaemonRecord(
+        user,
+        t.threadId,
+        rollout,
+        'the first recovery and its failed turn',
+        (r) => r.failed.length >= 2 && r.automaticAfter.has(r.rollout.turns[0]!),
+      );
       lab.mock.setMode('goalComplete');
       await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
       for (const wb of [first, second]) {
@@ -83,7 +103,11 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       await first.closeWindow();
       lab.mock.setMode('http500');
       const t = await lab.goal('Recovered after the takeover');
-      await user.waitFor(about(t.threadId, 'turn/completed', (p) => p.turn?.status === 'failed'), T, t.goalSetSeq);
+      await user.waitFor(
+        about(t.threadId, 'turn/completed', (p) => p.turn?.status === 'failed'),
+        T,
+        t.goalSetSeq,
+      );
       lab.mock.setMode('goalComplete');
       const complete = await waitGoalStatus(user, t.threadId, 'complete', 30_000, t.goalSetSeq);
       await waitTurnCompleted(user, t.threadId, 'completed', T, complete.seq);
@@ -107,15 +131,21 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       // time the engine announced for this thread, and once it has looked again, the record
       // (settled: a turn started just before the disarm has ended) is what the disarm froze.
       const latestDue = () => {
-        const dues = extensionLogLines(second.server.userDataDir).filter((l) => l.includes(`backoff ${t.threadId}:`)).map((l) => Date.parse(/\(at (\S+)\)$/.exec(l)?.[1] ?? ''));
+        const dues = extensionLogLines(second.server.userDataDir)
+          .filter((l) => l.includes(`backoff ${t.threadId}:`))
+          .map((l) => Date.parse(/\(at (\S+)\)$/.exec(l)?.[1] ?? ''));
         assert.ok(dues.length > 0 && dues.every(Number.isFinite), 'no backoff of this thread in the log');
         return Math.max(...dues);
       };
       // Again if a backoff was announced meanwhile (the Refresh line follows every earlier line of the log).
-      for (let due = latestDue(), waited = -Infinity; due > waited; waited = due, due = latestDue()) await engineLookedAfter(second, due);
+      for (let due = latestDue(), waited = -Infinity; due > waited; waited = due, due = latestDue())
+        await engineLookedAfter(second, due);
       const before = await judge(t.threadId);
       assertNoDuplicateSet(before);
-      assert.ok(statuses(before).every((x) => x === 'failed'), JSON.stringify(before.turns));
+      assert.ok(
+        statuses(before).every((x) => x === 'failed'),
+        JSON.stringify(before.turns),
+      );
       await second.reload();
       await second.waitForStatusBarText(STATUS, (x) => /watched/.test(x), T);
       await second.openViewContainer('Codex Goal Recovery');

@@ -69,7 +69,9 @@ export class Workbench {
     guardProcess();
     const server = await startCodeServer({
       ...(options.folder !== undefined && { folder: options.folder }),
-      ...(options.extensionDevelopmentPath !== undefined && { extensionDevelopmentPath: options.extensionDevelopmentPath }),
+      ...(options.extensionDevelopmentPath !== undefined && {
+        extensionDevelopmentPath: options.extensionDevelopmentPath,
+      }),
       ...(options.env !== undefined && { env: options.env }),
       ...(options.settings !== undefined && { settings: options.settings }),
       ...(options.args !== undefined && { args: options.args }),
@@ -108,7 +110,11 @@ export class Workbench {
   async reload(timeoutMs = 90_000): Promise<void> {
     await this.page.evaluate(() => (globalThis as unknown as { location: { reload(): void } }).location.reload());
     await this.page.waitForLoadState('domcontentloaded', { timeout: timeoutMs });
-    await this.page.waitForFunction(() => typeof (globalThis as unknown as SmokeWindow).driver?.whenWorkbenchRestored === 'function', null, { timeout: timeoutMs });
+    await this.page.waitForFunction(
+      () => typeof (globalThis as unknown as SmokeWindow).driver?.whenWorkbenchRestored === 'function',
+      null,
+      { timeout: timeoutMs },
+    );
     await this.page.evaluate(() => (globalThis as unknown as SmokeWindow).driver!.whenWorkbenchRestored());
     await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: timeoutMs });
   }
@@ -152,7 +158,9 @@ export class Workbench {
   async openViewContainer(title: string, timeoutMs = 30_000): Promise<void> {
     const item = this.activityBarItem(title).first();
     await item.waitFor({ state: 'visible', timeout: timeoutMs });
-    const checked = (await item.getAttribute('aria-checked')) === 'true' || /\bchecked\b/.test((await item.getAttribute('class')) ?? '');
+    const checked =
+      (await item.getAttribute('aria-checked')) === 'true' ||
+      /\bchecked\b/.test((await item.getAttribute('class')) ?? '');
     const sidebarVisible = await this.page.locator('.part.sidebar').isVisible();
     if (!checked || !sidebarVisible) await item.click();
     await this.page
@@ -168,11 +176,11 @@ export class Workbench {
    * DOM even when a lone view merges it into the container's title.
    */
   view(name: string): Locator {
-    return this.page
-      .locator('.part.sidebar .pane, .part.panel .pane, .part.auxiliarybar .pane')
-      .filter({
-        has: this.page.locator(':scope > .pane-header h3.title', { hasText: new RegExp(`^\\s*${escapeRegExp(name)}\\s*$`, 'i') }),
-      });
+    return this.page.locator('.part.sidebar .pane, .part.panel .pane, .part.auxiliarybar .pane').filter({
+      has: this.page.locator(':scope > .pane-header h3.title', {
+        hasText: new RegExp(`^\\s*${escapeRegExp(name)}\\s*$`, 'i'),
+      }),
+    });
   }
 
   /** Expands a view's pane if it is collapsed; returns its locator. */
@@ -212,7 +220,10 @@ export class Workbench {
 
   /** A row of a view by its exact aria label. */
   treeRow(viewName: string, label: string): Locator {
-    return this.view(viewName).locator('.monaco-list-row').and(this.page.getByLabel(label, { exact: true })).first();
+    return this.view(viewName)
+      .locator('.monaco-list-row')
+      .and(this.page.getByLabel(label, { exact: true }))
+      .first();
   }
 
   /** The text of a view's welcome content (viewsWelcome), '' if it shows none. */
@@ -230,7 +241,9 @@ export class Workbench {
    */
   statusBarItem(id: string): Locator {
     return this.page
-      .locator(`.part.statusbar .statusbar-item[id="${cssString(id)}"], .part.statusbar .statusbar-item[id$=".${cssString(id)}"]`)
+      .locator(
+        `.part.statusbar .statusbar-item[id="${cssString(id)}"], .part.statusbar .statusbar-item[id$=".${cssString(id)}"]`,
+      )
       .first();
   }
 
@@ -246,11 +259,16 @@ export class Workbench {
     const item = this.statusBarItem(id);
     await item.waitFor({ state: 'attached', timeout: timeoutMs });
     const label = item.locator('[aria-label]').first();
-    return ((await label.count()) > 0 ? (await label.getAttribute('aria-label')) ?? '' : '').trim();
+    return ((await label.count()) > 0 ? ((await label.getAttribute('aria-label')) ?? '') : '').trim();
   }
 
   async waitForStatusBarText(id: string, check: (text: string) => boolean, timeoutMs = 30_000): Promise<string> {
-    return eventually(() => this.statusBarText(id, timeoutMs).catch(() => ''), check, timeoutMs, `status bar item ${id}`);
+    return eventually(
+      () => this.statusBarText(id, timeoutMs).catch(() => ''),
+      check,
+      timeoutMs,
+      `status bar item ${id}`,
+    );
   }
 
   async isStatusBarVisible(): Promise<boolean> {
@@ -273,7 +291,10 @@ export class Workbench {
     } catch (err) {
       const shown = await widget.locator('.quick-input-list .monaco-list-row .label-name').allInnerTexts();
       await this.page.keyboard.press('Escape');
-      throw new Error(`no command titled "${title}" in the command palette (it shows: ${shown.slice(0, 10).join(' | ') || 'nothing'})`, { cause: err });
+      throw new Error(
+        `no command titled "${title}" in the command palette (it shows: ${shown.slice(0, 10).join(' | ') || 'nothing'})`,
+        { cause: err },
+      );
     }
     await row.click();
     // The palette closes, unless the command opens another quick input.
@@ -293,7 +314,8 @@ export class Workbench {
 
   /** The quick input's row whose label is exactly `label`. */
   private quickPickRow(label: string): Locator {
-    return this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    return this.page
+      .locator('.quick-input-widget .quick-input-list .monaco-list-row')
       .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }) })
       .first();
   }
@@ -312,7 +334,8 @@ export class Workbench {
     } catch (err) {
       const file = await takeScreenshot(this.page, `ui-${name}`);
       if (err instanceof Error && file) err.message += `\n  screenshot: ${file}`;
-      if (verbose) console.error(`browser console (errors, last lines):\n  ${this.consoleLines.slice(-20).join('\n  ')}`);
+      if (verbose)
+        console.error(`browser console (errors, last lines):\n  ${this.consoleLines.slice(-20).join('\n  ')}`);
       throw err;
     }
   }
@@ -335,7 +358,12 @@ async function loadWorkbench(page: Page, server: CodeServer, timeout: number): P
   await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout });
 }
 
-export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs: number, what: string): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  check: (value: T) => boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   let lastError: unknown;
@@ -347,8 +375,10 @@ export async function eventually<T>(read: () => Promise<T>, check: (value: T) =>
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${JSON.stringify(last)}` +
-        (lastError instanceof Error ? ` (${lastError.message})` : ''));
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last: ${JSON.stringify(last)}` +
+          (lastError instanceof Error ? ` (${lastError.message})` : ''),
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
