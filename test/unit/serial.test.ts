@@ -1,0 +1,68 @@
+// The serialization primitive (src/util/serial.ts): order, isolation of failures, and lanes that
+// run side by side per key and are forgotten when idle.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Lanes, Serial } from '../../src/util/serial';
+
+function gate(): { open: () => void; opened: Promise<void> } {
+  let open = (): void => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+describe('Serial', () => {
+  test('runs work one at a time, in the order it was given', async () => {
+    const serial = new Serial();
+    const log: string[] = [];
+    const first = gate();
+    const a = serial.run(async () => {
+      log.push('a start');
+      await first.opened;
+      log.push('a end');
+      return 1;
+    });
+    const b = serial.run(() => {
+      log.push('b');
+      return 2;
+    });
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(log, ['a start']);
+    assert.equal(serial.idle, false);
+    first.open();
+    assert.deepEqual(await Promise.all([a, b]), [1, 2]);
+    assert.deepEqual(log, ['a start', 'a end', 'b']);
+    await serial.drained();
+    assert.equal(serial.idle, true);
+  });
+
+  test('a failure reaches its caller only; the next work runs all the same', async () => {
+    const serial = new Serial();
+    const failed = serial.run(() => Promise.reject(new Error('boom')));
+    const next = serial.run(() => 'ran');
+    await assert.rejects(failed, /boom/);
+    assert.equal(await next, 'ran');
+  });
+});
+
+describe('Lanes', () => {
+  test('serializes work per key, runs different keys side by side, forgets idle keys', async () => {
+    const lanes = new Lanes<string>();
+    const log: string[] = [];
+    const held = gate();
+    const a1 = lanes.run('a', async () => {
+      log.push('a1');
+      await held.opened;
+    });
+    const a2 = lanes.run('a', () => void log.push('a2'));
+    const b1 = lanes.run('b', () => void log.push('b1'));
+    await b1;
+    assert.deepEqual(log, ['a1', 'b1'], 'b ran while a was held; a2 waited for a1');
+    assert.equal(lanes.busy('a'), true);
+    held.open();
+    await Promise.all([a1, a2]);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(log, ['a1', 'b1', 'a2']);
+    assert.equal(lanes.size, 0);
+    assert.equal(lanes.busy('a'), false);
+  });
+});
