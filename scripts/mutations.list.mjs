@@ -34,8 +34,8 @@ export const MUTATIONS = [
     invariant: 'never before the due time, also after a crash that cut a prepared recovery short',
     fault: 'an intent found on disk after a restart is due at once, even before its stored due time',
     file: ENGINE,
-    find: 'if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);',
-    replace: 'if (w.lastFailure?.turnId === pending.failedTurnId) w.lastFailure.dueAt = this.deps.clock.now();',
+    find: 'w.lastFailure.dueAt = Math.max(this.deps.clock.now(), w.lastFailure.dueAt ?? 0);',
+    replace: 'w.lastFailure.dueAt = this.deps.clock.now();',
     guard: { file: 'test/unit/crashConsistency.test.ts', pattern: 'holds safety and liveness' },
   },
   {
@@ -152,8 +152,8 @@ export const MUTATIONS = [
     invariant: 'durable before announced: the intent is on disk before the set can take effect',
     fault: 'the attempt sends without waiting for its write-ahead save',
     file: ENGINE,
-    find: '      if (!(await this.persist())) throw new SaveFailed(',
-    replace: '      if (false) throw new SaveFailed(',
+    find: '      if (!(await this.persist()))\n        throw new SaveFailed(',
+    replace: '      if (false)\n        throw new SaveFailed(',
     guard: { file: 'test/unit/crashConsistency.test.ts', pattern: 'holds safety and liveness' },
   },
   {
@@ -161,8 +161,8 @@ export const MUTATIONS = [
     invariant: 'durable before announced: a runner killed as its set leaves it has the intent on disk',
     fault: 'the attempt sends without waiting for its write-ahead save',
     file: ENGINE,
-    find: '      if (!(await this.persist())) throw new SaveFailed(',
-    replace: '      if (false) throw new SaveFailed(',
+    find: '      if (!(await this.persist()))\n        throw new SaveFailed(',
+    replace: '      if (false)\n        throw new SaveFailed(',
     guard: {
       file: 'test/faults/runnerKilled.test.ts',
       pattern: 'write-ahead: a runner SIGKILLed as its set leaves it',
