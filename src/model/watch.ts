@@ -32,6 +32,22 @@ export const TurnFailureSchema = z.object({
 });
 export type TurnFailure = z.infer<typeof TurnFailureSchema>;
 
+/** Blocked by a transient failure; the recovery is due at `dueAt`. */
+const BackoffStateSchema = z.object({
+  kind: z.literal('backoff'),
+  dueAt: z.number(),
+  attempt: z.number().int().positive(),
+  failedTurnId: z.string(),
+});
+/** The account hit its usage limit; the goal is resumed after the reset (`resetsAt`, if known). */
+const UsageLimitedStateSchema = z.object({
+  kind: z.literal('usageLimited'),
+  dueAt: z.number(),
+  resetsAt: z.number().nullable(),
+});
+/** A recovery scheduled at a due time: after a transient failure, or after a usage limit. */
+export type ScheduledState = z.infer<typeof BackoffStateSchema> | z.infer<typeof UsageLimitedStateSchema>;
+
 /**
  * Why a thread is, or is not, being recovered. Never collapsed into a boolean:
  * every reason to hold back is a state of its own, with what the user needs to know.
@@ -45,13 +61,18 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('waitingApproval') }),
   /** Codex is retrying the turn itself (`error` with `willRetry: true`). Never competed with. */
   z.object({ kind: z.literal('codexRetrying'), detail: z.string() }),
-  /** Blocked by a transient failure; the recovery is due at `dueAt`. */
+  BackoffStateSchema,
+  /**
+   * A recovery that is due, held back by the global limiter (a burst, then one per interval):
+   * `slotAt` is when its turn to go out is expected. `held` is the recovery as scheduled.
+   */
   z.object({
-    kind: z.literal('backoff'),
-    dueAt: z.number(),
-    attempt: z.number().int().positive(),
-    failedTurnId: z.string(),
+    kind: z.literal('waitingSlot'),
+    slotAt: z.number(),
+    held: z.discriminatedUnion('kind', [BackoffStateSchema, UsageLimitedStateSchema]),
   }),
+  /** The goal is blocked but its newest turn has not ended yet (Codex blocks the goal first): its end decides. */
+  z.object({ kind: z.literal('turnEnding') }),
   /** `thread/goal/set` sent (write-ahead intent persisted); waiting for the daemon to confirm. */
   z.object({
     kind: z.literal('recovering'),
@@ -59,8 +80,7 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
     failedTurnId: z.string(),
     sentAt: z.number(),
   }),
-  /** The account hit its usage limit; the goal is resumed after the reset (`resetsAt`, if known). */
-  z.object({ kind: z.literal('usageLimited'), dueAt: z.number(), resetsAt: z.number().nullable() }),
+  UsageLimitedStateSchema,
   /** A human's goal marker in the rollout, newer than the arming, disarmed the thread. */
   z.object({ kind: z.literal('userIntent'), requested: GoalStatusSchema, at: z.number() }),
   /** The user disarmed the thread from the extension (an intent marker in the store). */
@@ -178,7 +198,13 @@ export function newWatch(threadId: string, now: number): WatchedThread {
 
 /** The time the engine should next act on this thread, if any. */
 export function dueAt(state: WatchState): number | null {
-  return state.kind === 'backoff' || state.kind === 'usageLimited' ? state.dueAt : null;
+  return scheduledOf(state)?.dueAt ?? null;
+}
+
+/** The recovery a state keeps scheduled (also while the limiter holds it), or null. */
+export function scheduledOf(state: WatchState): ScheduledState | null {
+  if (state.kind === 'backoff' || state.kind === 'usageLimited') return state;
+  return state.kind === 'waitingSlot' ? state.held : null;
 }
 
 /** Whether the engine is waiting to re-activate this thread's goal. */
@@ -193,7 +219,7 @@ export function isScheduled(state: WatchState): boolean {
  */
 export function canRetryNow(w: WatchedThread): boolean {
   const k = w.state.kind;
-  if (k === 'backoff' || k === 'usageLimited') return true;
+  if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot') return true;
   if (k === 'gaveUp') return w.lastFailure !== null;
   return waitsForLoad(w);
 }
@@ -246,6 +272,10 @@ export function describeState(state: WatchState, now: number, maxAttempts: numbe
       return 'Codex is retrying';
     case 'backoff':
       return `retry in ${formatDuration(state.dueAt - now)} · attempt ${state.attempt}/${maxAttempts}`;
+    case 'waitingSlot':
+      return `waiting for a recovery slot · next in ${formatDuration(Math.max(0, state.slotAt - now))}`;
+    case 'turnEnding':
+      return 'blocked · waiting for its turn to end';
     case 'recovering':
       return 'recovering…';
     case 'usageLimited':

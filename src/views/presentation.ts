@@ -17,6 +17,8 @@ const ICONS: Record<WatchStateKind, [string, string?]> = {
   waitingApproval: ['bell', 'charts.yellow'],
   codexRetrying: ['sync', 'charts.blue'],
   backoff: ['history', 'charts.orange'],
+  waitingSlot: ['watch', 'charts.orange'],
+  turnEnding: ['loading~spin', 'charts.orange'],
   recovering: ['debug-restart', 'charts.blue'],
   usageLimited: ['watch', 'charts.yellow'],
   userIntent: ['debug-pause'],

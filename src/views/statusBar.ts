@@ -3,7 +3,7 @@
 // a summary tooltip; a click shows the tree.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { formatDuration, needsAttention, waitsForLoad } from '../model/watch';
+import { formatDuration, isScheduled, needsAttention, waitsForLoad } from '../model/watch';
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 
@@ -19,7 +19,8 @@ export class RecoveryStatusBar {
   /** Renders the snapshot; returns whether a countdown is shown (the caller ticks only then). */
   render(snap: EngineSnapshot, now = Date.now()): boolean {
     const attention = snap.watches.filter((w) => needsAttention(w.state)).length;
-    const scheduled = snap.watches.filter((w) => w.state.kind === 'backoff' || w.state.kind === 'usageLimited').length;
+    const scheduled = snap.watches.filter((w) => isScheduled(w.state)).length;
+    const held = snap.watches.filter((w) => w.state.kind === 'waitingSlot').length;
     const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
     const unloaded = snap.watches.filter(waitsForLoad).length;
     let countdown = false;
@@ -29,7 +30,11 @@ export class RecoveryStatusBar {
     } else if (snap.pausedAt !== null) {
       this.item.text = '$(debug-pause) recovery paused';
     } else if (snap.nextDueAt !== null) {
-      this.item.text = `$(history) retry in ${formatDuration(snap.nextDueAt - now)}`;
+      // Due, but the global limiter holds it: the next action is the next recovery slot.
+      this.item.text =
+        held > 0
+          ? `$(watch) recovery slot in ${formatDuration(snap.nextDueAt - now)}`
+          : `$(history) retry in ${formatDuration(snap.nextDueAt - now)}`;
       countdown = true;
     } else if (attention > 0) {
       this.item.text = `$(warning) ${attention} need${attention === 1 ? 's' : ''} attention`;
@@ -46,6 +51,7 @@ export class RecoveryStatusBar {
         : `Not connected (${snap.connection.detail}); daemon: ${snap.target}`,
       snap.pausedAt !== null ? 'Auto-recovery is paused.' : 'Auto-recovery is on.',
       `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
+      ...(held > 0 ? [`${held} due, waiting for a recovery slot (at most a few recoveries at once)`] : []),
       ...(unloaded > 0 ? [`${unloaded} blocked on a thread the daemon has not loaded: Retry now loads it`] : []),
     ];
     this.item.tooltip = lines.join('\n');

@@ -1,0 +1,281 @@
+// The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
+// intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
+// state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
+import { addHistory, scheduledOf, type ScheduledState, type WatchedThread } from '../model/watch';
+import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
+import type { TimerHandle } from './clock';
+import type { EngineCore } from './core';
+import { readMarkers } from './humanMarkers';
+import type { LiveThread } from './live';
+import type { Looks } from './looks';
+import { backOff, confirmRecovered } from './outcomes';
+import { veto } from './policy';
+import { applyThread, goalSnapshot, readBoth } from './reads';
+import { errorText } from './saving';
+
+/** Why an attempt was called off just before the set: data, logged as `skipped`. */
+class Abort extends Error {}
+/** The write-ahead save failed: the set is not sent, and the recovery waits `SAVE_RETRY_MS`. */
+class SaveFailed extends Abort {}
+const SAVE_RETRY_MS = 5_000;
+
+/** An attempt between its write-ahead save and its set. */
+interface Prepared {
+  session: DaemonSession;
+  w: WatchedThread;
+  live: LiveThread;
+  /** The thread's event count when its reads began: any event since calls the set off. */
+  seq: number;
+  scheduled: ScheduledState;
+  failedTurnId: string;
+  expectedStatus: 'blocked' | 'usageLimited';
+  attempt: number;
+  timer: TimerHandle | null;
+}
+
+export interface AttemptHooks {
+  /** How early a recovery is prepared, ms. */
+  prepareLead(): number;
+  /** The attempt ended (sent, called off, or withdrawn): the thread may fall due again. */
+  done(threadId: string): void;
+  /** The global limiter's slot is given back: the set was not sent. */
+  giveBack(): void;
+}
+
+export class Attempts {
+  /** Attempts prepared ahead, waiting for their due time to send the set. */
+  private readonly prepared = new Map<string, Prepared>();
+
+  constructor(
+    private readonly core: EngineCore,
+    private readonly looks: Looks,
+    private readonly hooks: AttemptHooks,
+  ) {}
+
+  isPrepared(threadId: string): boolean {
+    return this.prepared.has(threadId);
+  }
+
+  /** Starts the attempt in the thread's lane; `done` follows when it ends. */
+  start(session: DaemonSession, threadId: string, notBeforeMono: number): void {
+    void this.core.inLane(threadId, async () => {
+      let waiting = false;
+      try {
+        waiting = await this.run(session, threadId, notBeforeMono);
+      } finally {
+        if (!waiting) this.hooks.done(threadId);
+      }
+    });
+  }
+
+  /** Stopping: every prepared set is withdrawn (not sent: due again at the next start). */
+  withdrawAll(): void {
+    const core = this.core;
+    for (const p of this.prepared.values()) {
+      if (p.timer) core.deps.clock.clearTimer(p.timer);
+      if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
+      if (p.w.state.kind === 'recovering') core.setState(p.w, p.scheduled, true);
+      core.mark(p.w.threadId);
+      this.hooks.done(p.w.threadId);
+    }
+    this.prepared.clear();
+  }
+
+  /**
+   * Re-reads everything, vetoes, persists the intent, then sends the set: at once when it is due,
+   * else from a timer at the due time (true: the send is waiting; the lane is free meanwhile,
+   * and any event for the thread calls the send off).
+   */
+  private async run(session: DaemonSession, threadId: string, notBeforeMono: number): Promise<boolean> {
+    const core = this.core;
+    const w = core.state.watches[threadId];
+    if (!w) return false;
+    const scheduled = scheduledOf(w.state);
+    if (!scheduled || scheduled.dueAt > core.now() + this.hooks.prepareLead()) return false;
+    if (w.state !== scheduled) core.setState(w, scheduled, true); // its slot came: no longer held
+    const backoff = scheduled.kind === 'backoff';
+    const live = core.liveOf(threadId);
+    const p: Prepared = {
+      session,
+      w,
+      live,
+      seq: live.seq,
+      scheduled,
+      failedTurnId: backoff ? scheduled.failedTurnId : (w.lastFailure?.turnId ?? ''),
+      expectedStatus: backoff ? 'blocked' : 'usageLimited',
+      attempt: backoff ? scheduled.attempt : 1,
+      timer: null,
+    };
+    try {
+      const seq = p.seq;
+      const goal = await session.getGoal(threadId);
+      this.unchanged(live, seq, 'the goal changed while it was read');
+      w.goal = goal ? goalSnapshot(goal) : null;
+      const thread = await session.readThread(threadId);
+      this.unchanged(live, seq, 'the thread changed while it was read');
+      live.status = thread.status;
+      applyThread(w, thread);
+      const turn = await session.latestTurn(threadId);
+      this.unchanged(live, seq, 'a turn event arrived while the turns were read');
+      live.turn = turn;
+      await readMarkers(core, w);
+      this.check(p);
+      // Write-ahead: the intent is on disk before the set can take effect.
+      w.pending = { failedTurnId: p.failedTurnId, attempt: p.attempt, sentAt: core.now() };
+      core.setState(w, {
+        kind: 'recovering',
+        attempt: p.attempt,
+        failedTurnId: p.failedTurnId,
+        sentAt: w.pending.sentAt,
+      });
+      if (!(await core.persist()))
+        throw new SaveFailed(
+          `the intent could not be saved to ${core.deps.store.location}; the recovery waits ${SAVE_RETRY_MS / 1000} s and tries again`,
+        );
+      this.unchanged(live, seq, 'an event arrived while the intent was saved');
+      this.check(p);
+    } catch (error) {
+      return this.calledOff(p, error);
+    }
+    const early = Math.max(scheduled.dueAt - core.now(), notBeforeMono - core.deps.clock.elapsed());
+    if (early <= 0) {
+      await this.send(p);
+      return false;
+    }
+    // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
+    this.prepared.set(threadId, p);
+    p.timer = core.deps.clock.setTimer(() => {
+      p.timer = null;
+      void core.inLane(threadId, async () => {
+        try {
+          await this.send(p);
+        } finally {
+          this.prepared.delete(threadId);
+          this.hooks.done(threadId);
+        }
+      });
+    }, early);
+    return true;
+  }
+
+  private unchanged(live: LiveThread, seq: number, reason: string): void {
+    if (live.seq !== seq) throw new Abort(reason);
+  }
+
+  /** The veto on fresh reads: the decision table must still keep this very recovery due. */
+  private check(p: Prepared): void {
+    const core = this.core;
+    if (core.stopped) throw new Abort('stopping');
+    const facts = this.looks.facts(p.w);
+    const reason = veto(facts, p.expectedStatus, p.failedTurnId, core.state.pausedAt !== null);
+    if (reason === null) return;
+    if (p.live.status?.type === 'notLoaded') p.live.loaded = false; // until some client loads it again
+    throw new Abort(reason);
+  }
+
+  /** The attempt stops before the set: the intent is withdrawn and the thread decided again. */
+  private async calledOff(p: Prepared, error: unknown): Promise<false> {
+    const core = this.core;
+    const { w, failedTurnId } = p;
+    if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
+    this.hooks.giveBack();
+    if (w.state.kind === 'recovering') core.setState(w, p.scheduled, true);
+    if (error instanceof SaveFailed && (w.state.kind === 'backoff' || w.state.kind === 'usageLimited')) {
+      // Never sent without its intent on disk; and not at once again, against a failing disk.
+      const until = Math.max(w.state.dueAt, core.now() + SAVE_RETRY_MS);
+      core.setState(w, { ...w.state, dueAt: until }, true);
+      if (w.lastFailure?.turnId === failedTurnId && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = until;
+    }
+    core.mark(w.threadId);
+    if (!(error instanceof Abort)) throw error;
+    core.emit({ type: 'skipped', threadId: w.threadId, reason: error.message });
+    if (core.session === p.session && !core.stopped) {
+      // Until some client loads it again, an unloaded thread waits as such.
+      if (!core.liveOf(w.threadId).loaded) this.looks.markUnloaded(w);
+      else await this.looks.decide(p.session, w);
+      core.hooks.reschedule();
+      core.saver.persistSoon();
+    } else await core.persist();
+    return false;
+  }
+
+  /** Sends the set of a prepared attempt, after a last check. */
+  private async send(p: Prepared): Promise<void> {
+    const core = this.core;
+    const { session, w, live, failedTurnId, attempt } = p;
+    const threadId = w.threadId;
+    try {
+      if (core.session !== session || core.liveOf(threadId) !== live)
+        throw new Abort('the connection changed while the recovery waited for its due time');
+      this.unchanged(live, p.seq, 'an event arrived while the recovery waited for its due time');
+      this.check(p);
+    } catch (error) {
+      await this.calledOff(p, error);
+      return;
+    }
+    // What it announces is on disk already (the write-ahead: `recovering`, the intent): the set
+    // goes out at once, and the line follows with the next save (waiting for one here would put
+    // every save under way between the due time and the set).
+    core.emit({ type: 'recovering', threadId, attempt, failedTurnId });
+    try {
+      const result = await session.setGoalActive(threadId);
+      if (result) w.goal = goalSnapshot(result);
+      if (result?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {
+        confirmRecovered(core, w, failedTurnId, attempt, 'thread/goal/set accepted');
+      }
+    } catch (error) {
+      if (error instanceof ConnectionLostError) {
+        // Lost reply: the intent stays on disk; the state after reconnecting decides.
+        core.emit({
+          type: 'warning',
+          threadId,
+          message: `${error.message}; the outcome is read back after reconnecting`,
+        });
+        await core.persist();
+        throw error;
+      }
+      core.emit({
+        type: 'warning',
+        threadId,
+        message: `${errorText(error)}; reading the daemon's state to see whether it took effect`,
+      });
+      await this.afterSetError(session, w, failedTurnId, attempt, error);
+    }
+    await this.looks.decide(session, w);
+    core.hooks.reschedule();
+    core.saver.persistSoon();
+  }
+
+  /** An error reply: if events or state show the goal went active, it counts as success. */
+  private async afterSetError(
+    session: DaemonSession,
+    w: WatchedThread,
+    failedTurnId: string,
+    attempt: number,
+    error: unknown,
+  ): Promise<void> {
+    const core = this.core;
+    const live = core.liveOf(w.threadId);
+    const seq = live.seq;
+    const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
+    if (live.seq === seq) {
+      w.goal = goal ? goalSnapshot(goal) : null;
+      live.turn = turn;
+    }
+    if (w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {
+      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite the error reply (${errorText(error)})`);
+      return;
+    }
+    w.pending = null;
+    addHistory(w, {
+      at: core.now(),
+      failedTurnId,
+      attempt,
+      error: w.lastFailure?.code ?? '',
+      outcome: 'rejected',
+      detail: errorText(error),
+    });
+    // A rejected set counts as a failed attempt: back off further, give up after the limit (TestResetSetError).
+    backOff(core, w, failedTurnId, 'set rejected', core.now());
+  }
+}

@@ -1,0 +1,137 @@
+// The connection to the daemon and the resync: connect (and reconnect with backoff when the
+// socket is missing or closes), then a full pass over the daemon's loaded threads, again every
+// `resyncMs` (what notifications missed, e.g. after a daemon restart).
+import type { DaemonSession } from '../protocol/daemon';
+import type { ClockGuard } from './clockGuard';
+import type { TimerHandle } from './clock';
+import type { EngineCore } from './core';
+import { daemonListener } from './events';
+import type { Looks } from './looks';
+import { errorText } from './saving';
+
+export class Connection {
+  private reconnectTimer: TimerHandle | null = null;
+  private resyncTimer: TimerHandle | null = null;
+  private reconnectAttempt = 0;
+
+  constructor(
+    private readonly core: EngineCore,
+    private readonly guard: ClockGuard,
+    private readonly looks: Looks,
+  ) {}
+
+  connectNow(): void {
+    const core = this.core;
+    if (core.stopped || core.session) return;
+    this.reconnectTimer = null;
+    const generation = ++core.generation;
+    core.connection = { kind: 'connecting', detail: 'connecting' };
+    core.changed();
+    const listener = daemonListener(core, generation, {
+      seenActive: this.looks.seenActive,
+      closed: (reason) => this.lost(reason, 'disconnected'),
+    });
+    const attempt = core.deps.connect(listener).then(
+      async (session) => {
+        if (generation !== core.generation || core.stopped) return session.close();
+        core.session = session;
+        this.reconnectAttempt = 0;
+        core.connection = { kind: 'connected', detail: session.describe };
+        core.emit({ type: 'connection', state: 'connected', detail: session.describe });
+        core.changed();
+        core.hooks.reschedule();
+        await this.resyncOnce();
+      },
+      (error: unknown) => {
+        if (generation === core.generation) this.lost(errorText(error), 'error');
+      },
+    );
+    void core.track(attempt);
+  }
+
+  /** A full pass now; while disconnected, a connection attempt now instead of at the reconnect backoff. */
+  async resync(): Promise<void> {
+    const core = this.core;
+    if (!core.session && !core.stopped && core.connection.kind === 'disconnected') {
+      // Asked to look now (e.g. the daemon was just started): do not wait for the reconnect backoff.
+      if (this.reconnectTimer) core.deps.clock.clearTimer(this.reconnectTimer);
+      this.reconnectAttempt = 0;
+      this.connectNow();
+      await core.idle();
+      return;
+    }
+    await core.track(this.resyncOnce());
+  }
+
+  /** New settings: the resync timer follows the new interval. */
+  updateOptions(): void {
+    if (this.core.stopped || !this.core.session) return;
+    this.armResync();
+  }
+
+  /** No resync and no reconnect any more (stopping). */
+  stopTimers(): void {
+    const clock = this.core.deps.clock;
+    for (const timer of [this.resyncTimer, this.reconnectTimer]) if (timer) clock.clearTimer(timer);
+    this.resyncTimer = this.reconnectTimer = null;
+  }
+
+  /** Stops the timers and closes the session. */
+  async close(): Promise<void> {
+    this.stopTimers();
+    const session = this.core.session;
+    this.core.session = null;
+    await session?.close();
+  }
+
+  private armResync(): void {
+    if (this.resyncTimer) this.core.deps.clock.clearTimer(this.resyncTimer);
+    this.resyncTimer = this.guard.timer(() => void this.resync(), this.core.options.resyncMs);
+  }
+
+  private lost(reason: string, kind: 'error' | 'disconnected'): void {
+    const core = this.core;
+    core.generation += 1; // whatever the old connection still delivers is dropped
+    core.session = null;
+    // What the old connection told is stale: it is read again after reconnecting.
+    core.live.clear();
+    if (core.stopped) return;
+    const { reconnectBaseMs, reconnectMaxMs } = core.options;
+    const delay = Math.min(reconnectMaxMs, reconnectBaseMs * 2 ** this.reconnectAttempt);
+    this.reconnectAttempt += 1;
+    const retryAt = core.now() + delay;
+    core.connection = { kind: 'disconnected', detail: reason, retryAt };
+    core.emit({
+      type: 'connection',
+      state: kind,
+      detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s`,
+    });
+    core.changed();
+    if (this.reconnectTimer) core.deps.clock.clearTimer(this.reconnectTimer);
+    this.reconnectTimer = this.guard.timer(() => this.connectNow(), delay);
+  }
+
+  private async resyncOnce(): Promise<void> {
+    const core = this.core;
+    const session: DaemonSession | null = core.session;
+    if (!session || core.stopped) return;
+    this.armResync();
+    let ids: string[];
+    try {
+      ids = await session.listLoaded();
+    } catch (error) {
+      core.readFailed('thread/loaded/list', error);
+      return;
+    }
+    const loaded = new Set(ids);
+    for (const w of core.watches()) {
+      if (!loaded.has(w.threadId)) {
+        core.liveOf(w.threadId).loaded = false;
+        this.looks.markUnloaded(w);
+      }
+    }
+    await Promise.all(ids.map((id) => core.inLane(id, () => this.looks.refresh(session, id))));
+    core.hooks.reschedule();
+    await core.persist();
+  }
+}

@@ -1,0 +1,169 @@
+// What every part of the engine shares: the state it owns, what it knows of each thread right
+// now, the one state write, the per-thread lanes, and the way out (the saver's outbox). The parts
+// (looks, attempts, schedule, events, clock guard, commands, connection) each hold this and
+// nothing of one another's internals; the engine wires them.
+import type { Decision } from '../model/decision';
+import type { ConnectionState } from '../model/snapshot';
+import { dueAt, emptyState, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
+import { ConnectionLostError, type Connector, type DaemonSession, RpcError } from '../protocol/daemon';
+import type { StateStore } from '../store/store';
+import { Lanes } from '../util/serial';
+import type { Random } from './backoff';
+import type { Clock } from './clock';
+import { type LiveThread, newLive } from './live';
+import type { EngineOptions } from './options';
+import { errorText, Saver } from './saving';
+
+export interface EngineDeps {
+  connect: Connector;
+  /** Where `connect` goes, for messages and views. */
+  target?: string;
+  store: StateStore;
+  clock: Clock;
+  random: Random;
+  onDecision: (decision: Decision) => void;
+  /** Called after any change a view may show. */
+  onChange?: () => void;
+  /** Called before each read of a rollout, with its file position and length (tests, diagnostics). */
+  onRolloutRead?: (path: string, position: number, length: number) => void;
+}
+
+/** What the parts ask of one another, wired by the engine. */
+export interface CoreHooks {
+  /** The timer follows the due times (after any change of one). */
+  reschedule(): void;
+  /** Looks at a thread now, in its lane: an event or a command changed something. */
+  evaluate(session: DaemonSession, threadId: string): Promise<void>;
+}
+
+export class EngineCore {
+  state: PersistedState = emptyState();
+  options: EngineOptions;
+  session: DaemonSession | null = null;
+  connection: ConnectionState = { kind: 'connecting', detail: 'starting' };
+  stopped = true;
+  /** Bumped by every connection and stop: what an older connection still delivers is dropped. */
+  generation = 0;
+  readonly live = new Map<string, LiveThread>();
+  readonly saver: Saver;
+  hooks: CoreHooks = { reschedule: () => undefined, evaluate: () => Promise.resolve() };
+  private readonly lanes = new Lanes<string>();
+  /** Threads with an evaluation queued in their lane, not started yet (one is enough). */
+  private readonly queued = new Set<string>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    options: EngineOptions,
+    readonly deps: EngineDeps,
+  ) {
+    this.options = { ...options };
+    this.saver = new Saver({
+      store: deps.store,
+      clock: deps.clock,
+      onDecision: deps.onDecision,
+      ...(deps.onChange ? { onChange: deps.onChange } : {}),
+      state: () => this.state,
+      track: (p) => this.track(p),
+      stopped: () => this.stopped,
+    });
+  }
+
+  now(): number {
+    return this.deps.clock.now();
+  }
+
+  watches(): readonly WatchedThread[] {
+    return Object.values(this.state.watches);
+  }
+
+  liveOf(threadId: string): LiveThread {
+    let live = this.live.get(threadId);
+    if (!live) {
+      live = newLive();
+      this.live.set(threadId, live);
+    }
+    return live;
+  }
+
+  /**
+   * The one write of a watch's state: it marks the watch for the next save and moves its
+   * `updatedAt` (never back, even when the wall clock is set back: the leader handover keeps the
+   * copy changed last). Unchanged, nothing happens. The timer follows when a due time changed;
+   * `quiet`: the views are not told yet (the caller tells them once, for many writes).
+   */
+  setState(w: WatchedThread, state: WatchState, quiet = false): void {
+    if (JSON.stringify(w.state) === JSON.stringify(state)) return;
+    const timing = dueAt(w.state) !== dueAt(state);
+    w.state = state;
+    w.updatedAt = Math.max(w.updatedAt, this.now());
+    this.saver.mark(w.threadId);
+    if (quiet) return;
+    if (timing) this.hooks.reschedule();
+    this.changed();
+  }
+
+  /** The thread's watch (or its history, its failure, its intent) changed: saved next time. */
+  mark(threadId: string): void {
+    this.saver.mark(threadId);
+  }
+
+  emit(decision: Decision): void {
+    this.saver.emit(decision);
+  }
+
+  changed(): void {
+    this.saver.changed();
+  }
+
+  persist(): Promise<boolean> {
+    return this.saver.persist();
+  }
+
+  /** Schedules an evaluation of the thread after the work already queued for it. */
+  touch(threadId: string): void {
+    this.mark(threadId);
+    this.changed();
+    if (this.queued.has(threadId)) return;
+    this.queued.add(threadId);
+    void this.inLane(threadId, async () => {
+      this.queued.delete(threadId);
+      const session = this.session;
+      if (session) await this.hooks.evaluate(session, threadId);
+    });
+  }
+
+  /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */
+  inLane(threadId: string, work: () => Promise<void>): Promise<void> {
+    const run = this.lanes
+      .run(threadId, async () => {
+        try {
+          await work();
+        } finally {
+          this.mark(threadId); // whatever it changed after its last save is saved next time
+        }
+      })
+      .catch((error: unknown) => {
+        this.liveOf(threadId).needsLook = true;
+        this.readFailed(threadId, error);
+      });
+    return this.track(run);
+  }
+
+  track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    const forget = (): void => void this.inFlight.delete(promise);
+    void promise.then(forget, forget);
+    return promise;
+  }
+
+  /** Resolves when no work is under way (for tests and orderly shutdown). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  readFailed(what: string, error: unknown): void {
+    if (error instanceof ConnectionLostError) return; // the reconnect and its resync take over
+    const message = error instanceof RpcError ? error.message : errorText(error);
+    this.emit({ type: 'warning', message: `${what}: ${message}` });
+  }
+}

@@ -1,0 +1,106 @@
+// The daemon event table: what each notification tells the engine about a thread. Every event
+// bumps the thread's sequence number (an attempt whose reads saw one is called off: the
+// notification barrier) and queues a look at the thread in its lane; nothing here decides.
+import type { DaemonListener, ThreadGoal } from '../protocol/daemon';
+import { describeErrorInfo } from './classify';
+import type { EngineCore } from './core';
+import type { LiveThread } from './live';
+import { goalSnapshot } from './reads';
+
+export interface EventSinks {
+  /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
+  seenActive: Map<string, ThreadGoal>;
+  /** The connection closed. */
+  closed: (reason: string) => void;
+}
+
+/** The listener of one connection: events of an older connection (another generation) are dropped. */
+export function daemonListener(core: EngineCore, generation: number, sinks: EventSinks): DaemonListener {
+  const bump = (threadId: string): LiveThread => {
+    const live = core.liveOf(threadId);
+    live.seq += 1;
+    live.loaded = true;
+    core.mark(threadId);
+    return live;
+  };
+  const handlers: DaemonListener = {
+    goalUpdated: (threadId, goal) => {
+      bump(threadId);
+      const w = core.state.watches[threadId];
+      if (w) w.goal = goalSnapshot(goal);
+      else if (goal.status === 'active') sinks.seenActive.set(threadId, goal); // it may block before the engine looks
+      if (w || goal.status === 'active') core.touch(threadId);
+    },
+    goalCleared: (threadId) => {
+      bump(threadId);
+      const w = core.state.watches[threadId];
+      if (w) w.goal = null;
+      core.touch(threadId);
+    },
+    threadStatus: (threadId, status) => {
+      const live = bump(threadId);
+      live.status = status;
+      if (status.type === 'notLoaded') live.loaded = false;
+      core.touch(threadId);
+    },
+    threadStarted: (thread) => {
+      const live = bump(thread.id);
+      live.status = thread.status;
+    },
+    threadClosed: (threadId) => {
+      const live = bump(threadId);
+      live.loaded = false;
+      live.subscribed = false;
+      core.touch(threadId);
+    },
+    turnStarted: (threadId, turn) => {
+      const live = bump(threadId);
+      live.turn = turn;
+      live.turnFromEvent = true;
+      live.retrying = null;
+      core.touch(threadId);
+    },
+    turnCompleted: (threadId, turn) => {
+      const live = bump(threadId);
+      live.turn = turn;
+      live.turnFromEvent = true;
+      live.retrying = null;
+      live.approvals.clear();
+      const w = core.state.watches[threadId];
+      if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
+      core.touch(threadId);
+    },
+    error: (threadId, _turnId, error, willRetry) => {
+      const live = bump(threadId);
+      live.retrying = willRetry ? error.message || describeErrorInfo(error.codexErrorInfo).code : null;
+      core.touch(threadId);
+    },
+    serverRequest: (threadId, requestId, method) => {
+      if (threadId === null) return;
+      const live = bump(threadId);
+      live.approvals.add(requestId);
+      core.emit({
+        type: 'skipped',
+        threadId,
+        reason: 'waiting for the user',
+        detail: `${method} left to the user's client`,
+      });
+      core.touch(threadId);
+    },
+    serverRequestResolved: (threadId, requestId) => {
+      const live = bump(threadId);
+      live.approvals.delete(requestId);
+      core.touch(threadId);
+    },
+    protocolProblem: (message) => core.emit({ type: 'warning', message: `protocol: ${message}` }),
+    closed: (reason) => sinks.closed(reason),
+  };
+  const guarded = {} as Record<keyof DaemonListener, (...args: never[]) => void>;
+  for (const key of Object.keys(handlers) as (keyof DaemonListener)[]) {
+    const handler = handlers[key] as (...args: unknown[]) => void;
+    guarded[key] = (...args: unknown[]) => {
+      if (generation === core.generation && !core.stopped) handler(...args);
+    };
+  }
+  return guarded as unknown as DaemonListener;
+}

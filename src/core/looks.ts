@@ -1,0 +1,316 @@
+// Looking at a thread: the reads that gather the facts (goal, thread, newest turn, the
+// rollout's markers), then the decision table (policy.ts) and carrying out its verdict. Also
+// the first sight of a goal (adopt, arm) and the subscription to a thread's turn events.
+import { addHistory, isDisarmed, newWatch, type WatchedThread } from '../model/watch';
+import { ConnectionLostError, type DaemonSession, RpcError, type Thread, type ThreadGoal } from '../protocol/daemon';
+import type { EngineCore } from './core';
+import { readMarkers } from './humanMarkers';
+import { isThreadActive, type LiveThread } from './live';
+import { backOff, confirmRecovered, giveUp } from './outcomes';
+import { adopts, decide, type Facts, keepsOnUnload, pendingOutcome, usageDue, type Verdict } from './policy';
+import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
+import { errorText } from './saving';
+import { resetFromMessage } from './usageReset';
+
+export class Looks {
+  /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
+  readonly seenActive = new Map<string, ThreadGoal>();
+
+  constructor(
+    private readonly core: EngineCore,
+    /** An attempt is prepared for the thread, its set not sent yet: its intent is not resolved meanwhile. */
+    private readonly isPrepared: (threadId: string) => boolean,
+  ) {}
+
+  /** The facts the table decides on, as they are now. */
+  facts(w: WatchedThread, now = this.core.now()): Facts {
+    const core = this.core;
+    return {
+      w,
+      live: core.liveOf(w.threadId),
+      disarmedAt: core.state.disarmed[w.threadId],
+      options: core.options,
+      now,
+    };
+  }
+
+  async evaluate(session: DaemonSession, threadId: string): Promise<void> {
+    const core = this.core;
+    const w = core.state.watches[threadId];
+    const live = core.liveOf(threadId);
+    live.needsLook = false; // set again if this look fails
+    if (!w) {
+      // A goal became active on a thread the engine has not seen: adopt it. It was active when
+      // the notification was sent, even if it is blocked by the time the engine looks.
+      const seen = this.seenActive.get(threadId);
+      this.seenActive.delete(threadId);
+      const goal = await session.getGoal(threadId);
+      if (goal && !core.state.watches[threadId]) await this.adopt(session, threadId, seen ?? goal, goal);
+      return;
+    }
+    if (!live.loaded) return this.markUnloaded(w);
+    if (w.goal === null) {
+      // The goal was cleared: nothing left to watch.
+      delete core.state.watches[threadId];
+      core.emit({ type: 'skipped', threadId, reason: 'goal cleared' });
+      core.changed();
+      return;
+    }
+    if (w.state.kind === 'notAdopted') {
+      if (adopts(w.goal.status, core.options) && !core.state.disarmed[threadId]) await this.arm(session, w);
+      else if (w.state.status !== w.goal.status) core.setState(w, { kind: 'notAdopted', status: w.goal.status }, true);
+      return;
+    }
+    if (!isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
+    await this.decide(session, w);
+  }
+
+  /** One RPC for a thread the engine already knows and whose goal did not change (the resync). */
+  async refresh(session: DaemonSession, threadId: string): Promise<void> {
+    const core = this.core;
+    const live = core.liveOf(threadId);
+    live.loaded = true;
+    const seq = live.seq;
+    const goal = await session.getGoal(threadId);
+    const w = core.state.watches[threadId];
+    if (live.seq !== seq) return this.evaluate(session, threadId); // events won the race: trust them
+    if (!w) {
+      if (goal) await this.adopt(session, threadId, goal);
+      return;
+    }
+    const before = w.goal;
+    w.goal = goal ? goalSnapshot(goal) : null;
+    const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
+    // Unchanged is not enough when the last look failed: an event may have updated the goal
+    // and the look it started (reading the turn) never finished.
+    if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null && !live.needsLook) return;
+    await this.evaluate(session, threadId);
+  }
+
+  /** Gathers what the table needs, asks it, and carries out its verdict. */
+  async decide(session: DaemonSession, w: WatchedThread): Promise<void> {
+    const core = this.core;
+    const threadId = w.threadId;
+    const live = core.liveOf(threadId);
+    const now = core.now();
+    const early = decide(this.facts(w, now));
+    if (core.state.disarmed[threadId] !== undefined || !w.goal) return this.apply(session, w, early);
+    const stopped = w.goal.status === 'blocked' || w.goal.status === 'usageLimited';
+    // Subscribed, the engine was told how the newest turn ended (events come in wire order, and
+    // what it knew is forgotten on a reconnect): nothing to read again.
+    const known = live.subscribed && live.turnFromEvent && live.turn !== null && live.turn.status !== 'inProgress';
+    if ((stopped && !known) || w.rolloutPath === null || w.pending !== null) {
+      // Codex marks the goal blocked before the turn completes, and an event may have been
+      // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
+      // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
+      const seq = live.seq;
+      const [thread, turn] = await readBoth(
+        session.readThread(threadId),
+        session.latestTurn(threadId).catch(notMaterialized),
+      );
+      if (live.seq === seq) {
+        live.status = thread.status;
+        live.turn = turn;
+        applyThread(w, thread);
+      }
+    }
+    await readMarkers(core, w);
+    // A prepared set is not sent yet; a person's marker speaks first.
+    if (w.pending && !this.isPrepared(threadId) && w.state.kind !== 'userIntent') this.resolvePending(w, live);
+    await this.apply(session, w, decide(this.facts(w, now)));
+  }
+
+  private async apply(session: DaemonSession, w: WatchedThread, verdict: Verdict): Promise<void> {
+    const core = this.core;
+    switch (verdict.act) {
+      case 'keep':
+        return;
+      case 'settle':
+        if (verdict.attention) core.emit({ type: 'attention', threadId: w.threadId, reason: verdict.why });
+        return core.setState(w, verdict.state);
+      case 'giveUp':
+        return giveUp(core, w, verdict.failedTurnId);
+      case 'count': {
+        const failure = verdict.failure;
+        if (verdict.failedAgain && w.lastFailure)
+          addHistory(w, {
+            at: failure.at,
+            failedTurnId: w.lastFailure.turnId,
+            attempt: w.failures,
+            error: w.lastFailure.code,
+            outcome: 'failed-again',
+            detail: failure.code,
+          });
+        w.lastFailure = failure;
+        return backOff(core, w, failure.turnId, failure.code, failure.at);
+      }
+      case 'readReset':
+        return this.usageLimit(session, w, verdict.key);
+    }
+  }
+
+  /** A new usage limit: resumed after its reset (read from the daemon, else from the error), plus a margin. */
+  private async usageLimit(session: DaemonSession, w: WatchedThread, key: string): Promise<void> {
+    const core = this.core;
+    const live = core.liveOf(w.threadId);
+    const now = core.now();
+    let resetsAt: number | null = null;
+    try {
+      resetsAt = await session.rateLimitResetAt();
+    } catch (error) {
+      if (error instanceof ConnectionLostError) throw error;
+      core.emit({
+        type: 'warning',
+        threadId: w.threadId,
+        message: `could not read the rate limits (${errorText(error)}); using the reset time in the error message, if any`,
+      });
+    }
+    if (resetsAt === null && live.turn?.error) resetsAt = resetFromMessage(live.turn.error.message, now);
+    const due = usageDue(now, resetsAt, core.options);
+    w.lastFailure = {
+      turnId: key,
+      message: 'usage limit reached',
+      code: 'usageLimitExceeded',
+      httpStatus: 429,
+      at: now,
+      dueAt: due,
+    };
+    core.setState(w, { kind: 'usageLimited', dueAt: due, resetsAt });
+    core.emit({
+      type: 'backoff',
+      threadId: w.threadId,
+      attempt: 1,
+      failedTurnId: key,
+      dueAt: due,
+      delayMs: due - now,
+      error: 'usageLimitExceeded',
+    });
+  }
+
+  /** After a crash, a reconnect or an error reply: did the set take effect? The daemon's state says. */
+  private resolvePending(w: WatchedThread, live: LiveThread): void {
+    const core = this.core;
+    const pending = w.pending;
+    if (!pending) return;
+    switch (pendingOutcome(w, live)) {
+      case 'undecided':
+        return;
+      case 'recovered':
+        return confirmRecovered(core, w, pending.failedTurnId, pending.attempt, 'confirmed from the daemon state');
+      case 'moot':
+        w.pending = null;
+        core.mark(w.threadId);
+        return;
+      case 'lost':
+        w.pending = null;
+        addHistory(w, {
+          at: core.now(),
+          failedTurnId: pending.failedTurnId,
+          attempt: pending.attempt,
+          error: w.lastFailure?.code ?? '',
+          outcome: 'skipped',
+          detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
+        });
+        // Due again at once, but never before its due time: an intent prepared ahead of it (and
+        // cut short by a crash before the set went out) is not sent early.
+        if (w.lastFailure?.turnId === pending.failedTurnId)
+          w.lastFailure.dueAt = Math.max(core.now(), w.lastFailure.dueAt ?? 0);
+        // Not in backoff any more: the next decision puts it back, due then.
+        core.setState(w, { kind: 'running' }, true);
+        core.mark(w.threadId);
+    }
+  }
+
+  /**
+   * First sight of a thread with a goal: arm it only if the goal is active (and `autoArm` is on).
+   * `seen`: the goal as first seen (a notification may show it active); `current`: as it is now.
+   */
+  async adopt(session: DaemonSession, threadId: string, seen: ThreadGoal, current: ThreadGoal = seen): Promise<void> {
+    const core = this.core;
+    const w = newWatch(threadId, core.now());
+    w.goal = goalSnapshot(current);
+    w.title = current.objective || threadId;
+    core.state.watches[threadId] = w;
+    core.mark(threadId);
+    if (!adopts(seen.status, core.options)) {
+      core.setState(w, { kind: 'notAdopted', status: current.status }, true);
+      core.changed();
+      return;
+    }
+    await this.arm(session, w);
+  }
+
+  /**
+   * The arming is the goal's last activation in the rollout (Codex writes a goal event for every
+   * thread/goal/set): the model may block it, or the user pause it, before the engine has read
+   * anything. The first look at the rollout finds that offset.
+   */
+  private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
+    const core = this.core;
+    const thread = await this.subscribe(session, w.threadId);
+    w.armedAt = core.now();
+    w.armOffset = null;
+    w.rolloutOffset = 0;
+    w.lastMarker = null;
+    w.failures = 0;
+    w.lastFailure = null;
+    w.pending = null;
+    core.setState(w, { kind: 'running' });
+    core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
+    const live = core.liveOf(w.threadId);
+    const seq = live.seq;
+    // A brand-new thread has no turn to list yet ("not materialized"): its events tell.
+    const turn = await session.latestTurn(w.threadId).catch(notMaterialized);
+    if (live.seq === seq) {
+      if (thread) live.status = thread.status;
+      live.turn = turn;
+    }
+    await this.decide(session, w);
+  }
+
+  /** `thread/resume` on a loaded thread, once per connection: turn and error events follow. */
+  async subscribe(session: DaemonSession, threadId: string): Promise<Thread | null> {
+    const core = this.core;
+    const live = core.liveOf(threadId);
+    if (live.subscribed || !live.loaded) return null;
+    const w = core.state.watches[threadId];
+    const running = () => isThreadActive(live.status) || live.turn?.status === 'inProgress';
+    if (w?.goal?.status === 'active' && !running()) {
+      // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
+      // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
+      const seq = live.seq;
+      const [thread, turn] = await readBoth(
+        session.readThread(threadId),
+        session.latestTurn(threadId).catch(notMaterialized),
+      );
+      if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
+      live.status = thread.status;
+      live.turn = turn;
+      applyThread(w, thread);
+      if (!running()) return null;
+    }
+    let thread: Thread;
+    try {
+      thread = await session.resume(threadId);
+    } catch (error) {
+      // e.g. a brand-new thread whose rollout does not exist yet: try again on its next event.
+      if (!(error instanceof RpcError)) throw error;
+      // A thread whose rollout does not exist yet is refused on every event until it does: say
+      // so once. Any other refusal is an error of its own, logged each time.
+      const notYet = /no rollout found/i.test(error.message);
+      if (!notYet || !live.subscribeFailed)
+        core.emit({ type: 'warning', threadId, message: `not subscribed yet: ${error.message}` });
+      if (notYet) live.subscribeFailed = true;
+      return null;
+    }
+    live.subscribed = true;
+    const watched = core.state.watches[threadId];
+    if (watched) applyThread(watched, thread);
+    return thread;
+  }
+
+  /** The daemon no longer has the thread loaded: what waited for it says so. */
+  markUnloaded(w: WatchedThread): void {
+    if (!keepsOnUnload(w.state)) this.core.setState(w, { kind: 'unloaded' });
+  }
+}

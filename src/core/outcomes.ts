@@ -1,0 +1,64 @@
+// What the engine records when a failure is counted, when it gives up, and when a recovery took
+// effect: the one place each is written (the history line, the count, the state, the decision).
+import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
+import { jitteredDelay } from './backoff';
+import type { EngineCore } from './core';
+
+/**
+ * One more consecutive failure of `failedTurnId` (a failed turn, or a rejected set): a backoff of
+ * min(cap, base·2^(n−1)) with equal jitter from `now`, or the end past `maxAttempts`.
+ * `error`: what failed, for the decision line.
+ */
+export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string, error: string, now: number): void {
+  w.failures += 1;
+  core.mark(w.threadId);
+  if (w.failures > core.options.maxAttempts) return giveUp(core, w, failedTurnId);
+  const delayMs = jitteredDelay(
+    { baseMs: core.options.baseDelayMs, capMs: core.options.maxDelayMs },
+    w.failures,
+    core.deps.random,
+  );
+  const due = now + delayMs;
+  if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
+  core.setState(w, { kind: 'backoff', dueAt: due, attempt: w.failures, failedTurnId });
+  core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
+}
+
+/** `maxAttempts` recoveries in a row failed again: a person must look (once). */
+export function giveUp(core: EngineCore, w: WatchedThread, failedTurnId: string): void {
+  const attempts = core.options.maxAttempts;
+  if (w.state.kind === 'gaveUp') return;
+  addHistory(w, {
+    at: core.now(),
+    failedTurnId,
+    attempt: w.failures,
+    error: w.lastFailure?.code ?? '',
+    outcome: 'gave-up',
+  });
+  core.setState(w, { kind: 'gaveUp', attempts });
+  core.emit({ type: 'gave-up', threadId: w.threadId, attempts, failedTurnId });
+}
+
+/** The set took effect (its reply, or the daemon's state after the fact): never again for this turn. */
+export function confirmRecovered(
+  core: EngineCore,
+  w: WatchedThread,
+  failedTurnId: string,
+  attempt: number,
+  how: string,
+): void {
+  w.pending = null;
+  core.mark(w.threadId);
+  if (w.recovered.includes(failedTurnId)) return;
+  markRecovered(w, failedTurnId);
+  addHistory(w, {
+    at: core.now(),
+    failedTurnId,
+    attempt,
+    error: w.lastFailure?.code ?? '',
+    outcome: 'recovered',
+    detail: how,
+  });
+  core.emit({ type: 'recovered', threadId: w.threadId, attempt, failedTurnId, how });
+  core.changed();
+}

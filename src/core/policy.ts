@@ -1,0 +1,261 @@
+// The decision table: whether a watched thread is recovered, and if not, why not. Pure functions
+// of what is known of a watch (its goal, its newest turn, what the daemon said of the thread just
+// now, the options, the time): no I/O, no clock reads, no `await`. The engine gathers the facts,
+// asks here, and carries out the verdict; the pre-send veto is the same table asked again on
+// fresh reads. Each row names the seed scenario (shared/seed/operator_test.go.txt) or the
+// measured daemon behaviour (docs/daemon-behaviour.md) it comes from; docs/architecture.md shows
+// the states it chooses, test/unit/policy.test.ts has one case per row.
+import { describeErrorCode, type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
+import { classifyFailure, describeErrorInfo } from './classify';
+import { isThreadActive, type LiveThread, waitsForPerson } from './live';
+import type { EngineOptions } from './options';
+
+/** What is known of a watch when it is decided. Nothing here is changed. */
+export interface Facts {
+  readonly w: Readonly<WatchedThread>;
+  readonly live: Readonly<LiveThread>;
+  /** When the user disarmed the thread from the extension, if they did. */
+  readonly disarmedAt: number | undefined;
+  readonly options: Readonly<EngineOptions>;
+  readonly now: number;
+}
+
+export type Verdict =
+  /** Settle into `state`; nothing is due. `attention`: say so once (a failure a person must see). */
+  | { act: 'settle'; state: WatchState; why: string; attention?: boolean }
+  /** Keep the state as it is. `scheduled`: the failed turn whose recovery stays due, if one does. */
+  | { act: 'keep'; why: string; scheduled?: string }
+  /** A failed turn not counted yet: count it, then back off (or give up past `maxAttempts`). */
+  | { act: 'count'; failure: TurnFailure; why: string; giveUp: boolean; failedAgain: boolean }
+  /** A failure counted before, past `maxAttempts` now: give up. */
+  | { act: 'giveUp'; failedTurnId: string; why: string }
+  /** A usage limit not scheduled yet: read when it resets, then `usageDue`. */
+  | { act: 'readReset'; key: string; why: string };
+
+/** The table. Called once the goal, the newest turn and the rollout's markers have been read. */
+export function decide(f: Facts): Verdict {
+  const { w, live } = f;
+  // The user disarmed the thread from the extension: nothing automatic until Re-arm.
+  if (f.disarmedAt !== undefined)
+    return w.state.kind === 'disarmed'
+      ? { act: 'keep', why: 'disarmed by the user' }
+      : { act: 'settle', state: { kind: 'disarmed', at: f.disarmedAt }, why: 'disarmed by the user' };
+  // A person's goal marker in the rollout, newer than the arming (TestPauseDuringRead).
+  if (w.state.kind === 'userIntent') return { act: 'keep', why: `the user set the goal ${w.state.requested}` };
+  const goal = w.goal;
+  if (!goal) return { act: 'keep', why: 'the goal was cleared' };
+  switch (goal.status) {
+    case 'active': // TestLiveActivity
+      return { act: 'settle', state: activeState(live), why: 'the goal is active' };
+    case 'paused': // no marker says a person paused it: left alone all the same
+    case 'complete':
+    case 'budgetLimited':
+      return { act: 'settle', state: { kind: goal.status }, why: `the goal is ${goal.status}` };
+    case 'usageLimited':
+      return usageLimited(f);
+    case 'blocked':
+      return blocked(f);
+  }
+}
+
+/** A blocked goal: only a transient failure of its newest turn, seen while armed, is recovered. */
+function blocked(f: Facts): Verdict {
+  const { w, live } = f;
+  // Someone else moves next: a running turn, a person's approval, Codex's own retry (TestNoCompetingRetry).
+  if (othersMove(live)) return { act: 'settle', state: activeState(live), why: othersWhy(live) };
+  // The model chose the block (`update_goal`), even if its turn then failed: never recovered.
+  if (w.modelBlockOffset !== null)
+    return { act: 'settle', state: { kind: 'modelBlocked' }, why: 'the model blocked the goal itself' };
+  const turn = live.turn;
+  // Codex marks the goal blocked before the turn completes (measured): its end decides.
+  if (!turn || turn.status === 'inProgress')
+    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the failed turn has not ended yet' };
+  // A completed turn: the model's block (a goal blocked while its turn succeeded).
+  if (turn.status === 'completed')
+    return { act: 'settle', state: { kind: 'modelBlocked' }, why: 'the latest turn is completed' };
+  if (turn.status === 'interrupted')
+    return { act: 'settle', state: { kind: 'interrupted' }, why: 'the latest turn is interrupted' };
+  // At most one effective recovery per failed turn, ever (TestRecovery, TestRestartPending).
+  if (w.recovered.includes(turn.id)) return { act: 'keep', why: 'this failed turn was recovered already' };
+  const info = turn.error?.codexErrorInfo ?? null;
+  const message = turn.error?.message ?? 'turn failed';
+  const { code, httpStatus } = describeErrorInfo(info);
+  // Only a transient failure is recovered (context window, 400/401, unknown: a person's call).
+  if (classifyFailure(info, turn.error?.message ?? '').kind !== 'transient')
+    return {
+      act: 'settle',
+      state: { kind: 'needsAttention', code, message },
+      why: `${describeErrorCode(code)} (${message})`,
+      attention: w.state.kind !== 'needsAttention',
+    };
+  // Counted before (a restart, an unload, an attempt called off): it keeps its stored due time.
+  if (w.lastFailure?.turnId === turn.id && w.lastFailure.dueAt !== null) {
+    if (w.state.kind === 'gaveUp') return { act: 'keep', why: 'gave up on this failure' };
+    if (isScheduledFor(w.state, turn.id)) return { act: 'keep', why: 'its recovery is due', scheduled: turn.id };
+    if (w.failures > f.options.maxAttempts)
+      return { act: 'giveUp', failedTurnId: turn.id, why: `${f.options.maxAttempts} recoveries failed again` };
+    return {
+      act: 'settle',
+      state: { kind: 'backoff', dueAt: w.lastFailure.dueAt, attempt: w.failures, failedTurnId: turn.id },
+      why: 'its recovery is due',
+    };
+  }
+  // A new failed turn: counted, then a backoff (TestRecovery), or the end after `maxAttempts`.
+  const attempts = w.failures + 1;
+  return {
+    act: 'count',
+    failure: { turnId: turn.id, message: turn.error?.message ?? '', code, httpStatus, at: f.now, dueAt: null },
+    why: `${code} on turn ${turn.id}`,
+    giveUp: attempts > f.options.maxAttempts,
+    failedAgain: w.lastFailure !== null && w.recovered.includes(w.lastFailure.turnId),
+  };
+}
+
+/** A usage-limited goal: resumed once after the reset, if the user wants that. */
+function usageLimited(f: Facts): Verdict {
+  const { w, live } = f;
+  if (!f.options.recoverUsageLimited)
+    return {
+      act: 'settle',
+      state: {
+        kind: 'needsAttention',
+        code: 'usageLimitExceeded',
+        message: 'usage limit reached (automatic resume is off)',
+      },
+      why: 'automatic resume after a usage limit is off',
+    };
+  // Codex may still retry the turn that ran into the limit: its end comes first.
+  if (othersMove(live)) return { act: 'settle', state: activeState(live), why: othersWhy(live) };
+  const key = usageKey(w, live);
+  if (w.recovered.includes(key)) return { act: 'keep', why: 'this usage limit was resumed already' };
+  if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
+    if (isScheduledFor(w.state, key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
+    return {
+      act: 'settle',
+      state: { kind: 'usageLimited', dueAt: w.lastFailure.dueAt, resetsAt: null },
+      why: 'its resume is due',
+    };
+  }
+  return { act: 'readReset', key, why: 'a new usage limit' };
+}
+
+/**
+ * The pre-send veto: the table asked again on fresh reads. The set goes out only when the table
+ * still keeps this very recovery due; otherwise the reason it gives calls the attempt off.
+ * Two rows come first: the user's global pause, and a thread the daemon has not loaded (measured:
+ * a set there makes the goal active with no turn and no rollout line).
+ */
+export function veto(
+  f: Facts,
+  expected: 'blocked' | 'usageLimited',
+  failedTurnId: string,
+  paused: boolean,
+): string | null {
+  if (paused) return 'auto-recovery is paused';
+  if (f.live.status?.type === 'notLoaded') return 'the thread is not loaded in the daemon';
+  const goal = f.w.goal;
+  if (f.disarmedAt === undefined && f.w.state.kind !== 'userIntent') {
+    if (!goal) return 'the goal was cleared';
+    if (goal.status !== expected) return `the goal is ${goal.status} now`;
+  }
+  const verdict = decide(f);
+  if (verdict.act === 'keep' && verdict.scheduled === failedTurnId) return null;
+  if (verdict.act === 'count' || verdict.act === 'readReset') return 'a newer turn exists';
+  if (expected === 'blocked' && f.live.turn && f.live.turn.id !== failedTurnId && verdict.act === 'settle')
+    return 'a newer turn exists';
+  return verdict.why;
+}
+
+/** What a pending intent (the write-ahead of a set) says, read against the daemon's state. */
+export type PendingOutcome =
+  /** The newest turn is not known yet: undecided until it is. */
+  | 'undecided'
+  /** The goal is active, or a newer turn exists: the set took effect (TestLostSetReply, TestRestartPending). */
+  | 'recovered'
+  /** Still blocked or usage-limited: the set was lost, or never sent; due again (never early). */
+  | 'lost'
+  /** The goal moved on otherwise (paused, complete, cleared): the intent is dropped. */
+  | 'moot';
+
+export function pendingOutcome(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): PendingOutcome {
+  const pending = w.pending;
+  if (!pending) return 'moot';
+  if (live.turn === null && w.goal?.status !== 'active') return 'undecided';
+  const newerTurn = live.turn !== null && live.turn.id !== pending.failedTurnId;
+  if (w.goal?.status === 'active' || newerTurn) return 'recovered';
+  return w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited' ? 'lost' : 'moot';
+}
+
+/** First sight of a goal: armed only if it was active (never an old block: TestOldBlocked) and `autoArm` is on. */
+export function adopts(seenStatus: string, options: Readonly<EngineOptions>): boolean {
+  return seenStatus === 'active' && options.autoArm;
+}
+
+/** States that stay as they are when the daemon unloads the thread: nothing there waits for it. */
+export function keepsOnUnload(state: WatchState): boolean {
+  return UNLOAD_KEEPS.has(state.kind);
+}
+const UNLOAD_KEEPS = new Set<WatchState['kind']>([
+  'userIntent',
+  'disarmed',
+  'complete',
+  'budgetLimited',
+  'modelBlocked',
+  'notAdopted',
+  'gaveUp',
+  'needsAttention',
+  'unloaded',
+]);
+
+/**
+ * When a usage-limited goal is resumed: the reset time plus a margin, or, with no reset time
+ * known, after the backoff cap.
+ */
+export function usageDue(now: number, resetsAt: number | null, options: Readonly<EngineOptions>): number {
+  return resetsAt !== null && resetsAt > now ? resetsAt + options.usageMarginMs : now + options.maxDelayMs;
+}
+
+/** Which usage limit this is: its turn, or (no turn known) the goal's update. */
+export function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string {
+  return live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
+}
+
+/**
+ * The thread's next move is someone else's, so nothing is due for a blocked or usage-limited goal:
+ * a running turn; a person's approval (even with the thread no longer `active`: a re-attempt would
+ * be called off by the veto and fall due again at once); Codex's own retry (its turn has not
+ * ended, even when the retry ran into a usage limit). `activeState` says which.
+ */
+export function othersMove(live: Readonly<LiveThread>): boolean {
+  return isThreadActive(live.status) || waitsForPerson(live) || live.retrying !== null;
+}
+
+function othersWhy(live: Readonly<LiveThread>): string {
+  if (waitsForPerson(live)) return 'waiting for approval';
+  if (live.retrying !== null) return 'Codex is retrying';
+  return 'a turn is running';
+}
+
+/** The state of a goal whose thread is someone else's to move, or simply active. */
+export function activeState(live: Readonly<LiveThread>): WatchState {
+  if (waitsForPerson(live)) return { kind: 'waitingApproval' };
+  if (live.retrying) return { kind: 'codexRetrying', detail: live.retrying };
+  if (isThreadActive(live.status) || live.turn?.status === 'inProgress') return { kind: 'running' };
+  if (live.turn?.status === 'interrupted') return { kind: 'interrupted' };
+  return live.status === null ? { kind: 'running' } : { kind: 'idle' };
+}
+
+/** The state keeps a recovery of this failed turn (or usage limit) due, waiting or under way. */
+function isScheduledFor(state: WatchState, key: string): boolean {
+  switch (state.kind) {
+    case 'backoff':
+    case 'recovering':
+      return state.failedTurnId === key;
+    case 'usageLimited':
+      return true;
+    case 'waitingSlot':
+      return isScheduledFor(state.held, key);
+    default:
+      return false;
+  }
+}

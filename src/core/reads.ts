@@ -1,0 +1,49 @@
+// Small pieces of reading the daemon: two reads at once with one error naming both, a brand-new
+// thread's missing turn, and what a goal and a thread read tell the watch.
+import type { GoalSnapshot, WatchedThread } from '../model/watch';
+import { ConnectionLostError, RpcError, type Thread, type ThreadGoal } from '../protocol/daemon';
+import { errorText } from './saving';
+
+/**
+ * Two reads in parallel. When either fails, one error that names every failure, so the log line
+ * for a failed look names each call that failed. Only a lost connection alone stays a
+ * `ConnectionLostError` (its own line says it, and the reconnect reads everything again).
+ */
+export async function readBoth<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value];
+  const errors = [ra, rb].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  if (errors.length === 1 || errors.every((e) => e instanceof ConnectionLostError)) throw errors[0];
+  throw new Error(errors.map(errorText).join('; '));
+}
+
+/**
+ * A brand-new thread has no turn to list yet (-32600 "… is not materialized yet …"): that is no
+ * turn, not an error. Any other error is one: taking it for "no turn" would leave a failed turn
+ * unseen, and unlogged.
+ */
+export function notMaterialized(error: unknown): null {
+  if (error instanceof RpcError && /not materialized/i.test(error.message)) return null;
+  throw error;
+}
+
+/** The part of a goal the watch keeps. */
+export function goalSnapshot(goal: ThreadGoal): GoalSnapshot {
+  return {
+    status: goal.status,
+    objective: goal.objective,
+    tokensUsed: goal.tokensUsed,
+    tokenBudget: goal.tokenBudget,
+    updatedAt: goal.updatedAt,
+  };
+}
+
+/** A thread read tells the watch where its rollout is and what to call it. */
+export function applyThread(w: WatchedThread, thread: Thread): void {
+  if (thread.path && thread.path !== w.rolloutPath) {
+    w.rolloutPath = thread.path;
+    if (w.armOffset === null) w.rolloutOffset = 0;
+  }
+  const title = thread.name || thread.preview || w.goal?.objective;
+  if (title) w.title = title.length > 120 ? `${title.slice(0, 117)}…` : title;
+}

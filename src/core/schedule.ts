@@ -1,0 +1,182 @@
+// The schedule: one timer at the soonest due time (no polling), a recovery prepared a little
+// ahead of it, and the hand-off to the global limiter (a burst, then one per interval). A
+// recovery that is due but held by the limiter shows as `waitingSlot`, with when its turn is
+// expected, instead of a countdown stuck at zero.
+import { dueAt, scheduledOf, type WatchedThread } from '../model/watch';
+import type { ClockGuard } from './clockGuard';
+import type { TimerHandle } from './clock';
+import type { EngineCore } from './core';
+import { RecoveryLimiter } from './limiter';
+import type { EngineOptions } from './options';
+
+/** However slow the store, a recovery is not prepared more than this early. */
+const MAX_PREPARE_MS = 2_000;
+
+export class Schedule {
+  private dueTimer: TimerHandle | null = null;
+  private limiter: RecoveryLimiter;
+  /** Monotonic time until which the global limiter holds recoveries back, or null. */
+  private limitedUntil: number | null = null;
+  /** The monotonic time the limiter was last asked about (never goes back). */
+  private limiterAt = 0;
+  /** The soonest due time, on the monotonic clock, when the due timer was set. */
+  private dueNotBeforeMono = 0;
+  /** Threads whose recovery attempt is under way: not due again until it ends. */
+  private readonly attempting = new Set<string>();
+
+  constructor(
+    private readonly core: EngineCore,
+    private readonly guard: ClockGuard,
+    /** Starts the attempt of a thread whose recovery is due (and has its limiter slot). */
+    private readonly start: (threadId: string, notBeforeMono: number) => void,
+  ) {
+    this.limiter = newLimiter(core.options);
+  }
+
+  /** New settings: a new limiter if its policy changed; due times already set stay. */
+  updateOptions(previous: EngineOptions): void {
+    const o = this.core.options;
+    if (o.limiterBurst !== previous.limiterBurst || o.limiterIntervalMs !== previous.limiterIntervalMs)
+      this.limiter = newLimiter(o);
+  }
+
+  /** The soonest time the engine will act, or null. */
+  nextDueAt(): number | null {
+    return this.nextAction(0);
+  }
+
+  /** How early a recovery is prepared: `prepareMs`, or more when saves are slow (a large state, a busy disk). */
+  prepareLead(): number {
+    const prepareMs = this.core.options.prepareMs;
+    if (prepareMs <= 0) return 0;
+    return Math.max(prepareMs, Math.min(MAX_PREPARE_MS, 3 * this.core.saver.slowestMs()));
+  }
+
+  reschedule(): void {
+    const core = this.core;
+    const clock = core.deps.clock;
+    if (this.dueTimer) clock.clearTimer(this.dueTimer);
+    this.dueTimer = null;
+    // Without a session nothing can be sent: a due timer would only fire and re-arm itself at
+    // once (a busy loop while the daemon is away). Connecting reschedules.
+    if (core.stopped || !core.session) return;
+    const now = core.now();
+    const next = this.nextAction(this.prepareLead());
+    if (next === null) return;
+    // The soonest due time on the monotonic clock: a prepared set never goes out before it,
+    // even if the wall clock jumps forward meanwhile (that is not time that passed for a timer).
+    this.dueNotBeforeMono = clock.elapsed() + Math.max(0, (this.soonestDue() ?? now) - now);
+    this.dueTimer = this.guard.timer(() => this.fire(), Math.max(0, next - now));
+  }
+
+  /** The attempt of a thread ended: it may fall due again. */
+  done(threadId: string): void {
+    this.attempting.delete(threadId);
+    this.reschedule();
+  }
+
+  giveBack(): void {
+    this.limiter.giveBack();
+  }
+
+  stop(): void {
+    if (this.dueTimer) this.core.deps.clock.clearTimer(this.dueTimer);
+    this.dueTimer = null;
+    this.release();
+  }
+
+  /** Nothing is held for a slot any more (paused, stopping): each recovery shows as scheduled. */
+  release(): void {
+    let released = 0;
+    for (const w of this.core.watches()) {
+      if (w.state.kind !== 'waitingSlot') continue;
+      this.core.setState(w, w.state.held, true);
+      released += 1;
+    }
+    if (released > 0) this.core.changed();
+  }
+
+  private fire(): void {
+    const core = this.core;
+    const clock = core.deps.clock;
+    this.dueTimer = null;
+    const notBeforeMono = this.dueNotBeforeMono;
+    const session = core.session;
+    if (core.stopped || core.state.pausedAt !== null || !session) return;
+    const now = core.now();
+    const due = core
+      .watches()
+      .filter((w) => {
+        const d = dueAt(w.state);
+        return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
+      })
+      .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
+    for (const [i, w] of due.entries()) {
+      // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
+      // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
+      const mono = clock.elapsed();
+      const sendsIn = Math.max(0, dueAt(w.state)! - now, notBeforeMono - mono);
+      this.limiterAt = Math.max(this.limiterAt, mono + sendsIn);
+      const wait = this.limiter.take(this.limiterAt);
+      if (wait > 0) {
+        this.limitedUntil = this.limiterAt + wait;
+        core.emit({
+          type: 'skipped',
+          threadId: w.threadId,
+          reason: 'global rate limit',
+          detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
+        });
+        this.hold(due.slice(i), now + (this.limitedUntil - mono));
+        break;
+      }
+      this.limitedUntil = null;
+      this.attempting.add(w.threadId);
+      this.start(w.threadId, notBeforeMono);
+    }
+    this.reschedule();
+  }
+
+  /**
+   * Due recoveries the limiter holds: each waits for a slot, one per interval in due order after
+   * the next (`nextSlotAt`, wall clock), shown as such. Rounded up to the second, so a countdown
+   * does not change at every refusal.
+   */
+  private hold(held: readonly WatchedThread[], nextSlotAt: number): void {
+    const interval = this.core.options.limiterIntervalMs;
+    for (const [i, w] of held.entries()) {
+      const scheduled = scheduledOf(w.state);
+      if (!scheduled || scheduled.dueAt > this.core.now()) continue; // prepared early, not due yet
+      const slotAt = Math.ceil((nextSlotAt + i * interval) / 1000) * 1000;
+      this.core.setState(w, { kind: 'waitingSlot', slotAt, held: scheduled }, true);
+    }
+    this.core.changed();
+  }
+
+  /**
+   * The soonest time a recovery must start to go out on time when it is prepared `leadMs` ahead
+   * (0: the time it goes out), or null. A recovery held by the limiter starts when its slot
+   * comes, never ahead of it: the limiter counts when recoveries start.
+   */
+  private nextAction(leadMs: number): number | null {
+    const soonest = this.soonestDue();
+    if (soonest === null) return null;
+    const clock = this.core.deps.clock;
+    const held = this.limitedUntil === null ? 0 : this.limitedUntil - clock.elapsed();
+    return held > 0 ? Math.max(soonest - leadMs, clock.now() + held) : soonest - leadMs;
+  }
+
+  /** The soonest due time of a recovery not under way (wall clock), or null. */
+  private soonestDue(): number | null {
+    if (this.core.state.pausedAt !== null) return null;
+    let soonest: number | null = null;
+    for (const w of this.core.watches()) {
+      const due = dueAt(w.state);
+      if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
+    }
+    return soonest;
+  }
+}
+
+function newLimiter(options: EngineOptions): RecoveryLimiter {
+  return new RecoveryLimiter({ burst: options.limiterBurst, intervalMs: options.limiterIntervalMs });
+}

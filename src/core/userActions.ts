@@ -1,0 +1,166 @@
+// What a person asks of the engine: pause and resume auto-recovery, disarm and re-arm a thread,
+// "Retry now", "Pause goal", and forgetting everything. Each is recorded (durably) as the user's
+// intent; none is ever done on the engine's own initiative.
+import { canRetryNow, emptyState, isDisarmed, type WatchedThread } from '../model/watch';
+import { RpcError, type Thread } from '../protocol/daemon';
+import type { EngineCore } from './core';
+import type { Looks } from './looks';
+import { applyThread, goalSnapshot } from './reads';
+import type { Schedule } from './schedule';
+
+export class UserActions {
+  constructor(
+    private readonly core: EngineCore,
+    private readonly looks: Looks,
+    private readonly schedule: Schedule,
+    private readonly resync: () => Promise<void>,
+  ) {}
+
+  async pauseAll(): Promise<void> {
+    const core = this.core;
+    core.state.pausedAt = core.now();
+    core.emit({ type: 'skipped', threadId: '*', reason: 'auto-recovery paused by the user' });
+    this.schedule.release();
+    this.schedule.reschedule();
+    core.changed();
+    await core.persist();
+  }
+
+  async resumeAll(): Promise<void> {
+    const core = this.core;
+    core.state.pausedAt = null;
+    core.emit({ type: 'rearmed', threadId: '*', reason: 'auto-recovery resumed by the user' });
+    this.schedule.reschedule();
+    core.changed();
+    await core.persist();
+  }
+
+  /** The user's disarm: recorded once, in `disarmed` (it survives the watch); the state follows from it. */
+  async disarm(threadId: string): Promise<void> {
+    const core = this.core;
+    const now = core.now();
+    core.state.disarmed[threadId] = now;
+    const w = core.state.watches[threadId];
+    if (w) core.setState(w, { kind: 'disarmed', at: now });
+    core.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
+    this.schedule.reschedule();
+    core.changed();
+    await core.persist();
+  }
+
+  async rearm(threadId: string): Promise<void> {
+    const core = this.core;
+    delete core.state.disarmed[threadId];
+    const w = core.state.watches[threadId];
+    if (w && isDisarmed(w.state)) {
+      // Armed again as at its first arming: from the goal's last activation in the rollout (the
+      // next look reads back to it). What happened since still counts: a block the model chose
+      // while the thread was disarmed (never read then) is not taken for a failure to recover,
+      // and a person's marker since the activation still speaks for them.
+      w.armedAt = core.now();
+      w.armOffset = null;
+      w.rolloutOffset = 0;
+      w.lastMarker = null;
+      w.modelBlockOffset = null;
+      core.setState(w, { kind: 'running' });
+      core.mark(threadId);
+    }
+    core.emit({ type: 'rearmed', threadId, reason: 're-armed by the user' });
+    await core.persist();
+    core.touch(threadId);
+  }
+
+  /** Makes a scheduled (or given-up) recovery due now. */
+  async retryNow(threadId: string): Promise<void> {
+    const core = this.core;
+    const w = core.state.watches[threadId];
+    if (!w || !canRetryNow(w)) return;
+    if (w.state.kind === 'unloaded') return this.loadAndRetry(w);
+    const now = core.now();
+    const s = w.state.kind === 'waitingSlot' ? w.state.held : w.state;
+    if (s.kind === 'backoff' || s.kind === 'usageLimited') {
+      core.setState(w, { ...s, dueAt: now }, true);
+    } else if (s.kind === 'gaveUp' && w.lastFailure) {
+      core.setState(w, { kind: 'backoff', dueAt: now, attempt: w.failures, failedTurnId: w.lastFailure.turnId });
+    }
+    if (w.lastFailure) w.lastFailure.dueAt = now;
+    core.mark(threadId);
+    core.changed();
+    this.schedule.reschedule();
+    await core.persist();
+  }
+
+  /**
+   * "Retry now" on a thread the daemon has not loaded (after a restart it loads none): the
+   * person's click loads it with `thread/resume`, then the recovery runs as usual, due now, on
+   * fresh reads and checks. Only while its goal is blocked or usage-limited: resuming a thread
+   * whose goal is blocked starts no turn, one whose goal is active does (measured, 0.169.0).
+   */
+  private async loadAndRetry(w: WatchedThread): Promise<void> {
+    const core = this.core;
+    const session = core.session;
+    if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
+    const threadId = w.threadId;
+    let refused: string | null = null;
+    await core.inLane(threadId, async () => {
+      const live = core.liveOf(threadId);
+      if (core.state.watches[threadId] !== w || w.state.kind !== 'unloaded' || live.loaded) return; // decided meanwhile
+      const goal = await session.getGoal(threadId);
+      w.goal = goal ? goalSnapshot(goal) : null;
+      if (goal?.status !== 'blocked' && goal?.status !== 'usageLimited') {
+        refused = `nothing to retry, the goal is ${goal?.status ?? 'cleared'} now`;
+        core.changed();
+        return;
+      }
+      let thread: Thread;
+      try {
+        thread = await session.resume(threadId);
+      } catch (error) {
+        if (!(error instanceof RpcError)) throw error;
+        refused = `the daemon did not load it: ${error.message}`;
+        core.emit({ type: 'warning', threadId, message: `Retry now: ${refused}` });
+        return;
+      }
+      live.loaded = true;
+      live.subscribed = true;
+      live.status = thread.status;
+      applyThread(w, thread);
+      core.emit({
+        type: 'loaded',
+        threadId,
+        reason: 'Retry now on a thread the daemon had not loaded (thread/resume)',
+      });
+      if (w.lastFailure && w.lastFailure.dueAt !== null)
+        w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, core.now());
+      await this.looks.decide(session, w);
+      this.schedule.reschedule();
+    });
+    await core.persist();
+    if (refused) throw new Error(`Retry now: ${refused}`);
+  }
+
+  /**
+   * "Pause goal": `thread/goal/set {status: "paused", origin: "user"}`, so Codex itself records
+   * the user's intent in the rollout. Only ever called when a person pressed that button.
+   */
+  async pauseGoal(threadId: string): Promise<void> {
+    const core = this.core;
+    const session = core.session;
+    if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
+    const goal = await session.setGoalStatusAsUser(threadId, 'paused');
+    const w = core.state.watches[threadId];
+    if (w && goal) w.goal = goalSnapshot(goal);
+    core.touch(threadId);
+  }
+
+  /** Forgets every watched thread and every intent marker (the user asked, and confirmed). */
+  async reset(): Promise<void> {
+    const core = this.core;
+    core.state = emptyState();
+    core.saver.markAll();
+    this.schedule.reschedule();
+    core.changed();
+    await core.persist();
+    await this.resync();
+  }
+}
