@@ -5,6 +5,7 @@ import { canRetryNow, emptyState, isDisarmed, type WatchedThread } from '../mode
 import { RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
+import { decide } from './policy';
 import { applyThread, goalSnapshot } from './reads';
 import type { Schedule } from './schedule';
 
@@ -40,8 +41,10 @@ export class UserActions {
     const core = this.core;
     const now = core.now();
     core.state.disarmed[threadId] = now;
+    // The state follows from that record, by the table (its first row).
     const w = core.state.watches[threadId];
-    if (w) core.setState(w, { kind: 'disarmed', at: now });
+    const verdict = w ? decide(this.looks.facts(w, now)) : null;
+    if (w && verdict?.act === 'settle') core.setState(w, verdict.state);
     core.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
     this.schedule.reschedule();
     core.changed();
