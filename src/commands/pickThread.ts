@@ -29,7 +29,7 @@ export async function pickThread(
   const picked = await vscode.window.showQuickPick(
     candidates.map((w) => ({
       label: w.title,
-      description: describeState(w.state, now, snapshot.maxAttempts),
+      description: describeState(w, now, snapshot.maxAttempts),
       detail: w.threadId,
       w,
     })),

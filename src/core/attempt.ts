@@ -1,7 +1,7 @@
 // The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
 // intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
 // state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
-import { addHistory, scheduledOf, type ScheduledState, type WatchedThread } from '../model/watch';
+import { addHistory, dueAt, scheduledOf, type ScheduledState, type WatchedThread } from '../model/watch';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
@@ -91,7 +91,8 @@ export class Attempts {
     const w = core.state.watches[threadId];
     if (!w) return false;
     const scheduled = scheduledOf(w.state);
-    if (!scheduled || scheduled.dueAt > core.now() + this.hooks.prepareLead()) return false;
+    const due = dueAt(w);
+    if (!scheduled || due === null || due > core.now() + this.hooks.prepareLead()) return false;
     if (w.state !== scheduled) core.setState(w, scheduled, true); // its slot came: no longer held
     const backoff = scheduled.kind === 'backoff';
     const live = core.liveOf(threadId);
@@ -137,7 +138,7 @@ export class Attempts {
     } catch (error) {
       return this.calledOff(p, error);
     }
-    const early = Math.max(scheduled.dueAt - core.now(), notBeforeMono - core.deps.clock.elapsed());
+    const early = Math.max(due - core.now(), notBeforeMono - core.deps.clock.elapsed());
     if (early <= 0) {
       await this.send(p);
       return false;
@@ -180,11 +181,10 @@ export class Attempts {
     if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
     this.hooks.giveBack();
     if (w.state.kind === 'recovering') core.setState(w, p.scheduled, true);
-    if (error instanceof SaveFailed && (w.state.kind === 'backoff' || w.state.kind === 'usageLimited')) {
+    const f = w.lastFailure;
+    if (error instanceof SaveFailed && scheduledOf(w.state) && f?.turnId === failedTurnId && f.dueAt !== null) {
       // Never sent without its intent on disk; and not at once again, against a failing disk.
-      const until = Math.max(w.state.dueAt, core.now() + SAVE_RETRY_MS);
-      core.setState(w, { ...w.state, dueAt: until }, true);
-      if (w.lastFailure?.turnId === failedTurnId && w.lastFailure.dueAt !== null) w.lastFailure.dueAt = until;
+      f.dueAt = Math.max(f.dueAt, core.now() + SAVE_RETRY_MS);
     }
     core.mark(w.threadId);
     if (!(error instanceof Abort)) throw error;

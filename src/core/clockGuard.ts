@@ -3,7 +3,7 @@
 // what fell due is due, and the limiter, which counts monotonic time, spreads it. A jump back
 // would otherwise postpone every scheduled recovery by the size of the jump: it is undone
 // instead (docs/reliability.md, "The clock").
-import { formatDuration, type PersistedState } from '../model/watch';
+import { formatDuration, type PersistedState, scheduledOf } from '../model/watch';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
 
@@ -63,18 +63,15 @@ export class ClockGuard {
     const core = this.core;
     let moved = 0;
     for (const w of core.watches()) {
-      const s = w.state.kind === 'waitingSlot' ? w.state.held : w.state;
+      const s = scheduledOf(w.state) ?? w.state;
       const absolute = s.kind === 'usageLimited' && s.resetsAt !== null;
-      if (s.kind === 'backoff' || (s.kind === 'usageLimited' && !absolute)) {
-        core.setState(w, { ...s, dueAt: s.dueAt - ms }, true);
-        moved += 1;
-      }
       const f = w.lastFailure;
       const relative =
         s.kind === 'backoff' || (s.kind === 'usageLimited' ? !absolute : f?.code !== 'usageLimitExceeded');
       if (f && f.dueAt !== null && relative && !w.recovered.includes(f.turnId)) {
         f.dueAt -= ms;
         core.mark(w.threadId);
+        if (s.kind === 'backoff' || s.kind === 'usageLimited') moved += 1;
       }
     }
     core.emit({

@@ -4,7 +4,7 @@
 // nothing of one another's internals; the engine wires them.
 import type { Decision } from '../model/decision';
 import type { ConnectionState } from '../model/snapshot';
-import { dueAt, emptyState, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
+import { emptyState, scheduledOf, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
 import { ConnectionLostError, type Connector, type DaemonSession, RpcError } from '../protocol/daemon';
 import type { StateStore } from '../store/store';
 import { Lanes } from '../util/serial';
@@ -93,7 +93,8 @@ export class EngineCore {
    */
   setState(w: WatchedThread, state: WatchState, quiet = false): void {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
-    const timing = dueAt(w.state) !== dueAt(state);
+    // The timer depends only on due times: other changes need no look at every watch.
+    const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null;
     w.state = state;
     w.updatedAt = Math.max(w.updatedAt, this.now());
     this.saver.mark(w.threadId);

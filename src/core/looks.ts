@@ -175,7 +175,7 @@ export class Looks {
       at: now,
       dueAt: due,
     };
-    core.setState(w, { kind: 'usageLimited', dueAt: due, resetsAt });
+    core.setState(w, { kind: 'usageLimited', resetsAt });
     core.emit({
       type: 'backoff',
       threadId: w.threadId,

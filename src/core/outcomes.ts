@@ -19,8 +19,10 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
     core.deps.random,
   );
   const due = now + delayMs;
+  // The one place the due time lives: the failure's record.
   if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
-  core.setState(w, { kind: 'backoff', dueAt: due, attempt: w.failures, failedTurnId });
+  else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due };
+  core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
   core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
 }
 

@@ -91,12 +91,13 @@ function blocked(f: Facts): Verdict {
   // Counted before (a restart, an unload, an attempt called off): it keeps its stored due time.
   if (w.lastFailure?.turnId === turn.id && w.lastFailure.dueAt !== null) {
     if (w.state.kind === 'gaveUp') return { act: 'keep', why: 'gave up on this failure' };
-    if (isScheduledFor(w.state, turn.id)) return { act: 'keep', why: 'its recovery is due', scheduled: turn.id };
+    if (isScheduledFor(w.state, 'backoff', turn.id))
+      return { act: 'keep', why: 'its recovery is due', scheduled: turn.id };
     if (w.failures > f.options.maxAttempts)
       return { act: 'giveUp', failedTurnId: turn.id, why: `${f.options.maxAttempts} recoveries failed again` };
     return {
       act: 'settle',
-      state: { kind: 'backoff', dueAt: w.lastFailure.dueAt, attempt: w.failures, failedTurnId: turn.id },
+      state: { kind: 'backoff', attempt: w.failures, failedTurnId: turn.id },
       why: 'its recovery is due',
     };
   }
@@ -129,10 +130,10 @@ function usageLimited(f: Facts): Verdict {
   const key = usageKey(w, live);
   if (w.recovered.includes(key)) return { act: 'keep', why: 'this usage limit was resumed already' };
   if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
-    if (isScheduledFor(w.state, key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
+    if (isScheduledFor(w.state, 'usageLimited', key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
     return {
       act: 'settle',
-      state: { kind: 'usageLimited', dueAt: w.lastFailure.dueAt, resetsAt: null },
+      state: { kind: 'usageLimited', resetsAt: null },
       why: 'its resume is due',
     };
   }
@@ -245,16 +246,21 @@ export function activeState(live: Readonly<LiveThread>): WatchState {
   return live.status === null ? { kind: 'running' } : { kind: 'idle' };
 }
 
-/** The state keeps a recovery of this failed turn (or usage limit) due, waiting or under way. */
-function isScheduledFor(state: WatchState, key: string): boolean {
+/**
+ * The state keeps this recovery due, waiting or under way: a backoff of failed turn `key`, or the
+ * resume after usage limit `key` (a backoff after a rejected resume is not one: it goes back to
+ * `usageLimited`, as a usage limit is resumed at its reset, never on a backoff).
+ */
+function isScheduledFor(state: WatchState, kind: 'backoff' | 'usageLimited', key: string): boolean {
   switch (state.kind) {
     case 'backoff':
+      return kind === 'backoff' && state.failedTurnId === key;
+    case 'usageLimited':
+      return kind === 'usageLimited';
     case 'recovering':
       return state.failedTurnId === key;
-    case 'usageLimited':
-      return true;
     case 'waitingSlot':
-      return isScheduledFor(state.held, key);
+      return isScheduledFor(state.held, kind, key);
     default:
       return false;
   }

@@ -107,15 +107,15 @@ export class Schedule {
     const due = core
       .watches()
       .filter((w) => {
-        const d = dueAt(w.state);
+        const d = dueAt(w);
         return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
       })
-      .sort((a, b) => dueAt(a.state)! - dueAt(b.state)!);
+      .sort((a, b) => dueAt(a)! - dueAt(b)!);
     for (const [i, w] of due.entries()) {
       // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
       // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
       const mono = clock.elapsed();
-      const sendsIn = Math.max(0, dueAt(w.state)! - now, notBeforeMono - mono);
+      const sendsIn = Math.max(0, dueAt(w)! - now, notBeforeMono - mono);
       this.limiterAt = Math.max(this.limiterAt, mono + sendsIn);
       const wait = this.limiter.take(this.limiterAt);
       if (wait > 0) {
@@ -145,7 +145,8 @@ export class Schedule {
     const interval = this.core.options.limiterIntervalMs;
     for (const [i, w] of held.entries()) {
       const scheduled = scheduledOf(w.state);
-      if (!scheduled || scheduled.dueAt > this.core.now()) continue; // prepared early, not due yet
+      const due = dueAt(w);
+      if (!scheduled || due === null || due > this.core.now()) continue; // prepared early, not due yet
       const slotAt = Math.ceil((nextSlotAt + i * interval) / 1000) * 1000;
       this.core.setState(w, { kind: 'waitingSlot', slotAt, held: scheduled }, true);
     }
@@ -170,7 +171,7 @@ export class Schedule {
     if (this.core.state.pausedAt !== null) return null;
     let soonest: number | null = null;
     for (const w of this.core.watches()) {
-      const due = dueAt(w.state);
+      const due = dueAt(w);
       if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
     return soonest;

@@ -1,7 +1,7 @@
 // What a person asks of the engine: pause and resume auto-recovery, disarm and re-arm a thread,
 // "Retry now", "Pause goal", and forgetting everything. Each is recorded (durably) as the user's
 // intent; none is ever done on the engine's own initiative.
-import { canRetryNow, emptyState, isDisarmed, type WatchedThread } from '../model/watch';
+import { canRetryNow, emptyState, isDisarmed, scheduledOf, type WatchedThread } from '../model/watch';
 import { RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
@@ -80,11 +80,11 @@ export class UserActions {
     if (!w || !canRetryNow(w)) return;
     if (w.state.kind === 'unloaded') return this.loadAndRetry(w);
     const now = core.now();
-    const s = w.state.kind === 'waitingSlot' ? w.state.held : w.state;
-    if (s.kind === 'backoff' || s.kind === 'usageLimited') {
-      core.setState(w, { ...s, dueAt: now }, true);
-    } else if (s.kind === 'gaveUp' && w.lastFailure) {
-      core.setState(w, { kind: 'backoff', dueAt: now, attempt: w.failures, failedTurnId: w.lastFailure.turnId });
+    const scheduled = scheduledOf(w.state);
+    if (scheduled) {
+      core.setState(w, scheduled, true); // no longer held for a slot: due now
+    } else if (w.state.kind === 'gaveUp' && w.lastFailure) {
+      core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId: w.lastFailure.turnId });
     }
     if (w.lastFailure) w.lastFailure.dueAt = now;
     core.mark(threadId);

@@ -27,22 +27,29 @@ export const TurnFailureSchema = z.object({
   code: z.string(),
   httpStatus: z.number().nullable(),
   at: z.number(),
-  /** When its recovery is (or was) due; null when it is not recovered. Survives unload and restart. */
+  /**
+   * When its recovery is (or was) due; null when it is not recovered. The one place a due time
+   * lives: a `backoff` or `usageLimited` state is due at it. Survives unload and restart.
+   */
   dueAt: z.number().nullable(),
 });
 export type TurnFailure = z.infer<typeof TurnFailureSchema>;
 
-/** Blocked by a transient failure; the recovery is due at `dueAt`. */
+/**
+ * Blocked by a transient failure; the recovery is due at the failure's `dueAt` (`lastFailure`:
+ * the one place a due time lives, kept when the state moves on, e.g. across an unload).
+ */
 const BackoffStateSchema = z.object({
   kind: z.literal('backoff'),
-  dueAt: z.number(),
   attempt: z.number().int().positive(),
   failedTurnId: z.string(),
 });
-/** The account hit its usage limit; the goal is resumed after the reset (`resetsAt`, if known). */
+/**
+ * The account hit its usage limit; the goal is resumed at the failure's `dueAt`: after the reset
+ * (`resetsAt`, if known) plus a margin.
+ */
 const UsageLimitedStateSchema = z.object({
   kind: z.literal('usageLimited'),
-  dueAt: z.number(),
   resetsAt: z.number().nullable(),
 });
 /** A recovery scheduled at a due time: after a transient failure, or after a usage limit. */
@@ -128,33 +135,36 @@ export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 export const MarkerSchema = z.object({ status: GoalStatusSchema, offset: z.number().int().nonnegative() });
 export type Marker = z.infer<typeof MarkerSchema>;
 
-export const WatchedThreadSchema = z.object({
-  threadId: z.string().min(1),
-  title: z.string(),
-  /** When the engine armed the thread (saw its goal active), ms since the epoch. */
-  armedAt: z.number(),
-  /** Rollout size when armed: a user marker at or past this offset is newer than the arming. */
-  armOffset: z.number().int().nonnegative().nullable(),
-  rolloutPath: z.string().nullable(),
-  /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
-  rolloutOffset: z.number().int().nonnegative(),
-  lastMarker: MarkerSchema.nullable(),
-  /**
-   * Rollout offset of the model's own `update_goal {status: "blocked"}` call since the goal was
-   * last set active: a block the model chose, even if its turn then failed. Never recovered.
-   */
-  modelBlockOffset: z.number().int().nonnegative().nullable().default(null),
-  goal: GoalSnapshotSchema.nullable(),
-  /** Consecutive failed turns; a turn that completes successfully resets it. */
-  failures: z.number().int().nonnegative(),
-  lastFailure: TurnFailureSchema.nullable(),
-  state: WatchStateSchema,
-  pending: PendingRecoverySchema.nullable(),
-  /** Failed turns already recovered: at most one effective recovery per failed turn, ever. */
-  recovered: z.array(z.string()),
-  history: z.array(HistoryEntrySchema),
-  updatedAt: z.number(),
-});
+export const WatchedThreadSchema = z.preprocess(
+  dueFromOldState,
+  z.object({
+    threadId: z.string().min(1),
+    title: z.string(),
+    /** When the engine armed the thread (saw its goal active), ms since the epoch. */
+    armedAt: z.number(),
+    /** Rollout size when armed: a user marker at or past this offset is newer than the arming. */
+    armOffset: z.number().int().nonnegative().nullable(),
+    rolloutPath: z.string().nullable(),
+    /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
+    rolloutOffset: z.number().int().nonnegative(),
+    lastMarker: MarkerSchema.nullable(),
+    /**
+     * Rollout offset of the model's own `update_goal {status: "blocked"}` call since the goal was
+     * last set active: a block the model chose, even if its turn then failed. Never recovered.
+     */
+    modelBlockOffset: z.number().int().nonnegative().nullable().default(null),
+    goal: GoalSnapshotSchema.nullable(),
+    /** Consecutive failed turns; a turn that completes successfully resets it. */
+    failures: z.number().int().nonnegative(),
+    lastFailure: TurnFailureSchema.nullable(),
+    state: WatchStateSchema,
+    pending: PendingRecoverySchema.nullable(),
+    /** Failed turns already recovered: at most one effective recovery per failed turn, ever. */
+    recovered: z.array(z.string()),
+    history: z.array(HistoryEntrySchema),
+    updatedAt: z.number(),
+  }),
+);
 export type WatchedThread = z.infer<typeof WatchedThreadSchema>;
 
 export const STATE_VERSION = 1;
@@ -196,9 +206,24 @@ export function newWatch(threadId: string, now: number): WatchedThread {
   };
 }
 
-/** The time the engine should next act on this thread, if any. */
-export function dueAt(state: WatchState): number | null {
-  return scheduledOf(state)?.dueAt ?? null;
+/** The time the engine should next act on this thread, if any: its failure's due time while scheduled. */
+export function dueAt(w: Pick<WatchedThread, 'state' | 'lastFailure'>): number | null {
+  return scheduledOf(w.state) ? (w.lastFailure?.dueAt ?? null) : null;
+}
+
+/**
+ * State files written before the due time lived in one place kept it in the state as well
+ * (`backoff.dueAt`, `usageLimited.dueAt`): that copy is taken as the failure's due time.
+ */
+function dueFromOldState(value: unknown): unknown {
+  if (!isRecord(value) || !isRecord(value.state) || !isRecord(value.lastFailure)) return value;
+  const state = value.state.kind === 'waitingSlot' && isRecord(value.state.held) ? value.state.held : value.state;
+  if (typeof state.dueAt !== 'number' || (state.kind !== 'backoff' && state.kind !== 'usageLimited')) return value;
+  return { ...value, lastFailure: { ...value.lastFailure, dueAt: state.dueAt } };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The recovery a state keeps scheduled (also while the limiter holds it), or null. */
@@ -209,7 +234,7 @@ export function scheduledOf(state: WatchState): ScheduledState | null {
 
 /** Whether the engine is waiting to re-activate this thread's goal. */
 export function isScheduled(state: WatchState): boolean {
-  return dueAt(state) !== null;
+  return scheduledOf(state) !== null;
 }
 
 /**
@@ -260,7 +285,13 @@ export function markRecovered(w: WatchedThread, failedTurnId: string): void {
 }
 
 /** A short description of a state, in words and numbers: the tree, the status bar and the CLI. */
-export function describeState(state: WatchState, now: number, maxAttempts: number): string {
+export function describeState(
+  w: Pick<WatchedThread, 'state' | 'lastFailure'>,
+  now: number,
+  maxAttempts: number,
+): string {
+  const state = w.state;
+  const due = dueAt(w) ?? now;
   switch (state.kind) {
     case 'running':
       return 'running';
@@ -271,7 +302,7 @@ export function describeState(state: WatchState, now: number, maxAttempts: numbe
     case 'codexRetrying':
       return 'Codex is retrying';
     case 'backoff':
-      return `retry in ${formatDuration(state.dueAt - now)} · attempt ${state.attempt}/${maxAttempts}`;
+      return `retry in ${formatDuration(due - now)} · attempt ${state.attempt}/${maxAttempts}`;
     case 'waitingSlot':
       return `waiting for a recovery slot · next in ${formatDuration(Math.max(0, state.slotAt - now))}`;
     case 'turnEnding':
@@ -279,7 +310,7 @@ export function describeState(state: WatchState, now: number, maxAttempts: numbe
     case 'recovering':
       return 'recovering…';
     case 'usageLimited':
-      return `usage limit · resumes ${formatClock(state.dueAt, now)}`;
+      return `usage limit · resumes ${formatClock(due, now)}`;
     case 'userIntent':
       return state.requested === 'paused' ? 'paused by you' : `disarmed: you set it ${state.requested}`;
     case 'disarmed':

@@ -202,7 +202,7 @@ export function statusText(state: PersistedState, now: number): string {
     const failures = w.failures > 0 ? ` · ${w.failures} consecutive failure${w.failures === 1 ? '' : 's'}` : '';
     const recovered = w.recovered.length > 0 ? ` · recovered ${w.recovered.length}×` : '';
     lines.push(
-      `${w.threadId}  ${describeState(w.state, now, DEFAULT_OPTIONS.maxAttempts)}${failures}${recovered}  "${w.title}"`,
+      `${w.threadId}  ${describeState(w, now, DEFAULT_OPTIONS.maxAttempts)}${failures}${recovered}  "${w.title}"`,
     );
   }
   return `${lines.join('\n')}\n`;

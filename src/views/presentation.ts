@@ -5,6 +5,7 @@ import {
   canRetryNow,
   describeErrorCode,
   describeState,
+  dueAt,
   formatClock,
   waitsForLoad,
   type WatchedThread,
@@ -58,7 +59,7 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vsc
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escape(w.title)}**\n\n`);
   md.appendMarkdown(
-    `$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w.state, now, maxAttempts))}\n\n`,
+    `$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w, now, maxAttempts))}\n\n`,
   );
   const rows: [string, string][] = [];
   if (w.goal) {
@@ -76,8 +77,9 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vsc
       'Last error',
       `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`,
     ]);
-  if (w.state.kind === 'backoff' || w.state.kind === 'usageLimited')
-    rows.push(['Next try', formatClock(w.state.dueAt, now)]);
+  const due = dueAt(w);
+  if (w.state.kind === 'waitingSlot') rows.push(['Next try', `its recovery slot, ${formatClock(w.state.slotAt, now)}`]);
+  else if (due !== null) rows.push(['Next try', formatClock(due, now)]);
   else if (waitsForLoad(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
   if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
   rows.push(['Thread', w.threadId]);

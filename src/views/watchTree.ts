@@ -58,7 +58,7 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
     );
     item.id = `thread:${w.threadId}`;
     const paused = snap.pausedAt !== null && isScheduled(w.state) ? ' · recovery paused' : '';
-    item.description = describeState(w.state, now, snap.maxAttempts) + paused;
+    item.description = describeState(w, now, snap.maxAttempts) + paused;
     item.iconPath = stateIcon(w.state.kind);
     item.tooltip = tooltip(w, now, snap.maxAttempts);
     item.contextValue = contextValue(w);

@@ -17,7 +17,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { emptyState, newWatch, type PersistedState } from '../../src/model/watch';
+import { dueAt, emptyState, newWatch, type PersistedState } from '../../src/model/watch';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { FakeClock } from '../support/fakeClock';
 import { FakeDaemon } from '../support/fakeDaemon';
@@ -139,7 +139,7 @@ async function outage(n: number, opts: { seed?: number; clock?: FakeClock } = {}
   for (const id of ids) {
     const s = h.engine.watch(id)!.state;
     assert.equal(s.kind, 'backoff', `${id} is not in backoff`);
-    if (s.kind === 'backoff') due.set(id, clock.elapsed() + (s.dueAt - clock.now()));
+    if (s.kind === 'backoff') due.set(id, clock.elapsed() + (dueAt(h.engine.watch(id)!)! - clock.now()));
   }
   return { h, daemon, clock, ids, sets, due };
 }
@@ -283,7 +283,11 @@ describe('clock faults', () => {
     daemon.failWithEvents('backoff');
     daemon.failWithEvents('usage', { codexErrorInfo: 'usageLimitExceeded' });
     await h.settle();
-    const before = { backoff: h.engine.watch('backoff')!.state, usage: h.engine.watch('usage')!.state };
+    const before = {
+      backoff: h.engine.watch('backoff')!.state,
+      usage: h.engine.watch('usage')!.state,
+      usageDue: dueAt(h.engine.watch('usage')!),
+    };
     assert.equal(before.backoff.kind, 'backoff');
     assert.equal(before.usage.kind, 'usageLimited');
     clock.jump(-HOUR);
@@ -291,7 +295,9 @@ describe('clock faults', () => {
     await run(h, 60_000); // the resync's timer notices the jump, if the due timer did not
     const usage = h.engine.watch('usage')!.state;
     assert.ok(
-      usage.kind === 'usageLimited' && before.usage.kind === 'usageLimited' && usage.dueAt === before.usage.dueAt,
+      usage.kind === 'usageLimited' &&
+        before.usage.kind === 'usageLimited' &&
+        dueAt(h.engine.watch('usage')!) === before.usageDue,
       "the provider's reset time moved with the wall clock",
     );
     assert.equal(h.engine.watch('backoff')!.recovered.length, 1, 'the backoff was held back by the jump');
@@ -367,7 +373,7 @@ function backoffWatch(id: string, rollout: string, failedAt: number, delayMs: nu
     at: failedAt,
     dueAt: failedAt + delayMs,
   };
-  w.state = { kind: 'backoff', dueAt: failedAt + delayMs, attempt: 1, failedTurnId: 'turn-1' };
+  w.state = { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' };
   w.updatedAt = failedAt;
   return w;
 }

@@ -129,13 +129,11 @@ const knownNotification: fc.Arbitrary<Step> = fc.oneof(
         { events: [['goalUpdated', threadId, status, obj.length, turnId]] },
       ),
     ),
-  fc
-    .record({ threadId: threadIdA, junk: junkFields })
-    .map(({ threadId, junk }) =>
-      step([text({ method: 'thread/goal/cleared', params: { threadId, ...junk } })], {
-        events: [['goalCleared', threadId]],
-      }),
-    ),
+  fc.record({ threadId: threadIdA, junk: junkFields }).map(({ threadId, junk }) =>
+    step([text({ method: 'thread/goal/cleared', params: { threadId, ...junk } })], {
+      events: [['goalCleared', threadId]],
+    }),
+  ),
   fc
     .record({
       threadId: threadIdA,
@@ -152,19 +150,17 @@ const knownNotification: fc.Arbitrary<Step> = fc.oneof(
         { events: [['threadStatus', threadId, type]] },
       ),
     ),
-  fc
-    .record({ id: threadIdA, name: fc.option(anyText(8), { nil: null }) })
-    .map(({ id, name }) =>
-      step(
-        [
-          text({
-            method: 'thread/started',
-            params: { thread: { id, status: { type: 'idle' }, path: null, preview: 'p', name, cwd: '/', turns: [] } },
-          }),
-        ],
-        { events: [['threadStarted', id]] },
-      ),
+  fc.record({ id: threadIdA, name: fc.option(anyText(8), { nil: null }) }).map(({ id, name }) =>
+    step(
+      [
+        text({
+          method: 'thread/started',
+          params: { thread: { id, status: { type: 'idle' }, path: null, preview: 'p', name, cwd: '/', turns: [] } },
+        }),
+      ],
+      { events: [['threadStarted', id]] },
     ),
+  ),
   threadIdA.map((threadId) =>
     step([text({ method: 'thread/closed', params: { threadId } })], { events: [['threadClosed', threadId]] }),
   ),
@@ -227,13 +223,11 @@ const knownNotification: fc.Arbitrary<Step> = fc.oneof(
         { events: [['error', threadId, turnId, message.length, willRetry]] },
       ),
     ),
-  fc
-    .record({ threadId: threadIdA, requestId: fc.oneof(fc.integer(), anyText(6)) })
-    .map(({ threadId, requestId }) =>
-      step([text({ method: 'serverRequest/resolved', params: { threadId, requestId } })], {
-        events: [['serverRequestResolved', threadId, requestId]],
-      }),
-    ),
+  fc.record({ threadId: threadIdA, requestId: fc.oneof(fc.integer(), anyText(6)) }).map(({ threadId, requestId }) =>
+    step([text({ method: 'serverRequest/resolved', params: { threadId, requestId } })], {
+      events: [['serverRequestResolved', threadId, requestId]],
+    }),
+  ),
 );
 
 /** Requests from the daemon (approvals, and methods this build does not know): reported, never answered. */

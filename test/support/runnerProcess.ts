@@ -171,7 +171,7 @@ export class RunnerProcess {
 /** A thread's record in a runner's state file (the fields the tests read). */
 export interface SavedWatch {
   threadId: string;
-  state: { kind: string; dueAt?: number; [key: string]: unknown };
+  state: { kind: string; [key: string]: unknown };
   pending: { failedTurnId: string; attempt: number } | null;
   recovered: string[];
   history: { outcome: string; failedTurnId: string; detail?: string }[];
@@ -189,7 +189,9 @@ export async function savedWatches(statePath: string): Promise<Record<string, Sa
 /** The shipped prepare lead: a recovery's reads and write-ahead start this long before its due time. */
 export const PREPARE_LEAD_MS = DEFAULT_OPTIONS.prepareMs;
 /** States in which a recovery is planned (due later) or under way. */
-const PLANNED = new Set(['backoff', 'usageLimited', 'recovering']);
+const PLANNED = new Set(['backoff', 'usageLimited', 'waitingSlot', 'recovering']);
+/** States due at their failure's `dueAt` (where the state file keeps a due time). */
+const SCHEDULED = new Set(['backoff', 'usageLimited', 'waitingSlot']);
 /** Past a due time by this much, its timer has fired on any loop that is not stalled. */
 const PAST_DUE_MS = 100;
 
@@ -256,7 +258,9 @@ export async function settled(
     const left = unsettled();
     if (left.length === 0) break;
     // A recovery still planned: wait until it is due (its timer fires), then look again.
-    const planned = left.map((id) => saved[id]?.state.dueAt).filter((d): d is number => typeof d === 'number');
+    const planned = left
+      .map((id) => (SCHEDULED.has(saved[id]?.state.kind ?? '') ? saved[id]?.lastFailure?.dueAt : null))
+      .filter((d): d is number => typeof d === 'number');
     if (Date.now() > Math.max(deadline, ...planned.map((d) => d + 20_000))) {
       throw new Error(
         `the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id]!.state, pending: saved[id]!.pending } : null)}`).join('; ')}\n${r.transcript()}`,

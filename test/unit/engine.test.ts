@@ -35,7 +35,7 @@ async function preparedRecovery(): Promise<Harness> {
   const h = await armed({ store });
   failByEvents(h.daemon, 'thread-1', 'turn-1');
   await h.settle();
-  const due = dueAt(h.engine.watch('thread-1')!.state)!;
+  const due = dueAt(h.engine.watch('thread-1')!)!;
   await h.advance(due - PREPARE - h.clock.now());
   assert.ok(store.saved.watches['thread-1']?.pending, 'not prepared');
   return h;
@@ -77,7 +77,7 @@ describe('engine', () => {
     await h.settle();
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'backoff');
-    const due = dueAt(w.state)!;
+    const due = dueAt(w)!;
     assert.equal(due, h.clock.now() + BASE);
     const setAt: number[] = [];
     h.daemon.before = (m) => {
@@ -102,7 +102,7 @@ describe('engine', () => {
     const h = await armed({ store });
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
-    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    const due = dueAt(h.engine.watch('thread-1')!)!;
     const setAt: number[] = [];
     h.daemon.before = (m) => {
       if (m.method === 'thread/goal/set') setAt.push(h.clock.now());
@@ -318,7 +318,7 @@ describe('engine', () => {
     await h.settle();
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'usageLimited');
-    assert.equal(dueAt(w.state), h.daemon.rateLimitResetSeconds * 1000 + 60_000);
+    assert.equal(dueAt(w), h.daemon.rateLimitResetSeconds * 1000 + 60_000);
     await h.advance(3600_000 + 59_000);
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'resumed before the reset');
     await h.advance(1_000);
@@ -330,7 +330,7 @@ describe('engine', () => {
     const h = await armed();
     usageLimit(h, null, false);
     await h.settle();
-    assert.equal(dueAt(h.engine.watch('thread-1')!.state), h.clock.now() + DEFAULT_OPTIONS.maxDelayMs);
+    assert.equal(dueAt(h.engine.watch('thread-1')!), h.clock.now() + DEFAULT_OPTIONS.maxDelayMs);
   });
 
   // Node keeps no timer over 2^31-1 ms (about 24.8 days): it fires after 1 ms, and the engine's
@@ -360,7 +360,7 @@ describe('engine', () => {
         'usageLimited',
         `not waiting for the reset: ${JSON.stringify(w.state)}; ${JSON.stringify(h.decisions.filter((d) => d.type === 'warning'))}`,
       );
-      const due = dueAt(w.state)!;
+      const due = dueAt(w)!;
       assert.ok(due - h.clock.now() > 2 ** 31, `due only ${due - h.clock.now()} ms out: nothing to clamp`);
       const start = h.clock.elapsed();
       await h.advance(due - h.clock.now() - 1);
@@ -402,7 +402,7 @@ describe('engine', () => {
     const h = await armed({ store, options: { limiterBurst: 1, limiterIntervalMs: 60_000 } });
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
-    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    const due = dueAt(h.engine.watch('thread-1')!)!;
     const gets = h.daemon.count('thread/goal/get');
     await h.advance(due - PREPARE - h.clock.now());
     assert.equal(
@@ -796,7 +796,7 @@ describe('engine', () => {
     const h = await armed();
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
-    const due = dueAt(h.engine.watch('thread-1')!.state);
+    const due = dueAt(h.engine.watch('thread-1')!);
     h.daemon.thread().loaded = false;
     await h.reconcile();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'unloaded');
@@ -1075,7 +1075,7 @@ describe('engine: durable before announced', () => {
     harnesses.push(h);
     daemon.failWithEvents('thread-1');
     await h.settle();
-    const due = dueAt(h.engine.watch('thread-1')!.state)!;
+    const due = dueAt(h.engine.watch('thread-1')!)!;
     failing = true;
     await h.advance(due - h.clock.now() + 1_000);
     assert.equal(daemon.count('thread/goal/set'), 0, 'sent the set although its intent could not be saved');

@@ -114,7 +114,7 @@ describe('globalState store with a crash journal', () => {
     const w = newWatch(id, at);
     if (kind === 'backoff') {
       w.failures = 1;
-      w.state = { kind: 'backoff', dueAt: at + 30_000, attempt: 1, failedTurnId: `turn-${at}` };
+      w.state = { kind: 'backoff', attempt: 1, failedTurnId: `turn-${at}` };
     }
     w.updatedAt = at;
     return w;

@@ -39,7 +39,7 @@ function sampleState(pausedAt: number | null = null): PersistedState {
     tokenBudget: null,
     updatedAt: 1_700_000_000_500,
   };
-  w.state = { kind: 'backoff', dueAt: 1_700_000_060_000, attempt: 2, failedTurnId: 'turn-9' };
+  w.state = { kind: 'backoff', attempt: 2, failedTurnId: 'turn-9' };
   w.history.push({ at: 1, failedTurnId: 'turn-8', attempt: 1, error: 'internalServerError', outcome: 'failed-again' });
   w.recovered.push('turn-7');
   s.watches[w.threadId] = w;
@@ -345,7 +345,7 @@ describe('JsonFileStore: the crash journal', () => {
     await store.save(s); // the first save writes a snapshot
     const snapshotBytes = (await fsp.stat(file)).size;
     s.watches['w7']!.failures = 3;
-    s.watches['w7']!.state = { kind: 'backoff', dueAt: 5, attempt: 3, failedTurnId: 'turn-x' };
+    s.watches['w7']!.state = { kind: 'backoff', attempt: 3, failedTurnId: 'turn-x' };
     await store.save(s, new Set(['w7']));
     delete s.watches['w8'];
     s.pausedAt = 9;

@@ -15,7 +15,7 @@ import {
   type Verdict,
   veto,
 } from '../../src/core/policy';
-import { newWatch, type GoalStatus, type WatchedThread } from '../../src/model/watch';
+import { dueAt, newWatch, type GoalStatus, type WatchedThread } from '../../src/model/watch';
 import type { Turn } from '../../src/protocol/daemon';
 
 const NOW = 1_800_000_000_000;
@@ -175,7 +175,7 @@ const ROWS: Row[] = [
   },
   {
     name: 'a counted failure in backoff → kept, its recovery due',
-    watch: { ...counted('t1'), state: { kind: 'backoff', dueAt: NOW + 5_000, attempt: 1, failedTurnId: 't1' } },
+    watch: { ...counted('t1'), state: { kind: 'backoff', attempt: 1, failedTurnId: 't1' } },
     live: { turn: failed('t1') },
     expect: { act: 'keep', scheduled: 't1' },
   },
@@ -186,7 +186,7 @@ const ROWS: Row[] = [
       state: {
         kind: 'waitingSlot',
         slotAt: NOW + 8_000,
-        held: { kind: 'backoff', dueAt: NOW - 1, attempt: 1, failedTurnId: 't1' },
+        held: { kind: 'backoff', attempt: 1, failedTurnId: 't1' },
       },
     },
     live: { turn: failed('t1') },
@@ -232,9 +232,16 @@ const ROWS: Row[] = [
   {
     name: 'a usage limit scheduled → kept, its resume due',
     goal: 'usageLimited',
-    watch: { ...counted('t1'), state: { kind: 'usageLimited', dueAt: NOW + 5_000, resetsAt: null } },
+    watch: { ...counted('t1'), state: { kind: 'usageLimited', resetsAt: null } },
     live: { turn: failed('t1', 'usageLimitExceeded') },
     expect: { act: 'keep', scheduled: 't1' },
+  },
+  {
+    name: 'a backoff after a rejected resume, the goal still usage-limited → usageLimited again (resumed at its time)',
+    goal: 'usageLimited',
+    watch: { ...counted('t1'), state: { kind: 'backoff', attempt: 2, failedTurnId: 't1' } },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'settle', kind: 'usageLimited' },
   },
   {
     name: 'a usage limit resumed once already → kept',
@@ -264,13 +271,11 @@ describe('the decision table', () => {
   }
 
   test('a counted failure keeps its stored due time, attempt and turn', () => {
-    const v = decide(facts({ watch: { ...counted('t1', NOW + 7_000), failures: 2 }, live: { turn: failed('t1') } }));
-    assert.deepEqual(v.act === 'settle' && v.state, {
-      kind: 'backoff',
-      dueAt: NOW + 7_000,
-      attempt: 2,
-      failedTurnId: 't1',
-    });
+    const f = facts({ watch: { ...counted('t1', NOW + 7_000), failures: 2 }, live: { turn: failed('t1') } });
+    const v = decide(f);
+    assert.ok(v.act === 'settle');
+    assert.deepEqual(v.state, { kind: 'backoff', attempt: 2, failedTurnId: 't1' });
+    assert.equal(dueAt({ state: v.state, lastFailure: f.w.lastFailure }), NOW + 7_000, "due at the failure's due time");
   });
 
   test('a new failure after a recovered one is marked failed-again, with what failed', () => {
@@ -286,7 +291,7 @@ describe('the decision table', () => {
 });
 
 describe('the veto: the same table on fresh reads', () => {
-  const due = { ...counted('t1'), state: { kind: 'backoff', dueAt: NOW, attempt: 1, failedTurnId: 't1' } } as const;
+  const due = { ...counted('t1'), state: { kind: 'backoff', attempt: 1, failedTurnId: 't1' } } as const;
   const cases: [string, Omit<Row, 'name' | 'expect'>, boolean, string | null][] = [
     ['nothing changed → the set goes out', { watch: due, live: { turn: failed('t1') } }, false, null],
     ['Pause auto-recovery → called off', { watch: due, live: { turn: failed('t1') } }, true, 'auto-recovery is paused'],
@@ -351,7 +356,7 @@ describe('the veto: the same table on fresh reads', () => {
   }
 
   test('a usage limit still scheduled → the resume goes out; past it, a newer turn calls it off', () => {
-    const usage = { ...counted('t1'), state: { kind: 'usageLimited', dueAt: NOW, resetsAt: null } } as const;
+    const usage = { ...counted('t1'), state: { kind: 'usageLimited', resetsAt: null } } as const;
     assert.equal(
       veto(facts({ goal: 'usageLimited', watch: usage, live: { turn: failed('t1') } }), 'usageLimited', 't1', false),
       null,
@@ -400,7 +405,7 @@ describe('the other rows', () => {
   test('an unload leaves alone what waits for nothing, and shows what waited for the thread', () => {
     assert.equal(keepsOnUnload({ kind: 'gaveUp', attempts: 6 }), true);
     assert.equal(keepsOnUnload({ kind: 'disarmed', at: 1 }), true);
-    assert.equal(keepsOnUnload({ kind: 'backoff', dueAt: 1, attempt: 1, failedTurnId: 't' }), false);
+    assert.equal(keepsOnUnload({ kind: 'backoff', attempt: 1, failedTurnId: 't' }), false);
     assert.equal(keepsOnUnload({ kind: 'running' }), false);
   });
 

@@ -96,10 +96,10 @@ describe("handover of the old leader's state", () => {
     stored.watches.older = watch('older', 50);
     stored.watches.mineNewer = watch('mineNewer', 300, { state: { kind: 'complete' } });
     const snap = snapshotOf([
-      watch('same', 100, { state: { kind: 'backoff', dueAt: 200, attempt: 1, failedTurnId: 'f1' } }),
-      watch('older', 60, { state: { kind: 'backoff', dueAt: 200, attempt: 2, failedTurnId: 'f2' } }),
+      watch('same', 100, { state: { kind: 'backoff', attempt: 1, failedTurnId: 'f1' } }),
+      watch('older', 60, { state: { kind: 'backoff', attempt: 2, failedTurnId: 'f2' } }),
       watch('mineNewer', 200, { state: { kind: 'running' } }),
-      watch('unknown', 10, { state: { kind: 'backoff', dueAt: 20, attempt: 1, failedTurnId: 'f9' } }),
+      watch('unknown', 10, { state: { kind: 'backoff', attempt: 1, failedTurnId: 'f9' } }),
     ]);
     const { state, taken } = mergeLeaderSnapshot(stored, snap);
     assert.deepEqual(taken.sort(), ['older', 'unknown']);

@@ -17,7 +17,7 @@
 //   notification that arrived before a reply before the reply resolves, so the engine resumes a
 //   thread once per connection, and the test checks the barrier directly (the pause-during-read cases).
 // - The seed's watch fields (Armed, Failures, Due, Source) are the WatchedThread's state, failures,
-//   state.dueAt and lastFailure here.
+//   lastFailure.dueAt (the one place the due time lives) and lastFailure here.
 // - The seed ran with a 1 s backoff base and started a recovery at its due time. Here every
 //   scenario runs with the shipped options (DEFAULT_OPTIONS): backoff base 30 s (the jitter pinned
 //   to the full nominal delay, as the seed's jitter(d) = d), the 200 ms preparation (reads and the
@@ -77,7 +77,7 @@ function failedWatch(now: number, rollout: string, failures = 1): WatchedThread 
     at: now - 2_000,
     dueAt: now - 1_000,
   };
-  w.state = { kind: 'backoff', dueAt: now - 1_000, attempt: failures, failedTurnId: 'turn-1' };
+  w.state = { kind: 'backoff', attempt: failures, failedTurnId: 'turn-1' };
   return w;
 }
 
@@ -107,10 +107,10 @@ async function dueIn5s(): Promise<{ h: Harness; daemon: FakeDaemon; clock: FakeC
   const due = clock.now() + 5_000;
   // Failed and saved before now (a time in the future would read as a clock set back), due later.
   const w = failedWatch(clock.now(), daemon.thread().path);
-  w.state = { kind: 'backoff', dueAt: due, attempt: 1, failedTurnId: 'turn-1' };
+  w.state = { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' };
   w.lastFailure!.dueAt = due;
   const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(w)) });
-  assert.equal(dueAt(h.engine.watch('thread-1')!.state), due);
+  assert.equal(dueAt(h.engine.watch('thread-1')!), due);
   return { h, daemon, clock, due };
 }
 
@@ -129,7 +129,7 @@ describe('seed scenarios', () => {
     assert.equal(w().state.kind, 'backoff', 'failed to wait for backoff');
     assert.equal(w().failures, 1);
     assert.equal(daemon.count('thread/goal/set'), 0, 'recovered before the backoff');
-    assert.equal(dueAt(w().state), h.clock.now() + BASE);
+    assert.equal(dueAt(w()), h.clock.now() + BASE);
 
     await h.advance(BASE - 1);
     assert.equal(daemon.count('thread/goal/set'), 0, 'fired before the due time');
@@ -144,7 +144,7 @@ describe('seed scenarios', () => {
     daemon.fail('thread-1', 'turn-2');
     await h.reconcile();
     assert.equal(w().failures, 2);
-    assert.equal(dueAt(w().state), h.clock.now() + 2 * BASE, 'backoff did not double');
+    assert.equal(dueAt(w()), h.clock.now() + 2 * BASE, 'backoff did not double');
     assert.equal(w().history.at(-1)?.outcome, 'failed-again');
     await h.advance(2 * BASE);
     assert.equal(daemon.count('thread/goal/set'), 2, 'the second failure was not recovered when due');
@@ -192,7 +192,7 @@ describe('seed scenarios', () => {
         requested: 'paused',
         at: w.state.kind === 'userIntent' ? w.state.at : -1,
       });
-      assert.equal(dueAt(w.state), null);
+      assert.equal(dueAt(w), null);
       assert.equal(w.pending, null);
       assert.ok(
         h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'),
@@ -283,7 +283,7 @@ describe('seed scenarios', () => {
     const w = h.engine.watch('thread-1')!;
     assert.equal(daemon.count('thread/goal/set'), 0, 'competed with active turn');
     assert.equal(w.state.kind, 'running');
-    assert.equal(dueAt(w.state), null);
+    assert.equal(dueAt(w), null);
   });
 
   it('never competes with a pending approval that arrives during the pre-set read (TestLiveActivity)', async () => {
@@ -307,7 +307,7 @@ describe('seed scenarios', () => {
     const w = h.engine.watch('thread-1')!;
     assert.equal(daemon.count('thread/goal/set'), 0, 'competed with a pending approval');
     assert.equal(w.state.kind, 'waitingApproval');
-    assert.equal(dueAt(w.state), null);
+    assert.equal(dueAt(w), null);
   });
 
   it('a pending recovery survives a restart (TestRestartPending)', async () => {
@@ -346,7 +346,7 @@ describe('seed scenarios', () => {
       const second = await harness({ dir, daemon, clock, store: new JsonFileStore(statePath), random: () => 0.5 });
       const w = () => second.engine.watch('thread-1')!;
       assert.equal(w().state.kind, 'backoff', `after the ${how}, the watch is ${JSON.stringify(w().state)}`);
-      assert.equal(dueAt(w().state), backoff.dueAt, 'the due time changed across the restart');
+      assert.equal(dueAt(w()), backoff.dueAt, 'the due time changed across the restart');
       assert.equal(w().failures, 1);
       await second.advance(backoff.dueAt - clock.now() - 1);
       assert.equal(daemon.count('thread/goal/set'), 0, 'recovered before the stored due time');
@@ -384,7 +384,7 @@ describe('seed scenarios', () => {
       await h2.advance(RESYNC * 2);
       const w = h2.engine.watch('thread-1')!;
       assert.equal(reconnected.count('thread/goal/set'), 0, 'duplicated a successful mutation after lost reply');
-      assert.equal(dueAt(w.state), null);
+      assert.equal(dueAt(w), null);
       assert.equal(w.pending, null);
       assert.deepEqual(w.recovered, ['turn-1']);
     });
@@ -445,7 +445,7 @@ describe('seed scenarios', () => {
     assert.equal(daemon.count('thread/goal/set'), 1);
     assert.equal(w.failures, 0, 'stale activation error changed successful work');
     assert.equal(w.state.kind, 'complete');
-    assert.equal(dueAt(w.state), null);
+    assert.equal(dueAt(w), null);
     assert.equal(w.history.at(-1)?.outcome, 'recovered');
   });
 
@@ -476,7 +476,7 @@ describe('seed scenarios', () => {
     await h.settle();
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'backoff', 'the failure after the retry was not taken for one');
-    await h.advance(dueAt(w.state)! - h.clock.now());
+    await h.advance(dueAt(w)! - h.clock.now());
     assert.equal(daemon.count('thread/goal/set'), 1, "the failure after Codex's retry was not recovered");
     assert.deepEqual(w.recovered, ['turn-1']);
     await h.advance(RESYNC * 2);

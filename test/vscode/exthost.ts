@@ -120,9 +120,7 @@ export async function readStoredGlobalState(
       const idb = (
         globalThis as unknown as {
           indexedDB: {
-            open(
-              name: string,
-            ): Req<{
+            open(name: string): Req<{
               objectStoreNames: { contains(n: string): boolean };
               transaction(s: string, m: string): { objectStore(s: string): { get(k: string): Req<unknown> } };
               close(): void;
@@ -163,7 +161,11 @@ export function storedWatch(value: Record<string, unknown> | undefined, threadId
     | {
         watches?: Record<
           string,
-          { state: { kind: string; attempt?: number; dueAt?: number; failedTurnId?: string }; failures: number }
+          {
+            state: { kind: string; attempt?: number; failedTurnId?: string };
+            failures: number;
+            lastFailure: { dueAt: number | null } | null;
+          }
         >;
       }
     | undefined;
@@ -172,7 +174,9 @@ export function storedWatch(value: Record<string, unknown> | undefined, threadId
   return {
     kind: w.state.kind,
     attempt: w.state.attempt,
-    dueAt: w.state.dueAt,
+    dueAt: ['backoff', 'usageLimited', 'waitingSlot'].includes(w.state.kind)
+      ? (w.lastFailure?.dueAt ?? undefined)
+      : undefined,
     failures: w.failures,
     failedTurnId: w.state.failedTurnId,
   };

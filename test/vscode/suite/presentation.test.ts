@@ -75,12 +75,7 @@ suite('presentation of a thread the daemon has not loaded', () => {
       bar.render(connected([recovered, healthy]), NOW);
       assert.equal(bar.shown().text, '$(pass) 2 watched');
       assert.doesNotMatch(bar.shown().tooltip, /not loaded/);
-      const due = watch(
-        't-due',
-        { kind: 'backoff', dueAt: NOW + 42_000, attempt: 1, failedTurnId: 'turn-9' },
-        'blocked',
-        'turn-9',
-      );
+      const due = watch('t-due', { kind: 'backoff', attempt: 1, failedTurnId: 'turn-9' }, 'blocked', 'turn-9');
       bar.render({ ...connected([stranded, due]), nextDueAt: NOW + 42_000 }, NOW);
       assert.equal(bar.shown().text, '$(history) retry in 0:42');
     } finally {

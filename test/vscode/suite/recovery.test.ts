@@ -169,7 +169,7 @@ suite('recovery in the extension host (real daemon)', function () {
     await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
     const scheduled = watch(t.threadId)!.state;
     assert.equal(scheduled.kind, 'backoff');
-    const dueAt = scheduled.kind === 'backoff' ? scheduled.dueAt : 0;
+    const dueAt = scheduled.kind === 'backoff' ? (watch(t.threadId)!.lastFailure?.dueAt ?? 0) : 0;
     assert.match(row(t.threadId)!.contextValue, /\bpausable\b/);
     await vscode.commands.executeCommand('codexGoalRecovery.pauseGoal', { threadId: t.threadId });
     await until('paused by you', () => row(t.threadId)?.description === 'paused by you');

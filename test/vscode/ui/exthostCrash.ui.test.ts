@@ -69,9 +69,7 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
    * A goal whose turn fails; returns once the extension has announced the backoff (its log line)
    * and the tree shows it: the failed turn and the announced due time.
    */
-  async function failedGoal(
-    title: string,
-  ): Promise<{
+  async function failedGoal(title: string): Promise<{
     threadId: string;
     rolloutPath: string;
     goalSetSeq: number;
