@@ -137,7 +137,7 @@ export class Schedule {
   }
 
   /**
-   * Due recoveries the limiter holds: each waits for a slot, one per interval in due order after
+   * Due recoveries (due within the preparation lead) the limiter holds: each waits for a slot, one per interval in due order after
    * the next (`nextSlotAt`, wall clock), shown as such. Rounded up to the second, so a countdown
    * does not change at every refusal.
    */
@@ -145,8 +145,7 @@ export class Schedule {
     const interval = this.core.options.limiterIntervalMs;
     for (const [i, w] of held.entries()) {
       const scheduled = scheduledOf(w.state);
-      const due = dueAt(w);
-      if (!scheduled || due === null || due > this.core.now()) continue; // prepared early, not due yet
+      if (!scheduled) continue;
       const slotAt = Math.ceil((nextSlotAt + i * interval) / 1000) * 1000;
       this.core.setState(w, { kind: 'waitingSlot', slotAt, held: scheduled }, true);
     }

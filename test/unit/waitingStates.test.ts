@@ -1,0 +1,95 @@
+// No hidden waits (issue 10): a recovery that is due but held by the global limiter shows as
+// `waitingSlot`, with when its slot is expected, in the state, the tree's words and the
+// snapshot; a blocked goal whose failed turn has not ended yet shows as `turnEnding`.
+// Shipped defaults (DEFAULT_OPTIONS): backoff base 30 s (jitter pinned to the full delay), a
+// burst of 3 recoveries then one per 10 s, the 200 ms preparation. The fake daemon is strict.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { describeState, dueAt } from '../../src/model/watch';
+import { FakeDaemon } from '../support/fakeDaemon';
+import { makeHarness, type Harness } from '../support/engineHarness';
+import { failByEvents } from '../support/fleet';
+
+const harnesses: Harness[] = [];
+after(async () => {
+  for (const h of harnesses) await h.cleanup();
+  for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
+});
+
+async function armed(ids: string[]): Promise<Harness> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-waiting-'));
+  const daemon = new FakeDaemon(dir);
+  for (const id of ids) daemon.addThread(id);
+  const h = await makeHarness({ dir, daemon });
+  harnesses.push(h);
+  return h;
+}
+
+describe('waiting states', () => {
+  it('a due recovery the limiter holds is waitingSlot, counting down to its slot, then recovered', async () => {
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    const h = await armed(ids);
+    for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
+    await h.settle();
+    const due = dueAt(h.engine.watch('a')!)!;
+    await h.advance(due - h.clock.now());
+    assert.equal(h.daemon.count('thread/goal/set'), 3, 'the burst');
+    const held = ids.map((id) => h.engine.watch(id)!).filter((w) => w.state.kind === 'waitingSlot');
+    assert.equal(held.length, 2, `held: ${JSON.stringify(ids.map((id) => h.engine.watch(id)!.state))}`);
+    const slots = held.map((w) => (w.state.kind === 'waitingSlot' ? w.state.slotAt : 0)).sort((x, y) => x - y);
+    const interval = DEFAULT_OPTIONS.limiterIntervalMs;
+    assert.ok(
+      slots[0]! - h.clock.now() > interval - 1_000 && slots[0]! - h.clock.now() <= interval + 1_000,
+      `${slots[0]! - h.clock.now()}`,
+    );
+    assert.equal(slots[1]! - slots[0]!, interval, 'the next one a slot later');
+    const now = h.clock.now();
+    assert.match(
+      describeState(held[0]!, now, DEFAULT_OPTIONS.maxAttempts),
+      /^waiting for a recovery slot · next in 0:(09|10|11)$/,
+    );
+    const snap = h.engine.snapshot();
+    assert.equal(snap.watches.filter((w) => w.state.kind === 'waitingSlot').length, 2, 'the views see it');
+    assert.ok(snap.nextDueAt !== null && snap.nextDueAt > now, 'the next action is the slot, not a countdown at zero');
+    await h.advance(interval);
+    assert.equal(h.daemon.count('thread/goal/set'), 4);
+    assert.equal(ids.map((id) => h.engine.watch(id)!).filter((w) => w.state.kind === 'waitingSlot').length, 1);
+    await h.advance(interval);
+    assert.equal(h.daemon.count('thread/goal/set'), 5);
+    assert.equal(ids.map((id) => h.engine.watch(id)!).filter((w) => w.state.kind === 'waitingSlot').length, 0);
+  });
+
+  it('Pause auto-recovery releases what the limiter held: each shows as scheduled again', async () => {
+    const ids = ['a', 'b', 'c', 'd'];
+    const h = await armed(ids);
+    for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
+    await h.settle();
+    await h.advance(dueAt(h.engine.watch('a')!)! - h.clock.now());
+    assert.equal(ids.filter((id) => h.engine.watch(id)!.state.kind === 'waitingSlot').length, 1);
+    await h.engine.pauseAll();
+    assert.equal(ids.filter((id) => h.engine.watch(id)!.state.kind === 'waitingSlot').length, 0);
+    assert.equal(ids.filter((id) => h.engine.watch(id)!.state.kind === 'backoff').length, 1);
+    await h.advance(60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 3, 'nothing sent while paused');
+  });
+
+  it('a goal blocked while its failed turn has not ended is turnEnding; the end decides', async () => {
+    const h = await armed(['thread-1']);
+    const t = h.daemon.thread('thread-1');
+    t.turn.status = 'inProgress';
+    h.daemon.failWithEvents('thread-1', { phase: 'goal' }); // Codex blocks the goal first (§a)
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'turnEnding');
+    assert.equal(describeState(w, h.clock.now(), DEFAULT_OPTIONS.maxAttempts), 'blocked · waiting for its turn to end');
+    h.daemon.failWithEvents('thread-1', { phase: 'turn' });
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
+    await h.advance(dueAt(h.engine.watch('thread-1')!)! - h.clock.now());
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+});
