@@ -117,10 +117,6 @@ export class Engine {
     return this.core.connection;
   }
 
-  isPaused(): boolean {
-    return this.core.state.pausedAt !== null;
-  }
-
   /** Everything a view shows, as one value (deep-copied: safe to keep and to send). */
   snapshot(): EngineSnapshot {
     const core = this.core;

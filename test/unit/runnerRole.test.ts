@@ -242,9 +242,9 @@ describe("the runner's role", () => {
     cleanups.push(async () => win.close());
     await win.welcomed;
     await win.command('pauseAll', []);
-    assert.ok(a.role.runningEngine!.isPaused());
+    assert.ok(a.role.runningEngine!.snapshot().pausedAt !== null);
     await win.command('resumeAll', []);
-    assert.equal(a.role.runningEngine!.isPaused(), false);
+    assert.equal(a.role.runningEngine!.snapshot().pausedAt, null);
     await assert.rejects(
       win.command('selfDestruct', []),
       (e: unknown) => e instanceof LeaderCommandError && /unknown command selfDestruct/.test(e.message),
