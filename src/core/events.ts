@@ -95,12 +95,23 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
     protocolProblem: (message) => core.emit({ type: 'warning', message: `protocol: ${message}` }),
     closed: (reason) => sinks.closed(reason),
   };
-  const guarded = {} as Record<keyof DaemonListener, (...args: never[]) => void>;
-  for (const key of Object.keys(handlers) as (keyof DaemonListener)[]) {
-    const handler = handlers[key] as (...args: unknown[]) => void;
-    guarded[key] = (...args: unknown[]) => {
-      if (generation === core.generation && !core.stopped) handler(...args);
-    };
-  }
-  return guarded as unknown as DaemonListener;
+  return onlyWhile(handlers, () => generation === core.generation && !core.stopped);
+}
+
+/** The listener, dropping every event once `current` says its connection is no longer the engine's. */
+function onlyWhile(l: DaemonListener, current: () => boolean): DaemonListener {
+  return {
+    goalUpdated: (...a) => current() && l.goalUpdated(...a),
+    goalCleared: (...a) => current() && l.goalCleared(...a),
+    threadStatus: (...a) => current() && l.threadStatus(...a),
+    threadStarted: (...a) => current() && l.threadStarted(...a),
+    threadClosed: (...a) => current() && l.threadClosed(...a),
+    turnStarted: (...a) => current() && l.turnStarted(...a),
+    turnCompleted: (...a) => current() && l.turnCompleted(...a),
+    error: (...a) => current() && l.error(...a),
+    serverRequest: (...a) => current() && l.serverRequest(...a),
+    serverRequestResolved: (...a) => current() && l.serverRequestResolved(...a),
+    protocolProblem: (...a) => current() && l.protocolProblem(...a),
+    closed: (...a) => current() && l.closed(...a),
+  };
 }

@@ -137,9 +137,9 @@ export class Schedule {
   }
 
   /**
-   * Due recoveries (due within the preparation lead) the limiter holds: each waits for a slot, one per interval in due order after
-   * the next (`nextSlotAt`, wall clock), shown as such. Rounded up to the second, so a countdown
-   * does not change at every refusal.
+   * Due recoveries (due within the preparation lead) the limiter holds: each waits for a slot,
+   * one per interval in due order after the next (`nextSlotAt`, wall clock), shown as such.
+   * Rounded up to the second, so a countdown does not change at every refusal.
    */
   private hold(held: readonly WatchedThread[], nextSlotAt: number): void {
     const interval = this.core.options.limiterIntervalMs;

@@ -104,14 +104,14 @@ export class UserActions {
     const session = core.session;
     if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
     const threadId = w.threadId;
-    let refused: string | null = null;
+    const outcome: { refused: string | null } = { refused: null };
     await core.inLane(threadId, async () => {
       const live = core.liveOf(threadId);
       if (core.state.watches[threadId] !== w || w.state.kind !== 'unloaded' || live.loaded) return; // decided meanwhile
       const goal = await session.getGoal(threadId);
       w.goal = goal ? goalSnapshot(goal) : null;
       if (goal?.status !== 'blocked' && goal?.status !== 'usageLimited') {
-        refused = `nothing to retry, the goal is ${goal?.status ?? 'cleared'} now`;
+        outcome.refused = `nothing to retry, the goal is ${goal?.status ?? 'cleared'} now`;
         core.changed();
         return;
       }
@@ -120,8 +120,8 @@ export class UserActions {
         thread = await session.resume(threadId);
       } catch (error) {
         if (!(error instanceof RpcError)) throw error;
-        refused = `the daemon did not load it: ${error.message}`;
-        core.emit({ type: 'warning', threadId, message: `Retry now: ${refused}` });
+        outcome.refused = `the daemon did not load it: ${error.message}`;
+        core.emit({ type: 'warning', threadId, message: `Retry now: ${outcome.refused}` });
         return;
       }
       live.loaded = true;
@@ -139,7 +139,7 @@ export class UserActions {
       this.schedule.reschedule();
     });
     await core.persist();
-    if (refused) throw new Error(`Retry now: ${refused}`);
+    if (outcome.refused) throw new Error(`Retry now: ${outcome.refused}`);
   }
 
   /**

@@ -64,7 +64,8 @@ export class RecoveryStatusBar {
 
   /** What the item shows now (tests, diagnostics). */
   shown(): { text: string; tooltip: string } {
-    return { text: this.item.text, tooltip: String(this.item.tooltip ?? '') };
+    const tooltip = this.item.tooltip;
+    return { text: this.item.text, tooltip: typeof tooltip === 'string' ? tooltip : (tooltip?.value ?? '') };
   }
 
   dispose(): void {

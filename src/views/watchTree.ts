@@ -51,7 +51,7 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
     const w = snap.watches.find((x) => x.threadId === node.threadId);
     if (!w) return new vscode.TreeItem('(gone)');
     const now = Date.now();
-    if (node.kind === 'history') return historyItem(w, w.history[node.index]!);
+    if (node.kind === 'history') return historyItem(w, w.history[node.index]);
     const item = new vscode.TreeItem(
       w.title,
       w.history.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
