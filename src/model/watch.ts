@@ -302,7 +302,10 @@ export function describeState(
     case 'codexRetrying':
       return 'Codex is retrying';
     case 'backoff':
-      return `retry in ${formatDuration(due - now)} · attempt ${state.attempt}/${maxAttempts}`;
+      // Past its due time only while something else holds it (the daemon away, the user's pause).
+      return due > now
+        ? `retry in ${formatDuration(due - now)} · attempt ${state.attempt}/${maxAttempts}`
+        : `retry due · attempt ${state.attempt}/${maxAttempts}`;
     case 'waitingSlot':
       return `waiting for a recovery slot · next in ${formatDuration(Math.max(0, state.slotAt - now))}`;
     case 'turnEnding':

@@ -57,8 +57,15 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
       w.history.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
     );
     item.id = `thread:${w.threadId}`;
-    const paused = snap.pausedAt !== null && isScheduled(w.state) ? ' · recovery paused' : '';
-    item.description = describeState(w, now, snap.maxAttempts) + paused;
+    // What holds a scheduled recovery back, said on its row: the user's pause, the daemon away.
+    const held = !isScheduled(w.state)
+      ? ''
+      : snap.pausedAt !== null
+        ? ' · recovery paused'
+        : snap.connection.kind !== 'connected'
+          ? ' · waiting for the daemon'
+          : '';
+    item.description = describeState(w, now, snap.maxAttempts) + held;
     item.iconPath = stateIcon(w.state.kind);
     item.tooltip = tooltip(w, now, snap.maxAttempts);
     item.contextValue = contextValue(w);
