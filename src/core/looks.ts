@@ -73,7 +73,14 @@ export class Looks {
     const seq = live.seq;
     const goal = await session.getGoal(threadId);
     const w = core.state.watches[threadId];
-    if (live.seq !== seq) return this.evaluate(session, threadId); // events won the race: trust them
+    if (live.seq !== seq) {
+      // Events won the race: trust them. The goal read active all the same: it was active while
+      // this engine watched, so a block that follows is new (found by the transport property:
+      // an event overtook the first read, the look after it saw the goal blocked by then and
+      // left it unadopted).
+      if (!w && goal?.status === 'active' && !this.seenActive.has(threadId)) this.seenActive.set(threadId, goal);
+      return this.evaluate(session, threadId);
+    }
     if (!w) {
       if (goal) await this.adopt(session, threadId, goal);
       return;

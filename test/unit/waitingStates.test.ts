@@ -93,3 +93,29 @@ describe('waiting states', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 });
+
+describe('first sight', () => {
+  it('a goal read active while events overtook the read is adopted: the block that follows is new', async () => {
+    // Found by the transport property (seed 1555733365): an event about the thread arrived
+    // between the resync's first goal read and its reply; the look that followed the event saw
+    // the goal blocked by then, and the engine left it unadopted although it had read it active.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-waiting-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread('thread-1');
+    let first = true;
+    daemon.before = (m) => {
+      if (m.method !== 'thread/goal/get' || !first) return;
+      first = false;
+      // An event first (the reply still says active), then the failure right after the reply.
+      daemon.notify('thread/status/changed', { threadId: 'thread-1', status: { type: 'active', activeFlags: [] } });
+      setImmediate(() => failByEvents(daemon, 'thread-1', 'turn-1'));
+    };
+    const h = await makeHarness({ dir, daemon });
+    harnesses.push(h);
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'backoff', `state ${JSON.stringify(w.state)}`);
+    await h.advance(dueAt(w)! - h.clock.now());
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+});
