@@ -1,0 +1,103 @@
+// The house rules of src/, checked (docs/architecture.md, "Layers"): imports only point down the
+// layer table; the decision table (src/core/policy.ts) imports nothing that does I/O; no file is
+// far above 400 lines.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+
+const root = path.resolve(__dirname, '../../..');
+const src = path.join(root, 'src');
+
+/** Each layer, and the layers it may import from (docs/architecture.md's table). */
+const LAYERS: Record<string, string[]> = {
+  util: [],
+  version: [],
+  model: ['util'],
+  protocol: ['util', 'model'],
+  store: ['util', 'model', 'protocol'],
+  rollout: ['util', 'model', 'protocol'],
+  core: ['util', 'model', 'protocol', 'store', 'rollout'],
+  leader: ['util', 'model', 'protocol', 'store', 'rollout', 'version'],
+  config: ['util', 'core', 'protocol', 'model'],
+  host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version'],
+  views: ['util', 'model', 'config'],
+  commands: ['util', 'model', 'config', 'host', 'views'],
+};
+/** The faces import everything below them. */
+const FACES = new Set(['runner', 'demo', 'extension']);
+
+function layerOf(file: string): string {
+  const rel = path.relative(src, file).split(path.sep);
+  return rel.length === 1 ? rel[0]!.replace(/\.ts$/, '') : rel[0]!;
+}
+
+function sources(dir: string): string[] {
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory() ? sources(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
+    );
+}
+
+function imports(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/^(?:import|export)\s[^;]*?from\s+'([^']+)'/gms)].map((m) => m[1]!);
+}
+
+test('imports only point down the layer table', () => {
+  const wrong: string[] = [];
+  for (const file of sources(src)) {
+    const layer = layerOf(file);
+    if (FACES.has(layer)) continue;
+    const allowed = LAYERS[layer];
+    if (!allowed) {
+      wrong.push(`${path.relative(root, file)}: its layer ${layer} is not in the table`);
+      continue;
+    }
+    for (const spec of imports(file)) {
+      if (!spec.startsWith('.')) continue; // packages
+      const resolved = path.resolve(path.dirname(file), spec);
+      if (!resolved.startsWith(src + path.sep)) continue; // package.json (the version)
+      const target = layerOf(resolved);
+      if (target !== layer && !allowed.includes(target))
+        wrong.push(`${path.relative(root, file)} (${layer}) imports ${spec} (${target})`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test('the decision table imports nothing that does I/O', () => {
+  const policy = path.join(src, 'core', 'policy.ts');
+  const allowed = ['../model/watch', './classify', './live', './options'];
+  assert.deepEqual(
+    imports(policy).filter((s) => !allowed.includes(s)),
+    [],
+    'policy.ts imports beyond the pure model, classification, live facts and options',
+  );
+  for (const pure of ['classify.ts', 'live.ts', 'options.ts']) {
+    const own = imports(path.join(src, 'core', pure)).filter((s) => !s.startsWith('../model/'));
+    for (const spec of own)
+      assert.match(
+        fs.readFileSync(path.join(src, 'core', pure), 'utf8'),
+        new RegExp(`import type [^;]*'${spec}'`),
+        `${pure} imports ${spec} for more than types`,
+      );
+  }
+  const code = fs
+    .readFileSync(policy, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/.*$/gm, '');
+  assert.doesNotMatch(
+    code,
+    /\bawait\b|Date\.now\(|performance\.now\(|node:/,
+    'no await, no clock, no node API',
+  );
+});
+
+test('no file in src/ is far above 400 lines', () => {
+  const long = sources(src)
+    .map((file) => ({ file: path.relative(root, file), lines: fs.readFileSync(file, 'utf8').split('\n').length }))
+    .filter((f) => f.lines > 440);
+  assert.deepEqual(long, []);
+});
