@@ -75,8 +75,9 @@ function blocked(f: Facts): Verdict {
     return { act: 'settle', state: { kind: 'modelBlocked' }, why: 'the latest turn is completed' };
   if (turn.status === 'interrupted')
     return { act: 'settle', state: { kind: 'interrupted' }, why: 'the latest turn is interrupted' };
-  // At most one effective recovery per failed turn, ever (TestRecovery, TestRestartPending).
-  if (w.recovered.includes(turn.id)) return { act: 'keep', why: 'this failed turn was recovered already' };
+  // At most one effective recovery per failed turn, ever (TestRecovery, TestRestartPending): blocked
+  // again on a turn recovered once (no newer turn ran), it is a person's call.
+  if (w.recovered.includes(turn.id)) return blockedAgain(w, 'this failed turn was recovered already');
   const info = turn.error?.codexErrorInfo ?? null;
   const message = turn.error?.message ?? 'turn failed';
   const { code, httpStatus } = describeErrorInfo(info);
@@ -128,7 +129,7 @@ function usageLimited(f: Facts): Verdict {
   // Codex may still retry the turn that ran into the limit: its end comes first.
   if (othersMove(live)) return { act: 'settle', state: activeState(live), why: othersWhy(live) };
   const key = usageKey(w, live);
-  if (w.recovered.includes(key)) return { act: 'keep', why: 'this usage limit was resumed already' };
+  if (w.recovered.includes(key)) return blockedAgain(w, 'this usage limit was resumed already');
   if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
     if (isScheduledFor(w.state, 'usageLimited', key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
     return {
@@ -138,6 +139,16 @@ function usageLimited(f: Facts): Verdict {
     };
   }
   return { act: 'readReset', key, why: 'a new usage limit' };
+}
+
+/** Stopped again on what was recovered once already: never twice, so a person must look (said once). */
+function blockedAgain(w: Readonly<WatchedThread>, why: string): Verdict {
+  return {
+    act: 'settle',
+    state: { kind: 'needsAttention', code: 'recoveredOnce', message: `${why}; it is never recovered twice` },
+    why,
+    attention: w.state.kind !== 'needsAttention',
+  };
 }
 
 /**

@@ -344,6 +344,8 @@ export function describeErrorCode(code: string): string {
   switch (code) {
     case 'contextWindowExceeded':
       return 'context window full';
+    case 'recoveredOnce':
+      return 'stopped again after its recovery';
     case 'usageLimitExceeded':
       return 'usage limit';
     case 'unauthorized':

@@ -136,10 +136,10 @@ const ROWS: Row[] = [
   },
   // Blocked by a failed turn.
   {
-    name: 'a failed turn recovered once already → kept, never again (TestRecovery)',
+    name: 'blocked again on a failed turn recovered once already → needsAttention, never twice (TestRecovery)',
     watch: { recovered: ['t1'] },
     live: { turn: failed('t1') },
-    expect: { act: 'keep' },
+    expect: { act: 'settle', kind: 'needsAttention', attention: true },
   },
   {
     name: 'a permanent failure (context window) → needsAttention, said once',
@@ -244,11 +244,11 @@ const ROWS: Row[] = [
     expect: { act: 'settle', kind: 'usageLimited' },
   },
   {
-    name: 'a usage limit resumed once already → kept',
+    name: 'usage-limited again on a limit resumed once already → needsAttention, never twice',
     goal: 'usageLimited',
     watch: { recovered: ['t1'] },
     live: { turn: failed('t1', 'usageLimitExceeded') },
-    expect: { act: 'keep' },
+    expect: { act: 'settle', kind: 'needsAttention', attention: true },
   },
 ];
 
