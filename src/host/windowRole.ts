@@ -5,7 +5,9 @@
 import type * as vscode from 'vscode';
 import { targetOf, type Settings } from '../config/settings';
 import { parseChannelCommand } from '../core/commands';
-import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
+import { LeaderElection } from '../leader/election';
+import type { FollowerConnection } from '../leader/followerConnection';
+import type { LeaderServer } from '../leader/leaderServer';
 import { electionDir, electionFor } from '../leader/naming';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';

@@ -13,8 +13,10 @@
 import { parseChannelCommand, runCommand } from '../core/commands';
 import type { Engine } from '../core/engine';
 import { Throttle } from '../core/throttle';
-import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
+import { LeaderElection } from '../leader/election';
+import type { FollowerConnection } from '../leader/followerConnection';
 import { parseSnapshot } from '../leader/handover';
+import type { LeaderServer } from '../leader/leaderServer';
 import type { EngineSnapshot } from '../model/snapshot';
 
 /** What the runner tells about its role (printed like a decision: one line, or one JSON object). */
