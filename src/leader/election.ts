@@ -73,6 +73,7 @@ export class LeaderElection {
   /** Bumped by start and stop: async work of an older generation gives up. */
   private generation = 0;
   private running = false;
+  /** The start in flight: concurrent calls share it (a single flight, not a queue). */
   private starting: Promise<void> | undefined;
   private readonly loop: ElectionLoop;
   private electTimer: NodeJS.Timeout | undefined;
@@ -197,11 +198,9 @@ export class LeaderElection {
     const conn = this._connection;
     this._connection = undefined;
     conn?.close();
-    try {
-      await this.loop.current;
-    } catch {
-      // the in-flight election cleans up after itself
-    }
+    // The elections asked for so far wind down (they give up at their next step), each cleaning
+    // up after itself; drained() never rejects.
+    await this.loop.drained();
   }
 
   // ---- election ------------------------------------------------------------------------------
@@ -217,9 +216,8 @@ export class LeaderElection {
         if (gen !== this.generation || !this.running || this._server || this._connection) return;
         this.loop.run(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
       };
-      const current = this.loop.current;
-      if (current) current.then(go, go);
-      else go();
+      if (this.loop.idle) go();
+      else void this.loop.drained().then(go);
     }, delayMs);
   }
 

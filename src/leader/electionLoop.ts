@@ -1,9 +1,10 @@
 // Runs attempts until one decides, one election at a time.
 //
-// An election of a newer generation (a start after a stop) waits until the older one has wound
-// down (it gives up at its next step); two calls for the same generation share one election.
-// Between attempts it pauses (quick retries are bounded, then slow down); a stop cuts the pause
-// short.
+// Elections run on one Serial (src/util/serial.ts): one of a newer generation (a start after a
+// stop) waits until the older one has wound down (it gives up at its next step); two calls for
+// the same generation share one election. Between attempts it pauses (quick retries are
+// bounded, then slow down); a stop cuts the pause short.
+import { Serial } from '../util/serial';
 import { retryIn, type Outcome } from './attempt';
 import type { Log } from './emitter';
 
@@ -17,16 +18,17 @@ export interface ElectionLoopOptions {
 }
 
 export class ElectionLoop {
-  private electing: Promise<void> | undefined;
-  private electingGen = 0;
+  private readonly elections = new Serial();
+  /** The election of the newest generation asked for, until it settles. */
+  private latest: { gen: number; done: Promise<void> } | undefined;
   /** Ends the current pause early (stop). */
   private wake: (() => void) | undefined;
 
   constructor(private readonly opts: ElectionLoopOptions) {}
 
-  /** The election running now, if any. */
-  get current(): Promise<void> | undefined {
-    return this.electing;
+  /** Nothing runs and nothing waits. */
+  get idle(): boolean {
+    return this.elections.idle;
   }
 
   /**
@@ -35,20 +37,20 @@ export class ElectionLoop {
    * tried again).
    */
   run(gen: number, throwErrors: boolean): Promise<void> {
-    if (this.electing) {
-      if (this.electingGen === gen) return this.electing;
-      // One of an older generation is winding down (it gives up at its next step).
-      const next = () => this.run(gen, throwErrors);
-      return this.electing.then(next, next);
-    }
-    this.electingGen = gen;
-    const run = this.elect(gen, throwErrors);
-    this.electing = run;
+    if (this.latest?.gen === gen) return this.latest.done;
+    const done = this.elections.run(() => this.elect(gen, throwErrors));
+    const entry = { gen, done };
+    this.latest = entry;
     const clear = () => {
-      if (this.electing === run) this.electing = undefined;
+      if (this.latest === entry) this.latest = undefined;
     };
-    run.then(clear, clear);
-    return run;
+    done.then(clear, clear);
+    return done;
+  }
+
+  /** Resolves once every election asked for so far has settled. */
+  drained(): Promise<void> {
+    return this.elections.drained();
   }
 
   /** Ends the current pause now. */

@@ -18,6 +18,7 @@ import type { FollowerConnection } from '../leader/followerConnection';
 import { parseSnapshot } from '../leader/handover';
 import type { LeaderServer } from '../leader/leaderServer';
 import type { EngineSnapshot } from '../model/snapshot';
+import { Serial } from '../util/serial';
 
 /** What the runner tells about its role (printed like a decision: one line, or one JSON object). */
 export type RoleEvent =
@@ -48,7 +49,8 @@ export class RunnerRole {
   private throttle: Throttle | null = null;
   /** Bumped by every change of role: work of an older term gives up. */
   private term = 0;
-  private stopping: Promise<void> = Promise.resolve();
+  /** Engines stop one after another: a new engine never starts before the previous one has stopped and saved. */
+  private readonly stops = new Serial();
   private stopped = false;
   private fatalReject: ((error: Error) => void) | null = null;
   /** Rejects when an engine cannot start after a takeover (its store cannot be read). */
@@ -189,13 +191,11 @@ export class RunnerRole {
     this.throttle = null;
     const engine = this.engine;
     this.engine = null;
-    // Serialized: a new engine never starts before the previous one has stopped and saved.
-    this.stopping = this.stopping
-      .then(() => engine?.stop())
+    return this.stops
+      .run(() => engine?.stop())
       .catch((error: unknown) => {
         this.opts.onWarning(`the engine did not stop cleanly: ${asError(error).message}`);
       });
-    return this.stopping;
   }
 }
 
