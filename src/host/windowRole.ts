@@ -29,8 +29,8 @@ class Starting implements RecoveryService {
   onDidChange(): { dispose(): void } {
     return { dispose: () => undefined };
   }
-  async run(command: ServiceCommand): Promise<void> {
-    throw new Error(`${command}: still starting, try again in a moment`);
+  run(command: ServiceCommand): Promise<void> {
+    return Promise.reject(new Error(`${command}: still starting, try again in a moment`));
   }
 }
 

@@ -15,8 +15,8 @@ import {
   type LeaderMessage,
 } from './messages';
 
-/** Runs a follower's command on the leader; its value (JSON) goes back as the result. */
-export type CommandHandler = (name: string, args: unknown[]) => Promise<unknown> | unknown;
+/** Runs a follower's command on the leader; its value (JSON), or its promise's, goes back as the result. */
+export type CommandHandler = (name: string, args: unknown[]) => unknown;
 
 export interface LeaderServerOptions {
   log?: Log;

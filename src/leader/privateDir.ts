@@ -29,7 +29,7 @@ export async function ensurePrivateDir(dir: string): Promise<string> {
   try {
     created = await fsp.mkdir(abs, { recursive: true, mode: 0o700 });
   } catch (e) {
-    throw new Error(`leader election: cannot create the directory ${abs}: ${(e as Error).message}`);
+    throw new Error(`leader election: cannot create the directory ${abs}: ${(e as Error).message}`, { cause: e });
   }
   if (created !== undefined) await fsp.chmod(abs, 0o700); // exactly 0700, whatever the umask
   const real = await fsp.realpath(abs);

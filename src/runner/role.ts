@@ -90,12 +90,14 @@ export class RunnerRole {
       return this.unavailable(error);
     }
     this.election = election;
-    let first: Promise<void> | null = null;
+    // The first term as leader, set by the onLeader callback (an object: TypeScript's narrowing
+    // cannot see a callback's assignment).
+    const first: { leading: Promise<void> | null } = { leading: null };
     election.onLeader((server) => {
       const leading = this.lead(server, true);
-      first ??= leading;
+      first.leading ??= leading;
       leading.catch((error: unknown) => {
-        if (first !== leading) this.fatalReject?.(asError(error));
+        if (first.leading !== leading) this.fatalReject?.(asError(error));
       });
     });
     election.onFollower((conn) => this.follow(conn));
@@ -109,7 +111,7 @@ export class RunnerRole {
       this.election = null;
       return this.unavailable(error);
     }
-    if (first) await first;
+    if (first.leading) await first.leading;
   }
 
   /** Stops the engine (it saves its state), then leaves the election so a follower takes over. */
@@ -134,12 +136,12 @@ export class RunnerRole {
     if (term !== this.term || this.stopped) return;
     const seed = this.leaderSnapshot;
     this.leaderSnapshot = null;
-    let engine: Engine;
+    // Called only once `engine` is set: the throttle fires from a timer, the last call is below.
     const broadcast = () => {
       if (server && this.engine === engine) server.broadcast(engine.snapshot());
     };
     const throttle = new Throttle(this.opts.broadcastMs ?? 100, broadcast);
-    engine = this.opts.makeEngine(seed, () => throttle.poke());
+    const engine = this.opts.makeEngine(seed, () => throttle.poke());
     this.engine = engine;
     this.throttle = throttle;
     if (announce) this.opts.onRole({ role: 'leader', elected: server !== null });
