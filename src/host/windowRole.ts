@@ -5,13 +5,16 @@
 import type * as vscode from 'vscode';
 import { targetOf, type Settings } from '../config/settings';
 import { parseChannelCommand } from '../core/commands';
-import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
+import { LeaderElection } from '../leader/election';
+import type { FollowerConnection } from '../leader/followerConnection';
+import type { LeaderServer } from '../leader/leaderServer';
 import { electionDir, electionFor } from '../leader/naming';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
 import { FollowerHost } from './followerHost';
 import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
+import { Serial } from '../util/serial';
 
 /** Before the election has decided: nothing to show yet. */
 class Starting implements RecoveryService {
@@ -26,8 +29,8 @@ class Starting implements RecoveryService {
   onDidChange(): { dispose(): void } {
     return { dispose: () => undefined };
   }
-  async run(command: ServiceCommand): Promise<void> {
-    throw new Error(`${command}: still starting, try again in a moment`);
+  run(command: ServiceCommand): Promise<void> {
+    return Promise.reject(new Error(`${command}: still starting, try again in a moment`));
   }
 }
 
@@ -45,7 +48,8 @@ export class WindowRole {
   private election: LeaderElection | null = null;
   private readonly listeners = new Listeners();
   private readonly subscriptions: { dispose(): void }[] = [];
-  private applying: Promise<void> = Promise.resolve();
+  /** Settings apply one after another, in the order they came. */
+  private readonly settingsChanges = new Serial();
   /** The latest state the leader pushed while this window followed: the start of its own term. */
   private leaderSnapshot: EngineSnapshot | null = null;
 
@@ -97,7 +101,7 @@ export class WindowRole {
 
   /** Applies settings in the order they came: a new daemon means a new election. */
   applySettings(settings: Settings): Promise<void> {
-    this.applying = this.applying.then(async () => {
+    return this.settingsChanges.run(async () => {
       const moved = electionName(settings) !== electionName(this.settings);
       this.settings = settings;
       if (moved) {
@@ -107,7 +111,6 @@ export class WindowRole {
         this.engine?.applySettings(settings);
       }
     });
-    return this.applying;
   }
 
   async dispose(): Promise<void> {

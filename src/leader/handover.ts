@@ -36,7 +36,9 @@ export function mergeLeaderSnapshot(stored: PersistedState, snapshot: EngineSnap
       state.watches[theirs.threadId] = copy;
       taken.push(theirs.threadId);
       if (copy.state.kind === 'disarmed') state.disarmed[copy.threadId] = copy.state.at;
-      else if (mine && state.disarmed[copy.threadId] !== undefined) delete state.disarmed[copy.threadId]; // re-armed on the leader
+      else if (mine && state.disarmed[copy.threadId] !== undefined) {
+        delete state.disarmed[copy.threadId]; // re-armed on the leader
+      }
     } else {
       mine.recovered = recovered;
     }

@@ -42,7 +42,10 @@ export const WelcomeSchema = z.object({
   type: z.literal('welcome'),
   leaderPid: z.number().int(),
   version: z.number().int().optional(),
-  /** What kind of engine leads (e.g. "VS Code window", "runner"), for followers' messages. Optional: older leaders omit it. */
+  /**
+   * What kind of engine leads (e.g. "VS Code window", "runner"), for followers' messages.
+   * Optional: older leaders omit it.
+   */
   who: z.string().max(200).optional(),
 });
 export const StateSchema = z.object({

@@ -13,9 +13,12 @@
 import { parseChannelCommand, runCommand } from '../core/commands';
 import type { Engine } from '../core/engine';
 import { Throttle } from '../core/throttle';
-import { LeaderElection, type FollowerConnection, type LeaderServer } from '../leader/election';
+import { LeaderElection } from '../leader/election';
+import type { FollowerConnection } from '../leader/followerConnection';
 import { parseSnapshot } from '../leader/handover';
+import type { LeaderServer } from '../leader/leaderServer';
 import type { EngineSnapshot } from '../model/snapshot';
+import { Serial } from '../util/serial';
 
 /** What the runner tells about its role (printed like a decision: one line, or one JSON object). */
 export type RoleEvent =
@@ -46,7 +49,8 @@ export class RunnerRole {
   private throttle: Throttle | null = null;
   /** Bumped by every change of role: work of an older term gives up. */
   private term = 0;
-  private stopping: Promise<void> = Promise.resolve();
+  /** Engines stop one after another: a new engine never starts before the previous one has stopped and saved. */
+  private readonly stops = new Serial();
   private stopped = false;
   private fatalReject: ((error: Error) => void) | null = null;
   /** Rejects when an engine cannot start after a takeover (its store cannot be read). */
@@ -86,12 +90,14 @@ export class RunnerRole {
       return this.unavailable(error);
     }
     this.election = election;
-    let first: Promise<void> | null = null;
+    // The first term as leader, set by the onLeader callback (an object: TypeScript's narrowing
+    // cannot see a callback's assignment).
+    const first: { leading: Promise<void> | null } = { leading: null };
     election.onLeader((server) => {
       const leading = this.lead(server, true);
-      first ??= leading;
+      first.leading ??= leading;
       leading.catch((error: unknown) => {
-        if (first !== leading) this.fatalReject?.(asError(error));
+        if (first.leading !== leading) this.fatalReject?.(asError(error));
       });
     });
     election.onFollower((conn) => this.follow(conn));
@@ -105,7 +111,7 @@ export class RunnerRole {
       this.election = null;
       return this.unavailable(error);
     }
-    if (first) await first;
+    if (first.leading) await first.leading;
   }
 
   /** Stops the engine (it saves its state), then leaves the election so a follower takes over. */
@@ -130,12 +136,12 @@ export class RunnerRole {
     if (term !== this.term || this.stopped) return;
     const seed = this.leaderSnapshot;
     this.leaderSnapshot = null;
-    let engine: Engine;
+    // Called only once `engine` is set: the throttle fires from a timer, the last call is below.
     const broadcast = () => {
       if (server && this.engine === engine) server.broadcast(engine.snapshot());
     };
     const throttle = new Throttle(this.opts.broadcastMs ?? 100, broadcast);
-    engine = this.opts.makeEngine(seed, () => throttle.poke());
+    const engine = this.opts.makeEngine(seed, () => throttle.poke());
     this.engine = engine;
     this.throttle = throttle;
     if (announce) this.opts.onRole({ role: 'leader', elected: server !== null });
@@ -187,13 +193,11 @@ export class RunnerRole {
     this.throttle = null;
     const engine = this.engine;
     this.engine = null;
-    // Serialized: a new engine never starts before the previous one has stopped and saved.
-    this.stopping = this.stopping
-      .then(() => engine?.stop())
+    return this.stops
+      .run(() => engine?.stop())
       .catch((error: unknown) => {
         this.opts.onWarning(`the engine did not stop cleanly: ${asError(error).message}`);
       });
-    return this.stopping;
   }
 }
 

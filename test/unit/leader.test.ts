@@ -7,14 +7,9 @@ import * as net from 'node:net';
 import * as readline from 'node:readline';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { z } from 'zod';
-import {
-  LeaderElection,
-  LeaderCommandError,
-  FollowerConnection,
-  type LeaderElectionOptions,
-  type LeaderServer,
-  type Role,
-} from '../../src/leader/election';
+import { LeaderElection, type LeaderElectionOptions, type Role } from '../../src/leader/election';
+import { FollowerConnection, LeaderCommandError } from '../../src/leader/followerConnection';
+import type { LeaderServer } from '../../src/leader/leaderServer';
 import { encodeMessage, LineDecoder, FollowerMessageSchema, MAX_LINE_BYTES } from '../../src/leader/messages';
 
 const CHILD = path.resolve(__dirname, '..', 'support', 'leaderChild.js');

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { systemClock } from '../../src/core/clock';
 import { Engine } from '../../src/core/engine';
-import { FollowerConnection, LeaderCommandError } from '../../src/leader/election';
+import { FollowerConnection, LeaderCommandError } from '../../src/leader/followerConnection';
 import { HandoverStore, mergeLeaderSnapshot, parseSnapshot } from '../../src/leader/handover';
 import { electionDir, electionFor, electionKey, electionName } from '../../src/leader/naming';
 import type { Decision } from '../../src/model/decision';

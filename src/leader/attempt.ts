@@ -1,0 +1,101 @@
+// One attempt of the election, and what it concluded: decided (leader or follower), or try again
+// in so many milliseconds.
+//
+// A candidate links its socket into `<name>.sock` (exclusiveListen.ts). EEXIST → connect to the
+// path: it answers → follower (that connection is the follower's channel). ECONNREFUSED → the
+// socket of a dead leader, taken over under the lock (takeoverLock.ts): the candidate checks
+// again that `<name>.sock` is the same file (device and inode) it found dead and that connecting
+// to it is still refused; only then it removes it and links its own socket in its place. Only
+// lock holders ever remove a socket that is not their own, and only one that refuses connections,
+// so two candidates cannot both end up reachable at the path.
+import type * as net from 'node:net';
+import type { Log } from './emitter';
+import { discard, listenCandidate, probe, removeIfSame, tryLink, type Candidate } from './exclusiveListen';
+import { fileKey, lstatOrNull } from './files';
+import type { TakeoverLock } from './takeoverLock';
+
+export type Outcome = { done: true } | { done: false; delayMs: number };
+export const DONE: Outcome = { done: true };
+export const retryIn = (delayMs: number): Outcome => ({ done: false, delayMs });
+
+export const randomBetween = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
+
+/** What an attempt works with, and where it hands its result. */
+export interface AttemptContext {
+  dir: string;
+  socketPath: string;
+  lock: TakeoverLock;
+  retryMs: number;
+  connectTimeoutMs: number;
+  log: Log;
+  who: string | undefined;
+  /** A stop or a newer start made this attempt moot. */
+  superseded(): boolean;
+  /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
+  lead(cand: Candidate): Promise<boolean>;
+  /** A live leader answered at the path: follow it over `socket`. */
+  follow(socket: net.Socket): void;
+}
+
+export async function attempt(ctx: AttemptContext): Promise<Outcome> {
+  const socketPath = ctx.socketPath;
+  const cand = await listenCandidate(ctx.dir, ctx.log, ctx.who);
+  let keep = false;
+  try {
+    if (ctx.superseded()) return DONE;
+    if (await tryLink(cand, socketPath)) {
+      keep = await ctx.lead(cand);
+      return DONE;
+    }
+    const st = await lstatOrNull(socketPath);
+    if (st === null) return retryIn(randomBetween(5, 25));
+    const p = await probe(socketPath, ctx.connectTimeoutMs);
+    if (p.kind === 'live') {
+      ctx.follow(p.socket);
+      return DONE;
+    }
+    if (p.kind === 'gone') return retryIn(randomBetween(5, 25));
+    if (p.kind === 'busy') {
+      ctx.log(`leader election: the leader socket did not answer (${p.reason}); retrying in ${ctx.retryMs} ms`);
+      return retryIn(ctx.retryMs);
+    }
+    const r = await takeover(ctx, cand, fileKey(st));
+    if (r.leader) keep = true;
+    return r.outcome;
+  } finally {
+    if (!keep) await discard(cand);
+  }
+}
+
+/** Takes over a dead leader's socket `staleKey`, under the takeover lock. */
+async function takeover(
+  ctx: AttemptContext,
+  cand: Candidate,
+  staleKey: string,
+): Promise<{ outcome: Outcome; leader: boolean }> {
+  const socketPath = ctx.socketPath;
+  const lock = await ctx.lock.acquire();
+  if (!lock) return { outcome: retryIn(randomBetween(20, 60)), leader: false };
+  try {
+    if (ctx.superseded()) return { outcome: DONE, leader: false };
+    const st = await lstatOrNull(socketPath);
+    if (st === null) {
+      if (await tryLink(cand, socketPath)) return { outcome: DONE, leader: await ctx.lead(cand) };
+      return { outcome: retryIn(0), leader: false };
+    }
+    if (fileKey(st) !== staleKey) return { outcome: retryIn(0), leader: false }; // replaced: look again
+    const p = await probe(socketPath, ctx.connectTimeoutMs);
+    if (p.kind === 'live') {
+      ctx.follow(p.socket);
+      return { outcome: DONE, leader: false };
+    }
+    if (p.kind === 'gone') return { outcome: retryIn(0), leader: false };
+    if (p.kind === 'busy') return { outcome: retryIn(ctx.retryMs), leader: false };
+    if (!(await removeIfSame(socketPath, staleKey, ctx.log))) return { outcome: retryIn(0), leader: false };
+    ctx.log(`leader election: removed the dead leader's socket ${socketPath} (${p.code})`);
+    if (await tryLink(cand, socketPath)) return { outcome: DONE, leader: await ctx.lead(cand) };
+    return { outcome: retryIn(0), leader: false };
+  } finally {
+    await lock.release();
+  }
+}

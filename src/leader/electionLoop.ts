@@ -1,0 +1,92 @@
+// Runs attempts until one decides, one election at a time.
+//
+// Elections run on one Serial (src/util/serial.ts): one of a newer generation (a start after a
+// stop) waits until the older one has wound down (it gives up at its next step); two calls for
+// the same generation share one election. Between attempts it pauses (quick retries are
+// bounded, then slow down); a stop cuts the pause short.
+import { Serial } from '../util/serial';
+import { retryIn, type Outcome } from './attempt';
+import type { Log } from './emitter';
+
+export interface ElectionLoopOptions {
+  /** Delay after an inconclusive attempt, and the pace once quick retries are used up. */
+  retryMs: number;
+  log: Log;
+  /** The election of generation `gen` still has a reason to run (started and not superseded). */
+  live(gen: number): boolean;
+  attempt(gen: number): Promise<Outcome>;
+}
+
+export class ElectionLoop {
+  private readonly elections = new Serial();
+  /** The election of the newest generation asked for, until it settles. */
+  private latest: { gen: number; done: Promise<void> } | undefined;
+  /** Ends the current pause early (stop). */
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly opts: ElectionLoopOptions) {}
+
+  /** Nothing runs and nothing waits. */
+  get idle(): boolean {
+    return this.elections.idle;
+  }
+
+  /**
+   * Runs attempts for generation `gen` until one decides; single flight per generation.
+   * `throwErrors`: an attempt's error ends the election with that error (else it is logged and
+   * tried again).
+   */
+  run(gen: number, throwErrors: boolean): Promise<void> {
+    if (this.latest?.gen === gen) return this.latest.done;
+    const done = this.elections.run(() => this.elect(gen, throwErrors));
+    const entry = { gen, done };
+    this.latest = entry;
+    const clear = () => {
+      if (this.latest === entry) this.latest = undefined;
+    };
+    done.then(clear, clear);
+    return done;
+  }
+
+  /** Resolves once every election asked for so far has settled. */
+  drained(): Promise<void> {
+    return this.elections.drained();
+  }
+
+  /** Ends the current pause now. */
+  wakeUp(): void {
+    this.wake?.();
+  }
+
+  private async elect(gen: number, throwErrors: boolean): Promise<void> {
+    const { retryMs, log } = this.opts;
+    let quick = 0;
+    while (this.opts.live(gen)) {
+      let outcome: Outcome;
+      try {
+        outcome = await this.opts.attempt(gen);
+      } catch (e) {
+        if (throwErrors) throw e;
+        log(`leader election: attempt failed: ${(e as Error).message}; retrying in ${retryMs} ms`);
+        outcome = retryIn(retryMs);
+      }
+      if (outcome.done) return;
+      // Quick retries (lock busy, path changed under us) are bounded, then slow down.
+      let delay = outcome.delayMs;
+      if (delay < retryMs && ++quick > 50) delay = retryMs;
+      await this.pause(delay);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        if (this.wake === done) this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+}

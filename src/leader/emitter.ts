@@ -1,0 +1,39 @@
+// How the leader layer tells its users what happened: a log callback, an unsubscribe handle, and
+// a typed event emitter whose listeners' exceptions are logged, never propagated.
+export type Log = (message: string) => void;
+export type Unsubscribe = () => void;
+
+/** A minimal typed event emitter: listeners' exceptions are logged, never propagated. */
+export class Emitter<T> {
+  private readonly listeners = new Set<(value: T) => void>();
+
+  constructor(
+    private readonly log?: Log,
+    private readonly label = 'listener',
+  ) {}
+
+  on(cb: (value: T) => void): Unsubscribe {
+    this.listeners.add(cb);
+    return () => {
+      this.listeners.delete(cb);
+    };
+  }
+
+  fire(value: T): void {
+    for (const cb of [...this.listeners]) {
+      try {
+        cb(value);
+      } catch (e) {
+        this.log?.(`${this.label} threw: ${(e as Error)?.message ?? String(e)}`);
+      }
+    }
+  }
+
+  clear(): void {
+    this.listeners.clear();
+  }
+
+  get size(): number {
+    return this.listeners.size;
+  }
+}

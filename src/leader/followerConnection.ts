@@ -1,0 +1,251 @@
+// A follower's end of its connection to the leader (election.ts decides who is which). Keeps the
+// latest state, sends commands and matches their results; every pending command rejects with a
+// clear error on timeout or when the leader goes away. Malformed lines are reported through
+// `log` and skipped, never thrown.
+import type * as net from 'node:net';
+import { Emitter, type Log, type Unsubscribe } from './emitter';
+import {
+  encodeMessage,
+  LEADER_PROTOCOL_VERSION,
+  LeaderMessageSchema,
+  LineDecoder,
+  type FollowerMessage,
+  type LeaderMessage,
+} from './messages';
+
+export type LeaderCommandErrorCode = 'timeout' | 'closed' | 'failed';
+
+/** Why a follower's command did not succeed: timed out, the leader went away, or it failed there. */
+export class LeaderCommandError extends Error {
+  constructor(
+    message: string,
+    readonly code: LeaderCommandErrorCode,
+  ) {
+    super(message);
+    this.name = 'LeaderCommandError';
+  }
+}
+
+export interface FollowerConnectionOptions {
+  log?: Log;
+  /** Default timeout of `command`. Default 30 s. */
+  commandTimeoutMs?: number;
+}
+
+interface PendingCommand {
+  name: string;
+  resolve: (value: unknown) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** A follower's end of a connection to the leader. Sends `hello` at once. */
+export class FollowerConnection {
+  private readonly log: Log;
+  private readonly commandTimeoutMs: number;
+  private readonly pending = new Map<number, PendingCommand>();
+  private nextId = 1;
+  private _closed = false;
+  private _leaderPid: number | undefined;
+  private _leaderWho: string | undefined;
+  private latest: { snapshot: unknown } | undefined;
+  private readonly stateEmitter: Emitter<unknown>;
+  private readonly closeEmitter: Emitter<void>;
+  private readonly decoder: LineDecoder<LeaderMessage>;
+  private welcomeResolve: ((pid: number) => void) | undefined;
+  private welcomeReject: ((err: Error) => void) | undefined;
+  /** Resolves with the leader's pid on `welcome`; rejects if the connection closes first. */
+  readonly welcomed: Promise<number>;
+
+  constructor(
+    private readonly socket: net.Socket,
+    opts: FollowerConnectionOptions = {},
+  ) {
+    this.log = opts.log ?? (() => {});
+    this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
+    this.stateEmitter = new Emitter<unknown>(this.log, 'state listener');
+    this.closeEmitter = new Emitter<void>(this.log, 'close listener');
+    this.welcomed = new Promise<number>((resolve, reject) => {
+      this.welcomeResolve = resolve;
+      this.welcomeReject = reject;
+    });
+    this.welcomed.catch(() => {});
+    this.decoder = new LineDecoder<LeaderMessage>(
+      LeaderMessageSchema,
+      (msg) => this.onMessage(msg),
+      (reason) => this.log(`follower: dropped a line from the leader: ${reason}`),
+    );
+    socket.on('data', (chunk: Buffer) => this.decoder.push(chunk));
+    socket.on('error', (err) => this.log(`follower: leader socket error: ${err.message}`));
+    socket.on('close', () => this.onSocketClose());
+    if (socket.destroyed) {
+      queueMicrotask(() => this.onSocketClose());
+      return;
+    }
+    this.send({ type: 'hello', version: LEADER_PROTOCOL_VERSION, pid: process.pid });
+  }
+
+  /** The leader's pid, once welcomed. */
+  get leaderPid(): number | undefined {
+    return this._leaderPid;
+  }
+
+  /** What kind of engine the leader says it is, once welcomed (older leaders do not say). */
+  get leaderWho(): string | undefined {
+    return this._leaderWho;
+  }
+
+  get closed(): boolean {
+    return this._closed;
+  }
+
+  /** The latest state received, or undefined. */
+  get state(): unknown {
+    return this.latest?.snapshot;
+  }
+
+  get hasState(): boolean {
+    return this.latest !== undefined;
+  }
+
+  /**
+   * `cb` gets every state the leader pushes, starting (asynchronously) with the latest one
+   * already received, if any.
+   */
+  onState(cb: (snapshot: unknown) => void): Unsubscribe {
+    let active = true;
+    const off = this.stateEmitter.on(cb);
+    const known = this.latest;
+    if (known) {
+      queueMicrotask(() => {
+        // Only if nothing newer was delivered meanwhile.
+        if (active && this.latest === known) {
+          try {
+            cb(known.snapshot);
+          } catch (e) {
+            this.log(`state listener threw: ${(e as Error)?.message ?? String(e)}`);
+          }
+        }
+      });
+    }
+    return () => {
+      active = false;
+      off();
+    };
+  }
+
+  /** `cb` runs once when the connection to the leader is gone (at once if it already is). */
+  onClose(cb: () => void): Unsubscribe {
+    if (this._closed) {
+      let active = true;
+      queueMicrotask(() => {
+        if (active) cb();
+      });
+      return () => {
+        active = false;
+      };
+    }
+    return this.closeEmitter.on(cb);
+  }
+
+  /**
+   * Runs a command on the leader. Resolves with its value; rejects with a LeaderCommandError
+   * when it fails there (`failed`), takes longer than `timeoutMs` (`timeout`) or the leader goes
+   * away first (`closed`).
+   */
+  command(name: string, args: unknown[] = [], timeoutMs = this.commandTimeoutMs): Promise<unknown> {
+    if (this._closed) {
+      return Promise.reject(
+        new LeaderCommandError(`cannot send command "${name}": the connection to the leader is closed`, 'closed'),
+      );
+    }
+    const id = this.nextId++;
+    let line: string;
+    try {
+      line = encodeMessage({ type: 'command', id, name, args });
+    } catch (e) {
+      return Promise.reject(new LeaderCommandError(`cannot send command "${name}": ${(e as Error).message}`, 'failed'));
+    }
+    return new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(
+          new LeaderCommandError(`command "${name}" got no answer from the leader within ${timeoutMs} ms`, 'timeout'),
+        );
+      }, timeoutMs);
+      this.pending.set(id, { name, resolve, reject, timer });
+      this.socket.write(line);
+    });
+  }
+
+  /** Closes the connection; pending commands reject with `closed`. */
+  close(): void {
+    this.socket.destroy();
+    // 'close' arrives asynchronously; settle now so callers see a consistent state.
+    this.onSocketClose();
+  }
+
+  private onMessage(msg: LeaderMessage): void {
+    switch (msg.type) {
+      case 'welcome':
+        this._leaderPid = msg.leaderPid;
+        this._leaderWho = msg.who;
+        if (msg.version !== undefined && msg.version !== LEADER_PROTOCOL_VERSION) {
+          this.log(
+            `follower: leader pid ${msg.leaderPid} speaks protocol ${msg.version}, this follower ${LEADER_PROTOCOL_VERSION}`,
+          );
+        }
+        this.welcomeResolve?.(msg.leaderPid);
+        return;
+      case 'state':
+        this.latest = { snapshot: msg.snapshot };
+        this.stateEmitter.fire(msg.snapshot);
+        return;
+      case 'result': {
+        if (typeof msg.id !== 'number') {
+          this.log(`follower: result for unknown command id ${JSON.stringify(msg.id)}`);
+          return;
+        }
+        const p = this.pending.get(msg.id);
+        if (!p) {
+          this.log(`follower: result for unknown or timed-out command id ${msg.id}`);
+          return;
+        }
+        this.pending.delete(msg.id);
+        clearTimeout(p.timer);
+        if (msg.ok) p.resolve(msg.value);
+        else
+          p.reject(
+            new LeaderCommandError(
+              `command "${p.name}" failed on the leader: ${msg.error ?? 'unknown error'}`,
+              'failed',
+            ),
+          );
+        return;
+      }
+    }
+  }
+
+  private send(msg: FollowerMessage): void {
+    try {
+      if (!this.socket.destroyed && this.socket.writable) this.socket.write(encodeMessage(msg));
+    } catch (e) {
+      this.log(`follower: ${(e as Error).message}`);
+    }
+  }
+
+  private onSocketClose(): void {
+    if (this._closed) return;
+    this._closed = true;
+    this.decoder.end();
+    this.welcomeReject?.(new Error('the connection to the leader closed before its welcome'));
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(new LeaderCommandError(`the leader went away before answering command "${p.name}"`, 'closed'));
+    }
+    this.closeEmitter.fire();
+    this.closeEmitter.clear();
+    this.stateEmitter.clear();
+  }
+}

@@ -1,0 +1,267 @@
+// The leader's end of its socket (election.ts decides who leads). Answers each follower's `hello`
+// with `welcome` and at once the latest state (if any), pushes every later state to every
+// follower (latest only: a follower that cannot keep up gets the newest snapshot when its socket
+// drains, never a backlog), and runs followers' commands through one handler. Malformed lines
+// are reported through `log` and skipped, never thrown.
+import type * as net from 'node:net';
+import { Emitter, type Log, type Unsubscribe } from './emitter';
+import {
+  encodeMessage,
+  LEADER_PROTOCOL_VERSION,
+  FollowerMessageSchema,
+  LineDecoder,
+  type CommandId,
+  type FollowerMessage,
+  type LeaderMessage,
+} from './messages';
+
+/** Runs a follower's command on the leader; its value (JSON), or its promise's, goes back as the result. */
+export type CommandHandler = (name: string, args: unknown[]) => unknown;
+
+export interface LeaderServerOptions {
+  log?: Log;
+  /** Sent in the welcome: what kind of engine this leader is (e.g. "runner"). */
+  who?: string;
+  /** A connection that has not said hello within this time is dropped. Default 5000 ms. */
+  helloTimeoutMs?: number;
+}
+
+interface Peer {
+  socket: net.Socket;
+  decoder: LineDecoder<FollowerMessage>;
+  welcomed: boolean;
+  pid: number | null;
+  /** A state is waiting for the socket to drain. */
+  stateDirty: boolean;
+  helloTimer: NodeJS.Timeout | undefined;
+}
+
+interface QueuedCommand {
+  peer: Peer;
+  id: CommandId;
+  name: string;
+  args: unknown[];
+}
+
+const MAX_QUEUED_COMMANDS = 1000;
+
+/** The leader's end: one net.Server (already listening or about to), any number of followers. */
+export class LeaderServer {
+  private readonly peers = new Set<Peer>();
+  private readonly log: Log;
+  private readonly helloTimeoutMs: number;
+  private readonly who: string | undefined;
+  private handler: CommandHandler | undefined;
+  /** Commands that arrived before a handler was set; run when one is. */
+  private queued: QueuedCommand[] = [];
+  private latest: { snapshot: unknown; line: string } | undefined;
+  private _closed = false;
+  private closing: Promise<void> | undefined;
+  private readonly followersEmitter: Emitter<number>;
+
+  constructor(
+    private readonly server: net.Server,
+    opts: LeaderServerOptions = {},
+  ) {
+    this.log = opts.log ?? (() => {});
+    this.helloTimeoutMs = opts.helloTimeoutMs ?? 5000;
+    this.who = opts.who;
+    this.followersEmitter = new Emitter<number>(this.log, 'followers listener');
+    server.on('connection', (socket) => this.accept(socket));
+    server.on('error', (err) => this.log(`leader server error: ${err.message}`));
+  }
+
+  /** Followers that said hello and are still connected. */
+  get followerCount(): number {
+    let n = 0;
+    for (const p of this.peers) if (p.welcomed) n++;
+    return n;
+  }
+
+  get closed(): boolean {
+    return this._closed;
+  }
+
+  /** The last snapshot broadcast, or undefined. */
+  get latestState(): unknown {
+    return this.latest?.snapshot;
+  }
+
+  /** Called with the follower count whenever it changes. */
+  onFollowersChange(cb: (count: number) => void): Unsubscribe {
+    return this.followersEmitter.on(cb);
+  }
+
+  /**
+   * Sets the handler for followers' commands (one at a time; a later call replaces it).
+   * Commands received before any handler are queued and run now.
+   */
+  onCommand(handler: CommandHandler): Unsubscribe {
+    this.handler = handler;
+    const queued = this.queued;
+    this.queued = [];
+    for (const q of queued) this.run(q);
+    return () => {
+      if (this.handler === handler) this.handler = undefined;
+    };
+  }
+
+  /**
+   * Pushes `snapshot` to every follower and keeps it for those who join later. Must be JSON
+   * serializable; one that is not (or is over the line cap) is logged and not sent.
+   */
+  broadcast(snapshot: unknown): void {
+    if (this._closed) return;
+    let line: string;
+    try {
+      line = encodeMessage({ type: 'state', snapshot });
+    } catch (e) {
+      this.log(`leader: state not broadcast: ${(e as Error).message}`);
+      return;
+    }
+    this.latest = { snapshot, line };
+    for (const p of this.peers) if (p.welcomed) this.sendState(p);
+  }
+
+  /** Disconnects every follower and stops listening. Idempotent. */
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this._closed = true;
+    this.queued = [];
+    this.closing = new Promise<void>((resolve) => {
+      for (const p of [...this.peers]) p.socket.destroy();
+      try {
+        this.server.close(() => resolve());
+      } catch {
+        resolve();
+      }
+    });
+    return this.closing;
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this._closed) {
+      socket.destroy();
+      return;
+    }
+    const peer: Peer = {
+      socket,
+      welcomed: false,
+      pid: null,
+      stateDirty: false,
+      helloTimer: undefined,
+      decoder: new LineDecoder<FollowerMessage>(
+        FollowerMessageSchema,
+        (msg) => this.onMessage(peer, msg),
+        (reason) => this.log(`leader: dropped a line from a follower: ${reason}`),
+      ),
+    };
+    this.peers.add(peer);
+    peer.helloTimer = setTimeout(() => {
+      if (!peer.welcomed) {
+        this.log(`leader: a connection said no hello within ${this.helloTimeoutMs} ms; dropped`);
+        socket.destroy();
+      }
+    }, this.helloTimeoutMs);
+    peer.helloTimer.unref();
+    socket.on('data', (chunk: Buffer) => peer.decoder.push(chunk));
+    socket.on('drain', () => {
+      if (peer.stateDirty) this.sendState(peer);
+    });
+    socket.on('error', (err) => this.log(`leader: follower socket error: ${err.message}`));
+    socket.on('close', () => {
+      clearTimeout(peer.helloTimer);
+      this.peers.delete(peer);
+      if (peer.welcomed && !this._closed) this.followersEmitter.fire(this.followerCount);
+    });
+  }
+
+  private onMessage(peer: Peer, msg: FollowerMessage): void {
+    if (msg.type === 'hello') {
+      if (peer.welcomed) return;
+      if (msg.version !== LEADER_PROTOCOL_VERSION) {
+        this.log(
+          `leader: follower pid ${msg.pid} speaks protocol ${msg.version}, this leader ${LEADER_PROTOCOL_VERSION}`,
+        );
+      }
+      peer.welcomed = true;
+      peer.pid = msg.pid;
+      clearTimeout(peer.helloTimer);
+      this.write(peer, {
+        type: 'welcome',
+        leaderPid: process.pid,
+        version: LEADER_PROTOCOL_VERSION,
+        ...(this.who ? { who: this.who } : {}),
+      });
+      if (this.latest) this.sendState(peer);
+      this.followersEmitter.fire(this.followerCount);
+      return;
+    }
+    const q: QueuedCommand = { peer, id: msg.id, name: msg.name, args: msg.args };
+    if (this.handler) {
+      this.run(q);
+    } else if (this.queued.length < MAX_QUEUED_COMMANDS) {
+      this.queued.push(q);
+    } else {
+      this.reply(peer, { type: 'result', id: q.id, ok: false, error: 'the leader is not ready for commands yet' });
+    }
+  }
+
+  private run(q: QueuedCommand): void {
+    const handler = this.handler;
+    if (!handler) return;
+    void (async () => {
+      let value: unknown;
+      try {
+        value = await handler(q.name, q.args);
+      } catch (e) {
+        const error = e instanceof Error ? e.message : String(e);
+        this.reply(q.peer, { type: 'result', id: q.id, ok: false, error: error || 'command failed' });
+        return;
+      }
+      this.reply(q.peer, { type: 'result', id: q.id, ok: true, value });
+    })();
+  }
+
+  private reply(peer: Peer, msg: LeaderMessage & { type: 'result' }): void {
+    if (!this.write(peer, msg) && msg.ok) {
+      // The value could not be encoded: the follower still gets an answer.
+      this.write(peer, {
+        type: 'result',
+        id: msg.id,
+        ok: false,
+        error: `command result could not be sent (not JSON, or too large)`,
+      });
+    }
+  }
+
+  private sendState(peer: Peer): void {
+    const latest = this.latest;
+    if (!latest) return;
+    if (peer.socket.writableNeedDrain) {
+      peer.stateDirty = true;
+      return;
+    }
+    peer.stateDirty = false;
+    this.writeLine(peer, latest.line);
+  }
+
+  /** Encodes and writes; false when the message could not be encoded. */
+  private write(peer: Peer, msg: LeaderMessage): boolean {
+    let line: string;
+    try {
+      line = encodeMessage(msg);
+    } catch (e) {
+      this.log(`leader: ${(e as Error).message}`);
+      return false;
+    }
+    this.writeLine(peer, line);
+    return true;
+  }
+
+  private writeLine(peer: Peer, line: string): void {
+    const s = peer.socket;
+    if (s.destroyed || !s.writable) return;
+    s.write(line);
+  }
+}
