@@ -69,7 +69,7 @@ export function cmdline(pid: number): string {
 export function processGroupMembers(pgid: number): number[] {
   if (process.platform !== 'linux') return isAlive(pgid) ? [pgid] : [];
   const out: number[] = [];
-  let entries: string[] = [];
+  let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {

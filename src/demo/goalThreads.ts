@@ -5,8 +5,13 @@
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { z } from 'zod';
 import type { UserClient } from './userClient';
-import type { Json, Notification } from './userClientLog';
+import { field, type Json, type Notification } from './userClientLog';
+
+/** What is read of the replies to thread/start and thread/goal/set; the rest is handed on as received. */
+const ThreadStartReplySchema = z.looseObject({ thread: z.looseObject({ id: z.string() }) });
+const GoalSetReplySchema = z.looseObject({ goal: z.unknown().optional() });
 
 export interface StartThreadOptions {
   /** Working directory (default: a new temp dir, removed by `cleanup`). */
@@ -50,15 +55,15 @@ export async function startThreadWithGoal(
   const madeCwd = opts.cwd === undefined;
   const cwd = opts.cwd ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-thread-cwd-')));
   const timeoutMs = opts.timeoutMs ?? 15_000;
-  const params: Json = { cwd };
+  const params: Record<string, unknown> = { cwd };
   if (opts.approvalPolicy) params.approvalPolicy = opts.approvalPolicy;
   if (opts.sandbox) params.sandbox = opts.sandbox;
-  const started = await client.request('thread/start', params, timeoutMs);
-  const threadId: string = started.thread.id;
+  const started = ThreadStartReplySchema.parse(await client.request<unknown>('thread/start', params, timeoutMs));
+  const threadId = started.thread.id;
   const goalSetSeq = client.lastSeq;
-  const goalParams: Json = { threadId, status: 'active', objective, origin: opts.origin ?? 'user' };
+  const goalParams: Record<string, unknown> = { threadId, status: 'active', objective, origin: opts.origin ?? 'user' };
   if (opts.tokenBudget !== undefined) goalParams.tokenBudget = opts.tokenBudget;
-  const set = await client.request('thread/goal/set', goalParams, timeoutMs);
+  const set = GoalSetReplySchema.parse(await client.request<unknown>('thread/goal/set', goalParams, timeoutMs));
   return {
     threadId,
     thread: started.thread,
@@ -77,7 +82,7 @@ export function about(
   method: string,
   extra: (p: Json) => boolean = () => true,
 ): (n: Notification) => boolean {
-  return (n) => n.method === method && n.params?.threadId === threadId && extra(n.params);
+  return (n) => n.method === method && field(n.params, 'threadId') === threadId && extra(n.params);
 }
 
 /** Wait for thread/goal/updated with goal.status === status for threadId. */
@@ -89,7 +94,7 @@ export function waitGoalStatus(
   since = 0,
 ): Promise<Notification> {
   return client.waitFor(
-    about(threadId, 'thread/goal/updated', (p) => p.goal?.status === status),
+    about(threadId, 'thread/goal/updated', (p) => field(p, 'goal', 'status') === status),
     timeoutMs,
     since,
   );
@@ -104,7 +109,7 @@ export function waitTurnCompleted(
   since = 0,
 ): Promise<Notification> {
   return client.waitFor(
-    about(threadId, 'turn/completed', (p) => status === undefined || p.turn?.status === status),
+    about(threadId, 'turn/completed', (p) => status === undefined || field(p, 'turn', 'status') === status),
     timeoutMs,
     since,
   );

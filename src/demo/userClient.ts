@@ -11,8 +11,18 @@
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import WebSocket from 'ws';
-import { describe, type Json, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
+import { z } from 'zod';
+import { describe, field, type Json, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
 import { stdioTransport, wsTransport, type Transport } from './userClientTransports';
+
+/** What the client reads of each message: the JSON-RPC envelope; params, result and data stay as received. */
+const EnvelopeSchema = z.looseObject({
+  method: z.string().optional(),
+  id: z.union([z.number(), z.string()]).nullish(),
+  params: z.unknown().optional(),
+  result: z.unknown().optional(),
+  error: z.looseObject({ code: z.number(), message: z.string(), data: z.unknown().optional() }).nullish(),
+});
 
 export class RpcError extends Error {
   constructor(
@@ -85,9 +95,9 @@ export class UserClient {
   }
 
   async initialize(opts: UserClientOptions = {}): Promise<Json> {
-    const capabilities: Json = { experimentalApi: true };
+    const capabilities: Record<string, unknown> = { experimentalApi: true };
     if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
-    this.initializeResult = await this.request('initialize', {
+    this.initializeResult = await this.request<unknown>('initialize', {
       clientInfo: { name: opts.name ?? 'test-user-client', title: 'Test user client', version: '0.0.0' },
       capabilities,
     });
@@ -96,13 +106,13 @@ export class UserClient {
   }
 
   /** Send a request; resolves with `result`, rejects with RpcError or on timeout / close. */
-  async request<T = Json>(method: string, params?: Json, timeoutMs = 15_000): Promise<T> {
+  async request<T = Json>(method: string, params?: unknown, timeoutMs = 15_000): Promise<T> {
     const entry = await this.requestEntry(method, params, timeoutMs);
     return entry.result as T;
   }
 
   /** Like `request`, but resolves with the reply's log entry (its `seq` orders it among notifications). */
-  requestEntry(method: string, params?: Json, timeoutMs = 15_000): Promise<LogEntry> {
+  requestEntry(method: string, params?: unknown, timeoutMs = 15_000): Promise<LogEntry> {
     if (this.closed) return Promise.reject(new Error(`connection closed; cannot send ${method}`));
     const id = this.nextId++;
     return new Promise<LogEntry>((resolve, reject) => {
@@ -126,12 +136,12 @@ export class UserClient {
     });
   }
 
-  notify(method: string, params?: Json): void {
+  notify(method: string, params?: unknown): void {
     this.transport.send(JSON.stringify(params === undefined ? { method } : { method, params }));
   }
 
   /** Answer a server request (e.g. an approval: `{decision:"accept"}`). */
-  respond(id: number | string, result: Json): void {
+  respond(id: number | string, result: unknown): void {
     this.transport.send(JSON.stringify({ id, result }));
   }
 
@@ -217,7 +227,11 @@ export class UserClient {
   /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
   summary(since = 0, threadId?: string): string {
     return this.log
-      .filter((e) => e.seq > since && (!threadId || e.params?.threadId === undefined || e.params.threadId === threadId))
+      .filter(
+        (e) =>
+          e.seq > since &&
+          (!threadId || field(e.params, 'threadId') === undefined || field(e.params, 'threadId') === threadId),
+      )
       .map(describe)
       .join(' | ');
   }
@@ -239,31 +253,34 @@ export class UserClient {
   }
 
   private onMessage(text: string): void {
-    let msg: Json;
+    let parsed: unknown;
     try {
-      msg = JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch {
       return;
     }
+    const envelope = EnvelopeSchema.safeParse(parsed);
+    if (!envelope.success) return; // not a JSON-RPC message: dropped like text that is not JSON
+    const msg = envelope.data;
     const base = { seq: ++this.seq, at: Date.now() };
-    if (msg.method !== undefined && msg.id !== undefined) {
+    if (msg.method !== undefined && msg.id !== undefined && msg.id !== null) {
       this.log.push({ ...base, kind: 'serverRequest', method: msg.method, id: msg.id, params: msg.params });
     } else if (msg.method !== undefined) {
       const entry: Notification = { ...base, kind: 'notification', method: msg.method, params: msg.params };
       this.log.push(entry);
       for (const listener of this.listeners) listener(entry);
     } else if (msg.id !== undefined) {
-      const p = this.pending.get(msg.id);
+      const p = msg.id === null ? undefined : this.pending.get(msg.id);
       const entry: LogEntry = {
         ...base,
         kind: 'response',
         method: p?.method ?? '?',
-        id: msg.id,
+        ...(msg.id !== null ? { id: msg.id } : {}),
         result: msg.result,
         ...(msg.error ? { error: msg.error } : {}),
       };
       this.log.push(entry);
-      if (p) {
+      if (p && msg.id !== null) {
         this.pending.delete(msg.id);
         p.resolve(entry);
       }

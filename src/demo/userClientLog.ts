@@ -2,8 +2,27 @@
  * What the user client (`userClient.ts`) records of everything it receives, and the one-line
  * rendering of an entry used in evidence and failure messages.
  */
-/* eslint-disable @typescript-eslint/no-explicit-any */
+/**
+ * What the tests read off the wire: loose JSON, reached into without a schema (`n.params.goal.status`).
+ * `any` on purpose, and only here, at the edge where the client hands what it received to a test;
+ * what the client itself reads is narrowed (`field`, the envelope schema in `userClient.ts`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests' view of received JSON (above)
 export type Json = any;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+/** `value.k1.k2…`, or undefined where a step is not an object (what `value?.k1?.k2` gives). */
+export function field(value: unknown, ...path: string[]): unknown {
+  let v = value;
+  for (const k of path) {
+    if (!isRecord(v)) return undefined;
+    v = v[k];
+  }
+  return v;
+}
 
 export interface LogEntry {
   /** Arrival order across everything this client received (1, 2, 3...). */
@@ -25,7 +44,7 @@ export type ServerRequest = LogEntry & { kind: 'serverRequest' };
 
 /** One short line for a log entry: method plus the fields that matter for goal recovery. */
 export function describe(e: LogEntry): string {
-  const p = e.params ?? {};
+  const p: unknown = e.params ?? {};
   switch (e.kind) {
     case 'response':
       return `#${e.seq} reply(${e.method})${e.error ? ` ERROR ${e.error.code} ${e.error.message}` : ''}`;
@@ -35,19 +54,27 @@ export function describe(e: LogEntry): string {
       break;
   }
   switch (e.method) {
-    case 'thread/goal/updated':
-      return `#${e.seq} thread/goal/updated(${p.goal?.status}${p.turnId ? `, turn ${short(p.turnId)}` : ''})`;
-    case 'thread/status/changed':
-      return `#${e.seq} thread/status/changed(${p.status?.type}${p.status?.activeFlags?.length ? ':' + p.status.activeFlags.join(',') : ''})`;
+    case 'thread/goal/updated': {
+      const turnId = field(p, 'turnId');
+      return `#${e.seq} thread/goal/updated(${String(field(p, 'goal', 'status'))}${turnId ? `, turn ${short(turnId)}` : ''})`;
+    }
+    case 'thread/status/changed': {
+      const flags = field(p, 'status', 'activeFlags');
+      const shown = Array.isArray(flags) && flags.length ? ':' + flags.join(',') : '';
+      return `#${e.seq} thread/status/changed(${String(field(p, 'status', 'type'))}${shown})`;
+    }
     case 'error':
-      return `#${e.seq} error(willRetry ${p.willRetry}, ${JSON.stringify(p.error?.codexErrorInfo)})`;
+      return `#${e.seq} error(willRetry ${String(field(p, 'willRetry'))}, ${JSON.stringify(field(p, 'error', 'codexErrorInfo'))})`;
     case 'turn/started':
-      return `#${e.seq} turn/started(${short(p.turn?.id)})`;
-    case 'turn/completed':
-      return `#${e.seq} turn/completed(${p.turn?.status}${p.turn?.error ? ', ' + JSON.stringify(p.turn.error.codexErrorInfo) : ''})`;
+      return `#${e.seq} turn/started(${short(field(p, 'turn', 'id'))})`;
+    case 'turn/completed': {
+      const error = field(p, 'turn', 'error');
+      const shown = error ? ', ' + JSON.stringify(field(error, 'codexErrorInfo')) : '';
+      return `#${e.seq} turn/completed(${String(field(p, 'turn', 'status'))}${shown})`;
+    }
     case 'item/started':
     case 'item/completed':
-      return `#${e.seq} ${e.method}(${p.item?.type})`;
+      return `#${e.seq} ${e.method}(${String(field(p, 'item', 'type'))})`;
     default:
       return `#${e.seq} ${e.method}`;
   }

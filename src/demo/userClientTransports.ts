@@ -44,7 +44,13 @@ export function wsTransport(ws: WebSocket): Transport {
       if (ws.readyState === WebSocket.OPEN) ws.send(t);
     },
     close: () => ws.close(),
-    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(data.toString())),
+    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(rawText(data))),
     onClose: (cb) => ws.on('close', () => cb()),
   };
+}
+
+/** A frame's text: ws delivers a Buffer per message (binaryType "nodebuffer", the default). */
+function rawText(data: WebSocket.RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString();
+  return Array.isArray(data) ? Buffer.concat(data).toString() : Buffer.from(data).toString();
 }

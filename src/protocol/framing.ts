@@ -45,7 +45,7 @@ export function validateMessage(value: unknown): ValidationResult {
     if (hasId && typeof id !== 'string' && typeof id !== 'number') {
       return { ok: false, reason: `request "id" must be a string or number, got ${describeType(id)}` };
     }
-    return { ok: true, message: { ...value, jsonrpc: '2.0' } as Message };
+    return { ok: true, message: { ...value, jsonrpc: '2.0' } };
   }
   // No method: must be a response.
   if (!hasId) {
@@ -65,7 +65,7 @@ export function validateMessage(value: unknown): ValidationResult {
       return { ok: false, reason: 'response "error" must be an object with a numeric "code" and a string "message"' };
     }
   }
-  return { ok: true, message: { ...value, jsonrpc: '2.0' } as Message };
+  return { ok: true, message: { ...value, jsonrpc: '2.0' } };
 }
 
 function describeType(v: unknown): string {

@@ -28,7 +28,10 @@ export interface Transport {
   writer: MessageWriter;
   /** e.g. "daemon socket /home/u/.codex/…sock", "ws://127.0.0.1:4500", "codex app-server (pid 123)". */
   describe: string;
-  /** Called exactly once, with a human-readable reason, when the connection is gone. Late subscribers are called too. */
+  /**
+   * Called exactly once, with a human-readable reason, when the connection is gone. Late subscribers
+   * are called too.
+   */
   onClose(cb: (reason: string) => void): void;
   /** Closes the connection (stdio: terminates the child's whole process group). Idempotent. */
   close(): Promise<void>;

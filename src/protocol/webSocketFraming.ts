@@ -11,7 +11,7 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 function rawDataToBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data as ArrayBuffer);
+  return Buffer.from(data);
 }
 
 const WS_OPEN = 1;

@@ -27,7 +27,10 @@ export class LineParts {
     return true;
   }
 
-  /** The whole line: the part with `seg`, its last (forwards) or first (backwards) bytes. A view, valid until the next call. */
+  /**
+   * The whole line: the part with `seg`, its last (forwards) or first (backwards) bytes. A view, valid
+   * until the next call.
+   */
   line(seg: Buffer): Buffer {
     if (this.length === 0) return seg;
     const held = this.length;

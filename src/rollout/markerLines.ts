@@ -40,7 +40,7 @@ export function markerStatusOf(obj: unknown): GoalStatus | null {
   const parallel = kinds.length === content.length;
   let status: GoalStatus | null = null;
   content.forEach((item, i) => {
-    if (parallel && !(typeof kinds[i] === 'string' && MARKER_KINDS.has(kinds[i] as string))) return;
+    if (parallel && !(typeof kinds[i] === 'string' && MARKER_KINDS.has(kinds[i]))) return;
     if (!isRecord(item) || item.type !== 'input_text' || typeof item.text !== 'string') return;
     const found = statusIn(item.text);
     if (found !== null) status = found;

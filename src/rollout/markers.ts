@@ -149,7 +149,7 @@ export async function scanForMarkers(
       return {
         markers,
         goalLines,
-        last: markers.length > 0 ? markers[markers.length - 1]! : null,
+        last: markers.length > 0 ? markers[markers.length - 1] : null,
         nextOffset: lineStart,
         size,
         truncated,
