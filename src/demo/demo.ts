@@ -8,16 +8,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
-import {
-  controlSocketPath,
-  killAllTracked,
-  makeCodexHome,
-  startDaemon,
-  stopDaemon,
-  type CodexHome,
-} from './codexProcesses';
-import { startMockModel, type MockModel } from './mockModel';
-import { about, startThreadWithGoal, UserClient, type Notification } from './userClient';
+import { makeCodexHome, type CodexHome } from './codexHome';
+import { killAllTracked } from './codexProcesses';
+import { controlSocketPath, startDaemon, stopDaemon } from './managedDaemon';
+import { startMockModel } from './mockModel';
+import type { MockModel } from './mockModes';
+import { about, startThreadWithGoal } from './goalThreads';
+import { UserClient } from './userClient';
+import type { Notification } from './userClientLog';
 
 const OUTAGE_TURNS = 2;
 const DEADLINE_MS = 120_000;

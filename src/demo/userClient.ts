@@ -10,31 +10,19 @@
  * (approvals) are recorded and never answered unless the test calls `respond`/`respondError`.
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import * as fs from 'node:fs/promises';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import WebSocket from 'ws';
+import { z } from 'zod';
+import { describe, field, type Json, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
+import { stdioTransport, wsTransport, type Transport } from './userClientTransports';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
-export type Json = any;
-
-export interface LogEntry {
-  /** Arrival order across everything this client received (1, 2, 3...). */
-  seq: number;
-  /** Date.now() at arrival. */
-  at: number;
-  kind: 'notification' | 'serverRequest' | 'response';
-  /** Notification / server-request method, or for a response the method of the request it answers. */
-  method: string;
-  /** JSON-RPC id (server requests and responses). */
-  id?: number | string;
-  params?: Json;
-  result?: Json;
-  error?: { code: number; message: string; data?: Json };
-}
-
-export type Notification = LogEntry & { kind: 'notification' };
-export type ServerRequest = LogEntry & { kind: 'serverRequest' };
+/** What the client reads of each message: the JSON-RPC envelope; params, result and data stay as received. */
+const EnvelopeSchema = z.looseObject({
+  method: z.string().optional(),
+  id: z.union([z.number(), z.string()]).nullish(),
+  params: z.unknown().optional(),
+  result: z.unknown().optional(),
+  error: z.looseObject({ code: z.number(), message: z.string(), data: z.unknown().optional() }).nullish(),
+});
 
 export class RpcError extends Error {
   constructor(
@@ -45,50 +33,6 @@ export class RpcError extends Error {
   ) {
     super(`${method}: ${code} ${message}`);
   }
-}
-
-interface Transport {
-  send(text: string): void;
-  close(): void;
-  onMessage(cb: (text: string) => void): void;
-  onClose(cb: () => void): void;
-}
-
-function stdioTransport(child: ChildProcessWithoutNullStreams): Transport {
-  let buf = '';
-  const listeners: ((t: string) => void)[] = [];
-  const closers: (() => void)[] = [];
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (d: string) => {
-    buf += d;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i).trim();
-      buf = buf.slice(i + 1);
-      if (line) for (const l of listeners) l(line);
-    }
-  });
-  child.stdout.on('close', () => closers.forEach((c) => c()));
-  child.stdin.on('error', () => undefined);
-  return {
-    send: (t) => {
-      if (!child.stdin.destroyed) child.stdin.write(t + '\n');
-    },
-    close: () => child.stdin.end(),
-    onMessage: (cb) => listeners.push(cb),
-    onClose: (cb) => closers.push(cb),
-  };
-}
-
-function wsTransport(ws: WebSocket): Transport {
-  return {
-    send: (t) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(t);
-    },
-    close: () => ws.close(),
-    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(data.toString())),
-    onClose: (cb) => ws.on('close', () => cb()),
-  };
 }
 
 export interface UserClientOptions {
@@ -151,9 +95,9 @@ export class UserClient {
   }
 
   async initialize(opts: UserClientOptions = {}): Promise<Json> {
-    const capabilities: Json = { experimentalApi: true };
+    const capabilities: Record<string, unknown> = { experimentalApi: true };
     if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
-    this.initializeResult = await this.request('initialize', {
+    this.initializeResult = await this.request<unknown>('initialize', {
       clientInfo: { name: opts.name ?? 'test-user-client', title: 'Test user client', version: '0.0.0' },
       capabilities,
     });
@@ -162,13 +106,13 @@ export class UserClient {
   }
 
   /** Send a request; resolves with `result`, rejects with RpcError or on timeout / close. */
-  async request<T = Json>(method: string, params?: Json, timeoutMs = 15_000): Promise<T> {
+  async request<T = Json>(method: string, params?: unknown, timeoutMs = 15_000): Promise<T> {
     const entry = await this.requestEntry(method, params, timeoutMs);
     return entry.result as T;
   }
 
   /** Like `request`, but resolves with the reply's log entry (its `seq` orders it among notifications). */
-  requestEntry(method: string, params?: Json, timeoutMs = 15_000): Promise<LogEntry> {
+  requestEntry(method: string, params?: unknown, timeoutMs = 15_000): Promise<LogEntry> {
     if (this.closed) return Promise.reject(new Error(`connection closed; cannot send ${method}`));
     const id = this.nextId++;
     return new Promise<LogEntry>((resolve, reject) => {
@@ -192,12 +136,12 @@ export class UserClient {
     });
   }
 
-  notify(method: string, params?: Json): void {
+  notify(method: string, params?: unknown): void {
     this.transport.send(JSON.stringify(params === undefined ? { method } : { method, params }));
   }
 
   /** Answer a server request (e.g. an approval: `{decision:"accept"}`). */
-  respond(id: number | string, result: Json): void {
+  respond(id: number | string, result: unknown): void {
     this.transport.send(JSON.stringify({ id, result }));
   }
 
@@ -283,7 +227,11 @@ export class UserClient {
   /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
   summary(since = 0, threadId?: string): string {
     return this.log
-      .filter((e) => e.seq > since && (!threadId || e.params?.threadId === undefined || e.params.threadId === threadId))
+      .filter(
+        (e) =>
+          e.seq > since &&
+          (!threadId || field(e.params, 'threadId') === undefined || field(e.params, 'threadId') === threadId),
+      )
       .map(describe)
       .join(' | ');
   }
@@ -305,174 +253,38 @@ export class UserClient {
   }
 
   private onMessage(text: string): void {
-    let msg: Json;
+    let parsed: unknown;
     try {
-      msg = JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch {
       return;
     }
+    const envelope = EnvelopeSchema.safeParse(parsed);
+    if (!envelope.success) return; // not a JSON-RPC message: dropped like text that is not JSON
+    const msg = envelope.data;
     const base = { seq: ++this.seq, at: Date.now() };
-    if (msg.method !== undefined && msg.id !== undefined) {
+    if (msg.method !== undefined && msg.id !== undefined && msg.id !== null) {
       this.log.push({ ...base, kind: 'serverRequest', method: msg.method, id: msg.id, params: msg.params });
     } else if (msg.method !== undefined) {
       const entry: Notification = { ...base, kind: 'notification', method: msg.method, params: msg.params };
       this.log.push(entry);
       for (const listener of this.listeners) listener(entry);
     } else if (msg.id !== undefined) {
-      const p = this.pending.get(msg.id);
+      const p = msg.id === null ? undefined : this.pending.get(msg.id);
       const entry: LogEntry = {
         ...base,
         kind: 'response',
         method: p?.method ?? '?',
-        id: msg.id,
+        ...(msg.id !== null ? { id: msg.id } : {}),
         result: msg.result,
         ...(msg.error ? { error: msg.error } : {}),
       };
       this.log.push(entry);
-      if (p) {
+      if (p && msg.id !== null) {
         this.pending.delete(msg.id);
         p.resolve(entry);
       }
     }
     this.poke();
   }
-}
-
-/** One short line for a log entry: method plus the fields that matter for goal recovery. */
-export function describe(e: LogEntry): string {
-  const p = e.params ?? {};
-  switch (e.kind) {
-    case 'response':
-      return `#${e.seq} reply(${e.method})${e.error ? ` ERROR ${e.error.code} ${e.error.message}` : ''}`;
-    case 'serverRequest':
-      return `#${e.seq} request ${e.method} id=${String(e.id)}`;
-    default:
-      break;
-  }
-  switch (e.method) {
-    case 'thread/goal/updated':
-      return `#${e.seq} thread/goal/updated(${p.goal?.status}${p.turnId ? `, turn ${short(p.turnId)}` : ''})`;
-    case 'thread/status/changed':
-      return `#${e.seq} thread/status/changed(${p.status?.type}${p.status?.activeFlags?.length ? ':' + p.status.activeFlags.join(',') : ''})`;
-    case 'error':
-      return `#${e.seq} error(willRetry ${p.willRetry}, ${JSON.stringify(p.error?.codexErrorInfo)})`;
-    case 'turn/started':
-      return `#${e.seq} turn/started(${short(p.turn?.id)})`;
-    case 'turn/completed':
-      return `#${e.seq} turn/completed(${p.turn?.status}${p.turn?.error ? ', ' + JSON.stringify(p.turn.error.codexErrorInfo) : ''})`;
-    case 'item/started':
-    case 'item/completed':
-      return `#${e.seq} ${e.method}(${p.item?.type})`;
-    default:
-      return `#${e.seq} ${e.method}`;
-  }
-}
-
-function short(id: unknown): string {
-  return typeof id === 'string' ? id.slice(-6) : String(id);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Thread + goal helpers
-
-export interface StartThreadOptions {
-  /** Working directory (default: a new temp dir, removed by `cleanup`). */
-  cwd?: string;
-  /** e.g. "untrusted" so exec_command asks for approval; default: config (never). */
-  approvalPolicy?: string;
-  /** thread/start `sandbox` (default: config). */
-  sandbox?: string;
-  tokenBudget?: number;
-  /** Goal origin (default "user"). */
-  origin?: 'user' | 'automatic';
-  timeoutMs?: number;
-}
-
-export interface StartedGoalThread {
-  threadId: string;
-  /** thread/start result `thread`. */
-  thread: Json;
-  /** thread/goal/set result `goal`. */
-  goal: Json;
-  cwd: string;
-  /** log seq just before thread/goal/set was sent. */
-  goalSetSeq: number;
-  /** Removes the temp cwd (if this helper made it). */
-  cleanup(): Promise<void>;
-}
-
-/**
- * thread/start (cwd = a fresh temp dir) then thread/goal/set {status:"active", objective, origin}.
- * Measured with 0.169.0: no first turn is needed; setting an active goal on the idle, freshly
- * started thread starts a turn at once (turn/started follows the goal/set reply), and that
- * first turn is what creates the rollout. Before it, `thread/resume` fails (-32600 "no rollout
- * found for thread id …") and `thread/turns/list` fails (-32600 "… is not materialized yet …"),
- * although `thread.path` is already reported.
- */
-export async function startThreadWithGoal(
-  client: UserClient,
-  objective: string,
-  opts: StartThreadOptions = {},
-): Promise<StartedGoalThread> {
-  const madeCwd = opts.cwd === undefined;
-  const cwd = opts.cwd ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-thread-cwd-')));
-  const timeoutMs = opts.timeoutMs ?? 15_000;
-  const params: Json = { cwd };
-  if (opts.approvalPolicy) params.approvalPolicy = opts.approvalPolicy;
-  if (opts.sandbox) params.sandbox = opts.sandbox;
-  const started = await client.request('thread/start', params, timeoutMs);
-  const threadId: string = started.thread.id;
-  const goalSetSeq = client.lastSeq;
-  const goalParams: Json = { threadId, status: 'active', objective, origin: opts.origin ?? 'user' };
-  if (opts.tokenBudget !== undefined) goalParams.tokenBudget = opts.tokenBudget;
-  const set = await client.request('thread/goal/set', goalParams, timeoutMs);
-  return {
-    threadId,
-    thread: started.thread,
-    goal: set.goal,
-    cwd,
-    goalSetSeq,
-    cleanup: async () => {
-      if (madeCwd) await fs.rm(cwd, { recursive: true, force: true });
-    },
-  };
-}
-
-/** Predicate: a notification about `threadId` with `method` (and optional extra check). */
-export function about(
-  threadId: string,
-  method: string,
-  extra: (p: Json) => boolean = () => true,
-): (n: Notification) => boolean {
-  return (n) => n.method === method && n.params?.threadId === threadId && extra(n.params);
-}
-
-/** Wait for thread/goal/updated with goal.status === status for threadId. */
-export function waitGoalStatus(
-  client: UserClient,
-  threadId: string,
-  status: string,
-  timeoutMs = 30_000,
-  since = 0,
-): Promise<Notification> {
-  return client.waitFor(
-    about(threadId, 'thread/goal/updated', (p) => p.goal?.status === status),
-    timeoutMs,
-    since,
-  );
-}
-
-/** Wait for turn/completed for threadId (optionally with a given turn status). */
-export function waitTurnCompleted(
-  client: UserClient,
-  threadId: string,
-  status?: string,
-  timeoutMs = 30_000,
-  since = 0,
-): Promise<Notification> {
-  return client.waitFor(
-    about(threadId, 'turn/completed', (p) => status === undefined || p.turn?.status === status),
-    timeoutMs,
-    since,
-  );
 }

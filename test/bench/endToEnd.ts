@@ -19,23 +19,19 @@ import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import { Engine } from '../../src/core/engine';
 import { systemClock } from '../../src/core/clock';
 import type { Decision } from '../../src/model/decision';
-import {
-  controlSocketPath,
-  killAllTracked,
-  makeCodexHome,
-  startDaemon,
-  stopDaemon,
-  type CodexHome,
-} from '../../src/demo/codexProcesses';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
+import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
+import { killAllTracked } from '../../src/demo/codexProcesses';
+import { controlSocketPath, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
+import { startMockModel } from '../../src/demo/mockModel';
+import { type MockModel } from '../../src/demo/mockModes';
 import {
   about,
   startThreadWithGoal,
-  UserClient,
   waitGoalStatus,
   waitTurnCompleted,
   type StartedGoalThread,
-} from '../../src/demo/userClient';
+} from '../../src/demo/goalThreads';
+import { UserClient } from '../../src/demo/userClient';
 import { startSession } from '../../src/protocol/client';
 import type { DaemonListener, DaemonSession } from '../../src/protocol/daemon';
 import { openTransport, type TransportTarget } from '../../src/protocol/transport';

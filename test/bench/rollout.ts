@@ -19,7 +19,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { Marker } from '../../src/model/watch';
-import { DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES } from '../../src/rollout/markers';
+import { DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES } from '../../src/rollout/rolloutFile';
 import { goalEvent, noiseLine, realMarker, RolloutWriter, toolOutput } from '../support/rolloutLines';
 import { rng } from '../support/random';
 import {

@@ -3,13 +3,9 @@
 import * as fs from 'node:fs';
 import * as readline from 'node:readline';
 import type { Marker } from '../../src/model/watch';
-import {
-  findLastMarker,
-  goalLineOf,
-  markerStatusOf,
-  scanForMarkers,
-  scanFromLastActivation,
-} from '../../src/rollout/markers';
+import { findLastMarker } from '../../src/rollout/backwardLookups';
+import { goalLineOf, markerStatusOf } from '../../src/rollout/markerLines';
+import { scanForMarkers, scanFromLastActivation } from '../../src/rollout/markers';
 
 /** What an intent lookup answers: where the goal was last set active, and the user's last marker since then. */
 export interface Intent {

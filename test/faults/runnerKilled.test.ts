@@ -75,10 +75,10 @@ import {
   startThreadWithGoal,
   waitGoalStatus,
   waitTurnCompleted,
-  type Notification,
   type StartedGoalThread,
-  type UserClient,
-} from '../../src/demo/userClient';
+} from '../../src/demo/goalThreads';
+import { type UserClient } from '../../src/demo/userClient';
+import { type Notification } from '../../src/demo/userClientLog';
 import {
   CLI,
   RunnerProcess,

@@ -10,16 +10,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { connectDaemon } from '../../src/protocol/client';
 import type { DaemonSession } from '../../src/protocol/daemon';
-import {
-  codexBinary,
-  codexEnv,
-  isAlive,
-  killAllTracked,
-  makeCodexHome,
-  sleep,
-  type CodexHome,
-} from '../../src/demo/codexProcesses';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
+import { codexBinary, codexEnv } from '../../src/demo/codexBinary';
+import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
+import { isAlive, killAllTracked, sleep } from '../../src/demo/codexProcesses';
+import { startMockModel } from '../../src/demo/mockModel';
+import { type MockModel } from '../../src/demo/mockModes';
 import { RealEngine } from '../support/realEngine';
 import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 

@@ -5,30 +5,21 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readlinkSync } from 'node:fs';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import {
-  codexBinary,
-  controlSocketPath,
-  daemonPid,
-  killAllTracked,
-  sleep,
-  makeCodexHome,
-  startAppServerStdio,
-  startDaemon,
-  stopDaemon,
-  stopProcessGroup,
-  trackedAlive,
-  type CodexHome,
-  type StdioAppServer,
-} from '../../src/demo/codexProcesses';
+import { startMockModel } from '../../src/demo/mockModel';
+import { type MockModel } from '../../src/demo/mockModes';
+import { startAppServerStdio, type StdioAppServer } from '../../src/demo/appServerStdio';
+import { codexBinary } from '../../src/demo/codexBinary';
+import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
+import { killAllTracked, sleep, stopProcessGroup, trackedAlive } from '../../src/demo/codexProcesses';
+import { controlSocketPath, daemonPid, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
 import {
   about,
   startThreadWithGoal,
-  UserClient,
   waitGoalStatus,
   waitTurnCompleted,
   type StartedGoalThread,
-} from '../../src/demo/userClient';
+} from '../../src/demo/goalThreads';
+import { UserClient } from '../../src/demo/userClient';
 
 const T = 30_000;
 

@@ -22,26 +22,18 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import {
-  controlSocketPath,
-  daemonPid,
-  killAllTracked,
-  makeCodexHome,
-  restartDaemon,
-  sleep,
-  startDaemon,
-  stopDaemon,
-  trackedAlive,
-  type CodexHome,
-} from '../../src/demo/codexProcesses';
+import { startMockModel } from '../../src/demo/mockModel';
+import { type MockModel } from '../../src/demo/mockModes';
+import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
+import { killAllTracked, sleep, trackedAlive } from '../../src/demo/codexProcesses';
+import { controlSocketPath, daemonPid, restartDaemon, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
 import {
   startThreadWithGoal,
-  UserClient,
   waitGoalStatus,
   waitTurnCompleted,
   type StartedGoalThread,
-} from '../../src/demo/userClient';
+} from '../../src/demo/goalThreads';
+import { UserClient } from '../../src/demo/userClient';
 import { CLI, RunnerProcess, settleAndStop } from '../support/runnerProcess';
 import {
   assertNoAutomaticSet,

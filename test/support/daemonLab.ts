@@ -1,22 +1,12 @@
 // A real Codex daemon in a private CODEX_HOME, the project's mock model, and a "user" client
 // that gives threads goals: what the extension-host and UI suites run against.
-import {
-  controlSocketPath,
-  daemonPid,
-  killAllTracked,
-  makeCodexHome,
-  restartDaemon,
-  startDaemon,
-  stopDaemon,
-  type CodexHome,
-} from '../../src/demo/codexProcesses';
-import { startMockModel, type MockModel } from '../../src/demo/mockModel';
-import {
-  startThreadWithGoal,
-  UserClient,
-  type StartedGoalThread,
-  type StartThreadOptions,
-} from '../../src/demo/userClient';
+import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
+import { killAllTracked } from '../../src/demo/codexProcesses';
+import { controlSocketPath, daemonPid, restartDaemon, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
+import { startMockModel } from '../../src/demo/mockModel';
+import { type MockModel } from '../../src/demo/mockModes';
+import { startThreadWithGoal, type StartedGoalThread, type StartThreadOptions } from '../../src/demo/goalThreads';
+import { UserClient } from '../../src/demo/userClient';
 
 export class DaemonLab {
   private user_: UserClient | null = null;

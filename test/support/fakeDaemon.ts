@@ -28,7 +28,7 @@ import * as path from 'node:path';
 import { startSession } from '../../src/protocol/client';
 import type { Connector, DaemonSession } from '../../src/protocol/daemon';
 import type { GoalStatus } from '../../src/model/watch';
-import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
+import { LineMessageReader, LineMessageWriter } from '../../src/protocol/lineFraming';
 import type { Transport } from '../../src/protocol/transport';
 
 export interface FakeGoal {

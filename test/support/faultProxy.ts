@@ -24,7 +24,7 @@ import {
   type DaemonSession,
   RpcError,
 } from '../../src/protocol/daemon';
-import { LineMessageReader, LineMessageWriter } from '../../src/protocol/framing';
+import { LineMessageReader, LineMessageWriter } from '../../src/protocol/lineFraming';
 import type { Transport } from '../../src/protocol/transport';
 import type { FakeClock } from './fakeClock';
 import { type FakeConnection, type FakeDaemon, SERVED_METHODS, type WireMessage } from './fakeDaemon';

@@ -13,33 +13,15 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
-import { startMockModel, type MockMode, type MockModeOptions, type MockModel } from '../../src/demo/mockModel';
-import {
-  codexBinary,
-  codexEnv,
-  codexShim,
-  controlSocketPath,
-  daemonPid,
-  killAllTracked,
-  makeCodexHome,
-  restartDaemon,
-  sleep,
-  startDaemon,
-  stopDaemon,
-  stopProcessGroup,
-  timeVersion,
-  trackedAlive,
-  type CodexHome,
-} from '../../src/demo/codexProcesses';
-import {
-  about,
-  describe,
-  startThreadWithGoal,
-  UserClient,
-  waitTurnCompleted,
-  type Json,
-  type LogEntry,
-} from '../../src/demo/userClient';
+import { startMockModel } from '../../src/demo/mockModel';
+import { type MockMode, type MockModeOptions, type MockModel } from '../../src/demo/mockModes';
+import { codexBinary, codexEnv, codexShim, timeVersion } from '../../src/demo/codexBinary';
+import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
+import { killAllTracked, sleep, stopProcessGroup, trackedAlive } from '../../src/demo/codexProcesses';
+import { controlSocketPath, daemonPid, restartDaemon, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
+import { about, startThreadWithGoal, waitTurnCompleted } from '../../src/demo/goalThreads';
+import { UserClient } from '../../src/demo/userClient';
+import { describe, type Json, type LogEntry } from '../../src/demo/userClientLog';
 
 const args = process.argv.slice(2);
 const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;

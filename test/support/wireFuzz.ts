@@ -21,7 +21,8 @@ import type {
   Turn,
   TurnError,
 } from '../../src/protocol/daemon';
-import { LineMessageReader, LineMessageWriter, WebSocketMessageReader } from '../../src/protocol/framing';
+import { LineMessageReader, LineMessageWriter } from '../../src/protocol/lineFraming';
+import { WebSocketMessageReader } from '../../src/protocol/webSocketFraming';
 import { LineSplitter } from '../../src/protocol/lineSplitter';
 import { openTransport, type Transport } from '../../src/protocol/transport';
 

@@ -4,13 +4,9 @@ import { PassThrough, Writable } from 'node:stream';
 import { createMessageConnection, type Message, type MessageConnection } from 'vscode-jsonrpc/node';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
-import {
-  LineMessageReader,
-  LineMessageWriter,
-  WebSocketMessageReader,
-  WebSocketMessageWriter,
-  validateMessage,
-} from '../../src/protocol/framing';
+import { validateMessage } from '../../src/protocol/framing';
+import { LineMessageReader, LineMessageWriter } from '../../src/protocol/lineFraming';
+import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protocol/webSocketFraming';
 
 function collect(reader: LineMessageReader | WebSocketMessageReader) {
   const messages: Message[] = [];

@@ -3,16 +3,10 @@ import assert from 'node:assert/strict';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  findLastActivation,
-  findLastMarker,
-  parseGoalLine,
-  parseMarkerLine,
-  scanForMarkers,
-  scanFromLastActivation,
-  RolloutReadError,
-  DEFAULT_MAX_LINE_BYTES,
-} from '../../src/rollout/markers';
+import { findLastActivation, findLastMarker } from '../../src/rollout/backwardLookups';
+import { parseGoalLine, parseMarkerLine } from '../../src/rollout/markerLines';
+import { scanForMarkers, scanFromLastActivation } from '../../src/rollout/markers';
+import { RolloutReadError, DEFAULT_MAX_LINE_BYTES } from '../../src/rollout/rolloutFile';
 import { GOAL_STATUSES, type GoalStatus, type Marker } from '../../src/model/watch';
 import { goalEvent, modelGoalCall, noiseLine, realMarker, seedMarker, ts } from '../support/rolloutLines';
 import { rng } from '../support/random';

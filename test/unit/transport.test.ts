@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { createMessageConnection, type MessageConnection } from 'vscode-jsonrpc/node';
-import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protocol/framing';
+import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protocol/webSocketFraming';
 import { checkSocketSafety, checkWsUrl, defaultCodexHome, defaultSocketPath } from '../../src/protocol/socketSafety';
 import { openTransport, TransportError, type Transport } from '../../src/protocol/transport';
 

@@ -17,7 +17,8 @@
 // goal was re-activated automatically after the failed turn once the model is healthy again.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
+import { waitGoalStatus } from '../../../src/demo/goalThreads';
+import { type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { readRolloutGoals } from '../../support/rolloutGoals';
 import { ARTIFACTS_DIR } from '../paths';

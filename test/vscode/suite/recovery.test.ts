@@ -19,14 +19,11 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
 import type { Decision } from '../../../src/model/decision';
-import {
-  codexBinary,
-  controlSocketPath,
-  makeCodexHome,
-  seedDaemonPackage,
-  stopDaemon,
-} from '../../../src/demo/codexProcesses';
-import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
+import { codexBinary } from '../../../src/demo/codexBinary';
+import { makeCodexHome } from '../../../src/demo/codexHome';
+import { controlSocketPath, seedDaemonPackage, stopDaemon } from '../../../src/demo/managedDaemon';
+import { waitGoalStatus } from '../../../src/demo/goalThreads';
+import { type UserClient } from '../../../src/demo/userClient';
 import {
   assertNoAutomaticSet,
   assertOneRecoveryPerFailedTurn,

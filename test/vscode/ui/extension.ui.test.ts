@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
+import { waitGoalStatus, waitTurnCompleted } from '../../../src/demo/goalThreads';
+import { type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';

@@ -12,7 +12,8 @@
 // (the shipped 30 s base: 15–30 s per test). The rest is as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { waitGoalStatus, type UserClient } from '../../../src/demo/userClient';
+import { waitGoalStatus } from '../../../src/demo/goalThreads';
+import { type UserClient } from '../../../src/demo/userClient';
 import {
   assertNoAutomaticSet,
   assertOneRecoveryPerFailedTurn,

@@ -15,7 +15,8 @@
 // Everything else (resync interval, prepare lead, limiter) is as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { about, waitGoalStatus, waitTurnCompleted, type UserClient } from '../../../src/demo/userClient';
+import { about, waitGoalStatus, waitTurnCompleted } from '../../../src/demo/goalThreads';
+import { type UserClient } from '../../../src/demo/userClient';
 import {
   assertNoAutomaticSetSince,
   assertNoDuplicateSet,

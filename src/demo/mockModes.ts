@@ -1,0 +1,119 @@
+/**
+ * What the mock model (`mockModel.ts`) can be told to answer, and what it records.
+ *
+ * Modes (switch at run time with `setMode`, or queue with `script`):
+ *   healthy             200 SSE: one assistant `message` ("ok"), response.completed with usage.
+ *                       NB: on an active goal Codex then starts continuation turns back to back,
+ *                       each of which asks the model again: in `healthy` a goal spins until the
+ *                       test switches mode (to goalComplete / goalBlocked) or pauses the goal.
+ *   healthyThenComplete The first request after the mode is set answers like `healthy`; every
+ *                       later one answers like `goalComplete`. A goal set active in this mode
+ *                       runs one healthy turn, then its continuation turn completes the goal.
+ *   goalComplete        200 SSE: function_call `update_goal` {"status":"complete"}.
+ *   goalBlocked         200 SSE: function_call `update_goal` {"status":"blocked"} (model-set block:
+ *                       the turn completes without error).
+ *   approval            200 SSE: function_call `exec_command` {"cmd":"touch <opts.file>"}; with
+ *                       approvalPolicy "untrusted" the server asks the client for approval.
+ *   slow                Like healthy, but sends response.created at once and the message only
+ *                       after opts.delayMs (default 10 000 ms), emitting a `response.in_progress`
+ *                       event every 500 ms so Codex's stream idle timeout never fires. Keeps a turn
+ *                       running (e.g. to test turn/interrupt). Aborts quietly if Codex hangs up.
+ *   http500             HTTP 500 JSON `{"error":{"type":"server_error",…}}`.
+ *   http400             HTTP 400 JSON `{"error":{"type":"invalid_request_error",…}}`.
+ *   http429             Plain rate limit: HTTP 429 `rate_limit_exceeded`, header retry-after: 1.
+ *   usageLimit          HTTP 429 `{"error":{"type":"usage_limit_reached","resets_at":<unix s>}}`,
+ *                       resets_at = opts.resetsAt (unix seconds) or now + 60 s.
+ *   dropStream          200 + `response.created`, then the socket is destroyed (no completion).
+ *   responseFailed      200 + `response.created`, then `response.failed` with
+ *                       error {code:"server_error"}.
+ *   contextOverflow     200 + `response.created`, then `response.failed` with
+ *                       error {code:"context_length_exceeded"}.
+ *
+ * Whatever the mode: when the request's last input item is a `function_call_output` (Codex
+ * reporting a tool result back in the same turn) and the mode is one that answers with a
+ * function call (goalComplete, goalBlocked, approval, healthyThenComplete), the answer is a
+ * plain assistant message, or the turn would loop on the tool. Failure modes keep failing.
+ */
+
+export type MockMode =
+  | 'healthy'
+  | 'healthyThenComplete'
+  | 'goalComplete'
+  | 'goalBlocked'
+  | 'approval'
+  | 'slow'
+  | 'http500'
+  | 'http400'
+  | 'http429'
+  | 'usageLimit'
+  | 'dropStream'
+  | 'responseFailed'
+  | 'contextOverflow';
+
+export const ALL_MOCK_MODES: readonly MockMode[] = [
+  'healthy',
+  'healthyThenComplete',
+  'goalComplete',
+  'goalBlocked',
+  'approval',
+  'slow',
+  'http500',
+  'http400',
+  'http429',
+  'usageLimit',
+  'dropStream',
+  'responseFailed',
+  'contextOverflow',
+];
+
+export interface MockModeOptions {
+  /** usageLimit: unix seconds of the reset (default now + 60). */
+  resetsAt?: number;
+  /** approval: file the exec_command touches (default /tmp/codex-mock-approval). */
+  file?: string;
+  /** slow: milliseconds before the answer (default 10 000). */
+  delayMs?: number;
+  /** healthy/slow: assistant text (default "ok"). */
+  text?: string;
+}
+
+export interface MockRequestRecord {
+  /** Date.now() when the request arrived. */
+  at: number;
+  /** The mode in effect for this request (scripted or current). */
+  mode: MockMode;
+  /** What was actually sent: a mode name, or "message" for the function_call_output rule. */
+  answered: string;
+  /** `type` of the last item of the request's `input` array, if any. */
+  lastInputType?: string;
+}
+
+export interface MockModel {
+  /** Base URL for `base_url` in config.toml: http://127.0.0.1:PORT/v1 */
+  readonly url: string;
+  readonly port: number;
+  /** Current fallback mode. */
+  readonly mode: MockMode;
+  /** Number of POST /v1/responses received. */
+  readonly requests: number;
+  /** One record per POST /v1/responses, in arrival order. */
+  readonly requestLog: MockRequestRecord[];
+  /** Switch mode (clears any pending healthyThenComplete state). Options replace the previous ones. */
+  setMode(mode: MockMode, opts?: MockModeOptions): void;
+  /** Queue modes consumed one per request, before falling back to the current mode. */
+  script(modes: MockMode[]): void;
+  /** Scripted modes not consumed yet. */
+  readonly scripted: number;
+  /** Drop the scripted modes not consumed yet. */
+  clearScript(): void;
+  /** Resolves once `requests` reaches n (or rejects after timeoutMs). */
+  waitForRequests(n: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const FUNCTION_CALL_MODES: ReadonlySet<MockMode> = new Set<MockMode>([
+  'goalComplete',
+  'goalBlocked',
+  'approval',
+  'healthyThenComplete',
+]);

@@ -1,0 +1,112 @@
+/**
+ * The OpenAI Responses API's wire as the mock model speaks it: ids, usage, SSE events, output
+ * items (a message, a function call), JSON error bodies, and reading a request.
+ */
+import type * as http from 'node:http';
+
+let idCounter = 0;
+export function nextId(prefix: string): string {
+  idCounter += 1;
+  return `${prefix}_mock_${Date.now().toString(36)}_${idCounter}`;
+}
+
+function usage() {
+  return {
+    input_tokens: 10,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 5,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 15,
+  };
+}
+
+export function sse(event: Record<string, unknown>): string {
+  return `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+export function messageItem(text: string) {
+  return {
+    type: 'message',
+    role: 'assistant',
+    id: nextId('msg'),
+    status: 'completed',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  };
+}
+
+export function functionCallItem(name: string, args: unknown) {
+  return {
+    type: 'function_call',
+    id: nextId('fc'),
+    call_id: nextId('call'),
+    name,
+    arguments: JSON.stringify(args),
+    status: 'completed',
+  };
+}
+
+export function lastInputType(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const input = (body as { input?: unknown }).input;
+  if (!Array.isArray(input) || input.length === 0) return undefined;
+  const last: unknown = input[input.length - 1];
+  if (last && typeof last === 'object' && typeof (last as { type?: unknown }).type === 'string') {
+    return (last as { type: string }).type;
+  }
+  // Items without a type are messages in the Responses API.
+  if (last && typeof last === 'object' && 'role' in last) return 'message';
+  return undefined;
+}
+
+export function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+export function sendJson(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  res.end(text);
+}
+
+export function startSse(res: http.ServerResponse): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+}
+
+/** Stream one complete response holding `item`. */
+export function streamItem(
+  res: http.ServerResponse,
+  item: Record<string, unknown>,
+  alreadyStarted?: { id: string },
+): void {
+  const id = alreadyStarted?.id ?? nextId('resp');
+  if (!alreadyStarted) {
+    startSse(res);
+    res.write(sse({ type: 'response.created', response: { id, status: 'in_progress' } }));
+  }
+  res.write(sse({ type: 'response.output_item.added', output_index: 0, item }));
+  res.write(sse({ type: 'response.output_item.done', output_index: 0, item }));
+  res.end(
+    sse({
+      type: 'response.completed',
+      response: { id, status: 'completed', output: [item], usage: usage() },
+    }),
+  );
+}

@@ -1,0 +1,85 @@
+/**
+ * What the user client (`userClient.ts`) records of everything it receives, and the one-line
+ * rendering of an entry used in evidence and failure messages.
+ */
+/**
+ * What the tests read off the wire: loose JSON, reached into without a schema (`n.params.goal.status`).
+ * `any` on purpose, and only here, at the edge where the client hands what it received to a test;
+ * what the client itself reads is narrowed (`field`, the envelope schema in `userClient.ts`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests' view of received JSON (above)
+export type Json = any;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+/** `value.k1.k2…`, or undefined where a step is not an object (what `value?.k1?.k2` gives). */
+export function field(value: unknown, ...path: string[]): unknown {
+  let v = value;
+  for (const k of path) {
+    if (!isRecord(v)) return undefined;
+    v = v[k];
+  }
+  return v;
+}
+
+export interface LogEntry {
+  /** Arrival order across everything this client received (1, 2, 3...). */
+  seq: number;
+  /** Date.now() at arrival. */
+  at: number;
+  kind: 'notification' | 'serverRequest' | 'response';
+  /** Notification / server-request method, or for a response the method of the request it answers. */
+  method: string;
+  /** JSON-RPC id (server requests and responses). */
+  id?: number | string;
+  params?: Json;
+  result?: Json;
+  error?: { code: number; message: string; data?: Json };
+}
+
+export type Notification = LogEntry & { kind: 'notification' };
+export type ServerRequest = LogEntry & { kind: 'serverRequest' };
+
+/** One short line for a log entry: method plus the fields that matter for goal recovery. */
+export function describe(e: LogEntry): string {
+  const p: unknown = e.params ?? {};
+  switch (e.kind) {
+    case 'response':
+      return `#${e.seq} reply(${e.method})${e.error ? ` ERROR ${e.error.code} ${e.error.message}` : ''}`;
+    case 'serverRequest':
+      return `#${e.seq} request ${e.method} id=${String(e.id)}`;
+    default:
+      break;
+  }
+  switch (e.method) {
+    case 'thread/goal/updated': {
+      const turnId = field(p, 'turnId');
+      return `#${e.seq} thread/goal/updated(${String(field(p, 'goal', 'status'))}${turnId ? `, turn ${short(turnId)}` : ''})`;
+    }
+    case 'thread/status/changed': {
+      const flags = field(p, 'status', 'activeFlags');
+      const shown = Array.isArray(flags) && flags.length ? ':' + flags.join(',') : '';
+      return `#${e.seq} thread/status/changed(${String(field(p, 'status', 'type'))}${shown})`;
+    }
+    case 'error':
+      return `#${e.seq} error(willRetry ${String(field(p, 'willRetry'))}, ${JSON.stringify(field(p, 'error', 'codexErrorInfo'))})`;
+    case 'turn/started':
+      return `#${e.seq} turn/started(${short(field(p, 'turn', 'id'))})`;
+    case 'turn/completed': {
+      const error = field(p, 'turn', 'error');
+      const shown = error ? ', ' + JSON.stringify(field(error, 'codexErrorInfo')) : '';
+      return `#${e.seq} turn/completed(${String(field(p, 'turn', 'status'))}${shown})`;
+    }
+    case 'item/started':
+    case 'item/completed':
+      return `#${e.seq} ${e.method}(${String(field(p, 'item', 'type'))})`;
+    default:
+      return `#${e.seq} ${e.method}`;
+  }
+}
+
+function short(id: unknown): string {
+  return typeof id === 'string' ? id.slice(-6) : String(id);
+}

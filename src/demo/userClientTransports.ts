@@ -1,0 +1,56 @@
+/**
+ * The user client's two raw transports: a `codex app-server` child's stdio (one JSON object
+ * per line) and a WebSocket (one JSON message per text frame).
+ */
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import WebSocket from 'ws';
+
+export interface Transport {
+  send(text: string): void;
+  close(): void;
+  onMessage(cb: (text: string) => void): void;
+  onClose(cb: () => void): void;
+}
+
+export function stdioTransport(child: ChildProcessWithoutNullStreams): Transport {
+  let buf = '';
+  const listeners: ((t: string) => void)[] = [];
+  const closers: (() => void)[] = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
+    buf += d;
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i).trim();
+      buf = buf.slice(i + 1);
+      if (line) for (const l of listeners) l(line);
+    }
+  });
+  child.stdout.on('close', () => closers.forEach((c) => c()));
+  child.stdin.on('error', () => undefined);
+  return {
+    send: (t) => {
+      if (!child.stdin.destroyed) child.stdin.write(t + '\n');
+    },
+    close: () => child.stdin.end(),
+    onMessage: (cb) => listeners.push(cb),
+    onClose: (cb) => closers.push(cb),
+  };
+}
+
+export function wsTransport(ws: WebSocket): Transport {
+  return {
+    send: (t) => {
+      if (ws.readyState === WebSocket.OPEN) ws.send(t);
+    },
+    close: () => ws.close(),
+    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(rawText(data))),
+    onClose: (cb) => ws.on('close', () => cb()),
+  };
+}
+
+/** A frame's text: ws delivers a Buffer per message (binaryType "nodebuffer", the default). */
+function rawText(data: WebSocket.RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString();
+  return Array.isArray(data) ? Buffer.concat(data).toString() : Buffer.from(data).toString();
+}

@@ -1,0 +1,197 @@
+/**
+ * A private `codex app-server` child on stdio, in its own process group: spawned, its stderr
+ * drained line by line, and on close the whole group terminated (SIGTERM, then SIGKILL).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
+import { LineMessageReader, LineMessageWriter } from './lineFraming';
+import {
+  CloseSignal,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  TransportError,
+  type OpenTransportOptions,
+  type Transport,
+  type TransportErrorCode,
+  type TransportTarget,
+} from './transportContract';
+
+const STDERR_LINE_MAX = 8 * 1024;
+
+function isAlive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals, child: ChildProcess): void {
+  if (process.platform === 'win32') {
+    try {
+      child.kill(signal);
+    } catch {
+      // ignore
+    }
+    return;
+  }
+  try {
+    process.kill(-pid, signal); // the child's own process group only (spawned detached)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') {
+      try {
+        child.kill(signal);
+      } catch {
+        // ignore
+      }
+    }
+  }
+}
+
+export function openStdio(
+  target: Extract<TransportTarget, { kind: 'stdio' }>,
+  opts: OpenTransportOptions,
+): Promise<Transport> {
+  const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const graceMs = opts.killGraceMs ?? 2000;
+  const cmdline = [target.command, ...target.args].join(' ');
+  return new Promise<Transport>((resolve, reject) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(target.command, target.args, {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true, // own process group: close() kills the whole group
+        env: target.env ?? process.env,
+        cwd: target.cwd,
+        windowsHide: true,
+      });
+    } catch (e) {
+      reject(new TransportError('refused', `cannot start ${cmdline}: ${(e as Error).message}`, { cause: e }));
+      return;
+    }
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL', child);
+      reject(new TransportError('timeout', `timed out after ${timeoutMs} ms starting ${cmdline}`));
+    }, timeoutMs);
+
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      const code: TransportErrorCode = err.code === 'ENOENT' ? 'missing' : 'refused';
+      const hint = err.code === 'ENOENT' ? ` (is \`${target.command}\` installed and on PATH?)` : '';
+      reject(new TransportError(code, `cannot start ${cmdline}: ${err.message}${hint}`, { cause: err }));
+    });
+    child.once('spawn', () => {
+      if (settled) {
+        if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL', child);
+        return;
+      }
+      settled = true;
+      clearTimeout(timer);
+      resolve(wrapChild(child, target.command, graceMs, opts));
+    });
+  });
+}
+
+function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: OpenTransportOptions): Transport {
+  const pid = child.pid!;
+  const describe = `${command} (pid ${pid})`;
+  const signal = new CloseSignal();
+
+  // Safety net: if this process exits without close(), don't leave the group running.
+  const onProcessExit = () => killGroup(pid, 'SIGTERM', child);
+  process.once('exit', onProcessExit);
+
+  // Stderr: always drained; split into lines for the optional callback, bounded per line.
+  const stderr = child.stderr!;
+  let partial = '';
+  let partialDropped = false;
+  const emitLine = (line: string) => {
+    if (!opts.onStderr) return;
+    try {
+      opts.onStderr(line.replace(/\r$/, ''));
+    } catch {
+      // ignore listener failures
+    }
+  };
+  stderr.setEncoding('utf8');
+  stderr.on('data', (chunk: string) => {
+    let text = partial + chunk;
+    partial = '';
+    let nl: number;
+    while ((nl = text.indexOf('\n')) !== -1) {
+      const line = text.slice(0, nl);
+      text = text.slice(nl + 1);
+      if (partialDropped) {
+        partialDropped = false;
+        continue;
+      }
+      emitLine(line.length > STDERR_LINE_MAX ? `${line.slice(0, STDERR_LINE_MAX)}…` : line);
+    }
+    if (partialDropped) return;
+    if (text.length > STDERR_LINE_MAX) {
+      emitLine(`${text.slice(0, STDERR_LINE_MAX)}…`);
+      partialDropped = true;
+    } else {
+      partial = text;
+    }
+  });
+  stderr.on('end', () => {
+    if (partial && !partialDropped) emitLine(partial);
+    partial = '';
+  });
+  stderr.on('error', () => {});
+  child.stdout!.on('error', () => {});
+  child.stdin!.on('error', () => {}); // EPIPE after the child died: reported via the writer
+
+  const reader = new LineMessageReader(child.stdout!, {
+    maxLineBytes: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+  });
+  const writer = new LineMessageWriter(child.stdin!);
+
+  let closingByUs = false;
+  child.once('exit', (code, sig) => {
+    process.removeListener('exit', onProcessExit);
+    const how = sig ? `was killed by signal ${sig}` : `exited with code ${code}`;
+    signal.fire(closingByUs ? `${describe}: closed by client (${how})` : `${describe} ${how}`);
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    reader,
+    writer,
+    describe,
+    pid,
+    onClose: (cb) => signal.on(cb),
+    close: () => {
+      if (closing) return closing;
+      closingByUs = true;
+      closing = new Promise<void>((resolve) => {
+        const finish = () => {
+          // Also reaps grandchildren left in the group after the leader died.
+          killGroup(pid, 'SIGKILL', child);
+          process.removeListener('exit', onProcessExit);
+          resolve();
+        };
+        try {
+          child.stdin?.end();
+        } catch {
+          // ignore
+        }
+        if (!isAlive(child)) {
+          killGroup(pid, 'SIGTERM', child);
+          setTimeout(finish, Math.min(graceMs, 100));
+          return;
+        }
+        const killTimer = setTimeout(() => {
+          killGroup(pid, 'SIGKILL', child);
+        }, graceMs);
+        child.once('exit', () => {
+          clearTimeout(killTimer);
+          finish();
+        });
+        killGroup(pid, 'SIGTERM', child);
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * One JSON message per WebSocket frame: `--listen ws://…` and the daemon's control socket.
+ */
+import type { WebSocket, RawData } from 'ws';
+import type { DataCallback, Disposable } from 'vscode-jsonrpc/node';
+import { FramedMessageReader, FramedMessageWriter, noop } from './framedMessages';
+import { EXCERPT_CHARS } from './lineSplitter';
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function rawDataToBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+const WS_OPEN = 1;
+const WS_CLOSED = 3;
+/** Cap on frames buffered before listen() is called. */
+const MAX_EARLY_EVENTS = 10_000;
+
+/**
+ * One JSON-RPC message per WebSocket frame (text; binary frames are decoded as UTF-8 too).
+ * The size cap is the socket's own `maxPayload` (ws closes the socket with 1009 when exceeded;
+ * that surfaces here as an error then close).
+ */
+export class WebSocketMessageReader extends FramedMessageReader {
+  /** Frames/events that arrived before listen(), replayed in order by listen(). */
+  private early:
+    Array<{ kind: 'frame'; data: RawData } | { kind: 'error'; err: unknown } | { kind: 'close' }> | undefined = [];
+  private earlyDropped = 0;
+  private detach: (() => void) | undefined;
+
+  /**
+   * Subscribes to the socket at once: ws may deliver frames that arrived together with the
+   * upgrade response before the owner gets to call listen(); those are buffered, not lost.
+   */
+  constructor(private readonly ws: WebSocket) {
+    super();
+    const onMessage = (data: RawData) => {
+      if (this.early) {
+        if (this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
+        else this.early.push({ kind: 'frame', data });
+        return;
+      }
+      this.onFrame(data);
+    };
+    const onClose = () => {
+      if (this.early) this.early.push({ kind: 'close' });
+      else this.fireCloseOnce();
+    };
+    const onError = (err: unknown) => {
+      if (this.early) this.early.push({ kind: 'error', err });
+      else this.safeFireError(err);
+    };
+    this.ws.on('message', onMessage);
+    this.ws.on('close', onClose);
+    this.ws.on('error', onError);
+    this.detach = () => {
+      this.ws.removeListener('message', onMessage);
+      this.ws.removeListener('close', onClose);
+      this.ws.removeListener('error', onError);
+      this.ws.on('error', noop);
+    };
+    if (this.ws.readyState === WS_CLOSED) this.early?.push({ kind: 'close' });
+  }
+
+  protected get label(): string {
+    return 'websocket reader';
+  }
+
+  /**
+   * Text and binary frames alike must be UTF-8. The socket does not check text frames itself
+   * (`skipUTF8Validation`): ws would close the whole connection on one bad frame, where a bad
+   * frame here is dropped and reported like any other malformed frame.
+   */
+  private onFrame(data: RawData): void {
+    let bytes: Buffer;
+    let text: string;
+    try {
+      bytes = rawDataToBuffer(data);
+    } catch (e) {
+      this.reportMalformed(`undecodable frame: ${(e as Error).message}`);
+      return;
+    }
+    try {
+      text = strictUtf8.decode(bytes);
+    } catch {
+      // The excerpt shows the bytes it can (U+FFFD for the others).
+      this.reportMalformed('invalid UTF-8', bytes.subarray(0, 4 * EXCERPT_CHARS).toString('utf8'));
+      return;
+    }
+    this.handleFrame(text);
+  }
+
+  listen(callback: DataCallback): Disposable {
+    if (this.isListening) {
+      throw new Error('WebSocketMessageReader.listen may be called only once');
+    }
+    this.setCallback(callback);
+    const early = this.early ?? [];
+    this.early = undefined;
+    if (this.earlyDropped > 0) {
+      this.reportMalformed(
+        `${this.earlyDropped} frames arrived before listen() beyond the buffer of ${MAX_EARLY_EVENTS} and were dropped`,
+      );
+    }
+    for (const ev of early) {
+      if (ev.kind === 'frame') this.onFrame(ev.data);
+      else if (ev.kind === 'error') this.safeFireError(ev.err);
+      else this.fireCloseOnce();
+    }
+    return {
+      dispose: () => {
+        this.detach?.();
+        this.detach = undefined;
+        this.setCallback(undefined);
+      },
+    };
+  }
+
+  override dispose(): void {
+    this.detach?.();
+    this.detach = undefined;
+    this.early = undefined;
+    super.dispose();
+  }
+}
+
+export class WebSocketMessageWriter extends FramedMessageWriter {
+  private readonly onWsError = (err: unknown) => {
+    this.fail(err, undefined);
+  };
+  private readonly onWsClose = () => this.fireCloseOnce();
+
+  constructor(private readonly ws: WebSocket) {
+    super();
+    this.ws.on('error', this.onWsError);
+    this.ws.on('close', this.onWsClose);
+  }
+
+  protected notWritable(): string | null {
+    return this.ws.readyState === WS_OPEN ? null : `WebSocket is not open (readyState ${this.ws.readyState})`;
+  }
+
+  protected send(text: string, done: (err?: Error | null) => void): void {
+    this.ws.send(text, { binary: false }, done);
+  }
+
+  /** Ends writing by closing the socket normally. */
+  end(): void {
+    try {
+      if (this.ws.readyState === WS_OPEN || this.ws.readyState === 0) this.ws.close(1000, 'client end');
+    } catch {
+      // ignore
+    }
+  }
+
+  override dispose(): void {
+    this.ws.removeListener('error', this.onWsError);
+    this.ws.removeListener('close', this.onWsClose);
+    this.ws.on('error', noop);
+    super.dispose();
+  }
+}

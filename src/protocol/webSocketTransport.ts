@@ -1,0 +1,181 @@
+/**
+ * A WebSocket connection to an app-server: over the daemon's Unix socket, or to a loopback
+ * `ws://` URL. Connect failures are told apart (no socket, stale socket, refused, timed out).
+ */
+import WebSocket from 'ws';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
+import {
+  CloseSignal,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  TransportError,
+  type OpenTransportOptions,
+  type Transport,
+} from './transportContract';
+import { WebSocketMessageReader, WebSocketMessageWriter } from './webSocketFraming';
+
+export function openWebSocket(
+  address: string,
+  describe: string,
+  opts: OpenTransportOptions,
+  isUnixSocket: boolean,
+): Promise<Transport> {
+  const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const closeGraceMs = opts.closeGraceMs ?? 1000;
+  return new Promise<Transport>((resolve, reject) => {
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(address, {
+        maxPayload: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+        perMessageDeflate: false,
+        handshakeTimeout: timeoutMs,
+        followRedirects: false,
+        // The reader checks UTF-8 per frame and drops a bad frame; ws would close the connection.
+        skipUTF8Validation: true,
+      });
+    } catch (e) {
+      reject(new TransportError('refused', `cannot connect to ${describe}: ${(e as Error).message}`, { cause: e }));
+      return;
+    }
+    let settled = false;
+    let lastError: Error | undefined;
+    const timer = setTimeout(() => {
+      fail(new TransportError('timeout', `timed out after ${timeoutMs} ms connecting to ${describe}`));
+    }, timeoutMs);
+
+    const fail = (err: TransportError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      cleanupPending();
+      ws.on('error', () => {}); // keep errors during teardown from becoming uncaught
+      try {
+        ws.terminate();
+      } catch {
+        // ignore
+      }
+      reject(err);
+    };
+    const onPendingError = (err: Error) => {
+      lastError = err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && isUnixSocket) {
+        fail(
+          new TransportError(
+            'missing',
+            `no Codex daemon socket at ${describe.replace(/^Codex daemon socket /, '')} (start one with \`codex app-server daemon start\`)`,
+            { cause: err },
+          ),
+        );
+      } else if (code === 'ECONNREFUSED' && isUnixSocket) {
+        fail(
+          new TransportError(
+            'refused',
+            `${describe} refused the connection: the daemon is not running (stale socket); start it with \`codex app-server daemon start\``,
+            { cause: err },
+          ),
+        );
+      } else if (code === 'ECONNREFUSED') {
+        fail(
+          new TransportError('refused', `${describe} refused the connection: no app-server is listening there`, {
+            cause: err,
+          }),
+        );
+      } else if (/handshake has timed out/i.test(err.message)) {
+        fail(
+          new TransportError('timeout', `timed out after ${timeoutMs} ms in the WebSocket handshake with ${describe}`, {
+            cause: err,
+          }),
+        );
+      } else {
+        fail(new TransportError('refused', `cannot connect to ${describe}: ${err.message}`, { cause: err }));
+      }
+    };
+    const onPendingClose = (code: number, reason: Buffer) => {
+      fail(
+        new TransportError(
+          'closed',
+          `${describe} closed during connect (code ${code}${reason.length ? `: ${reason.toString()}` : ''})${lastError ? `: ${lastError.message}` : ''}`,
+        ),
+      );
+    };
+    const onUnexpected = (_req: unknown, res: { statusCode?: number; statusMessage?: string }) => {
+      fail(
+        new TransportError(
+          'refused',
+          `${describe} refused the WebSocket upgrade: HTTP ${res.statusCode ?? '?'} ${res.statusMessage ?? ''}`.trim(),
+        ),
+      );
+    };
+    const cleanupPending = () => {
+      ws.removeListener('error', onPendingError);
+      ws.removeListener('close', onPendingClose);
+      ws.removeListener('unexpected-response', onUnexpected);
+      ws.removeListener('open', onOpen);
+    };
+    const onOpen = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      cleanupPending();
+      resolve(wrapOpenSocket(ws, describe, closeGraceMs));
+    };
+    ws.on('error', onPendingError);
+    ws.on('close', onPendingClose);
+    ws.on('unexpected-response', onUnexpected);
+    ws.on('open', onOpen);
+  });
+}
+
+function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): Transport {
+  const signal = new CloseSignal();
+  let lastError: Error | undefined;
+  let closingByUs = false;
+  // Attached first so that an 'error' is never unhandled, even before the reader listens.
+  ws.on('error', (err: Error) => {
+    lastError = err;
+  });
+  ws.on('close', (code: number, reason: Buffer) => {
+    const why = reason.length ? `: ${reason.toString()}` : '';
+    const err = lastError ? ` (${lastError.message})` : '';
+    signal.fire(
+      closingByUs ? `${describe}: closed by client` : `${describe}: connection closed (code ${code}${why})${err}`,
+    );
+  });
+  const reader = new WebSocketMessageReader(ws);
+  const writer = new WebSocketMessageWriter(ws);
+  let closing: Promise<void> | undefined;
+  return {
+    reader,
+    writer,
+    describe,
+    onClose: (cb) => signal.on(cb),
+    close: () => {
+      if (closing) return closing;
+      closing = new Promise<void>((resolve) => {
+        if (ws.readyState === WebSocket.CLOSED) {
+          signal.fire(`${describe}: closed by client`);
+          resolve();
+          return;
+        }
+        closingByUs = true;
+        const timer = setTimeout(() => {
+          try {
+            ws.terminate();
+          } catch {
+            // ignore
+          }
+        }, closeGraceMs);
+        ws.once('close', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        try {
+          ws.close(1000, 'client closing');
+        } catch {
+          ws.terminate();
+        }
+      });
+      return closing;
+    },
+  };
+}

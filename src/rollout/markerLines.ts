@@ -1,0 +1,122 @@
+// Which rollout lines count: a person's goal-status marker, the model's own `update_goal` call,
+// and Codex's `thread_goal_updated` event. Cheap for every other line: a substring test comes
+// before JSON.parse.
+import { GOAL_STATUSES, type GoalStatus } from '../model/watch';
+
+const PREFILTER = 'user.goal';
+const MARKER_KINDS = new Set(['user.goal', 'user.goal.omitted']);
+/** Codex writes `User set goal status: "<status>".` on a line of its own, after any objective line. */
+const STATUS_SENTENCE = /^User set goal status: "([A-Za-z]+)"\.[ \t\r]*$/gm;
+const VALID_STATUSES: ReadonlySet<string> = new Set(GOAL_STATUSES);
+
+/**
+ * The status a person requested, if `line` is a user goal-status marker; null otherwise
+ * (any other line, an objective-only marker, "User cleared the goal.", invalid JSON, an
+ * unknown status). Cheap for non-markers: a substring test comes before JSON.parse.
+ */
+export function parseMarkerLine(line: string): GoalStatus | null {
+  if (!line.includes(PREFILTER)) return null;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  return markerStatusOf(obj);
+}
+
+/** `parseMarkerLine` on a line already parsed (`JSON.parse` of the whole line). */
+export function markerStatusOf(obj: unknown): GoalStatus | null {
+  if (!isRecord(obj) || obj.type !== 'response_item') return null;
+  const payload = obj.payload;
+  if (!isRecord(payload) || payload.type !== 'message' || payload.role !== 'user') return null;
+  const meta = payload.internal_chat_message_metadata_passthrough;
+  if (!isRecord(meta) || !Array.isArray(meta.content_item_kinds)) return null;
+  const kinds: unknown[] = meta.content_item_kinds;
+  if (!kinds.some((k) => typeof k === 'string' && MARKER_KINDS.has(k))) return null;
+  if (!Array.isArray(payload.content)) return null;
+  const content: unknown[] = payload.content;
+  // When kinds parallel the content items, read only the goal items.
+  const parallel = kinds.length === content.length;
+  let status: GoalStatus | null = null;
+  content.forEach((item, i) => {
+    if (parallel && !(typeof kinds[i] === 'string' && MARKER_KINDS.has(kinds[i]))) return;
+    if (!isRecord(item) || item.type !== 'input_text' || typeof item.text !== 'string') return;
+    const found = statusIn(item.text);
+    if (found !== null) status = found;
+  });
+  return status;
+}
+
+/** The status in the last `User set goal status: "X".` line of a marker's text, if X is valid. */
+function statusIn(text: string): GoalStatus | null {
+  let last: string | null = null;
+  for (const m of text.matchAll(STATUS_SENTENCE)) last = m[1] ?? null;
+  return last !== null && VALID_STATUSES.has(last) ? (last as GoalStatus) : null;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const GOAL_EVENT_PREFILTER = 'thread_goal_updated';
+const GOAL_LINE_PREFILTERS = ['update_goal', GOAL_EVENT_PREFILTER];
+
+/** A model `update_goal` call or a `thread_goal_updated` event with its status; null otherwise. */
+export function parseGoalLine(line: string): { by: 'model' | 'event'; status: GoalStatus } | null {
+  if (!GOAL_LINE_PREFILTERS.some((p) => line.includes(p))) return null;
+  let obj: unknown;
+  try {
+    obj = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  return goalLineOf(obj);
+}
+
+/** `parseGoalLine` on a line already parsed (`JSON.parse` of the whole line). */
+export function goalLineOf(obj: unknown): { by: 'model' | 'event'; status: GoalStatus } | null {
+  if (!isRecord(obj) || !isRecord(obj.payload)) return null;
+  const payload = obj.payload;
+  if (
+    obj.type === 'response_item' &&
+    payload.type === 'function_call' &&
+    payload.name === 'update_goal' &&
+    typeof payload.arguments === 'string'
+  ) {
+    let args: unknown;
+    try {
+      args = JSON.parse(payload.arguments);
+    } catch {
+      return null;
+    }
+    const status = isRecord(args) ? args.status : undefined;
+    return typeof status === 'string' && VALID_STATUSES.has(status)
+      ? { by: 'model', status: status as GoalStatus }
+      : null;
+  }
+  if (obj.type === 'event_msg' && payload.type === 'thread_goal_updated' && isRecord(payload.goal)) {
+    const status = payload.goal.status;
+    return typeof status === 'string' && VALID_STATUSES.has(status)
+      ? { by: 'event', status: status as GoalStatus }
+      : null;
+  }
+  return null;
+}
+
+export function parseGoalBytes(line: Buffer): { by: 'model' | 'event'; status: GoalStatus } | null {
+  if (!GOAL_LINE_PREFILTERS.some((p) => line.indexOf(p) >= 0)) return null;
+  return parseGoalLine(line.toString('utf8'));
+}
+
+export function parseMarkerBytes(line: Buffer): GoalStatus | null {
+  if (line.indexOf(PREFILTER) < 0) return null;
+  return parseMarkerLine(line.toString('utf8'));
+}
+
+/** A `thread_goal_updated` event line whose goal is active (what `findLastActivation` looks for). */
+export function parseActivationBytes(line: Buffer): true | null {
+  if (line.indexOf(GOAL_EVENT_PREFILTER) < 0) return null; // model calls cannot be activations
+  const goal = parseGoalLine(line.toString('utf8'));
+  return goal !== null && goal.by === 'event' && goal.status === 'active' ? true : null;
+}

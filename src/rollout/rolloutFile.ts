@@ -1,0 +1,107 @@
+// Reading a rollout file in bounded memory: positioned reads of exactly the bytes asked for, the
+// chunk and line-size limits every lookup shares, and a `RolloutReadError` naming the path
+// when the file cannot be read.
+import { promises as fsp } from 'node:fs';
+
+export const DEFAULT_CHUNK_BYTES = 64 * 1024;
+export const DEFAULT_MAX_LINE_BYTES = 256 * 1024;
+
+export interface ScanOptions {
+  /** Bytes per read; default 64 KiB. */
+  chunkSize?: number;
+  /** Lines longer than this (bytes, without the "\n") cannot be markers and are skipped; default 256 KiB. */
+  maxLineBytes?: number;
+  /** Called before each read, with its file position and length (tests, diagnostics). */
+  onRead?: (position: number, length: number) => void;
+}
+
+/** A rollout could not be read. `code` is the fs error code (ENOENT, EACCES, ...) when there is one. */
+export class RolloutReadError extends Error {
+  override readonly name = 'RolloutReadError';
+  constructor(
+    readonly path: string,
+    readonly code: string | undefined,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A newline byte: only complete lines (ending in one) count. */
+export const NL = 0x0a;
+
+export function limits(path: string, opts: ScanOptions): { chunkSize: number; cap: number } {
+  const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_BYTES;
+  const cap = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+  if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
+    throw new RangeError(`rollout ${path}: chunkSize must be a positive integer, got ${chunkSize}`);
+  }
+  if (!Number.isSafeInteger(cap) || cap < 1) {
+    throw new RangeError(`rollout ${path}: maxLineBytes must be a positive integer, got ${cap}`);
+  }
+  return { chunkSize, cap };
+}
+
+export async function openRollout(path: string): Promise<fsp.FileHandle> {
+  try {
+    return await fsp.open(path, 'r');
+  } catch (err) {
+    throw readError(path, err, 'cannot open');
+  }
+}
+
+export async function fileSize(fh: fsp.FileHandle, path: string): Promise<number> {
+  let st;
+  try {
+    st = await fh.stat();
+  } catch (err) {
+    throw readError(path, err, 'cannot stat');
+  }
+  if (!st.isFile()) throw new RolloutReadError(path, 'EISDIR', `rollout ${path} is not a regular file`);
+  return st.size;
+}
+
+export async function readExactly(
+  fh: fsp.FileHandle,
+  buf: Buffer,
+  len: number,
+  position: number,
+  path: string,
+): Promise<void> {
+  let got = 0;
+  while (got < len) {
+    let n: number;
+    try {
+      ({ bytesRead: n } = await fh.read(buf, got, len - got, position + got));
+    } catch (err) {
+      throw readError(path, err, 'cannot read');
+    }
+    if (n === 0) {
+      throw new RolloutReadError(
+        path,
+        'ESHRUNK',
+        `rollout ${path} shrank while being read (expected ${len} bytes at offset ${position}, got ${got})`,
+      );
+    }
+    got += n;
+  }
+}
+
+const REASONS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EISDIR: 'is a directory',
+  ENOTDIR: 'a parent is not a directory',
+  EMFILE: 'too many open files',
+};
+
+function readError(path: string, err: unknown, what: string): RolloutReadError {
+  const code =
+    typeof (err as NodeJS.ErrnoException)?.code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
+  const detail = (code && REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
+  return new RolloutReadError(path, code, `${what} rollout ${path}: ${detail}${code ? ` (${code})` : ''}`, {
+    cause: err,
+  });
+}
