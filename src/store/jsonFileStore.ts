@@ -293,11 +293,11 @@ export class JsonFileStore implements StateStore {
         this.queue = [];
         let from = 0;
         for (let i = jobs.length - 1; i >= 0; i--)
-          if (jobs[i]!.fold) {
+          if (jobs[i].fold) {
             from = i;
             break;
           }
-        const fold = jobs[from]!.fold;
+        const fold = jobs[from].fold;
         try {
           if (fold) {
             await this.writeAtomic(fold.document);

@@ -255,7 +255,7 @@ export const endToEndBench: Bench = {
       const polled: Sample[] = [];
       for (let i = 0; i < samples; i++) {
         // The same due moment as the product's i-th sample, relative to the failure.
-        const offset = product[i]!.dueAt - product[i]!.failedAt;
+        const offset = product[i].dueAt - product[i].failedAt;
         const s = await outage(
           `bench outage ${i + 1} (baseline)`,
           async (t, failedAt) => {

@@ -94,7 +94,7 @@ async function product(dir: string, threads: number, failing: number): Promise<F
   const ids2 = Object.keys(state.watches);
   let k = 0;
   const hintedSaveMs = await timed(5, () => {
-    const id = ids2[k++ % ids2.length]!;
+    const id = ids2[k++ % ids2.length];
     state.watches[id].updatedAt += 1;
     return store.save(state, new Set([id]));
   });

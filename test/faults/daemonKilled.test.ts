@@ -180,15 +180,15 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     t.diagnostic(`seed ${SEED} (replay: CGR_FAULT_SEED=${SEED} npm run test:faults)`);
     const random = seededRandom(SEED);
     const aims: Aim[] = [];
-    for (let i = 0; i < ITERATIONS; i++) aims.push(AIMS[i % AIMS.length]!);
+    for (let i = 0; i < ITERATIONS; i++) aims.push(AIMS[i % AIMS.length]);
     for (let i = aims.length - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
-      [aims[i], aims[j]] = [aims[j]!, aims[i]!];
+      [aims[i], aims[j]] = [aims[j], aims[i]];
     }
     const records: IterationRecord[] = [];
     const started = Date.now();
     for (let i = 0; i < ITERATIONS; i++) {
-      const aim = aims[i]!;
+      const aim = aims[i];
       const jitter = random();
       const context = `iteration ${i} (seed ${SEED}, aimed at ${aim}, jitter ${jitter.toFixed(3)})`;
       try {
@@ -468,7 +468,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     while (Date.now() < deadline) {
       // The snapshot and its journal, read as a restarted runner would (absent at first).
       const stored = await readStateFile(statePath).catch(() => null);
-      w = stored?.kind === 'state' ? (stored.state.watches[threadId] as SavedWatch | undefined) : undefined;
+      w = stored?.kind === 'state' ? stored.state.watches[threadId] : undefined;
       if (w && ok(w)) return w;
       await sleep(100);
     }
@@ -478,5 +478,5 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : s[Math.floor(s.length / 2)]!;
+  return s.length === 0 ? 0 : s[Math.floor(s.length / 2)];
 }

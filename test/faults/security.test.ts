@@ -283,7 +283,7 @@ async function countConnects(fn: () => Promise<unknown>): Promise<number> {
   modules.forEach((m, i) => {
     m.connect = (...args: unknown[]) => {
       n++;
-      return originals[i]!.apply(m, args);
+      return originals[i].apply(m, args);
     };
   });
   try {
@@ -344,7 +344,7 @@ test("Invariant: the runner's command line (a public contract) offers no way to 
     );
   }
   for (const flag of ['--allow-remote', '--insecure', '--remote']) {
-    assert.throws(() => parseCli(['watch', '--url', REMOTE_URLS[0]!, flag], {}), UsageError, flag);
+    assert.throws(() => parseCli(['watch', '--url', REMOTE_URLS[0], flag], {}), UsageError, flag);
   }
   const r = spawnSync(
     process.execPath,
@@ -382,7 +382,7 @@ test('Invariant: every free-text setting (a path, a socket, an executable) is ma
     'codexGoalRecovery.codexPath',
     'codexGoalRecovery.socketPath',
   ]);
-  for (const key of freeText) assert.equal(props[key]!.scope, 'machine', key);
+  for (const key of freeText) assert.equal(props[key].scope, 'machine', key);
   // Nothing is read from the workspace, so untrusted workspaces are fine.
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, true);
 });
@@ -463,7 +463,7 @@ function socketInodes(pid: number | 'self'): Set<string> {
       continue; // closed meanwhile
     }
     const m = /^socket:\[(\d+)\]$/.exec(target);
-    if (m) inodes.add(m[1]!);
+    if (m) inodes.add(m[1]);
   }
   return inodes;
 }
@@ -487,7 +487,7 @@ function netSockets(): NetSocket[] {
     }
     for (const line of text.trim().split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
-      out.push({ table, local: f[1]!, state: f[3]!, inode: f[9]! });
+      out.push({ table, local: f[1], state: f[3], inode: f[9] });
     }
   }
   return out;
@@ -507,7 +507,7 @@ function unixInodes(): Set<string> {
       .trim()
       .split('\n')
       .slice(1)
-      .map((line) => line.trim().split(/\s+/)[6]!),
+      .map((line) => line.trim().split(/\s+/)[6]),
   );
 }
 
@@ -520,8 +520,8 @@ function unixSocketPaths(pid: number | 'self'): string[] {
     .split('\n')
     .slice(1)
     .map((line) => line.trim().split(/\s+/))
-    .filter((f) => mine.has(f[6]!) && f[7] !== undefined)
-    .map((f) => f[7]!);
+    .filter((f) => mine.has(f[6]) && f[7] !== undefined)
+    .map((f) => f[7]);
 }
 
 test('Invariant (control): the network scan finds a TCP listener and a UDP socket of this process when there is one', async () => {
@@ -618,7 +618,7 @@ test('Invariant: the runner, connected to the daemon socket, listens on no TCP p
     );
     const kept = fs.readdirSync(dir).filter((n) => n.startsWith('state.json.corrupt-'));
     assert.equal(kept.length, 1);
-    assert.equal(fs.readFileSync(path.join(dir, kept[0]!), 'utf8'), '{"version": 1, "watches": {');
+    assert.equal(fs.readFileSync(path.join(dir, kept[0]), 'utf8'), '{"version": 1, "watches": {');
     assert.equal(await runner.stop(), 0, runner.transcript());
   } finally {
     await runner.kill();

@@ -263,7 +263,7 @@ export class FakeDaemon {
       this.backstop = null;
       if (this.unreported.length === 0) return;
       if (this.checks > 0) return this.armBackstop(); // a harness call will throw it when it ends
-      const first = this.unreported[0]!;
+      const first = this.unreported[0];
       this.unreported = [];
       throw violationError(first);
     });

@@ -136,7 +136,7 @@ class Lane {
 
   private pump(): void {
     while (this.timer === null && this.queue.length > 0 && !this.link.closed) {
-      const frame = this.queue[0]!;
+      const frame = this.queue[0];
       if (frame.delayMs > 0 && !this.proxy.calmed) {
         const ms = frame.delayMs;
         frame.delayMs = 0;

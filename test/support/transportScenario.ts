@@ -429,7 +429,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
             if (r.threadId === threadId && [...r.reads.values()].includes(request.n)) r.ok.add(request.n);
         return;
       }
-      const params = (m.params ?? {}) as Record<string, unknown>;
+      const params = m.params ?? {};
       if (m.method === 'error' && params.willRetry === true) {
         const key = `${String(params.threadId)}/${String(params.turnId)}`;
         retryTold.add(key);
@@ -757,7 +757,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     for (let step = 0; step < schedule.steps.length; step++) {
       play(step);
       await flush();
-      await advance(schedule.steps[step]!);
+      await advance(schedule.steps[step]);
     }
     log.push(`${clock.now()}: faults stop`);
     proxy.calm();
@@ -885,16 +885,16 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     let afterGiveUp = 0;
     let givenUpAt: number | null = null;
     for (let i = 0; i < events.length; i++) {
-      const e = events[i]!;
+      const e = events[i];
       if (e.rejection) continue;
       certain += e.certain;
       possible += e.possible;
       const atFailure = { certain, possible };
       let j = i + 1;
-      for (; j < events.length && events[j]!.rejection; j++) {
-        certain += events[j]!.certain;
-        possible += events[j]!.possible;
-        if (certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = events[j]!.at;
+      for (; j < events.length && events[j].rejection; j++) {
+        certain += events[j].certain;
+        possible += events[j].possible;
+        if (certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = events[j].at;
       }
       if (atFailure.certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = e.at;
       let f: 'must' | 'may' | 'never';
@@ -907,7 +907,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       if (f === 'must') must.push(e.turnId);
       if (f === 'may') may.push(e.turnId);
     }
-    if (givenUpAt !== null) afterGiveUp = arrivals.filter((a) => a.threadId === p.id && a.at > givenUpAt!).length;
+    if (givenUpAt !== null) afterGiveUp = arrivals.filter((a) => a.threadId === p.id && a.at > givenUpAt).length;
     // Invariant: nothing is sent once the failures in a row passed maxAttempts.
     if (afterGiveUp > 0)
       broken.push(
@@ -982,7 +982,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     .filter((i) => i >= 0);
   let next = 0;
   for (const f of proxy.fired.filter((x) => x.broke)) {
-    while (next < connectionLines.length && connectionLines[next]! < f.mark) next += 1;
+    while (next < connectionLines.length && connectionLines[next] < f.mark) next += 1;
     if (next >= connectionLines.length) broken.push(`no connection log line for the fault ${describeFault(f.fault)}`);
     next += 1;
     if (

@@ -287,7 +287,7 @@ export async function websocketSession(
           // One message in several WebSocket fragments (continuation frames): a single valid message.
           const parts = f.fragments;
           for (let i = 0; i < parts.length; i++)
-            await sendOne(parts[i]!, { binary: false, fin: i === parts.length - 1 });
+            await sendOne(parts[i], { binary: false, fin: i === parts.length - 1 });
         }
         if (++n % 16 === 0) await tick();
       }

@@ -78,7 +78,7 @@ export async function waitForExtensionHost(
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pids = extensionHostPids(root).filter((p) => !except.includes(p));
-    if (pids.length === 1) return pids[0]!;
+    if (pids.length === 1) return pids[0];
     if (Date.now() > deadline)
       throw new Error(
         `expected one extension host under ${root}${except.length ? ` besides ${except.join(', ')}` : ''}, found ${JSON.stringify(pids)}`,
