@@ -125,7 +125,10 @@ export interface Schedule {
 
 /** The cases the property names, each counted when it actually happened (see `runSchedule`). */
 export interface Reached {
-  /** An approval reached the engine and stayed pending ≥ HOLD_MIN_MS while the daemon's goal was blocked and its turn failed. */
+  /**
+   * An approval reached the engine and stayed pending ≥ HOLD_MIN_MS while the daemon's goal was blocked and its turn
+   * failed.
+   */
   approvalOnFailedTurn: number;
   /** Likewise, with the goal blocked and its turn still running (it then failed). */
   approvalWhileBlocking: number;
@@ -366,7 +369,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const sawActive = new Set<string>();
   /** Sets as they left the engine (monotonic ms), for the limiter. */
   const sent: { threadId: string; at: number }[] = [];
-  /** Delivered error replies to sets the daemon did not carry out; `readBack`: the engine's two reads after it came back. */
+  /**
+   * Delivered error replies to sets the daemon did not carry out; `readBack`: the engine's two reads after it came
+   * back.
+   */
   interface Rejection {
     threadId: string;
     link: number;
@@ -508,11 +514,11 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       if (fired > 20_000) throw new Error(`more than 20000 timers fired within ${ms} ms of fake time (a busy loop)`);
       const next = clock.nextIn();
       if (next === null || next > left) {
-        clock.advance(left);
+        await clock.advance(left);
         await flush();
         return;
       }
-      clock.advance(next);
+      await clock.advance(next);
       left -= next;
       await flush();
     }
@@ -547,7 +553,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       noteTurn(p.id);
     }, p.splitMs);
   };
-  /** Codex retries the turn itself: `error {willRetry:true}`, the goal blocked while the turn runs for `holdMs`, then the end. */
+  /**
+   * Codex retries the turn itself: `error {willRetry:true}`, the goal blocked while the turn runs for `holdMs`, then
+   * the end.
+   */
   const retryThenFail = (p: Plan, info: unknown) => {
     const t = daemon.thread(p.id);
     const key = `${p.id}/${t.turn.id}`;
