@@ -77,8 +77,8 @@ export class DurableStore implements StateStore {
     this.durable = structuredClone(durable);
   }
 
-  async load(): Promise<LoadResult> {
-    return { state: structuredClone(this.durable), problem: null };
+  load(): Promise<LoadResult> {
+    return Promise.resolve({ state: structuredClone(this.durable), problem: null });
   }
 
   /** Taken at the call (like a serializer), durable one macrotask later (like an fsync). */

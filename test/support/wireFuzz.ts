@@ -161,11 +161,13 @@ export async function stdioSession(
       if (closedReason !== null) cb(closedReason);
       else closeCb = cb;
     },
-    close: async () => {
-      if (closedReason !== null) return;
-      closedReason = 'closed by client';
-      toClient.end();
-      closeCb?.(closedReason);
+    close: () => {
+      if (closedReason === null) {
+        closedReason = 'closed by client';
+        toClient.end();
+        closeCb?.(closedReason);
+      }
+      return Promise.resolve();
     },
   };
   const listener = new RecordingListener();

@@ -354,8 +354,8 @@ test('(c) the leader stops: exactly one follower takes over within 5 s; pending 
   const c = election(dir);
   try {
     a.election.onLeader((server) => server.onCommand(() => new Promise(() => undefined)));
-    b.election.onLeader((server) => server.onCommand(async (name) => `b:${name}`));
-    c.election.onLeader((server) => server.onCommand(async (name) => `c:${name}`));
+    b.election.onLeader((server) => server.onCommand((name) => `b:${name}`));
+    c.election.onLeader((server) => server.onCommand((name) => `c:${name}`));
     await a.election.start();
     await b.election.start();
     await c.election.start();
@@ -654,7 +654,7 @@ test('(g) malformed lines from a follower are logged and skipped; the leader kee
   const a = election(dir);
   const b = election(dir);
   try {
-    a.election.onLeader((s) => s.onCommand(async (name) => name.toUpperCase()));
+    a.election.onLeader((s) => s.onCommand((name) => name.toUpperCase()));
     await a.election.start();
     a.election.server!.broadcast({ ok: true });
     const raw = net.createConnection(path.join(dir, `${NAME}.sock`));

@@ -239,7 +239,10 @@ describe("the runner's role", () => {
     // A window-like follower: it sees the leader's state and its commands run on the leader's engine.
     const socket = net.createConnection(path.join(dir, 'election', 'leader-unit.sock'));
     const win = new FollowerConnection(socket);
-    cleanups.push(async () => win.close());
+    cleanups.push(() => {
+      win.close();
+      return Promise.resolve();
+    });
     await win.welcomed;
     await win.command('pauseAll', []);
     assert.ok(a.role.runningEngine!.snapshot().pausedAt !== null);
@@ -292,7 +295,10 @@ describe("the runner's role", () => {
     const starting = r.role.start();
     await until('the role line', () => r.events.length > 0);
     const win = new FollowerConnection(net.createConnection(path.join(dir, 'election', 'leader-gated.sock')));
-    cleanups.push(async () => win.close());
+    cleanups.push(() => {
+      win.close();
+      return Promise.resolve();
+    });
     await win.welcomed;
     let answered = false;
     const command = win.command('pauseAll', []).then(() => {
