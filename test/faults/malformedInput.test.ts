@@ -233,7 +233,8 @@ const knownNotification: fc.Arbitrary<Step> = fc.oneof(
 /** Requests from the daemon (approvals, and methods this build does not know): reported, never answered. */
 const serverRequest: fc.Arbitrary<Step> = fc
   .record({
-    id: fc.oneof(fc.integer({ min: -5, max: 1e9 }), anyText(8), fc.constantFrom(0, 1, 2, 3)), // may collide with the client's own ids
+    // The ids may collide with the client's own.
+    id: fc.oneof(fc.integer({ min: -5, max: 1e9 }), anyText(8), fc.constantFrom(0, 1, 2, 3)),
     method: fc.oneof(
       fc.constantFrom(...SERVER_REQUEST_METHODS),
       anyText(12).map((s) => `x/${s}`),

@@ -11,8 +11,10 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import Module from 'node:module';
 import * as net from 'node:net';
+import netModule from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import tlsModule from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Engine } from '../../src/core/engine';
@@ -276,8 +278,8 @@ const SHUTDOWN_URLS = [
  * once the spies are removed, never swallowed.
  */
 async function countConnects(fn: () => Promise<unknown>): Promise<number> {
-  // The modules themselves (an `import * as` namespace is a copy with read-only bindings).
-  const modules = [require('node:net'), require('node:tls')] as Array<{ connect: (...a: unknown[]) => unknown }>;
+  // The modules themselves, as default imports (an `import * as` namespace is a copy with read-only bindings).
+  const modules = [netModule, tlsModule] as unknown as Array<{ connect: (...a: unknown[]) => unknown }>;
   const originals = modules.map((m) => m.connect);
   let n = 0;
   modules.forEach((m, i) => {
@@ -404,6 +406,7 @@ test("Invariant: settings.ts takes codexPath, codexHome and socketPath from the 
   };
   let settings: typeof import('../../src/config/settings');
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded now, under the patched loader
     settings = require('../../src/config/settings') as typeof import('../../src/config/settings');
   } finally {
     mod._load = load;
@@ -426,7 +429,7 @@ test("Invariant: settings.ts takes codexPath, codexHome and socketPath from the 
         workspaceValue: workspace[key],
         workspaceFolderValue: workspace[key],
       }),
-      update: async () => undefined,
+      update: () => Promise.resolve(),
     } as unknown as import('vscode').WorkspaceConfiguration;
   };
   const env = { HOME: '/home/u' };

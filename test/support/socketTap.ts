@@ -18,7 +18,10 @@ export interface HeldFrame {
   drop(): void;
 }
 
-/** Called for each text frame a client sends; return true to hold it (nothing behind it moves until it is forwarded or dropped). */
+/**
+ * Called for each text frame a client sends; return true to hold it (nothing behind it moves until it is forwarded or
+ * dropped).
+ */
 export type FrameHook = (text: string, held: HeldFrame) => boolean;
 
 export class SocketTap {

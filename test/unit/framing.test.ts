@@ -290,7 +290,7 @@ test('websocket reader/writer: text and binary frames, malformed frames skipped,
   const writer = new WebSocketMessageWriter(ws);
   const c = collect(reader);
   const got: string[] = [];
-  peer.on('message', (d) => got.push(d.toString()));
+  peer.on('message', (d) => got.push((d as Buffer).toString())); // ws's default binaryType: one Buffer
   await writer.write({ jsonrpc: '2.0', method: 'hi' } as Message);
   peer.send('{"method":"t"}');
   peer.send(Buffer.from('{"id":1,"result":{}}'), { binary: true });

@@ -492,6 +492,7 @@ describe('JsonFileStore: messages', () => {
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     assert.ok(r.problem);
     assert.match(r.problem, /invalid JSON: /);
+    // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
     assert.ok(!/[\u0000-\u001f\u007f]/.test(r.problem), `control characters in: ${JSON.stringify(r.problem)}`);
   });
 });

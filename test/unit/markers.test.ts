@@ -11,7 +11,7 @@ import { GOAL_STATUSES, type GoalStatus, type Marker } from '../../src/model/wat
 import { goalEvent, modelGoalCall, noiseLine, realMarker, seedMarker, ts } from '../support/rolloutLines';
 import { rng } from '../support/random';
 
-// ---------------------------------------------------------------- reference (line builders: test/support/rolloutLines.ts)
+// ---------------------------------------------------------- reference (line builders: test/support/rolloutLines.ts)
 
 /** Every marker in complete lines of `content` no longer than `cap`, the obvious way. */
 function reference(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from = 0): { markers: Marker[]; nextOffset: number } {

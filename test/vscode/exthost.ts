@@ -23,7 +23,7 @@ export function descendants(pid: number): number[] {
       return; // gone
     }
     for (const task of tasks) {
-      let kids: string[] = [];
+      let kids: string[];
       try {
         kids = fs.readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
       } catch {

@@ -222,7 +222,7 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
   } catch (err) {
     await stop();
     const msg = err instanceof Error ? err.message : String(err);
-    throw new Error(`${msg}\n--- code-server output ---\n${logTail()}`);
+    throw new Error(`${msg}\n--- code-server output ---\n${logTail()}`, { cause: err });
   }
 }
 

@@ -231,7 +231,7 @@ async function oneRun(
   // The restarted extension host logs to a file of its own.
   const newLines = () => newExtensionLogLines(wb.server.userDataDir, filesBefore);
   const loadedLine = newLines().find((l) => /state loaded/.test(l)) ?? null;
-  let goalStatus = 'blocked';
+  let goalStatus: string;
   try {
     await waitGoalStatus(user, t.threadId, 'complete', 60_000, t.goalSetSeq);
     goalStatus = 'complete';
