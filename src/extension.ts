@@ -117,7 +117,8 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
     'codexGoalRecovery.activate.start',
     'codexGoalRecovery.activate.end',
   );
-  log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(context.extension.packageJSON.version)})`);
+  const { version } = context.extension.packageJSON as { version?: unknown };
+  log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(version)})`);
   return {
     snapshot: () => service().snapshot(),
     role: () => service().role,

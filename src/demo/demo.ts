@@ -32,6 +32,12 @@ interface RunnerLine {
   [k: string]: unknown;
 }
 
+/** The fields of the daemon's goal and turn notifications that the narration reads. */
+interface NarratedParams {
+  goal?: { status?: string };
+  turn?: { id?: string; status?: string; error?: { codexErrorInfo?: string | Record<string, unknown> | null } | null };
+}
+
 async function main(): Promise<number> {
   let mock: MockModel | undefined;
   let home: CodexHome | undefined;
@@ -92,7 +98,7 @@ async function main(): Promise<number> {
     mock.setMode('goalComplete');
     say('model', 'fixed: the next turn finishes the goal');
     await user.waitFor(
-      about(thread.threadId, 'thread/goal/updated', (p) => p.goal?.status === 'complete'),
+      about(thread.threadId, 'thread/goal/updated', (p: NarratedParams) => p.goal?.status === 'complete'),
       DEADLINE_MS,
     );
     await until(
@@ -130,7 +136,7 @@ async function main(): Promise<number> {
   }
 
   function narrate(n: Notification): void {
-    const p = n.params ?? {};
+    const p = (n.params ?? {}) as NarratedParams;
     if (n.method === 'thread/goal/updated') say('codex', `goal is ${p.goal?.status}`);
     else if (n.method === 'turn/started') say('codex', `turn …${String(p.turn?.id).slice(-8)} started`);
     else if (n.method === 'turn/completed') {
@@ -146,19 +152,19 @@ async function main(): Promise<number> {
 function describe(d: RunnerLine): string {
   switch (d.type) {
     case 'connection':
-      return `connection ${d.state}: ${d.detail}`;
+      return `connection ${String(d.state)}: ${String(d.detail)}`;
     case 'armed':
-      return `armed: watching "${d.title}"`;
+      return `armed: watching "${String(d.title)}"`;
     case 'backoff':
-      return `blocked by ${d.error}; retry ${d.attempt} in ${(Number(d.delayMs) / 1000).toFixed(1)} s`;
+      return `blocked by ${String(d.error)}; retry ${d.attempt} in ${(Number(d.delayMs) / 1000).toFixed(1)} s`;
     case 'recovering':
       return `re-activating the goal (attempt ${d.attempt})`;
     case 'recovered':
       return `goal active again (attempt ${d.attempt})`;
     case 'skipped':
-      return `skipped: ${d.reason}`;
+      return `skipped: ${String(d.reason)}`;
     case 'stopped':
-      return `stopped on ${d.signal}, state saved`;
+      return `stopped on ${String(d.signal)}, state saved`;
     default:
       return `${d.type}: ${JSON.stringify(d)}`;
   }

@@ -73,7 +73,7 @@ export class LineSplitter {
       this.discarding = false;
       return;
     }
-    const line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    const line = this.pending.length === 1 ? this.pending[0] : Buffer.concat(this.pending, this.pendingBytes);
     this.reset();
     this.onLine(line.toString('utf8'));
   }

@@ -145,9 +145,9 @@ export function isLoopbackHost(hostname: string): boolean {
     if (h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
     // IPv4-mapped loopback: ::ffff:127.x.y.z, or the hex form WHATWG URL normalizes it to.
     const dotted = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h);
-    if (dotted) return net.isIPv4(dotted[1]!) && dotted[1]!.startsWith('127.');
+    if (dotted) return net.isIPv4(dotted[1]) && dotted[1].startsWith('127.');
     const hex = /^(?:0{0,4}:){0,5}:?ffff:([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(h);
-    if (hex) return parseInt(hex[1]!, 16) >> 8 === 127;
+    if (hex) return parseInt(hex[1], 16) >> 8 === 127;
   }
   return false;
 }

@@ -83,7 +83,7 @@ export function replayJournal(state: PersistedState, text: string, generation: s
     return result;
   }
   for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
+    const line = lines[i];
     if (i === last && !complete) {
       result.torn = true; // cut short: its save never resolved, so nothing was acted on it
       break;

@@ -293,11 +293,11 @@ export class JsonFileStore implements StateStore {
         this.queue = [];
         let from = 0;
         for (let i = jobs.length - 1; i >= 0; i--)
-          if (jobs[i]!.fold) {
+          if (jobs[i].fold) {
             from = i;
             break;
           }
-        const fold = jobs[from]!.fold;
+        const fold = jobs[from].fold;
         try {
           if (fold) {
             await this.writeAtomic(fold.document);
@@ -400,5 +400,6 @@ function errText(err: unknown): string {
 
 /** One line of printable text: whitespace folded, other control characters shown as U+FFFD, bounded. */
 function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is this function's job
   return excerpt(text, 200).replace(/[\u0000-\u001f\u007f]/g, '\ufffd');
 }

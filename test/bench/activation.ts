@@ -67,7 +67,7 @@ export function requireClosure(entry: string): Closure {
     const text = fs.readFileSync(file, 'utf8');
     const req = createRequire(file);
     for (const m of text.matchAll(REQUIRE_RE)) {
-      const spec = m[2]!;
+      const spec = m[2];
       if (spec === 'vscode' || isBuiltin(spec)) continue;
       try {
         queue.push(req.resolve(spec));
@@ -83,7 +83,7 @@ export function requireClosure(entry: string): Closure {
 /** node_modules/<name> (or node_modules/@scope/name) that holds `file`, or null for our own files. */
 function packageRoot(file: string): string | null {
   const m = /^(.*[\\/]node_modules[\\/](?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(file);
-  return m ? m[1]! : null;
+  return m ? m[1] : null;
 }
 
 function bytes(files: string[]): number {
@@ -107,7 +107,7 @@ function vsceArgs(out: string, opts: { dependencies: boolean }): string[] {
   const script = manifest.scripts.package ?? '';
   const m = /\bvsce\s+(package\b[^&|;]*)/.exec(script);
   if (!m) throw new Error(`the "package" script does not run vsce package: ${script}`);
-  const args = m[1]!.trim().split(/\s+/);
+  const args = m[1].trim().split(/\s+/);
   const at = args.indexOf('--out');
   if (at >= 0) args.splice(at, 2);
   const kept = opts.dependencies ? args.filter((a) => a !== '--no-dependencies') : args;
@@ -203,7 +203,7 @@ function readActivations(logsDir: string, channel: string): Map<string, number> 
       .find((part) => /^exthost\d+$/.test(part));
     if (!host) continue;
     const m = /activated in (\d+(?:\.\d+)?) ms/.exec(fs.readFileSync(file, 'utf8'));
-    if (m) out.set(path.join(path.relative(logsDir, file).split(path.sep)[0]!, host), Number(m[1]));
+    if (m) out.set(path.join(path.relative(logsDir, file).split(path.sep)[0], host), Number(m[1]));
   }
   return out;
 }
@@ -288,7 +288,7 @@ async function measureActivations(
         const hello = readActivations(logsDir, HELLO_CHANNEL);
         const fresh = [...product.keys()].filter((host) => !seen.has(host) && hello.has(host));
         if (fresh.length > 0) {
-          const host = fresh[0]!;
+          const host = fresh[0];
           seen.add(host);
           results.push({ host, productMs: product.get(host)!, helloMs: hello.get(host)! });
           loadMs.push(Date.now() - t0);

@@ -184,7 +184,7 @@ export const endToEndBench: Bench = {
       /** One outage: a goal whose first turn fails (HTTP 500), then a healthy model that completes it. */
       const outage = async (
         label: string,
-        onFailed: (t: StartedGoalThread, failedAt: number) => Promise<number>,
+        onFailed: (t: StartedGoalThread, failedAt: number) => number | Promise<number>,
         onGoalSet?: (t: StartedGoalThread) => void,
       ) => {
         mock!.setMode('http500');
@@ -255,10 +255,10 @@ export const endToEndBench: Bench = {
       const polled: Sample[] = [];
       for (let i = 0; i < samples; i++) {
         // The same due moment as the product's i-th sample, relative to the failure.
-        const offset = product[i]!.dueAt - product[i]!.failedAt;
+        const offset = product[i].dueAt - product[i].failedAt;
         const s = await outage(
           `bench outage ${i + 1} (baseline)`,
-          async (t, failedAt) => {
+          (t, failedAt) => {
             baseline!.setDue(t.threadId, failedAt + offset);
             return failedAt + offset;
           },

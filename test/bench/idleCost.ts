@@ -76,7 +76,7 @@ async function idleFor(
   const cpu = process.cpuUsage();
   for (let s = 0; s < minutes * 60; s++) {
     const from = daemon.requests.length;
-    clock.advance(1_000);
+    await clock.advance(1_000);
     await flush();
     await idle();
     steps.push([from, daemon.requests.length]);

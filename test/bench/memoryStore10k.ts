@@ -40,7 +40,7 @@ function cpuMs(since: NodeJS.CpuUsage): number {
   return (d.user + d.system) / 1000;
 }
 
-async function timed(runs: number, work: () => Promise<unknown> | unknown): Promise<number> {
+async function timed(runs: number, work: () => unknown): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
@@ -71,7 +71,7 @@ async function product(dir: string, threads: number, failing: number): Promise<F
   const settle = async () => {
     for (let i = 0; i < 20; i++) {
       await flush();
-      clock.advance(0);
+      await clock.advance(0);
       await engine.idle();
     }
   };
@@ -81,7 +81,7 @@ async function product(dir: string, threads: number, failing: number): Promise<F
     throw new Error(`only ${engine.watches().length} of ${threads} threads armed`);
   for (const id of ids.slice(0, failing)) failByEvents(daemon, id, 'turn-1');
   await settle();
-  clock.advance(DEFAULT_OPTIONS.baseDelayMs);
+  await clock.advance(DEFAULT_OPTIONS.baseDelayMs);
   await settle();
   await engine.resync(); // saves
   const recovered = engine.watches().filter((w) => w.recovered.length > 0).length;
@@ -94,7 +94,7 @@ async function product(dir: string, threads: number, failing: number): Promise<F
   const ids2 = Object.keys(state.watches);
   let k = 0;
   const hintedSaveMs = await timed(5, () => {
-    const id = ids2[k++ % ids2.length]!;
+    const id = ids2[k++ % ids2.length];
     state.watches[id].updatedAt += 1;
     return store.save(state, new Set([id]));
   });
@@ -126,7 +126,7 @@ async function baseline(dir: string, threads: number, failing: number): Promise<
   for (const id of ids.slice(0, failing)) failByEvents(daemon, id, 'turn-1');
   await poller.poll(); // notices the failures
   poller.stop(); // from here on, passes run only when called
-  clock.advance(DEFAULT_OPTIONS.baseDelayMs);
+  await clock.advance(DEFAULT_OPTIONS.baseDelayMs);
   await poller.idle();
   await poller.poll(); // recovers them
   const recovered = [...poller.known.values()].filter((k) => k.recovered.size > 0).length;

@@ -204,7 +204,7 @@ export const rolloutBench: Bench = {
   title: 'Rollout intent lookup',
   async run(ctx: BenchContext): Promise<BenchSection> {
     const sizes = ctx.quick ? QUICK_SIZES_MIB : SIZES_MIB;
-    const loadBefore = os.loadavg()[0]!;
+    const loadBefore = os.loadavg()[0];
     // A small rollout for the memory probe's warm-up run.
     const warmup = path.join(ctx.tmpDir, 'warmup.jsonl');
     {
@@ -407,7 +407,7 @@ export const rolloutBench: Bench = {
       };
     }
 
-    const largest = sizes[sizes.length - 1]!;
+    const largest = sizes[sizes.length - 1];
     const full = largest === 512;
     for (const [stageName, label] of [
       ['B', 'marker near end'],
@@ -492,7 +492,7 @@ export const rolloutBench: Bench = {
           'child process per lookup: node --expose-gc --max-semi-space-size=1; warm-up run on a small file, gc, then peak of heapUsed + arrayBuffers (sampled at every read / every baseline line) minus before',
         perSize,
         loadAverageAtStart: Number(loadBefore.toFixed(2)),
-        loadAverageAtEnd: Number(os.loadavg()[0]!.toFixed(2)),
+        loadAverageAtEnd: Number(os.loadavg()[0].toFixed(2)),
       },
       figures,
       notes: [

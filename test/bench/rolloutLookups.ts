@@ -41,7 +41,10 @@ export async function productLastMarker(
   return { marker: r.marker, bytesRead: r.bytesRead };
 }
 
-/** The product's incremental lookup: the markers in what was appended since `from` (what the engine does on every later look). */
+/**
+ * The product's incremental lookup: the markers in what was appended since `from` (what the engine does on every later
+ * look).
+ */
 export async function productIncremental(
   path: string,
   from: number,

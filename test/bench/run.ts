@@ -16,7 +16,7 @@ interface Flags {
 function parseFlags(argv: string[]): Flags {
   const flags: Flags = { quick: false, only: null, out: path.join(repoRoot(), 'bench', 'results.json') };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
+    const a = argv[i];
     if (a === '--quick') flags.quick = true;
     else if (a === '--only') flags.only = (argv[++i] ?? '').split(',').filter(Boolean);
     else if (a === '--out') flags.out = path.resolve(argv[++i] ?? '');
@@ -45,10 +45,10 @@ function table(section: BenchSection): string {
     f.target === undefined ? '' : `${f.target} ${f.met ? 'met' : 'MISSED'}`,
   ]);
   const head = ['metric', 'product', 'baseline', 'baseline ÷ product', 'target'];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => c.padEnd(widths[i]!))
+      .map((c, i) => c.padEnd(widths[i]))
       .join('  ')
       .trimEnd();
   return [

@@ -54,7 +54,7 @@ async function failStaggered(
   for (let i = 0; i < ids.length; i++) {
     const wait = t0 + i * p.spacingMs - now();
     if (wait > 0) await sleep(wait);
-    failByEvents(daemon, ids[i]!, 'turn-1');
+    failByEvents(daemon, ids[i], 'turn-1');
   }
   const deadline = now() + p.baseDelayMs + 30_000;
   while (sets.size < ids.length && now() < deadline) await sleep(20);
@@ -132,7 +132,7 @@ function collect(
     const s = sets.get(id);
     if (d === undefined || !s) throw new Error(`${id}: no due time or no set`);
     if (s.length > 1) doubleSets += 1;
-    lateness.push(s[0]! - d);
+    lateness.push(s[0] - d);
   }
   return { lateness, rpcs, recoveries: ids.length, durationMs, doubleSets };
 }

@@ -71,8 +71,8 @@ async function writeAheads(
   const ids = Object.keys(state.watches);
   const times: number[] = [];
   for (let k = 0; k < runs; k++) {
-    const id = ids[(k * 7919) % ids.length]!;
-    const w = state.watches[id]!;
+    const id = ids[(k * 7919) % ids.length];
+    const w = state.watches[id];
     const now = 1_796_000_100_000 + k;
     w.pending = { failedTurnId: `turn-${k}`, attempt: 1, sentAt: now };
     w.state = { kind: 'recovering', attempt: 1, failedTurnId: `turn-${k}`, sentAt: now };

@@ -416,7 +416,7 @@ describe('corrupt state in globalState (the extension)', () => {
       const run = await engineRecovers(new GlobalStateStore(m, () => NOW));
       const problems = run.warnings.filter((w) => w.startsWith('the stored watch state'));
       assert.equal(problems.length, 1, 'reported once');
-      const problem = problems[0]!;
+      const problem = problems[0];
       assert.ok(!problem.includes('\n') && problem.length < 800, `one short line: ${problem.slice(0, 300)}`);
       assert.ok(problem.startsWith('the stored watch state could not be used: '), problem);
       assert.match(problem, c.mementoReason!);

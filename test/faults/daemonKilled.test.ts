@@ -22,19 +22,20 @@
 // split at the prepare lead before the due time) and the user's notifications before the kill (a
 // recovery turn started, the goal complete). The counts per phase are printed and each of the
 // phases "backoff", "prepare", "set sent, no reply yet" and "after the reply" must be hit at least
-// MIN_HITS times per run. The daemon is started again with `codex app-server daemon restart`. The user's client reconnects and
-// resumes its thread (as a client does after a daemon restart: after SIGKILL the daemon loads no
-// thread by itself, measured). The engine never loads a thread on its own
-// (only "Retry now", a person's click, does: test/integration/retryUnloaded.test.ts).
+// MIN_HITS times per run. The daemon is started again with `codex app-server daemon restart`.
+// The user's client reconnects and resumes its thread (as a client does after a daemon restart:
+// after SIGKILL the daemon loads no thread by itself, measured). The engine never loads a thread
+// on its own (only "Retry now", a person's click, does: test/integration/retryUnloaded.test.ts).
 //
 // Invariants, checked after every iteration:
 //  1. at most (here: exactly) one effective recovery per failed turn, from the daemon's own
-//     records (test/support/daemonJudge.ts assertOneRecoveryAcrossKill). Before the kill: the goal's status as the restarted daemon reports it before any
-//     client acts (the goal store commits at once: active or complete there means a set before
-//     the kill took effect; nothing but the engine sets this goal active). After the restart: the
-//     rollout's automatic activations past the size it had at the restart (every set there is
-//     written, no kill follows; test/support/rolloutGoals.ts says why the rollout and not
-//     thread/turns/list). Their sum must be 1, and the thread must have exactly one failed turn.
+//     records (test/support/daemonJudge.ts assertOneRecoveryAcrossKill). Before the kill: the
+//     goal's status as the restarted daemon reports it before any client acts (the goal store
+//     commits at once: active or complete there means a set before the kill took effect; nothing
+//     but the engine sets this goal active). After the restart: the rollout's automatic
+//     activations past the size it had at the restart (every set there is written, no kill
+//     follows; test/support/rolloutGoals.ts says why the rollout and not thread/turns/list).
+//     Their sum must be 1, and the thread must have exactly one failed turn.
 //     (The rollout alone undercounts: measured, a kill can lose the line of a set whose status the
 //     goal store already committed.)
 //  2. no pending recovery lost: the goal ends `complete` (the recovery, or the daemon's own
@@ -115,13 +116,19 @@ interface IterationRecord {
   jitter: number;
   /** Where the kill landed, from the runner's lines and the user's notifications before it. */
   phase: Phase;
-  /** `recovering` lines for the failed turn (a set whose reply the kill swallowed and that did not take effect is sent again). */
+  /**
+   * `recovering` lines for the failed turn (a set whose reply the kill swallowed and that did not take effect is sent
+   * again).
+   */
   sets: number;
   /** The goal's status in the restarted daemon before anyone acted. */
   statusAtRestart: string;
   /** The set before the kill took effect but its rollout line was lost with the daemon. */
   lineLost: boolean;
-  /** The other way round: the rollout kept the set's line, the goal store did not keep its status (the set did not survive). */
+  /**
+   * The other way round: the rollout kept the set's line, the goal store did not keep its status (the set did not
+   * survive).
+   */
   statusLost: boolean;
   restartMs: number;
   /** From the kill to the runner's `connected`. */
@@ -180,15 +187,15 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     t.diagnostic(`seed ${SEED} (replay: CGR_FAULT_SEED=${SEED} npm run test:faults)`);
     const random = seededRandom(SEED);
     const aims: Aim[] = [];
-    for (let i = 0; i < ITERATIONS; i++) aims.push(AIMS[i % AIMS.length]!);
+    for (let i = 0; i < ITERATIONS; i++) aims.push(AIMS[i % AIMS.length]);
     for (let i = aims.length - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
-      [aims[i], aims[j]] = [aims[j]!, aims[i]!];
+      [aims[i], aims[j]] = [aims[j], aims[i]];
     }
     const records: IterationRecord[] = [];
     const started = Date.now();
     for (let i = 0; i < ITERATIONS; i++) {
-      const aim = aims[i]!;
+      const aim = aims[i];
       const jitter = random();
       const context = `iteration ${i} (seed ${SEED}, aimed at ${aim}, jitter ${jitter.toFixed(3)})`;
       try {
@@ -468,7 +475,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     while (Date.now() < deadline) {
       // The snapshot and its journal, read as a restarted runner would (absent at first).
       const stored = await readStateFile(statePath).catch(() => null);
-      w = stored?.kind === 'state' ? (stored.state.watches[threadId] as SavedWatch | undefined) : undefined;
+      w = stored?.kind === 'state' ? stored.state.watches[threadId] : undefined;
       if (w && ok(w)) return w;
       await sleep(100);
     }
@@ -478,5 +485,5 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : s[Math.floor(s.length / 2)]!;
+  return s.length === 0 ? 0 : s[Math.floor(s.length / 2)];
 }

@@ -82,10 +82,10 @@ const smallJson = fc.jsonValue({ maxDepth: 3 });
 const junkFields = fc.option(
   fc.oneof(
     fc.record({ extra: smallJson }),
-    fc.integer({ min: 1000, max: 60_000 }).map((n) => ({ deep: new Deep(n) as unknown })),
+    fc.integer({ min: 1000, max: 60_000 }).map((n) => ({ deep: new Deep(n) })),
     fc.record({ emittedAtMs: fc.integer() }),
   ),
-  { nil: {} as Record<string, unknown> },
+  { nil: {} },
 );
 const GOAL_STATUS = ['active', 'paused', 'blocked', 'usageLimited', 'budgetLimited', 'complete'] as const;
 const objective = fc.oneof(
@@ -233,13 +233,14 @@ const knownNotification: fc.Arbitrary<Step> = fc.oneof(
 /** Requests from the daemon (approvals, and methods this build does not know): reported, never answered. */
 const serverRequest: fc.Arbitrary<Step> = fc
   .record({
-    id: fc.oneof(fc.integer({ min: -5, max: 1e9 }), anyText(8), fc.constantFrom(0, 1, 2, 3)), // may collide with the client's own ids
+    // The ids may collide with the client's own.
+    id: fc.oneof(fc.integer({ min: -5, max: 1e9 }), anyText(8), fc.constantFrom(0, 1, 2, 3)),
     method: fc.oneof(
       fc.constantFrom(...SERVER_REQUEST_METHODS),
       anyText(12).map((s) => `x/${s}`),
     ),
     params: fc.oneof(
-      threadIdA.map((threadId) => ({ threadId, itemId: 'i' }) as unknown),
+      threadIdA.map((threadId) => ({ threadId, itemId: 'i' })),
       fc.constant(undefined),
       fc.constant([1, 2]),
       fc.record({ threadId: fc.integer() }),
@@ -516,7 +517,7 @@ function scripts(transport: Transport): fc.Arbitrary<Script> {
       const all = [...steps];
       // Insert the replies at generated positions; the k-th reply in the script answers replyOrder[k].
       const at = positions.map((p) => p % (steps.length + 1)).sort((a, b) => a - b);
-      for (let k = REQUESTS - 1; k >= 0; k--) all.splice(at[k]!, 0, step([], { reply: { error: errors[k]! } }));
+      for (let k = REQUESTS - 1; k >= 0; k--) all.splice(at[k], 0, step([], { reply: { error: errors[k] } }));
       const script: Script = { steps: all, replyOrder, seed };
       // Counterexamples can hold megabytes: print a summary (FAULTS_SEED reproduces the run).
       Object.defineProperty(script, fc.toStringMethod, {
@@ -600,7 +601,7 @@ async function runScript(w: WireSession, script: Script, totals: Totals): Promis
   for (const s of script.steps) {
     if (s.only && s.only !== w.kind) continue;
     if (s.reply) {
-      const n = script.replyOrder[k++]!;
+      const n = script.replyOrder[k++];
       const payload = `echo ${n} ${'∑'.repeat(n * 3)}`;
       expectedReplies.set(n, { error: s.reply.error, payload });
       frames.push(
@@ -680,7 +681,7 @@ async function runScript(w: WireSession, script: Script, totals: Totals): Promis
     );
     if (OVERLONG_PROBLEM.test(p)) counted.overlong++;
     else if (FRAME_PROBLEM.test(p)) counted.frame++;
-    else if (NOTIFICATION_PROBLEM.test(p)) counted.notification.push(NOTIFICATION_PROBLEM.exec(p)![1]!);
+    else if (NOTIFICATION_PROBLEM.test(p)) counted.notification.push(NOTIFICATION_PROBLEM.exec(p)![1]);
     else if (STRAY_PROBLEM.test(p)) counted.stray++;
     else assert.fail(`an unclear or unexpected report: ${JSON.stringify(p)}`);
   }
@@ -936,7 +937,7 @@ test('Invariant: a line that never ends is held in at most maxLineBytes; memory 
     await w.until(() => w.listener.events.length === 1, 'the next line');
     assert.deepEqual(w.listener.events, [['threadClosed', 'after']]);
     assert.equal(w.listener.problems.length, 1);
-    assert.match(w.listener.problems[0]!, OVERLONG_PROBLEM);
+    assert.match(w.listener.problems[0], OVERLONG_PROBLEM);
   } finally {
     await w.close();
   }

@@ -177,10 +177,10 @@ describe(
       t.diagnostic(`seed ${SEED} (replay: CGR_FAULT_SEED=${SEED} node --test out/test/faults/runnerKilled.test.js)`);
       const random = seededRandom(SEED);
       const aims: Phase[] = [];
-      for (let i = 0; i < ITERATIONS; i++) aims.push(PHASES[i % PHASES.length]!);
+      for (let i = 0; i < ITERATIONS; i++) aims.push(PHASES[i % PHASES.length]);
       for (let i = aims.length - 1; i > 0; i--) {
         const j = Math.floor(random() * (i + 1));
-        [aims[i], aims[j]] = [aims[j]!, aims[i]!];
+        [aims[i], aims[j]] = [aims[j], aims[i]];
       }
       // Every second kill aimed right after arming is restarted slowly (not left to chance).
       let armedAims = 0;
@@ -188,7 +188,7 @@ describe(
       const outcomes: Outcome[] = [];
       const started = Date.now();
       for (let i = 0; i < ITERATIONS; i++) {
-        const o = await iteration(i, aims[i]!, slow[i]!, random);
+        const o = await iteration(i, aims[i], slow[i], random);
         outcomes.push(o);
         t.diagnostic(
           `#${i} aimed ${o.aimed} → ${o.phase}${o.armingCase ? ` (${o.armingCase})` : ''}${o.slowRestart ? ', restarted after the failure' : ''}; restart ${o.restartBeforeDue === null ? 'with no due time on disk' : o.restartBeforeDue ? 'before the due time' : 'after the due time'}; sets ${o.sets}; ${o.ms} ms`,
@@ -361,7 +361,7 @@ describe(
           tapped.push(second);
           await second.connected();
           await waitGoalStatus(user, id, 'complete', T, failed.seq);
-          const saved = (await settleAndStop(second, st, { [id]: 'complete' }))[id]!;
+          const saved = (await settleAndStop(second, st, { [id]: 'complete' }))[id];
           assert.deepEqual(
             saved.recovered,
             [failedTurnId],
@@ -377,7 +377,7 @@ describe(
             `round ${round}: the restarted runner sent ${resent} set(s) after a set that was ${forward ? 'forwarded' : 'dropped'}; the set left the killed runner at ${setLeftAt}, was released at ${releasedAt}; the daemon recorded the activation at ${d.rollout.automatic.map((a) => a.at).join(', ')}\n--- killed ---\n${first.transcript()}\n--- restarted ---\n${second.transcript()}`,
           );
           t.diagnostic(
-            `round ${round}: ${overdue ? 'started past the due time, set sent at once' : 'set sent on time'}; killed as its set left it, intent on disk; the set ${forward ? 'forwarded' : 'dropped'}; the activation ${d.rollout.automatic[0]!.offset >= sizeBefore ? 'after' : 'before'} the restart; the restarted runner sent ${resent}`,
+            `round ${round}: ${overdue ? 'started past the due time, set sent at once' : 'set sent on time'}; killed as its set left it, intent on disk; the set ${forward ? 'forwarded' : 'dropped'}; the activation ${d.rollout.automatic[0].offset >= sizeBefore ? 'after' : 'before'} the restart; the restarted runner sent ${resent}`,
           );
           for (const r of tapped) assert.deepEqual(r.stderr, [], 'a runner wrote to stderr');
         }
@@ -518,7 +518,7 @@ describe(
         assert.deepEqual(d.failed, [failedTurnId]);
         assert.equal(d.rollout.user.length, 1, 'the user set the goal once');
         assertOneRecoveryPerFailedTurn(d);
-        const activation = d.automaticAfter.get(failedTurnId)![0]!;
+        const activation = d.automaticAfter.get(failedTurnId)![0];
         const sets = [...killed.decisions, ...restarted.decisions].filter(
           (d) => d.type === 'recovering' && d.threadId === id,
         );

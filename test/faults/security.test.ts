@@ -11,8 +11,10 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import Module from 'node:module';
 import * as net from 'node:net';
+import netModule from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import tlsModule from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Engine } from '../../src/core/engine';
@@ -276,14 +278,14 @@ const SHUTDOWN_URLS = [
  * once the spies are removed, never swallowed.
  */
 async function countConnects(fn: () => Promise<unknown>): Promise<number> {
-  // The modules themselves (an `import * as` namespace is a copy with read-only bindings).
-  const modules = [require('node:net'), require('node:tls')] as Array<{ connect: (...a: unknown[]) => unknown }>;
+  // The modules themselves, as default imports (an `import * as` namespace is a copy with read-only bindings).
+  const modules = [netModule, tlsModule] as unknown as Array<{ connect: (...a: unknown[]) => unknown }>;
   const originals = modules.map((m) => m.connect);
   let n = 0;
   modules.forEach((m, i) => {
     m.connect = (...args: unknown[]) => {
       n++;
-      return originals[i]!.apply(m, args);
+      return originals[i].apply(m, args);
     };
   });
   try {
@@ -344,7 +346,7 @@ test("Invariant: the runner's command line (a public contract) offers no way to 
     );
   }
   for (const flag of ['--allow-remote', '--insecure', '--remote']) {
-    assert.throws(() => parseCli(['watch', '--url', REMOTE_URLS[0]!, flag], {}), UsageError, flag);
+    assert.throws(() => parseCli(['watch', '--url', REMOTE_URLS[0], flag], {}), UsageError, flag);
   }
   const r = spawnSync(
     process.execPath,
@@ -382,7 +384,7 @@ test('Invariant: every free-text setting (a path, a socket, an executable) is ma
     'codexGoalRecovery.codexPath',
     'codexGoalRecovery.socketPath',
   ]);
-  for (const key of freeText) assert.equal(props[key]!.scope, 'machine', key);
+  for (const key of freeText) assert.equal(props[key].scope, 'machine', key);
   // Nothing is read from the workspace, so untrusted workspaces are fine.
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, true);
 });
@@ -404,6 +406,7 @@ test("Invariant: settings.ts takes codexPath, codexHome and socketPath from the 
   };
   let settings: typeof import('../../src/config/settings');
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded now, under the patched loader
     settings = require('../../src/config/settings') as typeof import('../../src/config/settings');
   } finally {
     mod._load = load;
@@ -426,7 +429,7 @@ test("Invariant: settings.ts takes codexPath, codexHome and socketPath from the 
         workspaceValue: workspace[key],
         workspaceFolderValue: workspace[key],
       }),
-      update: async () => undefined,
+      update: () => Promise.resolve(),
     } as unknown as import('vscode').WorkspaceConfiguration;
   };
   const env = { HOME: '/home/u' };
@@ -463,7 +466,7 @@ function socketInodes(pid: number | 'self'): Set<string> {
       continue; // closed meanwhile
     }
     const m = /^socket:\[(\d+)\]$/.exec(target);
-    if (m) inodes.add(m[1]!);
+    if (m) inodes.add(m[1]);
   }
   return inodes;
 }
@@ -487,7 +490,7 @@ function netSockets(): NetSocket[] {
     }
     for (const line of text.trim().split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
-      out.push({ table, local: f[1]!, state: f[3]!, inode: f[9]! });
+      out.push({ table, local: f[1], state: f[3], inode: f[9] });
     }
   }
   return out;
@@ -507,7 +510,7 @@ function unixInodes(): Set<string> {
       .trim()
       .split('\n')
       .slice(1)
-      .map((line) => line.trim().split(/\s+/)[6]!),
+      .map((line) => line.trim().split(/\s+/)[6]),
   );
 }
 
@@ -520,8 +523,8 @@ function unixSocketPaths(pid: number | 'self'): string[] {
     .split('\n')
     .slice(1)
     .map((line) => line.trim().split(/\s+/))
-    .filter((f) => mine.has(f[6]!) && f[7] !== undefined)
-    .map((f) => f[7]!);
+    .filter((f) => mine.has(f[6]) && f[7] !== undefined)
+    .map((f) => f[7]);
 }
 
 test('Invariant (control): the network scan finds a TCP listener and a UDP socket of this process when there is one', async () => {
@@ -618,7 +621,7 @@ test('Invariant: the runner, connected to the daemon socket, listens on no TCP p
     );
     const kept = fs.readdirSync(dir).filter((n) => n.startsWith('state.json.corrupt-'));
     assert.equal(kept.length, 1);
-    assert.equal(fs.readFileSync(path.join(dir, kept[0]!), 'utf8'), '{"version": 1, "watches": {');
+    assert.equal(fs.readFileSync(path.join(dir, kept[0]), 'utf8'), '{"version": 1, "watches": {');
     assert.equal(await runner.stop(), 0, runner.transcript());
   } finally {
     await runner.kill();

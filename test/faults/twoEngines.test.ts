@@ -130,7 +130,7 @@ async function settled(list: RunnerProcess[]): Promise<RunnerProcess> {
   for (const r of list) await r.waitFor((d) => d.type === 'role', T, 'a role line');
   const leaders = list.filter((r) => roleOf(r)?.role === 'leader');
   assert.equal(leaders.length, 1, `not exactly one leader: ${list.map((r) => JSON.stringify(roleOf(r))).join(' ')}`);
-  const leader = leaders[0]!;
+  const leader = leaders[0];
   for (const r of list) {
     if (r === leader) continue;
     const role = roleOf(r)!;
@@ -372,8 +372,8 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       const sets = back.of('recovering', g.threadId);
       assert.equal(sets.length, 1, `the restarted runner sent ${sets.length} sets`);
       assert.ok(
-        Date.parse(sets[0]!.ts) >= due - CLOCK_SLACK_MS,
-        `the set went out ${due - Date.parse(sets[0]!.ts)} ms before the announced due time`,
+        Date.parse(sets[0].ts) >= due - CLOCK_SLACK_MS,
+        `the set went out ${due - Date.parse(sets[0].ts)} ms before the announced due time`,
       );
       await assertOneRecoveryPerFailedTurn(g, 1);
       // No thread of an earlier round is recovered again by the restart.
@@ -422,7 +422,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       );
       const complete = await waitGoalStatus(user, g.threadId, 'complete', T, g.goalSetSeq);
       await waitTurnCompleted(user, g.threadId, 'completed', T, complete.seq);
-      await settledOn(winner, (winner as RunnerProcess & { statePath: string }).statePath, {
+      await settledOn(winner, winner.statePath, {
         [g.threadId]: 'complete',
       });
       await assertOneRecoveryPerFailedTurn(g, 1);
@@ -464,8 +464,8 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     assert.deepEqual(back.stderr, []);
     assert.deepEqual(engineLinesWhileFollowing(back), [], 'the restarted runner ran an engine while following');
     const saved = await readState(killed.statePath);
-    assert.equal(saved.watches[g!.threadId]!.pending, null);
-    assert.deepEqual(saved.watches[g!.threadId]!.recovered, [failedTurnId]);
+    assert.equal(saved.watches[g!.threadId].pending, null);
+    assert.deepEqual(saved.watches[g!.threadId].recovered, [failedTurnId]);
   });
 
   /** What a runner's state file and its journal hold, read as a restarted runner would. */

@@ -61,7 +61,7 @@ describe('Retry now after a daemon restart (real daemon)', () => {
       const rolloutPath = String(t.thread.path);
       const sizeBefore = fs.statSync(rolloutPath).size;
       // The recovery falls due while the thread is not loaded: the case this test is about.
-      const due = w.lastFailure!.dueAt!;
+      const due = w.lastFailure.dueAt!;
       assert.ok(
         due > Date.now(),
         `the recovery was due ${Date.now() - due} ms before the engine saw the thread not loaded: the window holds no due time (a slow daemon restart?)`,

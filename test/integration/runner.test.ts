@@ -168,7 +168,7 @@ async function assertRecoveredOnceByDaemon(t: StartedGoalThread, ...failedTurnId
   assert.deepEqual([...r.failed].sort(), [...failedTurnIds].sort(), 'the failed turns');
   assertOneRecoveryPerFailedTurn(r);
   assert.equal(r.goalStatus, 'complete');
-  return r.automaticAfter.get(failedTurnIds.at(-1)!)![0]!;
+  return r.automaticAfter.get(failedTurnIds.at(-1)!)![0];
 }
 
 describe('runner against the real daemon (control socket)', () => {
@@ -431,7 +431,7 @@ describe('runner against the real daemon (control socket)', () => {
           due,
           `the announced due time was not on disk when the runner ended: ${JSON.stringify(left)}`,
         );
-        const set = second.of('recovering', t.threadId)[0]!;
+        const set = second.of('recovering', t.threadId)[0];
         assert.ok(
           Date.parse(set.ts) >= due - CLOCK_SLACK_MS,
           `the restarted runner sent its set ${due - Date.parse(set.ts)} ms before the due time`,

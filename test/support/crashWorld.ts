@@ -77,8 +77,8 @@ export class DurableStore implements StateStore {
     this.durable = structuredClone(durable);
   }
 
-  async load(): Promise<LoadResult> {
-    return { state: structuredClone(this.durable), problem: null };
+  load(): Promise<LoadResult> {
+    return Promise.resolve({ state: structuredClone(this.durable), problem: null });
   }
 
   /** Taken at the call (like a serializer), durable one macrotask later (like an fsync). */
@@ -622,21 +622,21 @@ export class CrashWorld {
     const w = this.store.durable.watches[id];
     if (!w || w.pending?.failedTurnId !== turnId)
       return this.fail(`${what}: its intent is not on disk (durable pending: ${JSON.stringify(w?.pending ?? null)})`);
-    const due = w!.lastFailure?.turnId === turnId ? w!.lastFailure.dueAt : null;
+    const due = w.lastFailure?.turnId === turnId ? w.lastFailure.dueAt : null;
     if (due === null) return this.fail(`${what}: the disk holds no due time for the failure`);
     const now = this.clock.now();
     const retried = f.retryNowAt >= (f.failedAt ?? 0);
-    if (!retried && due! < (f.failedAt ?? 0) + this.options.baseDelayMs / 2)
-      return this.fail(`${what}: due ${due! - (f.failedAt ?? 0)} ms after the failure, less than the shortest backoff`);
-    if (!retried && now < due!) return this.fail(`${what}: sent at ${now}, before the due time on disk ${due}`);
+    if (!retried && due < (f.failedAt ?? 0) + this.options.baseDelayMs / 2)
+      return this.fail(`${what}: due ${due - (f.failedAt ?? 0)} ms after the failure, less than the shortest backoff`);
+    if (!retried && now < due) return this.fail(`${what}: sent at ${now}, before the due time on disk ${due}`);
     const earliest = f.durableDue.get(turnId);
     if (!retried && earliest !== undefined && now < earliest)
       return this.fail(`${what}: sent ${earliest - now} ms before the due time a crash left on disk`);
     this.effective.add(`${id}/${turnId}`);
     f.cause = null;
-    this.sets.push({ threadId: id, failedTurnId: turnId, at: now, due: due! });
+    this.sets.push({ threadId: id, failedTurnId: turnId, at: now, due: due });
     this.log.push(
-      `+${this.at()} s ${id}: automatic set for ${turnId} (${Math.round((now - due!) / 100) / 10} s after its due time)`,
+      `+${this.at()} s ${id}: automatic set for ${turnId} (${Math.round((now - due) / 100) / 10} s after its due time)`,
     );
     return true;
   }

@@ -95,23 +95,18 @@ export class FakeClock implements Clock {
    * moves to it first), then the reactors run, then the next one is looked for — including those
    * set meanwhile. The first timer fires before this returns; the rest as the promise runs: await it.
    */
-  advance(ms: number): Promise<void> {
+  async advance(ms: number): Promise<void> {
     const end = this.mono + Math.max(0, ms);
-    try {
-      if (!this.fireNext(end)) return Promise.resolve();
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return (async () => {
-      let fired = 1;
-      do {
-        await this.react();
-        if (++fired > SPIN_LIMIT)
-          throw new Error(
-            `over ${SPIN_LIMIT} timers fired within one advance of ${ms} ms: a timer that re-arms itself without time passing (a spin)`,
-          );
-      } while (this.fireNext(end));
-    })();
+    // Before the first await: runs within the call. A callback's throw rejects the promise.
+    if (!this.fireNext(end)) return;
+    let fired = 1;
+    do {
+      await this.react();
+      if (++fired > SPIN_LIMIT)
+        throw new Error(
+          `over ${SPIN_LIMIT} timers fired within one advance of ${ms} ms: a timer that re-arms itself without time passing (a spin)`,
+        );
+    } while (this.fireNext(end));
   }
 
   /**

@@ -135,7 +135,10 @@ export class FakeConnection {
       writer: new LineMessageWriter(this.fromClient),
       describe: 'fake daemon',
       onClose: (cb) => this.onClose(cb),
-      close: async () => this.close('closed by client'),
+      close: () => {
+        this.close('closed by client');
+        return Promise.resolve();
+      },
     };
   }
 
@@ -263,7 +266,7 @@ export class FakeDaemon {
       this.backstop = null;
       if (this.unreported.length === 0) return;
       if (this.checks > 0) return this.armBackstop(); // a harness call will throw it when it ends
-      const first = this.unreported[0]!;
+      const first = this.unreported[0];
       this.unreported = [];
       throw violationError(first);
     });
@@ -539,7 +542,8 @@ export class FakeDaemon {
       this.automaticSets.set(key, (this.automaticSets.get(key) ?? 0) + 1);
     }
     t.goal = { ...t.goal, status: p.status as GoalStatus, updatedAt: t.goal.updatedAt + 1 };
-    if (t.loaded && fs.existsSync(t.path)) fs.appendFileSync(t.path, goalEventLine(t.goal)); // §g (measured: none on a thread not loaded)
+    // §g (measured: none on a thread not loaded)
+    if (t.loaded && fs.existsSync(t.path)) fs.appendFileSync(t.path, goalEventLine(t.goal));
     // Measured (0.169.0): on a thread the daemon has not loaded, the set answers `active` but
     // starts no turn.
     if (t.goal.status === 'active' && t.loaded) {

@@ -136,7 +136,7 @@ class Lane {
 
   private pump(): void {
     while (this.timer === null && this.queue.length > 0 && !this.link.closed) {
-      const frame = this.queue[0]!;
+      const frame = this.queue[0];
       if (frame.delayMs > 0 && !this.proxy.calmed) {
         const ms = frame.delayMs;
         frame.delayMs = 0;
@@ -209,7 +209,10 @@ class Link {
         if (this.closed) cb(this.closeReason);
         else this.closeCallbacks.push(cb);
       },
-      close: async () => this.close('closed by client'),
+      close: () => {
+        this.close('closed by client');
+        return Promise.resolve();
+      },
     };
   }
 
@@ -252,7 +255,10 @@ class Link {
     } else hook?.(this.id, m, null, null);
   }
 
-  /** Replies the proxy made up or rewrote: whether the daemon's own answer was an error (null: it never saw the request). */
+  /**
+   * Replies the proxy made up or rewrote: whether the daemon's own answer was an error (null: it never saw the
+   * request).
+   */
   private readonly daemonErrors = new Map<string | number, boolean | null>();
 
   private fromClientLine(line: string): void {

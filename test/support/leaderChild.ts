@@ -36,7 +36,7 @@ const election = new LeaderElection({
 });
 election.onRoleChange((role) => out({ ev: 'role', role, t: now() }));
 election.onLeader((server) => {
-  server.onCommand(async (cmd, args) => ({ pid: process.pid, name: cmd, args }));
+  server.onCommand((cmd, args) => ({ pid: process.pid, name: cmd, args }));
 });
 election.onFollower((conn) => {
   conn.welcomed.then(

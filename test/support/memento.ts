@@ -6,9 +6,10 @@ export class Memento implements MementoLike {
   get<T>(key: string): T | undefined {
     return this.data.get(key) as T | undefined;
   }
-  async update(key: string, value: unknown): Promise<void> {
+  update(key: string, value: unknown): Promise<void> {
     if (value === undefined) this.data.delete(key);
     else this.data.set(key, JSON.parse(JSON.stringify(value)));
+    return Promise.resolve();
   }
   keys(): readonly string[] {
     return [...this.data.keys()];

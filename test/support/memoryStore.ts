@@ -9,13 +9,14 @@ export class MemoryStore implements StateStore {
   lastChanged: ReadonlySet<string> | undefined;
   constructor(public saved: PersistedState = emptyState()) {}
 
-  async load(): Promise<LoadResult> {
-    return { state: structuredClone(this.saved), problem: null };
+  load(): Promise<LoadResult> {
+    return Promise.resolve({ state: structuredClone(this.saved), problem: null });
   }
 
-  async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+  save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
     this.saves += 1;
     this.lastChanged = changed && new Set(changed);
     this.saved = structuredClone(state);
+    return Promise.resolve();
   }
 }

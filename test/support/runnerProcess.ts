@@ -183,7 +183,7 @@ export interface SavedWatch {
 export async function savedWatches(statePath: string): Promise<Record<string, SavedWatch>> {
   const stored = await readStateFile(statePath);
   if (stored.kind === 'unusable') throw new Error(`${statePath}: ${stored.reason}`);
-  return stored.kind === 'state' ? (stored.state.watches as unknown as Record<string, SavedWatch>) : {};
+  return stored.kind === 'state' ? stored.state.watches : {};
 }
 
 /** The shipped prepare lead: a recovery's reads and write-ahead start this long before its due time. */
@@ -242,7 +242,7 @@ export async function settled(
   const deadline = Math.max(Date.now(), latestDue) + (opts.timeoutMs ?? 20_000);
   await sleepMs(latestDue + PAST_DUE_MS - Date.now());
   const kinds = (id: string) => {
-    const e = expected[id]!;
+    const e = expected[id];
     return typeof e === 'string' ? [e] : e;
   };
   let saved: Record<string, SavedWatch> = {};
@@ -263,7 +263,7 @@ export async function settled(
       .filter((d): d is number => typeof d === 'number');
     if (Date.now() > Math.max(deadline, ...planned.map((d) => d + 20_000))) {
       throw new Error(
-        `the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id]!.state, pending: saved[id]!.pending } : null)}`).join('; ')}\n${r.transcript()}`,
+        `the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id].state, pending: saved[id].pending } : null)}`).join('; ')}\n${r.transcript()}`,
       );
     }
     await sleepMs(Math.max(50, Math.min(500, Math.max(0, ...planned) + PAST_DUE_MS - Date.now())));

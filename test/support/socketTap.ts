@@ -18,7 +18,10 @@ export interface HeldFrame {
   drop(): void;
 }
 
-/** Called for each text frame a client sends; return true to hold it (nothing behind it moves until it is forwarded or dropped). */
+/**
+ * Called for each text frame a client sends; return true to hold it (nothing behind it moves until it is forwarded or
+ * dropped).
+ */
 export type FrameHook = (text: string, held: HeldFrame) => boolean;
 
 export class SocketTap {
@@ -119,9 +122,9 @@ export class SocketTap {
 /** One complete WebSocket frame at the start of `b` (a client's: masked), or null if more bytes are needed. */
 function parseFrame(b: Buffer): { length: number; opcode: number; text: string } | null {
   if (b.length < 2) return null;
-  const opcode = b[0]! & 0x0f;
-  const masked = (b[1]! & 0x80) !== 0;
-  let len = b[1]! & 0x7f;
+  const opcode = b[0] & 0x0f;
+  const masked = (b[1] & 0x80) !== 0;
+  let len = b[1] & 0x7f;
   let at = 2;
   if (len === 126) {
     if (b.length < 4) return null;
@@ -136,6 +139,6 @@ function parseFrame(b: Buffer): { length: number; opcode: number; text: string }
   if (masked) at += 4;
   if (b.length < at + len) return null;
   const payload = Buffer.from(b.subarray(at, at + len));
-  if (masked) for (let i = 0; i < payload.length; i++) payload[i] = payload[i]! ^ b[maskAt + (i % 4)]!;
+  if (masked) for (let i = 0; i < payload.length; i++) payload[i] = payload[i] ^ b[maskAt + (i % 4)];
   return { length: at + len, opcode, text: opcode === 1 ? payload.toString('utf8') : '' };
 }

@@ -125,7 +125,10 @@ export interface Schedule {
 
 /** The cases the property names, each counted when it actually happened (see `runSchedule`). */
 export interface Reached {
-  /** An approval reached the engine and stayed pending ≥ HOLD_MIN_MS while the daemon's goal was blocked and its turn failed. */
+  /**
+   * An approval reached the engine and stayed pending ≥ HOLD_MIN_MS while the daemon's goal was blocked and its turn
+   * failed.
+   */
   approvalOnFailedTurn: number;
   /** Likewise, with the goal blocked and its turn still running (it then failed). */
   approvalWhileBlocking: number;
@@ -366,7 +369,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   const sawActive = new Set<string>();
   /** Sets as they left the engine (monotonic ms), for the limiter. */
   const sent: { threadId: string; at: number }[] = [];
-  /** Delivered error replies to sets the daemon did not carry out; `readBack`: the engine's two reads after it came back. */
+  /**
+   * Delivered error replies to sets the daemon did not carry out; `readBack`: the engine's two reads after it came
+   * back.
+   */
   interface Rejection {
     threadId: string;
     link: number;
@@ -429,7 +435,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
             if (r.threadId === threadId && [...r.reads.values()].includes(request.n)) r.ok.add(request.n);
         return;
       }
-      const params = (m.params ?? {}) as Record<string, unknown>;
+      const params = m.params ?? {};
       if (m.method === 'error' && params.willRetry === true) {
         const key = `${String(params.threadId)}/${String(params.turnId)}`;
         retryTold.add(key);
@@ -508,11 +514,11 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       if (fired > 20_000) throw new Error(`more than 20000 timers fired within ${ms} ms of fake time (a busy loop)`);
       const next = clock.nextIn();
       if (next === null || next > left) {
-        clock.advance(left);
+        await clock.advance(left);
         await flush();
         return;
       }
-      clock.advance(next);
+      await clock.advance(next);
       left -= next;
       await flush();
     }
@@ -547,7 +553,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       noteTurn(p.id);
     }, p.splitMs);
   };
-  /** Codex retries the turn itself: `error {willRetry:true}`, the goal blocked while the turn runs for `holdMs`, then the end. */
+  /**
+   * Codex retries the turn itself: `error {willRetry:true}`, the goal blocked while the turn runs for `holdMs`, then
+   * the end.
+   */
   const retryThenFail = (p: Plan, info: unknown) => {
     const t = daemon.thread(p.id);
     const key = `${p.id}/${t.turn.id}`;
@@ -757,7 +766,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     for (let step = 0; step < schedule.steps.length; step++) {
       play(step);
       await flush();
-      await advance(schedule.steps[step]!);
+      await advance(schedule.steps[step]);
     }
     log.push(`${clock.now()}: faults stop`);
     proxy.calm();
@@ -885,16 +894,16 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     let afterGiveUp = 0;
     let givenUpAt: number | null = null;
     for (let i = 0; i < events.length; i++) {
-      const e = events[i]!;
+      const e = events[i];
       if (e.rejection) continue;
       certain += e.certain;
       possible += e.possible;
       const atFailure = { certain, possible };
       let j = i + 1;
-      for (; j < events.length && events[j]!.rejection; j++) {
-        certain += events[j]!.certain;
-        possible += events[j]!.possible;
-        if (certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = events[j]!.at;
+      for (; j < events.length && events[j].rejection; j++) {
+        certain += events[j].certain;
+        possible += events[j].possible;
+        if (certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = events[j].at;
       }
       if (atFailure.certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = e.at;
       let f: 'must' | 'may' | 'never';
@@ -907,7 +916,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
       if (f === 'must') must.push(e.turnId);
       if (f === 'may') may.push(e.turnId);
     }
-    if (givenUpAt !== null) afterGiveUp = arrivals.filter((a) => a.threadId === p.id && a.at > givenUpAt!).length;
+    if (givenUpAt !== null) afterGiveUp = arrivals.filter((a) => a.threadId === p.id && a.at > givenUpAt).length;
     // Invariant: nothing is sent once the failures in a row passed maxAttempts.
     if (afterGiveUp > 0)
       broken.push(
@@ -982,7 +991,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     .filter((i) => i >= 0);
   let next = 0;
   for (const f of proxy.fired.filter((x) => x.broke)) {
-    while (next < connectionLines.length && connectionLines[next]! < f.mark) next += 1;
+    while (next < connectionLines.length && connectionLines[next] < f.mark) next += 1;
     if (next >= connectionLines.length) broken.push(`no connection log line for the fault ${describeFault(f.fault)}`);
     next += 1;
     if (

@@ -161,11 +161,13 @@ export async function stdioSession(
       if (closedReason !== null) cb(closedReason);
       else closeCb = cb;
     },
-    close: async () => {
-      if (closedReason !== null) return;
-      closedReason = 'closed by client';
-      toClient.end();
-      closeCb?.(closedReason);
+    close: () => {
+      if (closedReason === null) {
+        closedReason = 'closed by client';
+        toClient.end();
+        closeCb?.(closedReason);
+      }
+      return Promise.resolve();
     },
   };
   const listener = new RecordingListener();
@@ -287,7 +289,7 @@ export async function websocketSession(
           // One message in several WebSocket fragments (continuation frames): a single valid message.
           const parts = f.fragments;
           for (let i = 0; i < parts.length; i++)
-            await sendOne(parts[i]!, { binary: false, fin: i === parts.length - 1 });
+            await sendOne(parts[i], { binary: false, fin: i === parts.length - 1 });
         }
         if (++n % 16 === 0) await tick();
       }

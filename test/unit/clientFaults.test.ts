@@ -58,7 +58,7 @@ test('a reply to no pending request (unknown, duplicate or null id) is dropped w
     await ready(w);
     const call = w.session.request('echo', { n: 1 });
     await w.until(() => w.received.length === 1, 'the request');
-    const id = w.received[0]!.id;
+    const id = w.received[0].id;
     await w.send([
       line({ id: 999_999, result: { wrong: true } }),
       line({ id: String(id), result: { wrong: 'a string id is another id' } }),

@@ -133,7 +133,7 @@ after(() => {
 
 function idOf(world: CrashWorld, t: number): string | null {
   const ids = [...world.facts.keys()];
-  return ids.length === 0 ? null : ids[t % ids.length]!;
+  return ids.length === 0 ? null : ids[t % ids.length];
 }
 
 /** Applies one step where it applies (a step that does not fit the world's state does nothing). */
@@ -163,11 +163,11 @@ async function apply(world: CrashWorld, step: Step, lastRounds: number): Promise
       world.modelBlock(id, step.thenFails);
       return 'model';
     case 'pause':
-      if (!id || !idle || t!.goal?.status === 'paused' || t!.goal?.status === 'complete') return null;
+      if (!id || !idle || t.goal?.status === 'paused' || t.goal?.status === 'complete') return null;
       world.userPause(id);
       return 'pause';
     case 'resume':
-      if (!id || !idle || t!.goal?.status === 'active') return null;
+      if (!id || !idle || t.goal?.status === 'active') return null;
       world.userResume(id);
       return 'resume';
     case 'approval':

@@ -17,7 +17,7 @@ function oldFile(state: Record<string, unknown>, lastDue: number | null): unknow
 test("an old file's backoff due time becomes the failure's due time", () => {
   const parsed = parsePersisted(oldFile({ kind: 'backoff', dueAt: 5_000, attempt: 1, failedTurnId: 'f1' }, null));
   assert.ok(!('error' in parsed));
-  const w = parsed.state.watches.t!;
+  const w = parsed.state.watches.t;
   assert.deepEqual(w.state, { kind: 'backoff', attempt: 1, failedTurnId: 'f1' });
   assert.equal(dueAt(w), 5_000);
 });
@@ -25,7 +25,7 @@ test("an old file's backoff due time becomes the failure's due time", () => {
 test('an old usage limit, and a held one, keep their due times', () => {
   const usage = parsePersisted(oldFile({ kind: 'usageLimited', dueAt: 7_000, resetsAt: 6_000 }, 1));
   assert.ok(!('error' in usage));
-  assert.equal(dueAt(usage.state.watches.t!), 7_000);
+  assert.equal(dueAt(usage.state.watches.t), 7_000);
   const held = parsePersisted(
     oldFile(
       { kind: 'waitingSlot', slotAt: 9_000, held: { kind: 'backoff', dueAt: 8_000, attempt: 2, failedTurnId: 'f1' } },
@@ -33,11 +33,11 @@ test('an old usage limit, and a held one, keep their due times', () => {
     ),
   );
   assert.ok(!('error' in held));
-  assert.equal(dueAt(held.state.watches.t!), 8_000);
+  assert.equal(dueAt(held.state.watches.t), 8_000);
 });
 
 test('a new file is read as written', () => {
   const parsed = parsePersisted(oldFile({ kind: 'backoff', attempt: 1, failedTurnId: 'f1' }, 4_000));
   assert.ok(!('error' in parsed));
-  assert.equal(dueAt(parsed.state.watches.t!), 4_000);
+  assert.equal(dueAt(parsed.state.watches.t), 4_000);
 });

@@ -29,7 +29,10 @@ after(async () => {
   for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
 });
 
-/** thread-1 failed, its recovery prepared: the write-ahead intent saved, the set not sent (PREPARE ms to its due time). */
+/**
+ * thread-1 failed, its recovery prepared: the write-ahead intent saved, the set not sent (PREPARE ms to its due
+ * time).
+ */
 async function preparedRecovery(): Promise<Harness> {
   const store = new MemoryStore();
   const h = await armed({ store });
@@ -607,7 +610,7 @@ describe('engine', () => {
     h.daemon.failWithEvents('thread-1');
     // Not h.advance(): it waits for the engine to be idle, and the engine waits for the held read.
     const tick = async (ms: number) => {
-      h.clock.advance(ms);
+      void h.clock.advance(ms);
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     };
     await tick(0);
@@ -755,7 +758,7 @@ describe('engine', () => {
     h.daemon.addThread('thread-1');
     await h.engine.start();
     for (let t = 0; t <= 16; t++) {
-      h.clock.advance(t === 0 ? 0 : 1_000);
+      void h.clock.advance(t === 0 ? 0 : 1_000);
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     }
     assert.ok(
@@ -1003,7 +1006,7 @@ describe('engine: durable before announced', () => {
     const turns = async (n = 20) => {
       for (let i = 0; i < n; i++) {
         await new Promise((resolve) => setImmediate(resolve));
-        h.clock.advance(0);
+        void h.clock.advance(0);
       }
     };
     await h.engine.start();
@@ -1048,7 +1051,7 @@ describe('engine: durable before announced', () => {
 
     // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
     store.held = true;
-    h.clock.advance(backoff.dueAt - h.clock.now() + 500);
+    void h.clock.advance(backoff.dueAt - h.clock.now() + 500); // not awaited: its reactor waits for the held save
     await until(() => h.engine.watch('thread-1')?.state.kind === 'recovering'); // the write-ahead is waiting
     await turns();
     assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out before its intent was on disk');

@@ -45,7 +45,7 @@ describe('globalState store', () => {
       );
       const aside = m.keys().filter((k) => k.startsWith(CORRUPT_PREFIX));
       assert.equal(aside.length, 1);
-      assert.deepEqual(m.get(aside[0]!), JSON.parse(JSON.stringify(value)), 'the bad value was not kept');
+      assert.deepEqual(m.get(aside[0]), JSON.parse(JSON.stringify(value)), 'the bad value was not kept');
       assert.equal(m.get(STATE_KEY), undefined);
     });
   }
@@ -192,7 +192,7 @@ describe('globalState store with a crash journal', () => {
     const loaded = await new GlobalStateStore(flushedCopy(m), { journalPath: journal }).load();
     assert.equal(loaded.problem, null);
     assert.deepEqual(Object.keys(loaded.state.watches), ['a']);
-    assert.equal(loaded.state.watches['a']!.state.kind, 'running');
+    assert.equal(loaded.state.watches['a'].state.kind, 'running');
   });
 
   it('reports a bad record, keeps the journal as it was aside, and loads the other records', async () => {
@@ -318,7 +318,7 @@ describe('globalState store with a crash journal', () => {
     await store.save(stateWith(watchIn('a', 'running', 1)));
     await store.save(last);
     assert.equal(problems.length, 1, problems.join('\n'));
-    assert.match(problems[0]!, /could not write the crash journal .*; the watch state is kept in globalState alone/);
+    assert.match(problems[0], /could not write the crash journal .*; the watch state is kept in globalState alone/);
     assert.deepEqual(parsePersisted(m.get(STATE_KEY)), { state: last, dropped: [] });
   });
 });

@@ -65,6 +65,7 @@ test('readSettings: codexPath, codexHome and socketPath ignore workspace and fol
   };
   let settings: typeof import('../../src/config/settings');
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded now, under the patched loader
     settings = require('../../src/config/settings') as typeof import('../../src/config/settings');
   } finally {
     mod._load = load;

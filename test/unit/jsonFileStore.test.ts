@@ -81,16 +81,16 @@ describe('parsePersisted', () => {
   test('leaves out a bad watch record (and one filed under another thread id), keeps the rest; a bad disarm time keeps the thread disarmed', () => {
     const good = sampleState();
     const raw = JSON.parse(JSON.stringify(good)) as Record<string, Record<string, unknown>>;
-    raw.watches!['half'] = { threadId: 'half' };
-    raw.watches!['other'] = { ...(raw.watches!['thr_1'] as object), threadId: 'not-other' };
-    raw.disarmed!['thr_3'] = null;
+    raw.watches['half'] = { threadId: 'half' };
+    raw.watches['other'] = { ...(raw.watches['thr_1'] as object), threadId: 'not-other' };
+    raw.disarmed['thr_3'] = null;
     const r = parsePersisted(raw, () => 77);
     assert.ok('state' in r);
     assert.deepEqual(Object.keys(r.state.watches), ['thr_1']);
     assert.deepEqual(r.state.watches['thr_1'], good.watches['thr_1']);
     assert.deepEqual(r.state.disarmed, { thr_2: 1_700_000_000_100, thr_3: 77 });
     assert.equal(r.dropped.length, 3);
-    assert.match(r.dropped[0]!, /^watch "half": title: /);
+    assert.match(r.dropped[0], /^watch "half": title: /);
     assert.equal(r.dropped[1], 'watch "other": its threadId is "not-other"');
     assert.equal(r.dropped[2], 'disarm of "thr_3": its time null is unreadable; the thread stays disarmed');
     const clean = parsePersisted(JSON.parse(JSON.stringify(good)));
@@ -186,8 +186,8 @@ describe('JsonFileStore', () => {
     assert.match(r.problem ?? '', /more than the 1024-byte limit/);
     const names = await listDir(d);
     assert.equal(names.length, 1);
-    assert.match(names[0]!, /^state\.json\.corrupt-/);
-    assert.equal(await fsp.readFile(path.join(d, names[0]!), 'utf8'), big);
+    assert.match(names[0], /^state\.json\.corrupt-/);
+    assert.equal(await fsp.readFile(path.join(d, names[0]), 'utf8'), big);
   });
 
   test('two corrupt files in the same millisecond get distinct aside names', async () => {
@@ -204,8 +204,8 @@ describe('JsonFileStore', () => {
       'state.json.corrupt-1970-01-01T00-00-00-000Z',
       'state.json.corrupt-1970-01-01T00-00-00-000Z-1',
     ]);
-    assert.equal(await fsp.readFile(path.join(d, names[0]!), 'utf8'), 'one');
-    assert.equal(await fsp.readFile(path.join(d, names[1]!), 'utf8'), 'two');
+    assert.equal(await fsp.readFile(path.join(d, names[0]), 'utf8'), 'one');
+    assert.equal(await fsp.readFile(path.join(d, names[1]), 'utf8'), 'two');
   });
 
   test('concurrent saves never interleave and end with the last state', async () => {
@@ -244,7 +244,7 @@ describe('JsonFileStore', () => {
     const store = new JsonFileStore(file);
     const s = sampleState(1);
     await store.save(s);
-    const w = s.watches['thr_1']!;
+    const w = s.watches['thr_1'];
     w.failures = -1;
     await assert.rejects(store.save(s), /refusing to save an invalid state.*watches\.thr_1\.failures/);
     w.failures = 2;
@@ -332,7 +332,7 @@ describe('JsonFileStore: the crash journal', () => {
   /** A state of `n` watches like sampleState's, ids w0…w(n-1). */
   function manyWatches(n: number): PersistedState {
     const s = emptyState();
-    const template = sampleState().watches['thr_1']!;
+    const template = sampleState().watches['thr_1'];
     for (let i = 0; i < n; i++) s.watches[`w${i}`] = { ...structuredClone(template), threadId: `w${i}` };
     return s;
   }
@@ -344,8 +344,8 @@ describe('JsonFileStore: the crash journal', () => {
     const s = manyWatches(200);
     await store.save(s); // the first save writes a snapshot
     const snapshotBytes = (await fsp.stat(file)).size;
-    s.watches['w7']!.failures = 3;
-    s.watches['w7']!.state = { kind: 'backoff', attempt: 3, failedTurnId: 'turn-x' };
+    s.watches['w7'].failures = 3;
+    s.watches['w7'].state = { kind: 'backoff', attempt: 3, failedTurnId: 'turn-x' };
     await store.save(s, new Set(['w7']));
     delete s.watches['w8'];
     s.pausedAt = 9;
@@ -403,14 +403,14 @@ describe('JsonFileStore: the crash journal', () => {
     s.pausedAt = 4;
     await store.save(s);
     const good = await fsp.readFile(`${file}.journal`, 'utf8');
-    const w = structuredClone(s.watches['thr_1']!);
+    const w = structuredClone(s.watches['thr_1']);
     w.failures = 2;
     const content = `${good}{"watch":{"threadId":"thr_1","state":{"kind":"nope"}}}\nnot json at all\n{"watch":${JSON.stringify(w)}}\n`;
     await fsp.writeFile(`${file}.journal`, content);
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     const aside = `${file}.journal.corrupt-1970-01-01T00-00-00-000Z`;
     assert.equal(r.state.pausedAt, 4);
-    assert.equal(r.state.watches['thr_1']!.failures, 2, 'the good record after the bad ones was not applied');
+    assert.equal(r.state.watches['thr_1'].failures, 2, 'the good record after the bad ones was not applied');
     assert.match(
       r.problem ?? '',
       new RegExp(
@@ -454,7 +454,7 @@ describe('JsonFileStore: the crash journal', () => {
     await store.save(s);
     let largest = 0;
     for (let i = 0; i < 200; i++) {
-      s.watches[`w${i % 3}`]!.failures = i;
+      s.watches[`w${i % 3}`].failures = i;
       await store.save(s, new Set([`w${i % 3}`]));
       const size = await fsp.stat(`${file}.journal`).then(
         (st) => st.size,
@@ -492,6 +492,7 @@ describe('JsonFileStore: messages', () => {
     const r = await new JsonFileStore(file, { now: () => 0 }).load();
     assert.ok(r.problem);
     assert.match(r.problem, /invalid JSON: /);
+    // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
     assert.ok(!/[\u0000-\u001f\u007f]/.test(r.problem), `control characters in: ${JSON.stringify(r.problem)}`);
   });
 });

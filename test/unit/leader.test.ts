@@ -84,11 +84,11 @@ function leaderIntervals(changes: Array<{ role: string; t: number }>, endAt = In
 function assertNoTwoLeaders(logs: Array<{ label: string; intervals: Array<[number, number]> }>): void {
   for (let i = 0; i < logs.length; i++) {
     for (let j = i + 1; j < logs.length; j++) {
-      for (const [s1, e1] of logs[i]!.intervals) {
-        for (const [s2, e2] of logs[j]!.intervals) {
+      for (const [s1, e1] of logs[i].intervals) {
+        for (const [s2, e2] of logs[j].intervals) {
           assert.ok(
             !(s1 < e2 && s2 < e1),
-            `${logs[i]!.label} [${s1}, ${e1}) and ${logs[j]!.label} [${s2}, ${e2}) were leaders at once`,
+            `${logs[i].label} [${s1}, ${e1}) and ${logs[j].label} [${s2}, ${e2}) were leaders at once`,
           );
         }
       }
@@ -354,8 +354,8 @@ test('(c) the leader stops: exactly one follower takes over within 5 s; pending 
   const c = election(dir);
   try {
     a.election.onLeader((server) => server.onCommand(() => new Promise(() => undefined)));
-    b.election.onLeader((server) => server.onCommand(async (name) => `b:${name}`));
-    c.election.onLeader((server) => server.onCommand(async (name) => `c:${name}`));
+    b.election.onLeader((server) => server.onCommand((name) => `b:${name}`));
+    c.election.onLeader((server) => server.onCommand((name) => `c:${name}`));
     await a.election.start();
     await b.election.start();
     await c.election.start();
@@ -400,15 +400,15 @@ test('(d) the leader process is SIGKILLed: exactly one survivor takes over withi
   const dir = tempDir();
   const kids = [new Child('c1', dir)];
   try {
-    await waitChildRole(kids[0]!, 'leader');
+    await waitChildRole(kids[0], 'leader');
     kids.push(new Child('c2', dir), new Child('c3', dir));
     await Promise.all(kids.slice(1).map((k) => waitChildRole(k, 'follower')));
     const sock = path.join(dir, `${NAME}.sock`);
     const before = fs.lstatSync(sock).ino;
 
     // Round 1: kill the leader; two survivors.
-    kids[0]!.kill();
-    const killedAt1 = kids[0]!.killedAt!;
+    kids[0].kill();
+    const killedAt1 = kids[0].killedAt!;
     await waitUntil(
       () => kids.slice(1).some((k) => k.role === 'leader'),
       5000,
@@ -654,7 +654,7 @@ test('(g) malformed lines from a follower are logged and skipped; the leader kee
   const a = election(dir);
   const b = election(dir);
   try {
-    a.election.onLeader((s) => s.onCommand(async (name) => name.toUpperCase()));
+    a.election.onLeader((s) => s.onCommand((name) => name.toUpperCase()));
     await a.election.start();
     a.election.server!.broadcast({ ok: true });
     const raw = net.createConnection(path.join(dir, `${NAME}.sock`));
@@ -740,8 +740,8 @@ test('LineDecoder: split chunks, CRLF, an over-long line skipped to the next new
     { type: 'hello', version: 1, pid: 5 },
   ]);
   assert.equal(bad.length, 2, bad.join('\n'));
-  assert.match(bad[0]!, /longer than 64 bytes/);
-  assert.match(bad[1]!, /unexpected message at name/);
+  assert.match(bad[0], /longer than 64 bytes/);
+  assert.match(bad[1], /unexpected message at name/);
   assert.equal(d.malformedCount, 2);
 
   const throwing = new LineDecoder(
@@ -752,7 +752,7 @@ test('LineDecoder: split chunks, CRLF, an over-long line skipped to the next new
     (r) => bad.push(r),
   );
   throwing.push('1\n');
-  assert.match(bad[2]!, /message handler threw: boom/);
+  assert.match(bad[2], /message handler threw: boom/);
   assert.throws(() => encodeMessage({ type: 'state', snapshot: 'x'.repeat(100) }, 50), /over the 50-byte line cap/);
-  assert.throws(() => encodeMessage({ type: 'state', snapshot: 10n as unknown }), /BigInt/);
+  assert.throws(() => encodeMessage({ type: 'state', snapshot: 10n }), /BigInt/);
 });

@@ -11,7 +11,7 @@ import { GOAL_STATUSES, type GoalStatus, type Marker } from '../../src/model/wat
 import { goalEvent, modelGoalCall, noiseLine, realMarker, seedMarker, ts } from '../support/rolloutLines';
 import { rng } from '../support/random';
 
-// ---------------------------------------------------------------- reference (line builders: test/support/rolloutLines.ts)
+// ---------------------------------------------------------- reference (line builders: test/support/rolloutLines.ts)
 
 /** Every marker in complete lines of `content` no longer than `cap`, the obvious way. */
 function reference(content: Buffer, cap = DEFAULT_MAX_LINE_BYTES, from = 0): { markers: Marker[]; nextOffset: number } {
@@ -154,7 +154,7 @@ describe('findLastMarker / scanForMarkers on a multi-MB rollout', () => {
       JSON.stringify({ timestamp: ts(), type: 'session_meta', payload: { id: 'thread-1', cwd: '/repo' } }),
     ];
     let offset = -1;
-    let bytes = Buffer.byteLength(parts[0]!) + 1;
+    let bytes = Buffer.byteLength(parts[0]) + 1;
     for (let i = 0; i < total; i++) {
       if (i === markerAfter) {
         offset = bytes;
@@ -162,7 +162,7 @@ describe('findLastMarker / scanForMarkers on a multi-MB rollout', () => {
       } else {
         parts.push(noiseLine(rand, i % 17 === 5));
       }
-      bytes += Buffer.byteLength(parts[parts.length - 1]!) + 1;
+      bytes += Buffer.byteLength(parts[parts.length - 1]) + 1;
     }
     const content = Buffer.from(parts.join('\n') + '\n');
     return { path: await write(content), content, offset };
@@ -192,7 +192,7 @@ describe('findLastMarker / scanForMarkers on a multi-MB rollout', () => {
     assert.ok(reads.every(([, l]) => l <= 64 * 1024));
     assert.equal(
       parseMarkerLine(
-        nearEnd.content.subarray(r.marker!.offset, nearEnd.content.indexOf(0x0a, r.marker!.offset)).toString(),
+        nearEnd.content.subarray(r.marker.offset, nearEnd.content.indexOf(0x0a, r.marker.offset)).toString(),
       ),
       'paused',
     );
@@ -245,9 +245,7 @@ describe('chunk boundaries', () => {
     for (let i = 0; i < 40; i++) {
       const r = rand();
       if (r < 0.3)
-        parts.push(
-          i % 2 ? seedMarker(statuses[i % 6]!) : realMarker(statuses[i % 6]!, { objective: 'x'.repeat(i * 3) }),
-        );
+        parts.push(i % 2 ? seedMarker(statuses[i % 6]) : realMarker(statuses[i % 6], { objective: 'x'.repeat(i * 3) }));
       else if (r < 0.45)
         parts.push(realMarker('paused', { pad: 100 + i * 4 })); // around the small cap below
       else if (r < 0.5) parts.push('');
@@ -275,9 +273,7 @@ describe('chunk boundaries', () => {
           const fwd = await scanForMarkers(p, 0, { chunkSize, maxLineBytes: cap });
           assert.deepEqual(fwd.markers, all, label);
           const froms =
-            chunkSize < 5
-              ? [starts[2]!]
-              : [starts[1]!, starts[Math.floor(starts.length / 2)]!, starts[starts.length - 1]!];
+            chunkSize < 5 ? [starts[2]] : [starts[1], starts[Math.floor(starts.length / 2)], starts[starts.length - 1]];
           for (const from of froms) {
             const part = await scanForMarkers(p, from, { chunkSize, maxLineBytes: cap });
             assert.deepEqual(part.markers, reference(content, cap, from).markers, `${label} from ${from}`);
@@ -352,7 +348,7 @@ describe('chunk boundaries', () => {
     const expected: Marker[] = [];
     let offset = 0;
     for (const [i, pad] of [5_000, 9_000, 70_000, 200_000, 33_000].entries()) {
-      const status = GOAL_STATUSES[i % GOAL_STATUSES.length]!;
+      const status = GOAL_STATUSES[i % GOAL_STATUSES.length];
       const marker = realMarker(status, { pad });
       expected.push({ status, offset });
       for (const line of [marker, noiseLine(rand, false, { activations: false })]) {
@@ -470,7 +466,7 @@ describe('findLastActivation / scanFromLastActivation', () => {
     const look = lookalikes();
     for (let i = 0; i < total; i++) {
       if (activationsAt.includes(i)) parts.push(goalEvent('active'));
-      else if (i % 23 === 11) parts.push(look[i % look.length]!);
+      else if (i % 23 === 11) parts.push(look[i % look.length]);
       else if (i % 41 === 7) parts.push(realMarker('paused'));
       else parts.push(noiseLine(rand, i % 17 === 5, { activations: false }));
     }
@@ -680,7 +676,7 @@ describe('incremental scanning', () => {
     assert.equal(r.truncated, false);
     // The new bytes, plus the one byte before them that checks the line boundary.
     assert.equal(r.bytesRead, Buffer.byteLength(appended) + 1);
-    assert.equal(reads[0]![0], base.nextOffset - 1);
+    assert.equal(reads[0][0], base.nextOffset - 1);
     assert.equal(r.nextOffset, base.nextOffset + Buffer.byteLength(appended));
 
     const again = await scanForMarkers(p, r.nextOffset, { onRead: () => assert.fail('nothing new to read') });

@@ -103,11 +103,11 @@ describe("handover of the old leader's state", () => {
     ]);
     const { state, taken } = mergeLeaderSnapshot(stored, snap);
     assert.deepEqual(taken.sort(), ['older', 'unknown']);
-    assert.equal(state.watches.same!.state.kind, 'recovering', "a tie must keep the store's write-ahead copy");
-    assert.deepEqual(state.watches.same!.pending, { failedTurnId: 'f1', attempt: 1, sentAt: 100 });
-    assert.equal(state.watches.older!.state.kind, 'backoff');
-    assert.equal(state.watches.mineNewer!.state.kind, 'complete');
-    assert.equal(state.watches.unknown!.state.kind, 'backoff');
+    assert.equal(state.watches.same.state.kind, 'recovering', "a tie must keep the store's write-ahead copy");
+    assert.deepEqual(state.watches.same.pending, { failedTurnId: 'f1', attempt: 1, sentAt: 100 });
+    assert.equal(state.watches.older.state.kind, 'backoff');
+    assert.equal(state.watches.mineNewer.state.kind, 'complete');
+    assert.equal(state.watches.unknown.state.kind, 'backoff');
     assert.equal(stored.watches.unknown, undefined, 'the stored state was modified');
   });
 
@@ -128,9 +128,9 @@ describe("handover of the old leader's state", () => {
       null,
     );
     const { state } = mergeLeaderSnapshot(stored, snap);
-    assert.deepEqual(state.watches.a!.recovered, ['t1', 't2', 't3']);
-    assert.equal(state.watches.b!.recovered.length, RECOVERED_LIMIT);
-    assert.equal(state.watches.b!.recovered.at(-1), 'new');
+    assert.deepEqual(state.watches.a.recovered, ['t1', 't2', 't3']);
+    assert.equal(state.watches.b.recovered.length, RECOVERED_LIMIT);
+    assert.equal(state.watches.b.recovered.at(-1), 'new');
     assert.equal(state.pausedAt, null, 'the leader had resumed auto-recovery');
     assert.equal(state.disarmed.c, undefined, 're-armed on the leader, still disarmed here');
     assert.equal(state.disarmed.d, 42);
@@ -239,7 +239,10 @@ describe("the runner's role", () => {
     // A window-like follower: it sees the leader's state and its commands run on the leader's engine.
     const socket = net.createConnection(path.join(dir, 'election', 'leader-unit.sock'));
     const win = new FollowerConnection(socket);
-    cleanups.push(async () => win.close());
+    cleanups.push(() => {
+      win.close();
+      return Promise.resolve();
+    });
     await win.welcomed;
     await win.command('pauseAll', []);
     assert.ok(a.role.runningEngine!.snapshot().pausedAt !== null);
@@ -292,7 +295,10 @@ describe("the runner's role", () => {
     const starting = r.role.start();
     await until('the role line', () => r.events.length > 0);
     const win = new FollowerConnection(net.createConnection(path.join(dir, 'election', 'leader-gated.sock')));
-    cleanups.push(async () => win.close());
+    cleanups.push(() => {
+      win.close();
+      return Promise.resolve();
+    });
     await win.welcomed;
     let answered = false;
     const command = win.command('pauseAll', []).then(() => {
@@ -319,7 +325,7 @@ describe("the runner's role", () => {
     await r.role.start();
     assert.equal(r.warnings.length, 1);
     assert.match(
-      r.warnings[0]!,
+      r.warnings[0],
       /leader election unavailable \(.*writable by group or others.*\); this runner runs the engine without it/,
     );
     assert.deepEqual(r.events, [{ role: 'leader', elected: false }]);

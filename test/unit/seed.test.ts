@@ -4,9 +4,11 @@
 //   TestRecovery           -> "recovers after backoff, once, and doubles the backoff on the next failure"
 //   TestOldBlocked         -> "never adopts a goal that was blocked before the engine saw it"
 //   TestPauseDuringRead    -> "a human pause that arrives during <method> wins" (goal/get, turns/list, read)
-//   TestLiveActivity       -> "never competes with a live turn" and "... a pending approval that arrives during the pre-set read"
+//   TestLiveActivity       -> "never competes with a live turn" and
+//                             "... a pending approval that arrives during the pre-set read"
 //   TestRestartPending     -> "a pending recovery survives a restart" (and "... by crash" / "... by stop")
-//   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again, restarted by stop / by crash"
+//   TestLostSetReply       -> "a lost set reply is never repeated once the goal is active again, restarted by
+//                             stop / by crash"
 //   TestResetSetError      -> "a set that errors while notifications show success counts as success"
 //   TestNoCompetingRetry   -> "never competes with Codex's own retry"
 //   human()/intentLine     -> "a human marker newer than the arming disarms; a later human active re-arms"

@@ -76,7 +76,7 @@ function expectOne(daemon: FakeDaemon, reply: WireMessage, rule: Violation['rule
   );
   assert.ok(reply.error, `the request was answered as a success: ${JSON.stringify(reply)}`);
   assert.doesNotThrow(() => daemon.check(), 'a taken violation is still thrown');
-  return taken[0]!;
+  return taken[0];
 }
 
 describe('the strict fake daemon: each rule fires', () => {
@@ -194,7 +194,7 @@ describe('the strict fake daemon: each rule fires', () => {
       taken.map((v) => v.rule),
       ['answered-server-request', 'answered-server-request'],
     );
-    assert.match(taken[0]!.message, /answered server request approval-1/);
+    assert.match(taken[0].message, /answered server request approval-1/);
   });
 });
 

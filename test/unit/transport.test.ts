@@ -195,7 +195,7 @@ test('url transport: round trip over ws on 127.0.0.1:0; server close fires onClo
   for (const ws of wss.clients) ws.close(4000, 'bye');
   await sleep(50);
   assert.equal(reasons.length, 1);
-  assert.match(reasons[0]!, /connection closed \(code 4000: bye\)/);
+  assert.match(reasons[0], /connection closed \(code 4000: bye\)/);
   await t.close(); // idempotent after remote close
   const late: string[] = [];
   t.onClose((r) => late.push(r));
@@ -219,11 +219,11 @@ test('socket transport: WebSocket over a Unix socket in a 0700 dir, path "/", cl
     t.onClose((r) => reasons.push(r));
     await exerciseClient(t);
     assert.deepEqual(seen.paths, ['/']);
-    const serverClosed = new Promise<void>((r) => seen.conns[0]!.onClose(() => r()));
+    const serverClosed = new Promise<void>((r) => seen.conns[0].onClose(() => r()));
     await t.close();
     await serverClosed;
     assert.equal(reasons.length, 1);
-    assert.match(reasons[0]!, /closed by client/);
+    assert.match(reasons[0], /closed by client/);
   } finally {
     for (const ws of wss.clients) ws.terminate();
     await closeServer(wss);
@@ -245,7 +245,7 @@ test('socket transport errors: missing, unsafe, stale socket refused', async () 
     // A socket file left behind by a process that died: nobody listens.
     const script = `require('net').createServer().listen(${JSON.stringify(sock)}, () => console.log('ready'))`;
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((r) => child.stdout!.once('data', () => r()));
+    await new Promise<void>((r) => child.stdout.once('data', () => r()));
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     assert.ok(fs.statSync(sock).isSocket());
@@ -359,7 +359,7 @@ test('stdio transport: echo child, stderr lines, exit reported once', async () =
   await client.sendNotification('crash', {});
   await new Promise<void>((r) => t.onClose(() => r()));
   assert.equal(reasons.length, 1);
-  assert.match(reasons[0]!, /exited with code 3/);
+  assert.match(reasons[0], /exited with code 3/);
   assert.ok(stderr.includes('child ready'), JSON.stringify(stderr));
   client.dispose();
   await t.close();
@@ -417,7 +417,7 @@ test('stdio transport: close() kills the whole process group, escalating to SIGK
   assert.ok(isDead(pid), 'child killed');
   assert.ok(isDead(grandchild!), 'grandchild in the same group killed');
   assert.equal(reasons.length, 1);
-  assert.match(reasons[0]!, /closed by client \(was killed by signal SIGKILL\)/);
+  assert.match(reasons[0], /closed by client \(was killed by signal SIGKILL\)/);
   await transport.close(); // idempotent
 });
 

@@ -43,13 +43,13 @@ describe('waiting states', () => {
     const slots = held.map((w) => (w.state.kind === 'waitingSlot' ? w.state.slotAt : 0)).sort((x, y) => x - y);
     const interval = DEFAULT_OPTIONS.limiterIntervalMs;
     assert.ok(
-      slots[0]! - h.clock.now() > interval - 1_000 && slots[0]! - h.clock.now() <= interval + 1_000,
-      `${slots[0]! - h.clock.now()}`,
+      slots[0] - h.clock.now() > interval - 1_000 && slots[0] - h.clock.now() <= interval + 1_000,
+      `${slots[0] - h.clock.now()}`,
     );
-    assert.equal(slots[1]! - slots[0]!, interval, 'the next one a slot later');
+    assert.equal(slots[1] - slots[0], interval, 'the next one a slot later');
     const now = h.clock.now();
     assert.match(
-      describeState(held[0]!, now, DEFAULT_OPTIONS.maxAttempts),
+      describeState(held[0], now, DEFAULT_OPTIONS.maxAttempts),
       /^waiting for a recovery slot · next in 0:(09|10|11)$/,
     );
     const snap = h.engine.snapshot();

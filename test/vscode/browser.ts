@@ -24,7 +24,7 @@ export const CHROMIUM_ARGS = [
 export async function launchChromium(): Promise<Browser> {
   assertInstalled({ codeServer: false, chromium: true, playwright: true });
   // Loaded here, not at the top, so a missing package gets the message above.
-  const { chromium } = require('playwright-core') as typeof import('playwright-core');
+  const { chromium } = await import('playwright-core');
   // Chromium keeps its crash-report database under $XDG_CONFIG_HOME/chromium even with a
   // throwaway profile: point it at a temp dir that goes with the browser.
   const home = makeTempDir('cgr-chromium-');

@@ -29,7 +29,7 @@ const VALUE_FLAGS = new Set(['extensionDevelopmentPath', 'extensionTestsPath', '
 export function parseArgs(argv: string[]): ShimArgs {
   const out: ShimArgs = { extensionDevelopmentPaths: [], ignored: [] };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (!arg.startsWith('--')) {
       out.folder ??= arg;
       continue;
@@ -102,7 +102,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const [first, ...more] = args.extensionDevelopmentPaths;
     server = await startCodeServer({
-      extensionDevelopmentPath: first!,
+      extensionDevelopmentPath: first,
       ...(args.folder !== undefined && { folder: args.folder }),
       ...(args.userDataDir !== undefined && { userDataDir: args.userDataDir }),
       ...(args.extensionsDir !== undefined && { extensionsDir: args.extensionsDir }),

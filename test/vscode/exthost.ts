@@ -23,7 +23,7 @@ export function descendants(pid: number): number[] {
       return; // gone
     }
     for (const task of tasks) {
-      let kids: string[] = [];
+      let kids: string[];
       try {
         kids = fs.readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
       } catch {
@@ -78,7 +78,7 @@ export async function waitForExtensionHost(
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pids = extensionHostPids(root).filter((p) => !except.includes(p));
-    if (pids.length === 1) return pids[0]!;
+    if (pids.length === 1) return pids[0];
     if (Date.now() > deadline)
       throw new Error(
         `expected one extension host under ${root}${except.length ? ` besides ${except.join(', ')}` : ''}, found ${JSON.stringify(pids)}`,

@@ -222,7 +222,7 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
   } catch (err) {
     await stop();
     const msg = err instanceof Error ? err.message : String(err);
-    throw new Error(`${msg}\n--- code-server output ---\n${logTail()}`);
+    throw new Error(`${msg}\n--- code-server output ---\n${logTail()}`, { cause: err });
   }
 }
 
@@ -283,7 +283,7 @@ const META_RE = /(<meta id="vscode-workbench-web-configuration" data-settings=")
 export function parseWorkbenchConfig(html: string): Record<string, unknown> | undefined {
   const m = META_RE.exec(html);
   if (!m) return undefined;
-  return JSON.parse(htmlUnescape(m[2]!)) as Record<string, unknown>;
+  return JSON.parse(htmlUnescape(m[2])) as Record<string, unknown>;
 }
 
 /**
@@ -294,7 +294,7 @@ export function parseWorkbenchConfig(html: string): Record<string, unknown> | un
 export function enableSmokeTestDriver(html: string): string {
   const m = META_RE.exec(html);
   if (!m) throw new Error('no vscode-workbench-web-configuration meta tag in the workbench page');
-  const config = JSON.parse(htmlUnescape(m[2]!)) as Record<string, unknown>;
+  const config = JSON.parse(htmlUnescape(m[2])) as Record<string, unknown>;
   const dev = (config.developmentOptions ?? {}) as Record<string, unknown>;
   config.developmentOptions = { ...dev, enableSmokeTestDriver: true };
   return html.replace(META_RE, (_all, a: string, _b: string, c: string) => a + htmlEscape(JSON.stringify(config)) + c);

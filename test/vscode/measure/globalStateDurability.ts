@@ -54,7 +54,7 @@ interface Args {
 function parseArgs(argv: string[]): Args {
   const out: Args = { runs: 5, delays: [200, 1000, 3000], mode: 'exthost', json: null };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
+    const a = argv[i];
     const v = argv[i + 1];
     if (a === '--runs' && v) {
       out.runs = Number(v);
@@ -213,7 +213,7 @@ async function oneRun(
     idbLater?.kind === 'backoff' &&
     idbLater.failedTurnId === announced[1] &&
     idbLater.attempt === Number(announced[2]) &&
-    idbLater.dueAt === Date.parse(announced[3]!);
+    idbLater.dueAt === Date.parse(announced[3]);
   // The model is healthy again: the recovery (if any) completes the goal.
   lab.mock.setMode('goalComplete');
   step(`stored: ${brief(idbAtKill)}, then ${brief(idbLater)}; reloading`);
@@ -231,7 +231,7 @@ async function oneRun(
   // The restarted extension host logs to a file of its own.
   const newLines = () => newExtensionLogLines(wb.server.userDataDir, filesBefore);
   const loadedLine = newLines().find((l) => /state loaded/.test(l)) ?? null;
-  let goalStatus = 'blocked';
+  let goalStatus: string;
   try {
     await waitGoalStatus(user, t.threadId, 'complete', 60_000, t.goalSetSeq);
     goalStatus = 'complete';

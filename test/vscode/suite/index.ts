@@ -15,7 +15,10 @@ import { EXTHOST_OUTPUT_PREFIX, TEST_OUTPUT_PREFIX } from '../protocol';
 type Level = 'log' | 'info' | 'warn' | 'error' | 'debug';
 const LEVELS: Level[] = ['log', 'info', 'warn', 'error', 'debug'];
 /** The extension host's own console methods (they forward to the workbench). */
-const original = Object.fromEntries(LEVELS.map((l) => [l, console[l]])) as Record<Level, (...args: unknown[]) => void>;
+const original = Object.fromEntries(LEVELS.map((l) => [l, console[l].bind(console)])) as Record<
+  Level,
+  (...args: unknown[]) => void
+>;
 
 function print(...args: unknown[]): void {
   const text = util.format(...args);

@@ -87,8 +87,8 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
       threadId: t.threadId,
       rolloutPath: await rolloutPathOf(user, t.threadId),
       goalSetSeq: t.goalSetSeq,
-      failedTurn: m[1]!,
-      dueAt: Date.parse(m[2]!),
+      failedTurn: m[1],
+      dueAt: Date.parse(m[2]),
       seenAt,
     };
   }
@@ -171,7 +171,7 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
         `the restarted extension decided the backoff again (killed ${crashedAfter} ms after it was announced): the announced one was lost`,
       );
       // The daemon's record agrees: the recovery went out at the announced time, not earlier.
-      const at = record.rollout.automatic[0]!.at;
+      const at = record.rollout.automatic[0].at;
       assert.ok(
         at >= g.dueAt - 1_000,
         `re-activated at ${new Date(at).toISOString()}, before the announced ${new Date(g.dueAt).toISOString()}`,

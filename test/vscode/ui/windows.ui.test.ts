@@ -81,7 +81,7 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
         t.threadId,
         rollout,
         'the first recovery and its failed turn',
-        (r) => r.failed.length >= 2 && r.automaticAfter.has(r.rollout.turns[0]!),
+        (r) => r.failed.length >= 2 && r.automaticAfter.has(r.rollout.turns[0]),
       );
       lab.mock.setMode('goalComplete');
       await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);

@@ -203,13 +203,15 @@ export class Workbench {
       rows
         .map((row) => ({
           top: parseFloat((row as unknown as { style: { top: string } }).style.top || '0'),
-          label: (row.getAttribute('aria-label') ?? row.textContent ?? '').trim(),
-          level: Number(row.getAttribute('aria-level') ?? '1'),
-          expanded: row.hasAttribute('aria-expanded') ? row.getAttribute('aria-expanded') === 'true' : undefined,
-          selected: row.getAttribute('aria-selected') === 'true',
+          item: {
+            label: (row.getAttribute('aria-label') ?? row.textContent ?? '').trim(),
+            level: Number(row.getAttribute('aria-level') ?? '1'),
+            expanded: row.hasAttribute('aria-expanded') ? row.getAttribute('aria-expanded') === 'true' : undefined,
+            selected: row.getAttribute('aria-selected') === 'true',
+          },
         }))
         .sort((a, b) => a.top - b.top)
-        .map(({ top: _top, ...rest }) => rest),
+        .map(({ item }) => item),
     );
   }
 
