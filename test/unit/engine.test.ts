@@ -607,25 +607,31 @@ describe('engine', () => {
           { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 },
         ]).connector(),
     });
+    const startedAt = h.clock.elapsed();
     h.daemon.failWithEvents('thread-1');
-    // Not h.advance(): it waits for the engine to be idle, and the engine waits for the held read.
+    // Until the held read times out the engine waits for it, and h.advance() (which waits for an
+    // idle engine after each timer) would wait with it: time is stepped by hand, a second at a
+    // time, each step followed by a few turns of the event loop. The timeout drops that
+    // connection and its hold; from then on h.advance() waits for the engine after each timer (a
+    // hand-stepped clock ran ahead of the reconnect's reads on a loaded machine, and they timed
+    // out on the fake clock as well).
     const tick = async (ms: number) => {
       void h.clock.advance(ms);
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     };
-    await tick(0);
-    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');
-    for (let t = 0; t < 130; t++) await tick(1_000);
-    assert.ok(
+    const timedOut = () =>
       h.decisions.some(
         (d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail),
-      ),
-      'the timeout left no log line',
-    );
+      );
+    await tick(0);
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');
+    for (let t = 0; t < 30 && !timedOut(); t++) await tick(1_000);
+    assert.ok(timedOut(), 'the timeout left no log line');
+    await h.advance(130_000 - (h.clock.elapsed() - startedAt));
     assert.equal(
       h.daemon.count('thread/goal/set'),
       1,
-      'the failure seen while the reads timed out was never recovered',
+      `the failure seen while the reads timed out was never recovered (${h.clock.elapsed() - startedAt} ms in, timers at ${JSON.stringify(h.clock.pending())}): ${JSON.stringify(h.decisions)}`,
     );
     assert.deepEqual(h.engine.watch('thread-1')!.recovered, ['turn-1']);
   });
