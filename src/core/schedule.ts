@@ -10,7 +10,7 @@ import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
 
 /** However slow the store, a recovery is not prepared more than this early. */
-const MAX_PREPARE_MS = 2_000;
+export const MAX_PREPARE_MS = 2_000;
 
 export class Schedule {
   private dueTimer: TimerHandle | null = null;

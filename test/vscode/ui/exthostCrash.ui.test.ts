@@ -12,6 +12,7 @@
 // (the shipped 30 s base: 15–30 s per test). The rest is as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { MAX_PREPARE_MS } from '../../../src/core/schedule';
 import { waitGoalStatus } from '../../../src/demo/goalThreads';
 import { type UserClient } from '../../../src/demo/userClient';
 import {
@@ -39,8 +40,8 @@ const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
 const T = 90_000;
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
-/** The longest a recovery is prepared ahead of its due time (the engine's MAX_PREPARE_MS). */
-const MAX_LEAD_MS = 2_000;
+/** The longest a recovery is prepared ahead of its due time. */
+const MAX_LEAD_MS = MAX_PREPARE_MS;
 
 describe('the extension host killed during a backoff', { timeout: 600_000 }, () => {
   let env: LabWindow | undefined;
