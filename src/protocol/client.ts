@@ -2,15 +2,9 @@
 // transports, the handshake, typed calls validated with zod, and events.
 import {
   createMessageConnection,
-  type DataCallback,
-  type Disposable,
   type Message,
   type MessageConnection,
-  type MessageReader,
-  type MessageWriter,
   type NotificationMessage,
-  type PartialMessageInfo,
-  type Event,
   ResponseError,
 } from 'vscode-jsonrpc/node';
 import { randomBytes } from 'node:crypto';
@@ -43,6 +37,7 @@ import {
   TurnsListResultSchema,
 } from './schema';
 import { excerpt } from './lineSplitter';
+import { TapReader, TapWriter } from './messageTaps';
 import { openTransport, type Transport, type TransportTarget } from './transport';
 
 export interface ClientOptions {
@@ -96,65 +91,6 @@ export async function startSession(
     throw error;
   }
   return client;
-}
-
-/**
- * Sees every incoming message before vscode-jsonrpc does, and hands it on (possibly changed) or
- * drops it: `screen` returns what vscode-jsonrpc gets, or null.
- */
-class TapReader implements MessageReader {
-  constructor(
-    private readonly inner: MessageReader,
-    private readonly screen: (message: Message) => Message | null,
-  ) {}
-  get onError(): Event<Error> {
-    return this.inner.onError;
-  }
-  get onClose(): Event<void> {
-    return this.inner.onClose;
-  }
-  get onPartialMessage(): Event<PartialMessageInfo> {
-    return this.inner.onPartialMessage;
-  }
-  listen(callback: DataCallback): Disposable {
-    return this.inner.listen((message) => {
-      const passed = this.screen(message);
-      if (passed !== null) callback(passed);
-    });
-  }
-  dispose(): void {
-    this.inner.dispose();
-  }
-}
-
-/** Sees every outgoing message: the ids of the client's own requests, until each is answered. */
-class TapWriter implements MessageWriter {
-  constructor(
-    private readonly inner: MessageWriter,
-    private readonly pending: Set<RequestId>,
-  ) {}
-  get onError(): Event<[Error, Message | undefined, number | undefined]> {
-    return this.inner.onError;
-  }
-  get onClose(): Event<void> {
-    return this.inner.onClose;
-  }
-  write(msg: Message): Promise<void> {
-    const id =
-      (msg as { id?: unknown; method?: unknown }).method !== undefined ? (msg as { id?: unknown }).id : undefined;
-    if (typeof id !== 'string' && typeof id !== 'number') return this.inner.write(msg);
-    this.pending.add(id);
-    return this.inner.write(msg).catch((error: unknown) => {
-      this.pending.delete(id); // never sent: no reply can come
-      throw error;
-    });
-  }
-  end(): void {
-    this.inner.end();
-  }
-  dispose(): void {
-    this.inner.dispose();
-  }
 }
 
 class JsonRpcDaemon implements DaemonSession {
