@@ -15,7 +15,7 @@ import { startMockModel } from './mockModel';
 import type { MockModel } from './mockModes';
 import { about, startThreadWithGoal } from './goalThreads';
 import { UserClient } from './userClient';
-import type { Notification } from './userClientLog';
+import { field, type Notification } from './userClientLog';
 
 const OUTAGE_TURNS = 2;
 const DEADLINE_MS = 120_000;
@@ -98,7 +98,7 @@ async function main(): Promise<number> {
     mock.setMode('goalComplete');
     say('model', 'fixed: the next turn finishes the goal');
     await user.waitFor(
-      about(thread.threadId, 'thread/goal/updated', (p: NarratedParams) => p.goal?.status === 'complete'),
+      about(thread.threadId, 'thread/goal/updated', (p) => field(p, 'goal', 'status') === 'complete'),
       DEADLINE_MS,
     );
     await until(

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import type { UserClient } from './userClient';
-import { field, type Json, type Notification } from './userClientLog';
+import { field, type Notification } from './userClientLog';
 
 /** What is read of the replies to thread/start and thread/goal/set; the rest is handed on as received. */
 const ThreadStartReplySchema = z.looseObject({ thread: z.looseObject({ id: z.string() }) });
@@ -26,12 +26,12 @@ export interface StartThreadOptions {
   timeoutMs?: number;
 }
 
-export interface StartedGoalThread {
+export interface StartedGoalThread<J = unknown> {
   threadId: string;
   /** thread/start result `thread`. */
-  thread: Json;
+  thread: J;
   /** thread/goal/set result `goal`. */
-  goal: Json;
+  goal: J;
   cwd: string;
   /** log seq just before thread/goal/set was sent. */
   goalSetSeq: number;
@@ -47,11 +47,11 @@ export interface StartedGoalThread {
  * found for thread id …") and `thread/turns/list` fails (-32600 "… is not materialized yet …"),
  * although `thread.path` is already reported.
  */
-export async function startThreadWithGoal(
-  client: UserClient,
+export async function startThreadWithGoal<J = unknown>(
+  client: UserClient<J>,
   objective: string,
   opts: StartThreadOptions = {},
-): Promise<StartedGoalThread> {
+): Promise<StartedGoalThread<J>> {
   const madeCwd = opts.cwd === undefined;
   const cwd = opts.cwd ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-thread-cwd-')));
   const timeoutMs = opts.timeoutMs ?? 15_000;
@@ -66,8 +66,8 @@ export async function startThreadWithGoal(
   const set = GoalSetReplySchema.parse(await client.request<unknown>('thread/goal/set', goalParams, timeoutMs));
   return {
     threadId,
-    thread: started.thread,
-    goal: set.goal,
+    thread: started.thread as J,
+    goal: set.goal as J,
     cwd,
     goalSetSeq,
     cleanup: async () => {
@@ -77,22 +77,22 @@ export async function startThreadWithGoal(
 }
 
 /** Predicate: a notification about `threadId` with `method` (and optional extra check). */
-export function about(
+export function about<J = unknown>(
   threadId: string,
   method: string,
-  extra: (p: Json) => boolean = () => true,
-): (n: Notification) => boolean {
+  extra: (p: J | undefined) => boolean = () => true,
+): (n: Notification<J>) => boolean {
   return (n) => n.method === method && field(n.params, 'threadId') === threadId && extra(n.params);
 }
 
 /** Wait for thread/goal/updated with goal.status === status for threadId. */
-export function waitGoalStatus(
-  client: UserClient,
+export function waitGoalStatus<J>(
+  client: UserClient<J>,
   threadId: string,
   status: string,
   timeoutMs = 30_000,
   since = 0,
-): Promise<Notification> {
+): Promise<Notification<J>> {
   return client.waitFor(
     about(threadId, 'thread/goal/updated', (p) => field(p, 'goal', 'status') === status),
     timeoutMs,
@@ -101,13 +101,13 @@ export function waitGoalStatus(
 }
 
 /** Wait for turn/completed for threadId (optionally with a given turn status). */
-export function waitTurnCompleted(
-  client: UserClient,
+export function waitTurnCompleted<J>(
+  client: UserClient<J>,
   threadId: string,
   status?: string,
   timeoutMs = 30_000,
   since = 0,
-): Promise<Notification> {
+): Promise<Notification<J>> {
   return client.waitFor(
     about(threadId, 'turn/completed', (p) => status === undefined || field(p, 'turn', 'status') === status),
     timeoutMs,

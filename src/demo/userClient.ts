@@ -12,7 +12,7 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import WebSocket from 'ws';
 import { z } from 'zod';
-import { describe, field, type Json, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
+import { describe, field, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
 import { stdioTransport, wsTransport, type Transport } from './userClientTransports';
 
 /** What the client reads of each message: the JSON-RPC envelope; params, result and data stay as received. */
@@ -29,7 +29,7 @@ export class RpcError extends Error {
     readonly method: string,
     readonly code: number,
     message: string,
-    readonly data?: Json,
+    readonly data?: unknown,
   ) {
     super(`${method}: ${code} ${message}`);
   }
@@ -44,20 +44,24 @@ export interface UserClientOptions {
   optOutNotificationMethods?: string[];
 }
 
-export class UserClient {
+/**
+ * A user's client of the app-server. `J`: how its readers see the JSON it received (`unknown`
+ * in the product, read with `field`; a test may pick a looser view).
+ */
+export class UserClient<J = unknown> {
   /** Everything received, in arrival order. */
-  readonly log: LogEntry[] = [];
+  readonly log: LogEntry<J>[] = [];
   /** The initialize result. */
-  initializeResult: Json;
+  initializeResult: J | undefined;
   closed = false;
   private seq = 0;
   private nextId = 1;
   private readonly pending = new Map<
     number | string,
-    { method: string; resolve: (v: LogEntry) => void; reject: (e: Error) => void }
+    { method: string; resolve: (v: LogEntry<J>) => void; reject: (e: Error) => void }
   >();
   private readonly watchers = new Set<() => void>();
-  private readonly listeners = new Set<(n: Notification) => void>();
+  private readonly listeners = new Set<(n: Notification<J>) => void>();
 
   private constructor(private readonly transport: Transport) {
     transport.onMessage((text) => this.onMessage(text));
@@ -70,52 +74,56 @@ export class UserClient {
   }
 
   /** Calls `listener` for every notification from now on. */
-  onNotification(listener: (n: Notification) => void): void {
+  onNotification(listener: (n: Notification<J>) => void): void {
     this.listeners.add(listener);
   }
 
   /** Connect over a `codex app-server` child's stdio and do the handshake. */
-  static async overStdio(child: ChildProcessWithoutNullStreams, opts: UserClientOptions = {}): Promise<UserClient> {
-    const c = new UserClient(stdioTransport(child));
+  static async overStdio<J = unknown>(
+    child: ChildProcessWithoutNullStreams,
+    opts: UserClientOptions = {},
+  ): Promise<UserClient<J>> {
+    const c = new UserClient<J>(stdioTransport(child));
     if (!opts.noInitialize) await c.initialize(opts);
     return c;
   }
 
   /** Connect to the daemon's control socket (WebSocket over a Unix socket) and do the handshake. */
-  static async overSocket(socketPath: string, opts: UserClientOptions = {}): Promise<UserClient> {
+  static async overSocket<J = unknown>(socketPath: string, opts: UserClientOptions = {}): Promise<UserClient<J>> {
     const ws = new WebSocket(`ws+unix://${socketPath}:/`);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);
     });
     ws.on('error', () => undefined);
-    const c = new UserClient(wsTransport(ws));
+    const c = new UserClient<J>(wsTransport(ws));
     if (!opts.noInitialize) await c.initialize(opts);
     return c;
   }
 
-  async initialize(opts: UserClientOptions = {}): Promise<Json> {
+  async initialize(opts: UserClientOptions = {}): Promise<J> {
     const capabilities: Record<string, unknown> = { experimentalApi: true };
     if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
-    this.initializeResult = await this.request<unknown>('initialize', {
+    const result = await this.request<J>('initialize', {
       clientInfo: { name: opts.name ?? 'test-user-client', title: 'Test user client', version: '0.0.0' },
       capabilities,
     });
+    this.initializeResult = result;
     this.notify('initialized');
-    return this.initializeResult;
+    return result;
   }
 
   /** Send a request; resolves with `result`, rejects with RpcError or on timeout / close. */
-  async request<T = Json>(method: string, params?: unknown, timeoutMs = 15_000): Promise<T> {
+  async request<T = J>(method: string, params?: unknown, timeoutMs = 15_000): Promise<T> {
     const entry = await this.requestEntry(method, params, timeoutMs);
     return entry.result as T;
   }
 
   /** Like `request`, but resolves with the reply's log entry (its `seq` orders it among notifications). */
-  requestEntry(method: string, params?: unknown, timeoutMs = 15_000): Promise<LogEntry> {
+  requestEntry(method: string, params?: unknown, timeoutMs = 15_000): Promise<LogEntry<J>> {
     if (this.closed) return Promise.reject(new Error(`connection closed; cannot send ${method}`));
     const id = this.nextId++;
-    return new Promise<LogEntry>((resolve, reject) => {
+    return new Promise<LogEntry<J>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new Error(`${method} timed out after ${timeoutMs} ms`));
@@ -149,12 +157,12 @@ export class UserClient {
     this.transport.send(JSON.stringify({ id, error: { code, message } }));
   }
 
-  get notifications(): Notification[] {
-    return this.log.filter((e): e is Notification => e.kind === 'notification');
+  get notifications(): Notification<J>[] {
+    return this.log.filter((e): e is Notification<J> => e.kind === 'notification');
   }
 
-  get serverRequests(): ServerRequest[] {
-    return this.log.filter((e): e is ServerRequest => e.kind === 'serverRequest');
+  get serverRequests(): ServerRequest<J>[] {
+    return this.log.filter((e): e is ServerRequest<J> => e.kind === 'serverRequest');
   }
 
   /** Current last sequence number; pass it as `since` to wait only for later messages. */
@@ -166,11 +174,16 @@ export class UserClient {
    * Resolves with the first log entry (any kind, seq > since) matching `predicate`, looking at
    * what already arrived first. Rejects after timeoutMs, or when the connection closes.
    */
-  waitForEntry(predicate: (e: LogEntry) => boolean, timeoutMs = 15_000, since = 0, what = 'entry'): Promise<LogEntry> {
+  waitForEntry(
+    predicate: (e: LogEntry<J>) => boolean,
+    timeoutMs = 15_000,
+    since = 0,
+    what = 'entry',
+  ): Promise<LogEntry<J>> {
     const find = () => this.log.find((e) => e.seq > since && predicate(e));
     const hit = find();
     if (hit) return Promise.resolve(hit);
-    return new Promise<LogEntry>((resolve, reject) => {
+    return new Promise<LogEntry<J>>((resolve, reject) => {
       const check = () => {
         const h = find();
         if (h) {
@@ -195,33 +208,33 @@ export class UserClient {
 
   /** Wait for a notification matching predicate (or, given a string, with that method). */
   async waitFor(
-    predicate: ((n: Notification) => boolean) | string,
+    predicate: ((n: Notification<J>) => boolean) | string,
     timeoutMs = 15_000,
     since = 0,
-  ): Promise<Notification> {
-    const pred = typeof predicate === 'string' ? (n: Notification) => n.method === predicate : predicate;
+  ): Promise<Notification<J>> {
+    const pred = typeof predicate === 'string' ? (n: Notification<J>) => n.method === predicate : predicate;
     const what = typeof predicate === 'string' ? predicate : 'notification';
     return (await this.waitForEntry(
-      (e) => e.kind === 'notification' && pred(e as Notification),
+      (e) => e.kind === 'notification' && pred(e as Notification<J>),
       timeoutMs,
       since,
       what,
-    )) as Notification;
+    )) as Notification<J>;
   }
 
   /** Wait for a server request (approval...) matching predicate / method. */
   async waitForServerRequest(
-    predicate: ((r: ServerRequest) => boolean) | string = () => true,
+    predicate: ((r: ServerRequest<J>) => boolean) | string = () => true,
     timeoutMs = 15_000,
     since = 0,
-  ): Promise<ServerRequest> {
-    const pred = typeof predicate === 'string' ? (r: ServerRequest) => r.method === predicate : predicate;
+  ): Promise<ServerRequest<J>> {
+    const pred = typeof predicate === 'string' ? (r: ServerRequest<J>) => r.method === predicate : predicate;
     return (await this.waitForEntry(
-      (e) => e.kind === 'serverRequest' && pred(e as ServerRequest),
+      (e) => e.kind === 'serverRequest' && pred(e as ServerRequest<J>),
       timeoutMs,
       since,
       'server request',
-    )) as ServerRequest;
+    )) as ServerRequest<J>;
   }
 
   /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
@@ -264,20 +277,20 @@ export class UserClient {
     const msg = envelope.data;
     const base = { seq: ++this.seq, at: Date.now() };
     if (msg.method !== undefined && msg.id !== undefined && msg.id !== null) {
-      this.log.push({ ...base, kind: 'serverRequest', method: msg.method, id: msg.id, params: msg.params });
+      this.log.push({ ...base, kind: 'serverRequest', method: msg.method, id: msg.id, params: msg.params as J });
     } else if (msg.method !== undefined) {
-      const entry: Notification = { ...base, kind: 'notification', method: msg.method, params: msg.params };
+      const entry: Notification<J> = { ...base, kind: 'notification', method: msg.method, params: msg.params as J };
       this.log.push(entry);
       for (const listener of this.listeners) listener(entry);
     } else if (msg.id !== undefined) {
       const p = msg.id === null ? undefined : this.pending.get(msg.id);
-      const entry: LogEntry = {
+      const entry: LogEntry<J> = {
         ...base,
         kind: 'response',
         method: p?.method ?? '?',
         ...(msg.id !== null ? { id: msg.id } : {}),
-        result: msg.result,
-        ...(msg.error ? { error: msg.error } : {}),
+        result: msg.result as J,
+        ...(msg.error ? { error: msg.error as LogEntry<J>['error'] } : {}),
       };
       this.log.push(entry);
       if (p && msg.id !== null) {

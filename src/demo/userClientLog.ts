@@ -2,13 +2,6 @@
  * What the user client (`userClient.ts`) records of everything it receives, and the one-line
  * rendering of an entry used in evidence and failure messages.
  */
-/**
- * What the tests read off the wire: loose JSON, reached into without a schema (`n.params.goal.status`).
- * `any` on purpose, and only here, at the edge where the client hands what it received to a test;
- * what the client itself reads is narrowed (`field`, the envelope schema in `userClient.ts`).
- */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests' view of received JSON (above)
-export type Json = any;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null;
@@ -24,7 +17,11 @@ export function field(value: unknown, ...path: string[]): unknown {
   return v;
 }
 
-export interface LogEntry {
+/**
+ * An entry of what the client received. `J`: how a reader sees the received JSON (`unknown` in the
+ * product, narrowed with `field`; the tests pick their own view).
+ */
+export interface LogEntry<J = unknown> {
   /** Arrival order across everything this client received (1, 2, 3...). */
   seq: number;
   /** Date.now() at arrival. */
@@ -34,13 +31,13 @@ export interface LogEntry {
   method: string;
   /** JSON-RPC id (server requests and responses). */
   id?: number | string;
-  params?: Json;
-  result?: Json;
-  error?: { code: number; message: string; data?: Json };
+  params?: J;
+  result?: J;
+  error?: { code: number; message: string; data?: J };
 }
 
-export type Notification = LogEntry & { kind: 'notification' };
-export type ServerRequest = LogEntry & { kind: 'serverRequest' };
+export type Notification<J = unknown> = LogEntry<J> & { kind: 'notification' };
+export type ServerRequest<J = unknown> = LogEntry<J> & { kind: 'serverRequest' };
 
 /** One short line for a log entry: method plus the fields that matter for goal recovery. */
 export function describe(e: LogEntry): string {

@@ -40,6 +40,7 @@ import { VERSION } from '../../src/version';
 import { PollingDaemonReconciler } from './baselines/pollingDaemonClient';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
+import type { Json } from '../support/json';
 
 const T = 60_000;
 /** The engine's backoff for the bench: the first retry waits 0.5–1 s (equal jitter). */
@@ -165,18 +166,18 @@ export const endToEndBench: Bench = {
     const samples = ctx.quick ? 5 : 12;
     let mock: MockModel | undefined;
     let home: CodexHome | undefined;
-    let user: UserClient | undefined;
+    let user: UserClient<Json> | undefined;
     let engine: Engine | undefined;
     let baseline: PollingDaemonReconciler | undefined;
     let baselineSession: DaemonSession | undefined;
-    const threads: StartedGoalThread[] = [];
+    const threads: StartedGoalThread<Json>[] = [];
     try {
       mock = await startMockModel();
       home = await makeCodexHome(mock.url);
       await startDaemon(home.dir);
       const socket = controlSocketPath(home.dir);
       const target: TransportTarget = { kind: 'socket', path: socket };
-      user = await UserClient.overSocket(socket, { name: 'bench-user' });
+      user = await UserClient.overSocket<Json>(socket, { name: 'bench-user' });
       ctx.log(
         `daemon up (codex ${codexVersion()}); ${samples} outages for the product, then ${samples} for the baseline`,
       );
@@ -184,8 +185,8 @@ export const endToEndBench: Bench = {
       /** One outage: a goal whose first turn fails (HTTP 500), then a healthy model that completes it. */
       const outage = async (
         label: string,
-        onFailed: (t: StartedGoalThread, failedAt: number) => number | Promise<number>,
-        onGoalSet?: (t: StartedGoalThread) => void,
+        onFailed: (t: StartedGoalThread<Json>, failedAt: number) => number | Promise<number>,
+        onGoalSet?: (t: StartedGoalThread<Json>) => void,
       ) => {
         mock!.setMode('http500');
         const goalSetAt = Date.now();

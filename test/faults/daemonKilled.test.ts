@@ -74,6 +74,7 @@ import { assertOneRecoveryAcrossKill, daemonRecord } from '../support/daemonJudg
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
 import { readStateFile } from '../../src/store/jsonFileStore';
 import { rng as seededRandom } from '../support/random';
+import type { Json } from '../support/json';
 
 const T = 60_000;
 const SEED = faultSeed();
@@ -142,16 +143,16 @@ interface IterationRecord {
 
 describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 60_000 }, () => {
   let lab: DaemonLab;
-  let user: UserClient;
+  let user: UserClient<Json>;
   let runner: RunnerProcess;
   let dir: string;
   let statePath: string;
-  const threads: StartedGoalThread[] = [];
+  const threads: StartedGoalThread<Json>[] = [];
 
   before(async () => {
     lab = await DaemonLab.start();
     // Its own user client, not the lab's: a new one after every restart.
-    user = await UserClient.overSocket(lab.socket, { name: 'fault-user' });
+    user = await UserClient.overSocket<Json>(lab.socket, { name: 'fault-user' });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault1-'));
     statePath = path.join(dir, 'state.json');
     // The global limiter (one recovery per 10 s after a burst of 3) would hold most iterations'
@@ -318,7 +319,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     const r0 = Date.now();
     await restartDaemon(lab.home.dir);
     const restartMs = Date.now() - r0;
-    user = await UserClient.overSocket(lab.socket, { name: `fault-user-${i}` });
+    user = await UserClient.overSocket<Json>(lab.socket, { name: `fault-user-${i}` });
     // What survived the kill, before anyone acts (the thread is not loaded: nothing can change it;
     // the engine never sets the goal of a thread that is not loaded).
     const statusAtRestart = String((await user.request('thread/goal/get', { threadId: id }, T)).goal?.status);
@@ -407,7 +408,14 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
    * was lost (the engine emits them in the order it decided, and this runner outlived the kill),
    * and what the user's client had seen before the kill.
    */
-  function phaseOf(mark: number, at: number, id: string, failedTurnId: string, due: number, client: UserClient): Phase {
+  function phaseOf(
+    mark: number,
+    at: number,
+    id: string,
+    failedTurnId: string,
+    due: number,
+    client: UserClient<Json>,
+  ): Phase {
     const lostAt = runner.decisions.findIndex(
       (d, k) => k >= mark && d.type === 'connection' && d.state !== 'connected',
     );

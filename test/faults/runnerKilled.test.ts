@@ -91,6 +91,7 @@ import { faultSeed } from '../support/rolloutGoals';
 import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import { SocketTap, type HeldFrame } from '../support/socketTap';
 import { rng as seededRandom } from '../support/random';
+import type { Json } from '../support/json';
 
 const T = 60_000;
 const SEED = faultSeed();
@@ -143,12 +144,12 @@ describe(
   { timeout: 30 * 60_000 },
   () => {
     let lab: DaemonLab;
-    let user: UserClient;
+    let user: UserClient<Json>;
     let dir: string;
     let statePath: string;
     let runner: RunnerProcess;
     const runners: RunnerProcess[] = [];
-    const threads: StartedGoalThread[] = [];
+    const threads: StartedGoalThread<Json>[] = [];
 
     const start = (): RunnerProcess => {
       const r = new RunnerProcess(['--codex-home', lab.home.dir, '--state', statePath, ...ARGS_DELAY]);
@@ -417,8 +418,8 @@ describe(
         o.rolloutPath = String(thread.thread.path);
         const mine = (type: string) => (d: RunnerDecision) => d.type === type && d.threadId === id;
         const failedTurn = waitTurnCompleted(user, id, 'failed', T, thread.goalSetSeq);
-        let failed: Notification | null = null;
-        const onFailure = async (): Promise<Notification> => {
+        let failed: Notification<Json> | null = null;
+        const onFailure = async (): Promise<Notification<Json>> => {
           failed ??= await failedTurn;
           lab.mock.setMode('goalComplete');
           return failed;

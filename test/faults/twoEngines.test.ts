@@ -51,6 +51,7 @@ import { CLI, RunnerProcess, settleAndStop, settled as settledOn, type RunnerDec
 import { faultSeed } from '../support/rolloutGoals';
 import { assertOneRecoveryPerFailedTurn as assertOnePerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import { rng as seededRandom } from '../support/random';
+import type { Json } from '../support/json';
 
 const T = 60_000;
 const SEED = faultSeed();
@@ -70,7 +71,7 @@ const ENGINE_LINES = new Set([
 ]);
 
 let lab: DaemonLab;
-let user: UserClient;
+let user: UserClient<Json>;
 let dir: string;
 let runners: RunnerProcess[] = [];
 let stateFiles = 0;
@@ -157,7 +158,7 @@ function engineLinesWhileFollowing(r: RunnerProcess): RunnerDecision[] {
  * once by the user, `expectedFailed` failed turns, exactly one automatic activation right after
  * each and none anywhere else, the goal complete.
  */
-async function assertOneRecoveryPerFailedTurn(t: StartedGoalThread, expectedFailed: number): Promise<void> {
+async function assertOneRecoveryPerFailedTurn(t: StartedGoalThread<Json>, expectedFailed: number): Promise<void> {
   const r = await daemonRecord(user, t.threadId, String(t.thread.path));
   assert.equal(r.failed.length, expectedFailed, `failed turns: ${JSON.stringify(r.turns)}`);
   assert.equal(r.rollout.user.length, 1, 'the user set the goal once');
@@ -177,7 +178,7 @@ function savedWatch(
   ).watches.find((w) => w.threadId === threadId);
 }
 
-async function newGoal(objective: string): Promise<StartedGoalThread> {
+async function newGoal(objective: string): Promise<StartedGoalThread<Json>> {
   return lab.goal(objective, { timeoutMs: T });
 }
 
@@ -255,7 +256,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
 
   it('the leader SIGKILLed mid-backoff: a follower takes over with its state and recovers the failed turn exactly once (3 rounds)', async (t) => {
     const list = [runner('3'), runner('3'), runner('3')];
-    const goals: StartedGoalThread[] = [];
+    const goals: StartedGoalThread<Json>[] = [];
     let leader = await settled(list);
     await leader.connected();
     for (let round = 0; round < 3; round++) {
@@ -325,7 +326,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     await leader.connected();
     const statePath = leader.statePath;
     const earlier: string[] = [];
-    const rounds: StartedGoalThread[] = [];
+    const rounds: StartedGoalThread<Json>[] = [];
     for (let round = 0; round < 3; round++) {
       lab.mock.setMode('http500');
       const g = await newGoal(`leader crash-restarts mid-backoff ${round}`);
@@ -405,7 +406,7 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
     // The kill must land after the intent was saved and before the outcome was: the runner prints
     // `recovering` between the two, and the set's round trip is a few ms, so it may take tries.
     let killed: (RunnerProcess & { statePath: string }) | null = null;
-    let g: StartedGoalThread;
+    let g: StartedGoalThread<Json>;
     let failedTurnId = '';
     for (let attempt = 1; killed === null; attempt++) {
       lab.mock.setMode('http500');

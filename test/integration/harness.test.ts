@@ -20,6 +20,7 @@ import {
   type StartedGoalThread,
 } from '../../src/demo/goalThreads';
 import { UserClient } from '../../src/demo/userClient';
+import type { Json } from '../support/json';
 
 const T = 30_000;
 
@@ -27,14 +28,14 @@ describe('harness against the real codex app-server (stdio)', () => {
   let mock: MockModel;
   let home: CodexHome;
   let server: StdioAppServer;
-  let user: UserClient;
-  const threads: StartedGoalThread[] = [];
+  let user: UserClient<Json>;
+  const threads: StartedGoalThread<Json>[] = [];
 
   before(async () => {
     mock = await startMockModel();
     home = await makeCodexHome(mock.url);
     server = startAppServerStdio(home.dir);
-    user = await UserClient.overStdio(server, { name: 'harness-user' });
+    user = await UserClient.overStdio<Json>(server, { name: 'harness-user' });
   });
 
   after(async () => {
@@ -157,8 +158,8 @@ describe('harness against the real codex app-server (stdio)', () => {
 describe('harness against the real daemon (control socket)', () => {
   let mock: MockModel;
   let home: CodexHome;
-  const clients: UserClient[] = [];
-  const threads: StartedGoalThread[] = [];
+  const clients: UserClient<Json>[] = [];
+  const threads: StartedGoalThread<Json>[] = [];
 
   before(async () => {
     mock = await startMockModel();
@@ -184,7 +185,7 @@ describe('harness against the real daemon (control socket)', () => {
       assert.ok(pid, 'daemon pid recorded');
       const sock = controlSocketPath(home.dir);
       const target = readlinkSync(sock);
-      const user = await UserClient.overSocket(sock, { name: 'harness-daemon-user' });
+      const user = await UserClient.overSocket<Json>(sock, { name: 'harness-daemon-user' });
       clients.push(user);
       mock.setMode('dropStream');
       const t = await startThreadWithGoal(user, 'harness: daemon dropStream', { timeoutMs: T });

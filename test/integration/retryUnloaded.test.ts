@@ -17,13 +17,14 @@ import { type UserClient } from '../../src/demo/userClient';
 import { DaemonLab } from '../support/daemonLab';
 import { RealEngine } from '../support/realEngine';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
+import type { Json } from '../support/json';
 
 const T = 60_000;
 
 describe('Retry now after a daemon restart (real daemon)', () => {
   let lab: DaemonLab;
   let real: RealEngine;
-  let user: UserClient;
+  let user: UserClient<Json>;
 
   before(async () => {
     lab = await DaemonLab.start();

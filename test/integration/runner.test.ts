@@ -42,6 +42,7 @@ import {
   type DaemonRecord,
 } from '../support/daemonJudge';
 import { spawnSync } from 'node:child_process';
+import type { Json } from '../support/json';
 
 const T = 60_000;
 /**
@@ -54,11 +55,11 @@ const CLOCK_SLACK_MS = 25;
 interface Env {
   mock: MockModel;
   home: CodexHome;
-  user: UserClient;
+  user: UserClient<Json>;
   dir: string;
   state: string;
   runners: RunnerProcess[];
-  threads: StartedGoalThread[];
+  threads: StartedGoalThread<Json>[];
 }
 
 let env: Env;
@@ -67,7 +68,7 @@ beforeEach(async () => {
   const mock = await startMockModel();
   const home = await makeCodexHome(mock.url);
   await startDaemon(home.dir);
-  const user = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'test-user' });
+  const user = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'test-user' });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-it-'));
   env = { mock, home, user, dir, state: path.join(dir, 'state.json'), runners: [], threads: [] };
 });
@@ -93,7 +94,7 @@ function runner(extra: string[] = ['--base-delay', '0.5', '--max-delay', '2']): 
 async function goal(
   objective: string,
   opts: Parameters<typeof startThreadWithGoal>[2] = {},
-): Promise<StartedGoalThread> {
+): Promise<StartedGoalThread<Json>> {
   const t = await startThreadWithGoal(env.user, objective, { timeoutMs: T, ...opts });
   env.threads.push(t);
   return t;
@@ -147,7 +148,7 @@ function assertSavedRecovered(threadId: string, failedTurnId: string): SavedWatc
 }
 
 /** The daemon's record of a thread the user gave a goal once (test/support/daemonJudge.ts). */
-async function record(t: StartedGoalThread): Promise<DaemonRecord> {
+async function record(t: StartedGoalThread<Json>): Promise<DaemonRecord> {
   const r = await daemonRecord(env.user, t.threadId, String(t.thread.path));
   assert.equal(r.rollout.user.length, 1, 'the user set the goal once');
   return r;
@@ -158,7 +159,10 @@ async function record(t: StartedGoalThread): Promise<DaemonRecord> {
  * automatic activation right after each failed turn and none elsewhere; the goal complete.
  * Returns the activation after the last failed turn.
  */
-async function assertRecoveredOnceByDaemon(t: StartedGoalThread, ...failedTurnIds: string[]): Promise<{ at: number }> {
+async function assertRecoveredOnceByDaemon(
+  t: StartedGoalThread<Json>,
+  ...failedTurnIds: string[]
+): Promise<{ at: number }> {
   const r = await record(t);
   assert.deepEqual(
     r.turns.map((x) => x.status).sort(),
@@ -351,7 +355,7 @@ describe('runner against the real daemon (control socket)', () => {
         T,
         'reconnect',
       );
-      env.user = await UserClient.overSocket(controlSocketPath(env.home.dir), { name: 'test-user-2' });
+      env.user = await UserClient.overSocket<Json>(controlSocketPath(env.home.dir), { name: 'test-user-2' });
       if (how === 'SIGKILL + daemon restart') await env.user.request('thread/resume', { threadId: t.threadId }, T);
       const recovered = await r.waitFor((d) => d.type === 'recovered' && d.threadId === t.threadId, T, 'the recovery');
       assert.ok(Date.parse(recovered.ts) >= Number(backoff.dueAt) - CLOCK_SLACK_MS, 'recovered before the due time');

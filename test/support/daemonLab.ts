@@ -7,10 +7,11 @@ import { startMockModel } from '../../src/demo/mockModel';
 import { type MockModel } from '../../src/demo/mockModes';
 import { startThreadWithGoal, type StartedGoalThread, type StartThreadOptions } from '../../src/demo/goalThreads';
 import { UserClient } from '../../src/demo/userClient';
+import type { Json } from './json';
 
 export class DaemonLab {
-  private user_: UserClient | null = null;
-  private readonly threads: StartedGoalThread[] = [];
+  private user_: UserClient<Json> | null = null;
+  private readonly threads: StartedGoalThread<Json>[] = [];
 
   private constructor(
     readonly mock: MockModel,
@@ -29,13 +30,13 @@ export class DaemonLab {
   }
 
   /** The user's own client on the daemon (connected on first use). */
-  async user(): Promise<UserClient> {
-    this.user_ ??= await UserClient.overSocket(this.socket, { name: 'lab-user' });
+  async user(): Promise<UserClient<Json>> {
+    this.user_ ??= await UserClient.overSocket<Json>(this.socket, { name: 'lab-user' });
     return this.user_;
   }
 
   /** A new thread with an active goal, as the user's client sets it. */
-  async goal(objective: string, opts: StartThreadOptions = {}): Promise<StartedGoalThread> {
+  async goal(objective: string, opts: StartThreadOptions = {}): Promise<StartedGoalThread<Json>> {
     const t = await startThreadWithGoal(await this.user(), objective, { timeoutMs: 60_000, ...opts });
     this.threads.push(t);
     return t;

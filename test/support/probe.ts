@@ -21,7 +21,8 @@ import { killAllTracked, sleep, stopProcessGroup, trackedAlive } from '../../src
 import { controlSocketPath, daemonPid, restartDaemon, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
 import { about, startThreadWithGoal, waitTurnCompleted } from '../../src/demo/goalThreads';
 import { UserClient } from '../../src/demo/userClient';
-import { describe, type Json, type LogEntry } from '../../src/demo/userClientLog';
+import { describe, type LogEntry } from '../../src/demo/userClientLog';
+import type { Json } from './json';
 
 const args = process.argv.slice(2);
 const jsonOut = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;
@@ -41,7 +42,12 @@ function section(title: string): void {
 }
 
 /** Log entries about `threadId` (and replies) after `since`, rendered with `describe`. */
-function order(c: UserClient, threadId: string, since: number, filter?: (e: LogEntry) => boolean): string[] {
+function order(
+  c: UserClient<Json>,
+  threadId: string,
+  since: number,
+  filter?: (e: LogEntry<Json>) => boolean,
+): string[] {
   return c.log
     .filter(
       (e) => e.seq > since && (e.kind === 'response' || e.params?.threadId === threadId) && (!filter || filter(e)),
@@ -58,7 +64,7 @@ const KEY_METHODS = new Set([
   'turn/completed',
   'serverRequest/resolved',
 ]);
-const keyOnly = (e: LogEntry) => e.kind !== 'notification' || KEY_METHODS.has(e.method);
+const keyOnly = (e: LogEntry<Json>) => e.kind !== 'notification' || KEY_METHODS.has(e.method);
 
 async function tempCwd(): Promise<string> {
   const d = await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-probe-cwd-'));
@@ -80,7 +86,7 @@ interface FailureCase {
   threadStatusAfter: Json;
 }
 
-async function failureCase(c: UserClient, mock: MockModel, mode: MockMode): Promise<FailureCase> {
+async function failureCase(c: UserClient<Json>, mock: MockModel, mode: MockMode): Promise<FailureCase> {
   mock.setMode(mode);
   const before = mock.requests;
   const t0 = Date.now();
@@ -163,7 +169,7 @@ async function measureBinaries(home: CodexHome): Promise<Json> {
         detached: true,
         stdio: ['pipe', 'pipe', 'pipe'],
       });
-      const c = await UserClient.overStdio(child);
+      const c = await UserClient.overStdio<Json>(child);
       init.push(Date.now() - t0);
       // processes in the child's group: the shim on Node 20 is node + native codex
       procs.push(countGroup(child.pid ?? 0));
@@ -216,15 +222,15 @@ const NOISE = new Set([
  * Reuses the probe's daemon and CODEX_HOME; one user connection for every case, one fresh
  * resuming connection per case (case 8 re-uses case 1's).
  */
-async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient[]): Promise<Json> {
+async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient<Json>[]): Promise<Json> {
   const WINDOW_MS = 5000;
   const res: Json = {};
   const sock = controlSocketPath(home.dir);
-  const u = await UserClient.overSocket(sock, { name: 'probe-user-j' });
+  const u = await UserClient.overSocket<Json>(sock, { name: 'probe-user-j' });
   clients.push(u);
   let n = 0;
   const second = async () => {
-    const r = await UserClient.overSocket(sock, { name: `probe-resumer-j${++n}` });
+    const r = await UserClient.overSocket<Json>(sock, { name: `probe-resumer-j${++n}` });
     clients.push(r);
     return r;
   };
@@ -243,7 +249,7 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
   };
   /** Resume from `r`, watch WINDOW_MS, report. `mode` is what the mock answers during the window. */
   const resumeAndWatch = async (
-    r: UserClient,
+    r: UserClient<Json>,
     threadId: string,
     mode: MockMode,
     windowMs = WINDOW_MS,
@@ -258,7 +264,7 @@ async function probeResume(home: CodexHome, mock: MockModel, clients: UserClient
     const reply = await r.requestEntry('thread/resume', { threadId, excludeTurns: true });
     await sleep(windowMs);
     const after = await state(threadId);
-    const isStart = (x: LogEntry) => x.method === 'turn/started' && x.params?.threadId === threadId;
+    const isStart = (x: LogEntry<Json>) => x.method === 'turn/started' && x.params?.threadId === threadId;
     const started = [
       ...u.notifications.filter((x) => x.seq > uSince && isStart(x)),
       ...r.notifications.filter((x) => x.seq > rSince && isStart(x)),
@@ -486,7 +492,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const mock = await startMockModel();
   const home = await makeCodexHome(mock.url);
-  const clients: UserClient[] = [];
+  const clients: UserClient<Json>[] = [];
   try {
     out(`# Probe: codex ${timeVersion(codexBinary()).out}, CODEX_HOME ${home.dir}, mock ${mock.url}`);
 
@@ -499,7 +505,7 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     const report = await startDaemon(home.dir);
     out(`daemon start: ${Date.now() - t0} ms, ${JSON.stringify(report)}`);
-    const a = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-a' });
+    const a = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'probe-user-a' });
     clients.push(a);
 
     // (d) ------------------------------------------------------------------------------------
@@ -628,8 +634,8 @@ async function main(): Promise<void> {
         approvalPolicy: 'untrusted',
       });
       await waitTurnCompleted(a, t.threadId, 'failed', 60_000, t.goalSetSeq);
-      const b = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-b' });
-      const cc = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-c' });
+      const b = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'probe-user-b' });
+      const cc = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'probe-user-c' });
       clients.push(b, cc);
       const resumed = await b.request('thread/resume', { threadId: t.threadId, excludeTurns: true });
       const bSince = b.lastSeq;
@@ -807,7 +813,7 @@ async function main(): Promise<void> {
       const rr = await restartDaemon(home.dir);
       const restartMs = Date.now() - t1;
       const aClosedAfter = await Promise.race([aClosed, sleep(3000).then(() => -1)]);
-      const d = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-d' });
+      const d = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'probe-user-d' });
       clients.push(d);
       const loaded = await d.request('thread/loaded/list', {});
       const readBefore = await d.request('thread/read', { threadId: failedThread });
@@ -866,7 +872,7 @@ async function main(): Promise<void> {
         const t2 = Date.now();
         const rep = await startDaemon(home.dir);
         const startMs = Date.now() - t2;
-        const e = await UserClient.overSocket(controlSocketPath(home.dir), { name: `probe-user-${variant}` });
+        const e = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: `probe-user-${variant}` });
         clients.push(e);
         const l = await e.request('thread/loaded/list', {});
         const st = (await e.request('thread/read', { threadId: failedThread })).thread.status;
@@ -896,7 +902,7 @@ async function main(): Promise<void> {
       );
       const variants = ['restart', 'stop+start', 'restart-awaiting-approval'] as const;
       for (const variant of variants) {
-        const c1 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i1' });
+        const c1 = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'probe-user-i1' });
         clients.push(c1);
         const approval = variant === 'restart-awaiting-approval';
         if (approval) mock.setMode('approval', { file: path.join(await tempCwd(), 'never-approved') });
@@ -931,7 +937,7 @@ async function main(): Promise<void> {
           .filter((e) => e.params?.threadId === t.threadId)
           .slice(-3)
           .map(describe);
-        const c2 = await UserClient.overSocket(controlSocketPath(home.dir), { name: 'probe-user-i2' });
+        const c2 = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'probe-user-i2' });
         clients.push(c2);
         await sleep(2500);
         const loaded = (await c2.request('thread/loaded/list', {})).data.includes(t.threadId);

@@ -35,6 +35,7 @@ import {
 } from '../exthost';
 import { REPO_ROOT } from '../paths';
 import { Workbench } from '../ui/workbench';
+import type { Json } from '../../support/json';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
 const STATUS = 'codex-goal-recovery.status';
@@ -112,7 +113,7 @@ interface Run {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const lab = await DaemonLab.start();
-  const user: UserClient = await lab.user();
+  const user: UserClient<Json> = await lab.user();
   const wb = await Workbench.open({
     extensionDevelopmentPath: REPO_ROOT,
     settings: {
@@ -170,7 +171,7 @@ async function oneRun(
   delayMs: number,
   mode: Args['mode'],
   lab: DaemonLab,
-  user: UserClient,
+  user: UserClient<Json>,
   wb: Workbench,
 ): Promise<Run> {
   const host = await waitForExtensionHost(wb.server.pgid, T);

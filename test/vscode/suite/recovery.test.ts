@@ -32,6 +32,7 @@ import {
   type DaemonRecord,
 } from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
+import type { Json } from '../../support/json';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
 const T = 60_000;
@@ -60,7 +61,7 @@ suite('recovery in the extension host (real daemon)', function () {
   this.timeout(3 * T);
   let api: CodexGoalRecoveryApi;
   let lab: DaemonLab;
-  let user: UserClient;
+  let user: UserClient<Json>;
   /** Every description a thread's row showed, in order. */
   const seen = new Map<string, string[]>();
 

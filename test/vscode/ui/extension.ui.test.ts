@@ -13,6 +13,7 @@ import { type UserClient } from '../../../src/demo/userClient';
 import { DaemonLab } from '../../support/daemonLab';
 import { openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
+import type { Json } from '../../support/json';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
@@ -28,7 +29,7 @@ function secondsLeft(text: string): number {
 describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
   let env: LabWindow | undefined;
   let lab: DaemonLab;
-  let user: UserClient;
+  let user: UserClient<Json>;
   let wb: Workbench;
 
   before(

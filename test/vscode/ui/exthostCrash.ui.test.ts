@@ -35,6 +35,7 @@ import {
 } from '../exthost';
 import { openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
+import type { Json } from '../../support/json';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
@@ -46,7 +47,7 @@ const MAX_LEAD_MS = MAX_PREPARE_MS;
 describe('the extension host killed during a backoff', { timeout: 600_000 }, () => {
   let env: LabWindow | undefined;
   let lab: DaemonLab;
-  let user: UserClient;
+  let user: UserClient<Json>;
   let wb: Workbench;
 
   before(

@@ -29,6 +29,7 @@ import { DaemonLab } from '../../support/daemonLab';
 import { extensionLogLines } from '../exthost';
 import { engineLookedAfter, openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
+import type { Json } from '../../support/json';
 
 const STATUS = 'codex-goal-recovery.status';
 const VIEW = 'Watched goals';
@@ -39,7 +40,7 @@ const MAX_DELAY_MS = 2_000;
 describe('two windows on one daemon', { timeout: 420_000 }, () => {
   let env: LabWindow | undefined;
   let lab: DaemonLab;
-  let user: UserClient;
+  let user: UserClient<Json>;
   let first: Workbench;
   let second: Workbench;
 
