@@ -100,8 +100,9 @@ export class Looks {
     const threadId = w.threadId;
     const live = core.liveOf(threadId);
     const now = core.now();
-    const early = decide(this.facts(w, now));
-    if (core.state.disarmed[threadId] !== undefined || !w.goal) return this.apply(session, w, early);
+    // Disarmed, or no goal: the table answers without reads.
+    if (core.state.disarmed[threadId] !== undefined || !w.goal)
+      return this.apply(session, w, decide(this.facts(w, now)));
     const stopped = w.goal.status === 'blocked' || w.goal.status === 'usageLimited';
     // Subscribed, the engine was told how the newest turn ended (events come in wire order, and
     // what it knew is forgotten on a reconnect): nothing to read again.
