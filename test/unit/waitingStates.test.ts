@@ -10,9 +10,11 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { describeState, dueAt } from '../../src/model/watch';
+import { FakeClock } from '../support/fakeClock';
 import { FakeDaemon } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { failByEvents } from '../support/fleet';
+import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -92,6 +94,43 @@ describe('waiting states', () => {
     await h.advance(dueAt(h.engine.watch('thread-1')!)! - h.clock.now());
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
+});
+
+describe('a restart while recoveries wait for their slot', () => {
+  // Restarts like life: by a crash (dropped without stop(), its store holding only what it
+  // durably wrote) and by a clean stop. Shipped defaults (a burst of 3, then one per 10 s).
+  for (const how of ['crash', 'stop'] as const) {
+    it(`after a ${how}, each held recovery goes out once, and none stays shown as waiting`, async () => {
+      const ids = ['a', 'b', 'c', 'd', 'e'];
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-waiting-'));
+      const statePath = path.join(dir, 'state.json');
+      const daemon = new FakeDaemon(dir);
+      for (const id of ids) daemon.addThread(id);
+      const clock = new FakeClock();
+      const first = await makeHarness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
+      harnesses.push(first);
+      for (const id of ids) failByEvents(daemon, id, `${id}-turn-1`);
+      await first.settle();
+      await first.advance(dueAt(first.engine.watch('a')!)! - clock.now());
+      assert.equal(daemon.count('thread/goal/set'), 3, 'the burst');
+      assert.equal(ids.filter((id) => first.engine.watch(id)!.state.kind === 'waitingSlot').length, 2);
+      if (how === 'crash') first.crash();
+      else await first.engine.stop();
+      const second = await makeHarness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
+      harnesses.push(second);
+      await second.settle();
+      await second.advance(3 * DEFAULT_OPTIONS.limiterIntervalMs);
+      assert.equal(daemon.count('thread/goal/set'), 5, 'each failed turn recovered once, across the restart');
+      for (const id of ids) assert.deepEqual(second.engine.watch(id)!.recovered, [`${id}-turn-1`], id);
+      assert.deepEqual(
+        ids.filter((id) => second.engine.watch(id)!.state.kind === 'waitingSlot'),
+        [],
+        'shown as waiting for a slot after the restart',
+      );
+      await second.advance(2 * DEFAULT_OPTIONS.resyncMs);
+      assert.equal(daemon.count('thread/goal/set'), 5, 'recovered twice');
+    });
+  }
 });
 
 describe('first sight', () => {
