@@ -6,6 +6,7 @@ import type { Settings } from '../config/settings';
 import type { RecoveryService, ServiceCommand } from '../host/service';
 import { canPauseGoal, canRetryNow, isDisarmed, type WatchedThread } from '../model/watch';
 import { pickThread } from './pickThread';
+import { errorText } from '../util/errorText';
 
 export const VIEW_ID = 'codexGoalRecovery.watchedGoals';
 
@@ -38,7 +39,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     try {
       await work();
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorText(error);
       ctx.log.error(`${label}: ${message}`);
       void vscode.window
         .showErrorMessage(`Codex Goal Recovery: ${label} failed: ${message}`, 'Show log')

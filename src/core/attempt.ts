@@ -11,7 +11,7 @@ import type { Looks } from './looks';
 import { backOff, confirmRecovered } from './outcomes';
 import { veto } from './policy';
 import { applyThread, goalSnapshot, readBoth } from './reads';
-import { errorText } from './saving';
+import { errorText } from '../util/errorText';
 
 /** Why an attempt was called off just before the set: data, logged as `skipped`. */
 class Abort extends Error {}

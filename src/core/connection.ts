@@ -7,7 +7,7 @@ import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
 import { daemonListener } from './events';
 import type { Looks } from './looks';
-import { errorText } from './saving';
+import { errorText } from '../util/errorText';
 
 export class Connection {
   private reconnectTimer: TimerHandle | null = null;

@@ -12,7 +12,8 @@ import type { Random } from './backoff';
 import type { Clock } from './clock';
 import { type LiveThread, newLive } from './live';
 import type { EngineOptions } from './options';
-import { errorText, Saver } from './saving';
+import { Saver } from './saving';
+import { errorText } from '../util/errorText';
 
 export interface EngineDeps {
   connect: Connector;

@@ -5,7 +5,7 @@
 import type { WatchedThread } from '../model/watch';
 import { scanForMarkers, scanFromLastActivation, type ScanOptions } from '../rollout/markers';
 import type { EngineCore } from './core';
-import { errorText } from './saving';
+import { errorText } from '../util/errorText';
 
 export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<void> {
   if (!w.rolloutPath) return;

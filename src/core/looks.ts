@@ -9,7 +9,7 @@ import { isThreadActive, type LiveThread } from './live';
 import { backOff, confirmRecovered, giveUp } from './outcomes';
 import { adopts, decide, type Facts, keepsOnUnload, pendingOutcome, usageDue, type Verdict } from './policy';
 import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
-import { errorText } from './saving';
+import { errorText } from '../util/errorText';
 import { resetFromMessage } from './usageReset';
 
 export class Looks {

@@ -2,7 +2,7 @@
 // thread's missing turn, and what a goal and a thread read tell the watch.
 import type { GoalSnapshot, WatchedThread } from '../model/watch';
 import { ConnectionLostError, RpcError, type Thread, type ThreadGoal } from '../protocol/daemon';
-import { errorText } from './saving';
+import { errorText } from '../util/errorText';
 
 /**
  * Two reads in parallel. When either fails, one error that names every failure, so the log line

@@ -7,6 +7,7 @@ import type { PersistedState } from '../model/watch';
 import type { StateStore } from '../store/store';
 import { Serial } from '../util/serial';
 import type { Clock, TimerHandle } from './clock';
+import { errorText } from '../util/errorText';
 
 export interface SaverDeps {
   store: StateStore;
@@ -158,8 +159,4 @@ export class Saver {
       });
     });
   }
-}
-
-export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

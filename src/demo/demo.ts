@@ -16,6 +16,7 @@ import type { MockModel } from './mockModes';
 import { about, startThreadWithGoal } from './goalThreads';
 import { UserClient } from './userClient';
 import { field, type Notification } from './userClientLog';
+import { errorText } from '../util/errorText';
 
 const OUTAGE_TURNS = 2;
 const DEADLINE_MS = 120_000;
@@ -114,7 +115,7 @@ async function main(): Promise<number> {
     await thread.cleanup();
     return code === 0 && recoveries === OUTAGE_TURNS ? 0 : 1;
   } catch (error) {
-    say('demo', `FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    say('demo', `FAILED: ${errorText(error)}`);
     return 1;
   } finally {
     if (runner) {

@@ -16,6 +16,7 @@ import { VERSION } from '../version';
 import type { RecoveryService, ServiceCommand } from './service';
 import { Throttle } from '../core/throttle';
 import { Listeners } from './listeners';
+import { errorText } from '../util/errorText';
 
 export interface HostIo {
   log: vscode.LogOutputChannel;
@@ -51,9 +52,7 @@ export class EngineHost implements RecoveryService {
   /** Loads the state and connects in the background; never blocks activation. */
   start(): void {
     this.ready = this.engine.start();
-    this.ready.catch((error: unknown) =>
-      this.io.log.error(`could not start: ${error instanceof Error ? error.message : String(error)}`),
-    );
+    this.ready.catch((error: unknown) => this.io.log.error(`could not start: ${errorText(error)}`));
   }
 
   /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */

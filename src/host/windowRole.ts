@@ -15,6 +15,7 @@ import { FollowerHost } from './followerHost';
 import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
 import { Serial } from '../util/serial';
+import { errorText } from '../util/errorText';
 
 /** Before the election has decided: nothing to show yet. */
 class Starting implements RecoveryService {
@@ -92,9 +93,7 @@ export class WindowRole {
     election.start().catch((error: unknown) => {
       if (!current()) return;
       // No election possible (e.g. an unsafe directory): run the engine here, and say so.
-      this.io.log.warn(
-        `leader election unavailable (${error instanceof Error ? error.message : String(error)}); this window runs the engine`,
-      );
+      this.io.log.warn(`leader election unavailable (${errorText(error)}); this window runs the engine`);
       this.lead(null);
     });
   }

@@ -14,6 +14,7 @@ import {
   type FollowerMessage,
   type LeaderMessage,
 } from './messages';
+import { errorText } from '../util/errorText';
 
 /** Runs a follower's command on the leader; its value (JSON), or its promise's, goes back as the result. */
 export type CommandHandler = (name: string, args: unknown[]) => unknown;
@@ -215,7 +216,7 @@ export class LeaderServer {
       try {
         value = await handler(q.name, q.args);
       } catch (e) {
-        const error = e instanceof Error ? e.message : String(e);
+        const error = errorText(e);
         this.reply(q.peer, { type: 'result', id: q.id, ok: false, error: error || 'command failed' });
         return;
       }

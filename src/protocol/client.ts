@@ -39,6 +39,7 @@ import {
 import { excerpt } from './lineSplitter';
 import { TapReader, TapWriter } from './messageTaps';
 import { openTransport, type Transport, type TransportTarget } from './transport';
+import { errorText } from '../util/errorText';
 
 export interface ClientOptions {
   clientVersion: string;
@@ -87,7 +88,7 @@ export async function startSession(
     await client.initialize();
   } catch (error) {
     // The listener hears why the connection ends: the handshake's own failure, not "closed by client".
-    await client.close(`the handshake failed: ${error instanceof Error ? error.message : String(error)}`);
+    await client.close(`the handshake failed: ${errorText(error)}`);
     throw error;
   }
   return client;
@@ -207,9 +208,7 @@ class JsonRpcDaemon implements DaemonSession {
   /** Closes the connection from this side, for `reason` (told to the listener at once). */
   private abandon(reason: string): void {
     this.close(reason).catch((error: unknown) =>
-      this.listener.protocolProblem(
-        `closing after ${reason}: ${error instanceof Error ? error.message : String(error)}`,
-      ),
+      this.listener.protocolProblem(`closing after ${reason}: ${errorText(error)}`),
     );
   }
 
@@ -240,7 +239,7 @@ class JsonRpcDaemon implements DaemonSession {
       if (error instanceof ConnectionLostError || error instanceof ProtocolError) throw error;
       if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
       if (error instanceof ResponseError) throw new RpcError(method, error.code, error.message);
-      throw new ConnectionLostError(method, error instanceof Error ? error.message : String(error));
+      throw new ConnectionLostError(method, errorText(error));
     } finally {
       if (timer !== undefined) timers.clear(timer);
       if (onClose) this.closeWaiters.delete(onClose);

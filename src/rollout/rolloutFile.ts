@@ -2,6 +2,7 @@
 // chunk and line-size limits every lookup shares, and a `RolloutReadError` naming the path
 // when the file cannot be read.
 import { promises as fsp } from 'node:fs';
+import { errorText } from '../util/errorText';
 
 export const DEFAULT_CHUNK_BYTES = 64 * 1024;
 export const DEFAULT_MAX_LINE_BYTES = 256 * 1024;
@@ -100,7 +101,7 @@ const REASONS: Record<string, string> = {
 function readError(path: string, err: unknown, what: string): RolloutReadError {
   const code =
     typeof (err as NodeJS.ErrnoException)?.code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
-  const detail = (code && REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
+  const detail = (code && REASONS[code]) ?? errorText(err);
   return new RolloutReadError(path, code, `${what} rollout ${path}: ${detail}${code ? ` (${code})` : ''}`, {
     cause: err,
   });

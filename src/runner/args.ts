@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkWsUrl, defaultCodexHome, defaultSocketPath } from '../protocol/socketSafety';
 import type { TransportTarget } from '../protocol/transport';
+import { errorText } from '../util/errorText';
 
 export const USAGE = `Usage:
   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
@@ -79,7 +80,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
           : { state: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorText(error));
   }
   const v = parsed.values as Record<string, string | boolean | undefined>;
   if (v.help) return { command: 'help' };

@@ -13,6 +13,7 @@ import { VERSION } from '../version';
 import { parseCli, UsageError, USAGE, type StatusArgs, type WatchArgs } from './args';
 import { decisionJson, decisionLine } from '../model/decisionText';
 import { roleJson, roleLine, RunnerRole } from './role';
+import { errorText } from '../util/errorText';
 
 export async function main(argv: string[]): Promise<number> {
   let args;
@@ -110,7 +111,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     await role.start();
   } catch (error) {
     await role.stop().catch(() => undefined);
-    process.stderr.write(`codex-goal-recovery: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`codex-goal-recovery: ${errorText(error)}\n`);
     return 1;
   }
   if (!args.json && !election) out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);

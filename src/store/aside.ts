@@ -1,6 +1,7 @@
 // Keeping an unusable file aside, never deleting it: `<file>.corrupt-<timestamp>[-n]`, a name
 // nothing else uses, so two kept in the same millisecond never overwrite each other.
 import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { errorText } from '../util/errorText';
 
 /** Fresh `<file>.corrupt-<timestamp>[-n]` names, in the order to try them. */
 export function asideNames(file: string, now: number): string[] {
@@ -15,7 +16,7 @@ export async function copyAside(file: string, now: number, what: string): Promis
       await fsp.copyFile(file, aside, fsConstants.COPYFILE_EXCL);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
-      throw new Error(`${what} has unusable records and could not be copied aside to ${aside}: ${errText(err)}`, {
+      throw new Error(`${what} has unusable records and could not be copied aside to ${aside}: ${errorText(err)}`, {
         cause: err,
       });
     }
@@ -32,7 +33,7 @@ export async function moveAside(file: string, now: number, what: string, reason:
     try {
       await fsp.rename(file, aside);
     } catch (err) {
-      throw new Error(`${what} is unusable (${reason}) and could not be moved aside to ${aside}: ${errText(err)}`, {
+      throw new Error(`${what} is unusable (${reason}) and could not be moved aside to ${aside}: ${errorText(err)}`, {
         cause: err,
       });
     }
@@ -48,8 +49,4 @@ export async function exists(p: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

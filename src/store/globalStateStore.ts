@@ -33,6 +33,7 @@ import {
   type LoadResult,
   type StateStore,
 } from './store';
+import { errorText } from '../util/errorText';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -82,7 +83,7 @@ async function readJournalFile(path: string): Promise<JournalFile> {
     // ENOTDIR: a file where its directory should be, so no journal there (saves will say so).
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
-    return { kind: 'unusable', reason: errText(err) };
+    return { kind: 'unusable', reason: errorText(err) };
   }
   if (!st.isFile())
     return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
@@ -92,7 +93,7 @@ async function readJournalFile(path: string): Promise<JournalFile> {
     const text = await fsp.readFile(path, 'utf8');
     return { kind: 'text', text, generation: journalGeneration(text) };
   } catch (err) {
-    return { kind: 'unusable', reason: `unreadable: ${errText(err)}` };
+    return { kind: 'unusable', reason: `unreadable: ${errorText(err)}` };
   }
 }
 
@@ -150,7 +151,7 @@ export class GlobalStateStore implements StateStore {
       try {
         size = JSON.stringify(raw)?.length ?? 0;
       } catch (e) {
-        error = `not serializable (${errText(e)})`;
+        error = `not serializable (${errorText(e)})`;
       }
       if (error === null && size > MAX_STATE_CHARS)
         error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
@@ -279,7 +280,7 @@ export class GlobalStateStore implements StateStore {
       document = this.serializer.document(state.version);
     } catch (err) {
       return Promise.reject(
-        new Error(`refusing to save an invalid state to ${this.location}: ${errText(err)}`, { cause: err }),
+        new Error(`refusing to save an invalid state to ${this.location}: ${errorText(err)}`, { cause: err }),
       );
     }
     return this.enqueue(async () => {
@@ -345,7 +346,7 @@ export class GlobalStateStore implements StateStore {
       this.journaling = false;
       void this.writer?.close();
       this.onProblem(
-        `could not write the crash journal ${this.journalPath}: ${errText(err)}; the watch state is kept in globalState alone (a crash of the whole window may lose its last changes)`,
+        `could not write the crash journal ${this.journalPath}: ${errorText(err)}; the watch state is kept in globalState alone (a crash of the whole window may lose its last changes)`,
       );
     }
     return false;
@@ -373,8 +374,4 @@ function withGeneration(document: string, generation: string): unknown {
   const value = JSON.parse(document) as Record<string, unknown>;
   value.journal = generation;
   return value;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -25,6 +25,7 @@ import {
   type LoadResult,
   type StateStore,
 } from './store';
+import { errorText } from '../util/errorText';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
@@ -80,7 +81,7 @@ export async function readStateFile(
     st = await fsp.stat(path);
   } catch (err) {
     if (errCode(err) === 'ENOENT') return { kind: 'missing' };
-    throw new Error(`cannot read state file ${path}: ${errText(err)}`, { cause: err });
+    throw new Error(`cannot read state file ${path}: ${errorText(err)}`, { cause: err });
   }
   if (!st.isFile())
     return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
@@ -93,7 +94,10 @@ export async function readStateFile(
   } catch (err) {
     // JSON.parse quotes the text around the error: binary garbage would put newlines and control
     // characters into a message that must stay one readable line.
-    return { kind: 'unusable', reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${printable(errText(err))}` };
+    return {
+      kind: 'unusable',
+      reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${printable(errorText(err))}`,
+    };
   }
   const parsed = parsePersisted(raw, opts.now);
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
@@ -120,7 +124,7 @@ async function readJournal(
     st = await fsp.stat(path);
   } catch (err) {
     if (errCode(err) === 'ENOENT') return null;
-    throw new Error(`cannot read the journal ${path}: ${errText(err)}`, { cause: err });
+    throw new Error(`cannot read the journal ${path}: ${errorText(err)}`, { cause: err });
   }
   if (!st.isFile()) return { unusable: 'not a regular file' };
   if (st.size > maxBytes) return { unusable: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
@@ -134,8 +138,8 @@ async function readText(path: string, what: string): Promise<string | { reason: 
   try {
     return await fsp.readFile(path, 'utf8');
   } catch (err) {
-    if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { reason: `unreadable: ${errText(err)}` };
-    throw new Error(`cannot read ${what} ${path}: ${errText(err)}`, { cause: err });
+    if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { reason: `unreadable: ${errorText(err)}` };
+    throw new Error(`cannot read ${what} ${path}: ${errorText(err)}`, { cause: err });
   }
 }
 
@@ -250,7 +254,7 @@ export class JsonFileStore implements StateStore {
       lines = journalLines(this.serializer.changes(state, changed));
     } catch (err) {
       return Promise.reject(
-        new Error(`refusing to save an invalid state to ${this.path}: ${errText(err)}`, { cause: err }),
+        new Error(`refusing to save an invalid state to ${this.path}: ${errorText(err)}`, { cause: err }),
       );
     }
     const fold =
@@ -314,7 +318,7 @@ export class JsonFileStore implements StateStore {
         } catch (err) {
           // The journal may end in a torn record now: the next save writes a whole snapshot.
           this.generation = null;
-          const error = new Error(`cannot save state to ${this.path}: ${errText(err)}`, { cause: err });
+          const error = new Error(`cannot save state to ${this.path}: ${errorText(err)}`, { cause: err });
           for (const j of jobs) j.reject(error);
         }
       }
@@ -392,10 +396,6 @@ function processAlive(pid: number): boolean {
 function errCode(err: unknown): string | undefined {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   return typeof code === 'string' ? code : undefined;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** One line of printable text: whitespace folded, other control characters shown as U+FFFD, bounded. */

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
+import { errorText } from '../util/errorText';
 
 export interface LoadResult {
   state: PersistedState;
@@ -93,7 +94,7 @@ export function parsePersisted(raw: unknown, now: () => number = Date.now): Pars
     try {
       doc = { ...migrate(doc), version: v + 1 };
     } catch (err) {
-      return { error: `migration from state version ${v} failed: ${err instanceof Error ? err.message : String(err)}` };
+      return { error: `migration from state version ${v} failed: ${errorText(err)}` };
     }
   }
   const outer = DocumentSchema.safeParse(doc);
