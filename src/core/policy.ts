@@ -228,7 +228,7 @@ export function usageDue(now: number, resetsAt: number | null, options: Readonly
 }
 
 /** Which usage limit this is: its turn, or (no turn known) the goal's update. */
-export function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string {
+function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string {
   return live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
 }
 
@@ -238,7 +238,7 @@ export function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>)
  * be called off by the veto and fall due again at once); Codex's own retry (its turn has not
  * ended, even when the retry ran into a usage limit). `activeState` says which.
  */
-export function othersMove(live: Readonly<LiveThread>): boolean {
+function othersMove(live: Readonly<LiveThread>): boolean {
   return isThreadActive(live.status) || waitsForPerson(live) || live.retrying !== null;
 }
 
@@ -249,7 +249,7 @@ function othersWhy(live: Readonly<LiveThread>): string {
 }
 
 /** The state of a goal whose thread is someone else's to move, or simply active. */
-export function activeState(live: Readonly<LiveThread>): WatchState {
+function activeState(live: Readonly<LiveThread>): WatchState {
   if (waitsForPerson(live)) return { kind: 'waitingApproval' };
   if (live.retrying) return { kind: 'codexRetrying', detail: live.retrying };
   if (isThreadActive(live.status) || live.turn?.status === 'inProgress') return { kind: 'running' };
