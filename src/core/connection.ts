@@ -6,7 +6,9 @@ import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
 import { daemonListener } from './events';
+import type { HomeScan } from './homeScan';
 import type { Looks } from './looks';
+import { untestedVersionWarning } from '../model/codexVersion';
 import { errorText } from '../util/errorText';
 
 export class Connection {
@@ -18,6 +20,7 @@ export class Connection {
     private readonly core: EngineCore,
     private readonly guard: ClockGuard,
     private readonly looks: Looks,
+    private readonly home: HomeScan,
   ) {}
 
   connectNow(): void {
@@ -36,8 +39,12 @@ export class Connection {
         if (generation !== core.generation || core.stopped) return session.close();
         core.session = session;
         this.reconnectAttempt = 0;
-        core.connection = { kind: 'connected', detail: session.describe };
-        core.emit({ type: 'connection', state: 'connected', detail: session.describe });
+        const version = session.codexVersion;
+        const warning = untestedVersionWarning(version);
+        const detail = version ? `${session.describe} · Codex ${version}` : session.describe;
+        core.connection = { kind: 'connected', detail, codexVersion: version, versionWarning: warning };
+        core.emit({ type: 'connection', state: 'connected', detail });
+        if (warning) core.emit({ type: 'warning', message: warning });
         core.changed();
         core.hooks.reschedule();
         await this.resyncOnce();
@@ -131,6 +138,12 @@ export class Connection {
       }
     }
     await Promise.all(ids.map((id) => core.inLane(id, () => this.looks.refresh(session, id))));
+    // Then the goals of the Codex home that live in other Codex apps.
+    try {
+      await this.home.scan(session, loaded);
+    } catch (error) {
+      core.readFailed('thread/list', error);
+    }
     core.hooks.reschedule();
     await core.persist();
   }

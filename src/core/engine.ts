@@ -8,6 +8,7 @@
 //   schedule.ts     the due timer, the preparation lead, the limiter hand-off
 //   events.ts       the daemon event table
 //   connection.ts   connecting, reconnecting, the resync
+//   homeScan.ts     the goals of the Codex home that other Codex apps hold
 //   userActions.ts  pause, resume, disarm, re-arm, retry now, pause goal, reset
 //   saving.ts       durable before announced: saves and the outbox
 //   clockGuard.ts   wall-clock jumps, and timers Node can keep
@@ -18,6 +19,7 @@ import { Attempts } from './attempt';
 import { ClockGuard } from './clockGuard';
 import { Connection } from './connection';
 import { type EngineDeps, EngineCore } from './core';
+import { HomeScan } from './homeScan';
 import { Looks } from './looks';
 import type { EngineOptions } from './options';
 import { Schedule } from './schedule';
@@ -47,8 +49,12 @@ export class Engine {
       done: (threadId) => this.schedule.done(threadId),
       giveBack: () => this.schedule.giveBack(),
     });
-    this.connection = new Connection(core, this.guard, this.looks);
-    this.actions = new UserActions(core, this.looks, this.schedule, () => this.resync());
+    const home = new HomeScan(core);
+    this.connection = new Connection(core, this.guard, this.looks, home);
+    this.actions = new UserActions(core, this.looks, this.schedule, () => {
+      home.reset();
+      return this.resync();
+    });
     core.hooks = {
       reschedule: () => this.schedule.reschedule(),
       evaluate: (session, threadId) => this.looks.evaluate(session, threadId),

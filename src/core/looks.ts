@@ -7,7 +7,17 @@ import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
 import { backOff, confirmRecovered, giveUp } from './outcomes';
-import { adopts, decide, type Facts, keepsOnUnload, pendingOutcome, usageDue, type Verdict } from './policy';
+import {
+  adopts,
+  adoptsFromElsewhere,
+  decide,
+  type ElsewhereState,
+  type Facts,
+  keepsOnUnload,
+  pendingOutcome,
+  usageDue,
+  type Verdict,
+} from './policy';
 import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
 import { resetFromMessage } from './usageReset';
@@ -48,6 +58,7 @@ export class Looks {
       if (goal && !core.state.watches[threadId]) await this.adopt(session, threadId, seen ?? goal, goal);
       return;
     }
+    if (w.state.kind === 'elsewhere') return this.fromElsewhere(session, w, w.state);
     if (!live.loaded) return this.markUnloaded(w);
     if (w.goal === null) {
       // The goal was cleared: nothing left to watch.
@@ -315,6 +326,32 @@ export class Looks {
     const watched = core.state.watches[threadId];
     if (watched) applyThread(watched, thread);
     return thread;
+  }
+
+  /**
+   * A goal shown `elsewhere`, looked at because the daemon told of it or listed it loaded: if
+   * the daemon has loaded it now (a person opened it in one of its clients), the daemon's rows
+   * take over, armed or not by `adoptsFromElsewhere`; if not, the home scan keeps showing it.
+   */
+  private async fromElsewhere(session: DaemonSession, w: WatchedThread, state: ElsewhereState): Promise<void> {
+    const core = this.core;
+    const live = core.liveOf(w.threadId);
+    const [thread, goal] = await readBoth(session.readThread(w.threadId), session.getGoal(w.threadId));
+    live.status = thread.status;
+    live.loaded = thread.status.type !== 'notLoaded';
+    if (!live.loaded) return;
+    applyThread(w, thread);
+    if (!goal) {
+      delete core.state.watches[w.threadId];
+      core.emit({ type: 'skipped', threadId: w.threadId, reason: 'goal cleared' });
+      core.changed();
+      return;
+    }
+    w.goal = goalSnapshot(goal);
+    core.emit({ type: 'loaded', threadId: w.threadId, reason: 'a goal from another Codex app is in the daemon now' });
+    if (adoptsFromElsewhere(state, goal.status, core.options) && core.state.disarmed[w.threadId] === undefined)
+      return this.arm(session, w);
+    core.setState(w, { kind: 'notAdopted', status: goal.status });
   }
 
   /** The daemon no longer has the thread loaded: what waited for it says so. */

@@ -9,6 +9,9 @@ import { decide } from './policy';
 import { applyThread, goalSnapshot } from './reads';
 import type { Schedule } from './schedule';
 
+/** The daemon's refusal to load a thread another process holds (measured on 0.169.0 and 0.171.0). */
+const ACTIVE_WRITER = /already has an active writer/i;
+
 export class UserActions {
   constructor(
     private readonly core: EngineCore,
@@ -78,7 +81,7 @@ export class UserActions {
     const core = this.core;
     const w = core.state.watches[threadId];
     if (!w || !canRetryNow(w)) return;
-    if (w.state.kind === 'unloaded') return this.loadAndRetry(w);
+    if (w.state.kind === 'unloaded' || w.state.kind === 'elsewhere') return this.loadAndRetry(w);
     const now = core.now();
     const scheduled = scheduledOf(w.state);
     if (scheduled) {
@@ -107,7 +110,9 @@ export class UserActions {
     const outcome: { refused: string | null } = { refused: null };
     await core.inLane(threadId, async () => {
       const live = core.liveOf(threadId);
-      if (core.state.watches[threadId] !== w || w.state.kind !== 'unloaded' || live.loaded) return; // decided meanwhile
+      const fromElsewhere = w.state.kind === 'elsewhere';
+      if (core.state.watches[threadId] !== w || !canRetryNow(w)) return; // decided meanwhile
+      if (w.state.kind === 'unloaded' && live.loaded) return;
       const goal = await session.getGoal(threadId);
       w.goal = goal ? goalSnapshot(goal) : null;
       if (goal?.status !== 'blocked' && goal?.status !== 'usageLimited') {
@@ -120,7 +125,9 @@ export class UserActions {
         thread = await session.resume(threadId);
       } catch (error) {
         if (!(error instanceof RpcError)) throw error;
-        outcome.refused = `the daemon did not load it: ${error.message}`;
+        outcome.refused = ACTIVE_WRITER.test(error.message)
+          ? 'another Codex app still has this thread open (the daemon cannot load it while it does): continue it there, or close it there and Retry now'
+          : `the daemon did not load it: ${error.message}`;
         core.emit({ type: 'warning', threadId, message: `Retry now: ${outcome.refused}` });
         return;
       }
@@ -131,8 +138,11 @@ export class UserActions {
       core.emit({
         type: 'loaded',
         threadId,
-        reason: 'Retry now on a thread the daemon had not loaded (thread/resume)',
+        reason: fromElsewhere
+          ? 'Retry now on a goal from another Codex app: the daemon has loaded its thread (thread/resume)'
+          : 'Retry now on a thread the daemon had not loaded (thread/resume)',
       });
+      if (fromElsewhere) this.takeOver(w, goal.status);
       if (w.lastFailure && w.lastFailure.dueAt !== null)
         w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, core.now());
       await this.looks.decide(session, w);
@@ -140,6 +150,31 @@ export class UserActions {
     });
     await core.persist();
     if (outcome.refused) throw new Error(`Retry now: ${outcome.refused}`);
+  }
+
+  /**
+   * A goal from another Codex app, now loaded in the daemon by the person's Retry now: armed from
+   * its last activation in the rollout (the next look reads back to it, so a person's marker or
+   * the model's own block since then still speaks), with its failure counted once and due now.
+   */
+  private takeOver(w: WatchedThread, goal: 'blocked' | 'usageLimited'): void {
+    const core = this.core;
+    const failure = w.lastFailure;
+    if (!failure) return;
+    w.armedAt = core.now();
+    w.armOffset = null;
+    w.rolloutOffset = 0;
+    w.lastMarker = null;
+    w.modelBlockOffset = null;
+    w.failures = 1;
+    failure.dueAt = core.now();
+    core.setState(
+      w,
+      goal === 'blocked'
+        ? { kind: 'backoff', attempt: 1, failedTurnId: failure.turnId }
+        : { kind: 'usageLimited', resetsAt: null },
+    );
+    core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
   }
 
   /**

@@ -1,6 +1,6 @@
 /** A `codex app-server` child on stdio, in its own process group and tracked. */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { codexBinary, codexEnv } from './codexBinary';
+import { codexBinary, codexEnv, codexFor } from './codexBinary';
 import { processGroupMembers, track, untrack } from './codexProcesses';
 
 export interface StdioAppServer extends ChildProcessWithoutNullStreams {
@@ -13,7 +13,7 @@ export interface StdioAppServer extends ChildProcessWithoutNullStreams {
  * group. Talk to it with `UserClient.overStdio(child)`; stop it with `stopProcessGroup(child)`.
  */
 export function startAppServerStdio(codexHome: string, extraArgs: string[] = []): StdioAppServer {
-  const child = spawn(codexBinary(), ['app-server', ...extraArgs], {
+  const child = spawn(codexBinary(codexFor(codexHome)), ['app-server', ...extraArgs], {
     env: codexEnv(codexHome),
     cwd: codexHome,
     detached: true,

@@ -3,7 +3,7 @@
  * demo and the tests run it in.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 const PLATFORM_TARGETS: Record<string, { pkg: string; triple: string }> = {
@@ -23,38 +23,108 @@ function projectRoot(): string {
   return process.cwd();
 }
 
-let cachedVendorDir: string | null | undefined;
+/**
+ * One installed Codex: the pinned `@openai/codex` devDependency, or the latest one installed
+ * beside it under an npm alias (`codex-latest`). Each has its own platform package, so its own
+ * native binary.
+ */
+export interface CodexBuild {
+  /** "pinned" (the version the product is built against) or "latest". */
+  name: 'pinned' | 'latest';
+  /** The npm package it comes from: `@openai/codex` or the alias `codex-latest`. */
+  pkg: string;
+  /** e.g. "0.169.0" (the package's version). */
+  version: string;
+  /** The platform package's vendor directory (bin/codex, codex-path/, codex-resources/), or null. */
+  vendorDir: string | null;
+}
+
+const BUILD_PACKAGES: ReadonlyArray<{ name: CodexBuild['name']; pkg: string }> = [
+  { name: 'pinned', pkg: '@openai/codex' },
+  { name: 'latest', pkg: 'codex-latest' },
+];
+
+let cachedBuilds: CodexBuild[] | undefined;
+
+function readBuild(name: CodexBuild['name'], pkg: string): CodexBuild | null {
+  let pkgJson: string;
+  try {
+    pkgJson = require.resolve(`${pkg}/package.json`, { paths: [projectRoot()] });
+  } catch {
+    return null;
+  }
+  let version: string;
+  try {
+    version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version?: string }).version ?? '';
+  } catch {
+    return null;
+  }
+  return { name, pkg, version, vendorDir: vendorDirBeside(path.dirname(pkgJson)) };
+}
+
+/** The platform package that `@openai/codex` at `codexPkgDir` resolves to (nested for an alias). */
+function vendorDirBeside(codexPkgDir: string): string | null {
+  const target = PLATFORM_TARGETS[`${process.platform}-${process.arch}`];
+  if (!target) return null;
+  const candidates: string[] = [];
+  try {
+    const platformPkg = require.resolve(`${target.pkg}/package.json`, { paths: [codexPkgDir] });
+    candidates.push(path.join(path.dirname(platformPkg), 'vendor', target.triple));
+  } catch {
+    /* not resolvable */
+  }
+  candidates.push(path.join(codexPkgDir, 'node_modules', target.pkg, 'vendor', target.triple));
+  for (const c of candidates) if (existsSync(path.join(c, 'bin', 'codex'))) return realpathSync(c);
+  return null;
+}
+
+/**
+ * The Codex builds installed here, pinned first; the latest only when it is installed and is
+ * another version. Integration tests run once per build and name its version in the title.
+ */
+export function codexBuilds(): CodexBuild[] {
+  if (cachedBuilds) return cachedBuilds;
+  const builds: CodexBuild[] = [];
+  for (const b of BUILD_PACKAGES) {
+    const build = readBuild(b.name, b.pkg);
+    if (!build) continue;
+    if (builds.some((x) => x.version === build.version)) continue;
+    builds.push(build);
+  }
+  cachedBuilds = builds;
+  return builds;
+}
+
+/** The pinned build (the default everywhere a home does not name another). */
+export function pinnedCodex(): CodexBuild {
+  const pinned = codexBuilds().find((b) => b.name === 'pinned');
+  if (!pinned) throw new Error('codex not found: run npm install (devDependency @openai/codex)');
+  return pinned;
+}
+
+/** Which build runs in a CODEX_HOME made by `makeCodexHome` (the pinned one unless it chose another). */
+const homeBuilds = new Map<string, CodexBuild>();
+
+export function useCodexFor(codexHome: string, build: CodexBuild): void {
+  homeBuilds.set(path.resolve(codexHome), build);
+}
+
+export function forgetCodexHome(codexHome: string): void {
+  homeBuilds.delete(path.resolve(codexHome));
+}
+
+/** The build for this CODEX_HOME (see `useCodexFor`), else the pinned one. */
+export function codexFor(codexHome?: string): CodexBuild {
+  return (codexHome !== undefined ? homeBuilds.get(path.resolve(codexHome)) : undefined) ?? pinnedCodex();
+}
 
 /**
  * The platform package's vendor directory (holds bin/codex, codex-path/, codex-resources/,
- * codex-package.json), or null when the optional dependency is not installed.
+ * codex-package.json) of a build (default: the pinned one), or null when the optional
+ * dependency is not installed.
  */
-export function codexVendorDir(): string | null {
-  if (cachedVendorDir !== undefined) return cachedVendorDir;
-  cachedVendorDir = null;
-  const target = PLATFORM_TARGETS[`${process.platform}-${process.arch}`];
-  if (target) {
-    const candidates: string[] = [];
-    try {
-      candidates.push(
-        path.join(
-          path.dirname(require.resolve(`${target.pkg}/package.json`, { paths: [projectRoot()] })),
-          'vendor',
-          target.triple,
-        ),
-      );
-    } catch {
-      /* not resolvable */
-    }
-    candidates.push(path.join(projectRoot(), 'node_modules', target.pkg, 'vendor', target.triple));
-    for (const c of candidates) {
-      if (existsSync(path.join(c, 'bin', 'codex'))) {
-        cachedVendorDir = realpathSync(c);
-        break;
-      }
-    }
-  }
-  return cachedVendorDir;
+export function codexVendorDir(build: CodexBuild = pinnedCodex()): string | null {
+  return build.vendorDir;
 }
 
 /** node_modules/.bin/codex (a Node shim that spawns the native binary as a child on Node 20). */
@@ -63,16 +133,17 @@ export function codexShim(): string {
 }
 
 /**
- * The native `codex` binary shipped in node_modules (preferred: ~40 ms to `--version`, one
- * process, receives signals directly), falling back to the `.bin` shim (~150 ms, a node
- * parent + native child on Node 20, since Node 20 lacks process.execve).
+ * The native `codex` binary of a build (default: the pinned one) shipped in node_modules
+ * (preferred: ~40 ms to `--version`, one process, receives signals directly); for the pinned
+ * build, falling back to the `.bin` shim (~150 ms, a node parent + native child on Node 20,
+ * since Node 20 lacks process.execve).
  */
-export function codexBinary(): string {
-  const vendor = codexVendorDir();
-  if (vendor) return path.join(vendor, 'bin', 'codex');
+export function codexBinary(build?: CodexBuild): string {
+  const b = build ?? pinnedCodex();
+  if (b.vendorDir) return path.join(b.vendorDir, 'bin', 'codex');
   const shim = codexShim();
-  if (existsSync(shim)) return shim;
-  throw new Error('codex binary not found: run npm install (devDependency @openai/codex)');
+  if (b.name === 'pinned' && existsSync(shim)) return shim;
+  throw new Error(`codex binary of ${b.pkg}@${b.version} not found: run npm install`);
 }
 
 /** Environment for a codex process using `codexHome` (no proxies, no OpenAI key, analytics off). */

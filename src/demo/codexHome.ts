@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { forgetCodexHome, useCodexFor, type CodexBuild } from './codexBinary';
 import { killTracked } from './codexProcesses';
 import { removeDaemonRuntimeFiles, stopDaemon } from './managedDaemon';
 
@@ -17,6 +18,8 @@ export interface CodexHomeOptions {
   approvalPolicy?: string;
   /** default "read-only" */
   sandboxMode?: string;
+  /** Which installed Codex runs in this home (its daemon, its stdio servers); default the pinned one. */
+  codex?: CodexBuild;
 }
 
 export interface CodexHome {
@@ -55,6 +58,7 @@ export async function makeCodexHome(modelUrl: string, extraToml = '', opts: Code
     '',
   ].join('\n');
   await fs.writeFile(path.join(dir, 'config.toml'), toml);
+  if (opts.codex) useCodexFor(dir, opts.codex);
   let cleaned = false;
   return {
     dir,
@@ -67,6 +71,7 @@ export async function makeCodexHome(modelUrl: string, extraToml = '', opts: Code
       await killTracked((t) => t.codexHome === dir);
       removeDaemonRuntimeFiles(dir);
       await fs.rm(dir, { recursive: true, force: true });
+      forgetCodexHome(dir);
     },
   };
 }

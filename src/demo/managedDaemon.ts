@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import * as path from 'node:path';
-import { codexBinary, codexEnv, codexVendorDir } from './codexBinary';
+import { codexBinary, codexEnv, codexFor } from './codexBinary';
 import {
   cmdline,
   groupLooksOurs,
@@ -48,7 +48,7 @@ export interface DaemonCliResult {
 /** Run `codex app-server daemon <args>` with CODEX_HOME=codexHome. */
 export function daemonCli(codexHome: string, args: string[], timeoutMs = 60_000): Promise<DaemonCliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(codexBinary(), ['app-server', 'daemon', ...args], {
+    const child = spawn(codexBinary(codexFor(codexHome)), ['app-server', 'daemon', ...args], {
       env: codexEnv(codexHome),
       cwd: codexHome,
       detached: true,
@@ -98,7 +98,7 @@ export interface StartDaemonOptions {
 
 /** Links the packaged daemon into CODEX_HOME so `daemon start` skips copying ~370 MB (and starts no updater). */
 export function seedDaemonPackage(codexHome: string): void {
-  const vendor = codexVendorDir();
+  const vendor = codexFor(codexHome).vendorDir;
   if (!vendor) return;
   const pkgDir = path.join(codexHome, 'packages', 'app-server-daemon');
   const current = path.join(pkgDir, 'current');
@@ -174,7 +174,7 @@ export async function stopDaemon(codexHome: string, opts: { force?: boolean } = 
     for (const pid of new Set<number>([...knownGroups.map((t) => t.pid), ...(before ? [before] : [])])) {
       if (groupLooksOurs(pid)) signal(pid, 'SIGKILL', true);
     }
-  } else if (existsSync(codexBinary())) {
+  } else if (existsSync(codexBinary(codexFor(codexHome)))) {
     const r = await daemonCli(codexHome, ['stop'], 90_000).catch(() => undefined);
     report = r?.report;
   }

@@ -1,6 +1,8 @@
 // Every decision the engine makes, as data: the runner prints them (one JSON object
 // per line with --json), the extension logs them and refreshes its views.
 
+import type { GoalStatus } from './watch';
+
 export type Decision =
   | { type: 'armed'; threadId: string; title: string }
   | {
@@ -20,6 +22,8 @@ export type Decision =
   | { type: 'loaded'; threadId: string; reason: string }
   | { type: 'gave-up'; threadId: string; attempts: number; failedTurnId: string }
   | { type: 'attention'; threadId: string; reason: string }
+  /** A goal in a thread another Codex app holds: found, or stopped there (shown, never set). */
+  | { type: 'elsewhere'; threadId: string; status: GoalStatus; reason: string }
   | { type: 'connection'; state: 'connecting' | 'connected' | 'disconnected' | 'error'; detail: string }
   | { type: 'warning'; message: string; threadId?: string };
 

@@ -29,6 +29,8 @@ export function decisionLine(d: Decision, now: number): string {
       return `${ts} loaded${t}: ${d.reason}`;
     case 'gave-up':
       return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
+    case 'elsewhere':
+      return `${ts} elsewhere${t}: ${d.reason}`;
     case 'attention':
       return `${ts} needs attention${t}: ${d.reason}`;
     case 'connection':

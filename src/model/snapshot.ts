@@ -5,7 +5,13 @@ import { WatchedThreadSchema } from './watch';
 
 export const ConnectionStateSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('connecting'), detail: z.string() }),
-  z.object({ kind: z.literal('connected'), detail: z.string() }),
+  z.object({
+    kind: z.literal('connected'),
+    detail: z.string(),
+    /** The daemon's Codex version (from `initialize`'s userAgent), and a warning when it is untested. */
+    codexVersion: z.string().nullable().optional(),
+    versionWarning: z.string().nullable().optional(),
+  }),
   z.object({ kind: z.literal('disconnected'), detail: z.string(), retryAt: z.number().nullable() }),
 ]);
 export type ConnectionState = z.infer<typeof ConnectionStateSchema>;

@@ -108,6 +108,23 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('notAdopted'), status: GoalStatusSchema }),
   /** The thread is no longer loaded in the daemon; never resumed by the engine. */
   z.object({ kind: z.literal('unloaded') }),
+  /**
+   * The goal lives in a thread the daemon has not loaded and this engine never watched there:
+   * another Codex app (the Codex VS Code extension, the desktop app, an embedded TUI) holds it,
+   * or held it last. Shown, never set and never resumed by the engine (measured: a set from the
+   * daemon only writes the state DB; a resume is refused while the other app holds the thread,
+   * and once it succeeds the other app is locked out). `since`: first seen there. `goal`: the
+   * goal's status there. `seenActive`: the goal was seen active there (a later block is not an
+   * old one). `retryable`: stopped by a transient failure or a usage limit, not recovered yet:
+   * "Retry now" loads it into the daemon and recovers it once (the failure is `lastFailure`).
+   */
+  z.object({
+    kind: z.literal('elsewhere'),
+    since: z.number(),
+    goal: GoalStatusSchema,
+    seenActive: z.boolean(),
+    retryable: z.boolean(),
+  }),
 ]);
 export type WatchState = z.infer<typeof WatchStateSchema>;
 export type WatchStateKind = WatchState['kind'];
@@ -246,6 +263,7 @@ export function canRetryNow(w: WatchedThread): boolean {
   const k = w.state.kind;
   if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot') return true;
   if (k === 'gaveUp') return w.lastFailure !== null;
+  if (k === 'elsewhere') return w.state.retryable;
   return waitsForLoad(w);
 }
 
@@ -336,7 +354,31 @@ export function describeState(
       return `not adopted (already ${state.status} when first seen)`;
     case 'unloaded':
       return 'not loaded in the daemon';
+    case 'elsewhere':
+      return describeElsewhere(state, w.lastFailure, now);
   }
+}
+
+/** A goal in another Codex app: what it does there, and for a stopped one, why and since when. */
+function describeElsewhere(
+  state: Extract<WatchState, { kind: 'elsewhere' }>,
+  failure: TurnFailure | null,
+  now: number,
+): string {
+  if (state.goal === 'active') return 'running in another Codex app';
+  const what = state.goal === 'usageLimited' ? 'usage limit' : 'blocked';
+  if (!failure) return `${what} in another Codex app`;
+  const age = `${formatAge(now - failure.at)} ago`;
+  return `${what} in another Codex app · ${describeErrorCode(failure.code)}, ${age}`;
+}
+
+/** `40 s`, `12 min`, `3 h`, `2 d`: how long ago, roughly. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  if (s < 86_400) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} d`;
 }
 
 /** Words for a `codexErrorInfo` label. */

@@ -17,7 +17,9 @@ import {
   ProtocolError,
   type RequestId,
   RpcError,
+  type ThreadPage,
 } from './daemon';
+import { daemonVersion } from '../model/codexVersion';
 import {
   ErrorNotificationSchema,
   GoalResultSchema,
@@ -30,6 +32,7 @@ import {
   ServerRequestParamsSchema,
   ServerRequestResolvedSchema,
   ThreadIdSchema,
+  ThreadListResultSchema,
   ThreadResultSchema,
   ThreadStartedSchema,
   ThreadStatusChangedSchema,
@@ -55,6 +58,13 @@ export interface RequestTimers {
   set(callback: () => void, ms: number): unknown;
   clear(handle: unknown): void;
 }
+
+/**
+ * The thread sources `thread/list` is asked for: every app a person or a script runs (without
+ * `sourceKinds` the daemon lists only "interactive" ones). Sub-agents' threads are left out:
+ * their goals belong to their parent thread.
+ */
+const LISTED_SOURCES = ['cli', 'vscode', 'exec', 'appServer', 'unknown'] as const;
 
 const REAL_TIMERS: RequestTimers = {
   set: (callback, ms) => setTimeout(callback, ms),
@@ -96,6 +106,7 @@ export async function startSession(
 
 class JsonRpcDaemon implements DaemonSession {
   readonly describe: string;
+  codexVersion: string | null = null;
   private readonly connection: MessageConnection;
   private closedReason: string | null = null;
   private readonly closeWaiters = new Set<(reason: string) => void>();
@@ -135,7 +146,7 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   async initialize(): Promise<void> {
-    await this.call(
+    const result = await this.call(
       'initialize',
       {
         clientInfo: { name: 'codex-goal-recovery', title: 'Codex Goal Recovery', version: this.options.clientVersion },
@@ -143,6 +154,7 @@ class JsonRpcDaemon implements DaemonSession {
       },
       InitializeResultSchema,
     );
+    this.codexVersion = daemonVersion(result.userAgent);
     await this.connection.sendNotification('initialized');
   }
 
@@ -159,6 +171,12 @@ class JsonRpcDaemon implements DaemonSession {
       cursor = page.nextCursor;
     } while (cursor);
     return ids;
+  }
+
+  async listThreads(cursor: string | null, limit: number): Promise<ThreadPage> {
+    const params = { sortKey: 'updated_at', sortDirection: 'desc', limit, sourceKinds: [...LISTED_SOURCES] };
+    const page = await this.call('thread/list', cursor ? { ...params, cursor } : params, ThreadListResultSchema);
+    return { threads: page.data, nextCursor: page.nextCursor ?? null };
   }
 
   async getGoal(threadId: string) {

@@ -25,9 +25,19 @@ export interface DaemonListener {
   closed(reason: string): void;
 }
 
+/** One page of `thread/list`: every thread of the Codex home, loaded in the daemon or not. */
+export interface ThreadPage {
+  threads: Thread[];
+  nextCursor: string | null;
+}
+
 export interface DaemonSession {
   readonly describe: string;
+  /** The daemon's Codex version, from `initialize`'s userAgent (null: not readable). */
+  readonly codexVersion: string | null;
   listLoaded(): Promise<string[]>;
+  /** `thread/list`, newest update first, every source an interactive app or a script records. */
+  listThreads(cursor: string | null, limit: number): Promise<ThreadPage>;
   getGoal(threadId: string): Promise<ThreadGoal | null>;
   readThread(threadId: string): Promise<Thread>;
   /** The newest turn of the thread, or null when it has none. */

@@ -1,5 +1,6 @@
 // zod schemas for every message the engine reads from the Codex app-server
-// (checked against `codex app-server generate-ts` of @openai/codex 0.169.0).
+// (checked against `codex app-server generate-ts` of @openai/codex 0.169.0 and 0.171.0, and
+// kept so by the drift test: test/integration/schemaDrift.test.ts).
 // Unknown fields are tolerated and dropped; a missing or mistyped field the
 // engine relies on is a protocol error, reported with the method's name.
 import { z } from 'zod';
@@ -66,6 +67,8 @@ export const ThreadSchema = z.object({
     .nullable()
     .optional()
     .transform((v) => v ?? null),
+  /** Unix seconds; moves when the rollout is written (a turn, a goal change). Read from `thread/list`. */
+  updatedAt: z.number().catch(0),
 });
 export type Thread = z.infer<typeof ThreadSchema>;
 
@@ -75,6 +78,11 @@ export const LoadedListResultSchema = z.object({
   data: z.array(z.string()),
   nextCursor: z.string().nullable().optional(),
 });
+export const ThreadListResultSchema = z.object({
+  data: z.array(ThreadSchema),
+  nextCursor: z.string().nullable().optional(),
+});
+export type ThreadListResult = z.infer<typeof ThreadListResultSchema>;
 export const GoalResultSchema = z.object({ goal: ThreadGoalSchema.nullable() });
 export const ThreadResultSchema = z.object({ thread: ThreadSchema });
 export const TurnsListResultSchema = z.object({ data: z.array(TurnSchema) });

@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { NotificationLevel } from '../config/settings';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
+import { canRetryNow } from '../model/watch';
 
 export class Notifier {
   constructor(private readonly level: () => NotificationLevel) {}
@@ -17,7 +18,8 @@ export class Notifier {
         d.type === 'gave-up'
           ? `Codex Goal Recovery gave up on "${title(d.threadId)}" after ${d.attempts} tries.`
           : `"${title(d.threadId)}" needs attention: ${d.reason}`;
-      const actions = d.type === 'gave-up' ? ['Retry now', 'Open rollout'] : ['Open rollout'];
+      const w = snap.watches.find((x) => x.threadId === d.threadId);
+      const actions = d.type === 'gave-up' || (w && canRetryNow(w)) ? ['Retry now', 'Open rollout'] : ['Open rollout'];
       void vscode.window.showWarningMessage(text, ...actions).then((choice) => {
         if (choice === 'Retry now')
           void vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: d.threadId });

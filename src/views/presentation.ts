@@ -33,6 +33,7 @@ const ICONS: Record<WatchStateKind, [string, string?]> = {
   gaveUp: ['error', 'list.errorForeground'],
   notAdopted: ['circle-large-outline'],
   unloaded: ['cloud-offline'],
+  elsewhere: ['link-external', 'charts.purple'],
 };
 
 export function stateIcon(kind: WatchStateKind): vscode.ThemeIcon {
@@ -81,10 +82,25 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vsc
   if (w.state.kind === 'waitingSlot') rows.push(['Next try', `its recovery slot, ${formatClock(w.state.slotAt, now)}`]);
   else if (due !== null) rows.push(['Next try', formatClock(due, now)]);
   else if (waitsForLoad(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
+  if (w.state.kind === 'elsewhere') {
+    rows.push(['Where', ELSEWHERE_WHERE]);
+    rows.push(['What you can do', elsewhereTodo(w.state)]);
+  }
   if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
   rows.push(['Thread', w.threadId]);
   md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));
   return md;
+}
+
+const ELSEWHERE_WHERE =
+  'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon';
+
+/** What a person can do about a goal in another Codex app (docs/architecture.md, "Goals in other Codex apps"). */
+function elsewhereTodo(state: Extract<WatchedThread['state'], { kind: 'elsewhere' }>): string {
+  if (state.goal === 'active') return 'nothing: it runs there; it is shown here, never recovered from here';
+  if (state.retryable)
+    return 'continue it in that app, or close the thread there and use Retry now: the daemon then loads it and recovers it once (it runs in the daemon from then on)';
+  return 'look at it in that app: this failure is not one a retry gets past';
 }
 
 function escape(text: string): string {

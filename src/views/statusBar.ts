@@ -23,6 +23,9 @@ export class RecoveryStatusBar {
     const held = snap.watches.filter((w) => w.state.kind === 'waitingSlot').length;
     const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
     const unloaded = snap.watches.filter(waitsForLoad).length;
+    const elsewhere = snap.watches.filter((w) => w.state.kind === 'elsewhere');
+    const stoppedElsewhere = elsewhere.filter((w) => w.state.kind === 'elsewhere' && w.state.goal !== 'active').length;
+    const version = snap.connection.kind === 'connected' ? (snap.connection.versionWarning ?? null) : null;
     let countdown = false;
     if (snap.connection.kind !== 'connected') {
       this.item.text =
@@ -40,6 +43,8 @@ export class RecoveryStatusBar {
       this.item.text = `$(warning) ${attention} need${attention === 1 ? 's' : ''} attention`;
     } else if (unloaded > 0) {
       this.item.text = `$(cloud-offline) ${unloaded} not loaded`;
+    } else if (stoppedElsewhere > 0) {
+      this.item.text = `$(link-external) ${stoppedElsewhere} stopped in another app`;
     } else {
       this.item.text = `$(pass) ${snap.watches.filter((w) => w.state.kind !== 'notAdopted').length} watched`;
     }
@@ -53,6 +58,12 @@ export class RecoveryStatusBar {
       `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
       ...(held > 0 ? [`${held} due, waiting for a recovery slot (at most a few recoveries at once)`] : []),
       ...(unloaded > 0 ? [`${unloaded} blocked on a thread the daemon has not loaded: Retry now loads it`] : []),
+      ...(elsewhere.length > 0
+        ? [
+            `${elsewhere.length} in other Codex apps (${stoppedElsewhere} stopped there): shown, recovered only by Retry now`,
+          ]
+        : []),
+      ...(version ? [`Warning: ${version}`] : []),
     ];
     this.item.tooltip = lines.join('\n');
     this.item.accessibilityInformation = {

@@ -1,5 +1,6 @@
 // A real Codex daemon in a private CODEX_HOME, the project's mock model, and a "user" client
 // that gives threads goals: what the extension-host and UI suites run against.
+import type { CodexBuild } from '../../src/demo/codexBinary';
 import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
 import { killAllTracked } from '../../src/demo/codexProcesses';
 import { controlSocketPath, daemonPid, restartDaemon, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
@@ -18,9 +19,10 @@ export class DaemonLab {
     readonly home: CodexHome,
   ) {}
 
-  static async start(): Promise<DaemonLab> {
+  /** A daemon of the given Codex build (default: the pinned one). */
+  static async start(codex?: CodexBuild): Promise<DaemonLab> {
     const mock = await startMockModel();
-    const home = await makeCodexHome(mock.url);
+    const home = await makeCodexHome(mock.url, '', codex ? { codex } : {});
     await startDaemon(home.dir);
     return new DaemonLab(mock, home);
   }

@@ -54,6 +54,13 @@ export interface FakeThread {
   path: string;
   loaded: boolean;
   name: string | null;
+  /**
+   * Held by another Codex app (its own app-server): listed `notLoaded`, and a resume is refused
+   * with "already has an active writer" (measured on 0.169.0 and 0.171.0).
+   */
+  elsewhere?: boolean;
+  /** `thread/list`'s updatedAt (unix seconds); default the goal's updatedAt. */
+  updatedAt?: number;
 }
 export interface WireMessage {
   id?: string | number;
@@ -452,9 +459,19 @@ export class FakeDaemon {
     if (this.before?.(m) === false) return;
     switch (m.method) {
       case 'initialize':
-        return reply({ userAgent: 'fake/1', codexHome: this.dir, platformFamily: 'unix', platformOs: 'linux' });
+        return reply({
+          userAgent: 'codex_fake/0.171.0 (fake daemon)',
+          codexHome: this.dir,
+          platformFamily: 'unix',
+          platformOs: 'linux',
+        });
       case 'thread/loaded/list':
         return reply({ data: [...this.threads.values()].filter((x) => x.loaded).map((x) => x.id), nextCursor: null });
+      case 'thread/list': {
+        // Newest update first, one page (the engine's look asks for that order).
+        const all = [...this.threads.values()].sort((a, b) => this.updatedAtOf(b) - this.updatedAtOf(a));
+        return reply({ data: all.map((x) => this.threadJson(x)), nextCursor: null, backwardsCursor: null });
+      }
       case 'thread/goal/get':
         return t ? reply({ goal: t.goal }) : fail(-32600, 'thread not found');
       case 'thread/read':
@@ -466,6 +483,7 @@ export class FakeDaemon {
       case 'thread/resume':
         if (!t) return fail(-32600, 'thread not found');
         if (this.resumeError) return fail(-32600, this.resumeError);
+        if (t.elsewhere) return fail(-32600, `thread ${t.id} already has an active writer`);
         if (!t.loaded) {
           // A thread not loaded (e.g. after a daemon restart) is loaded by the resume, idle.
           t.loaded = true;
@@ -568,8 +586,13 @@ export class FakeDaemon {
       preview: 'fake thread',
       name: t.name,
       cwd: this.dir,
+      updatedAt: this.updatedAtOf(t),
       turns: [],
     };
+  }
+
+  private updatedAtOf(t: FakeThread): number {
+    return t.updatedAt ?? t.goal?.updatedAt ?? 0;
   }
 }
 
@@ -577,6 +600,7 @@ export class FakeDaemon {
 export const SERVED_METHODS = [
   'initialize',
   'thread/loaded/list',
+  'thread/list',
   'thread/goal/get',
   'thread/read',
   'thread/turns/list',

@@ -456,7 +456,9 @@ export class FaultProxy {
       });
     return {
       describe: session.describe,
+      codexVersion: session.codexVersion,
       listLoaded: () => timing(session.listLoaded()),
+      listThreads: (cursor, limit) => timing(session.listThreads(cursor, limit)),
       getGoal: (threadId) =>
         timing(session.getGoal(threadId)).then((goal) => {
           if (goal) hooks.onGoalTold?.(threadId, goal.status);
