@@ -13,8 +13,9 @@ import type { EngineCore } from './core';
 import { elsewhere, type ElsewhereVerdict } from './policy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
 
-/** Threads per `thread/list` page. */
-const PAGE = 100;
+/** Threads per `thread/list` page: the first look reads far back; later ones stop at the mark, mostly on page one. */
+const FIRST_PAGE = 100;
+const NEXT_PAGE = 25;
 /** How far back the first look of an engine reaches: a goal stopped longer ago is not news. */
 export const LOOKBACK_MS = 7 * 24 * 3600 * 1000;
 /** `updatedAt` is in whole seconds: the next look lists again from a little before the mark. */
@@ -45,7 +46,7 @@ export class HomeScan {
     const moved: Thread[] = [];
     let cursor: string | null = null;
     do {
-      const page = await session.listThreads(cursor, PAGE);
+      const page = await session.listThreads(cursor, first ? FIRST_PAGE : NEXT_PAGE);
       cursor = page.nextCursor;
       for (const t of page.threads) {
         if (t.updatedAt < floor) {

@@ -174,7 +174,15 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   async listThreads(cursor: string | null, limit: number): Promise<ThreadPage> {
-    const params = { sortKey: 'updated_at', sortDirection: 'desc', limit, sourceKinds: [...LISTED_SOURCES] };
+    // The state DB alone (no scan of every rollout for repairs): measured 8× cheaper with 200
+    // threads, with the same `updatedAt` (docs/daemon-behaviour.md (k)).
+    const params = {
+      sortKey: 'updated_at',
+      sortDirection: 'desc',
+      limit,
+      sourceKinds: [...LISTED_SOURCES],
+      useStateDbOnly: true,
+    };
     const page = await this.call('thread/list', cursor ? { ...params, cursor } : params, ThreadListResultSchema);
     return { threads: page.data, nextCursor: page.nextCursor ?? null };
   }

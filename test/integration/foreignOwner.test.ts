@@ -97,6 +97,9 @@ for (const codex of codexBuilds())
       assert.ok(listed, 'thread/list does not list the thread of the other app');
       assert.equal(listed.status.type, 'notLoaded');
       assert.equal(typeof listed.updatedAt, 'number');
+      // The state DB alone (what the engine asks for: far cheaper) tells the same updatedAt.
+      const fromDb = (await watcher.request('thread/list', { sortKey: 'updated_at', useStateDbOnly: true })).data;
+      assert.equal(fromDb.find((t: Json) => t.id === id)?.updatedAt, listed.updatedAt);
       assert.equal((await watcher.request('thread/goal/get', { threadId: id })).goal.status, 'blocked');
       const turns = (await watcher.request('thread/turns/list', { threadId: id })).data;
       assert.deepEqual(

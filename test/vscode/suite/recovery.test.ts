@@ -22,8 +22,10 @@ import type { Decision } from '../../../src/model/decision';
 import { codexBinary } from '../../../src/demo/codexBinary';
 import { makeCodexHome } from '../../../src/demo/codexHome';
 import { controlSocketPath, seedDaemonPackage, stopDaemon } from '../../../src/demo/managedDaemon';
-import { waitGoalStatus } from '../../../src/demo/goalThreads';
-import { type UserClient } from '../../../src/demo/userClient';
+import { startAppServerStdio } from '../../../src/demo/appServerStdio';
+import { stopProcessGroup } from '../../../src/demo/codexProcesses';
+import { startThreadWithGoal, waitGoalStatus, waitTurnCompleted } from '../../../src/demo/goalThreads';
+import { UserClient } from '../../../src/demo/userClient';
 import {
   assertNoAutomaticSet,
   assertOneRecoveryPerFailedTurn,
@@ -327,5 +329,40 @@ suite('recovery in the extension host (real daemon)', function () {
     const w = api.snapshot().watches.find((x) => x.threadId === t.threadId)!;
     await until('the rollout editor', () => vscode.window.activeTextEditor?.document.uri.fsPath === w.rolloutPath);
     await vscode.commands.executeCommand('codexGoalRecovery.showLog');
+  });
+
+  test('a goal blocked in another Codex app: its row says where and why, Retry now is offered, and nothing is sent while that app holds it', async () => {
+    // The other app: its own `codex app-server` on the same Codex home (as the Codex VS Code
+    // extension runs one), whose goal the mock fails.
+    lab.mock.setMode('http500');
+    const owner = startAppServerStdio(lab.home.dir);
+    const client = await UserClient.overStdio<Json>(owner, { name: 'another-codex-app' });
+    try {
+      const t = await startThreadWithGoal(client, 'tree: in another Codex app', { timeoutMs: T });
+      await waitTurnCompleted(client, t.threadId, 'failed', T, t.goalSetSeq);
+      const since = decisions.length;
+      await api.refresh();
+      const shown = await until('the row of the other app', () =>
+        /^blocked in another Codex app · server error, \d+ (s|min) ago$/.test(row(t.threadId)?.description ?? '')
+          ? row(t.threadId)
+          : undefined,
+      );
+      assert.equal(shown.icon, 'link-external');
+      assert.match(shown.contextValue, /\bretry\b/, 'Retry now is not offered on the row');
+      await decision(
+        'the attention decision',
+        since,
+        (d): d is Decision => d.type === 'attention' && d.threadId === t.threadId,
+      );
+      await vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: t.threadId });
+      await api.refresh();
+      assert.equal(watch(t.threadId)!.state.kind, 'elsewhere');
+      assert.equal(decisions.filter((d) => d.type === 'attention' && d.threadId === t.threadId).length, 1);
+      assertNoAutomaticSet(await daemonRecord(user ?? (user = await lab.user()), t.threadId, String(t.thread.path)));
+      await t.cleanup();
+    } finally {
+      await client.close().catch(() => undefined);
+      await stopProcessGroup(owner);
+    }
   });
 });
