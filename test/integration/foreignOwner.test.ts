@@ -11,7 +11,10 @@
 // ask for the same pass with `engine.resync()` (what the Refresh command does).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { startAppServerStdio, type StdioAppServer } from '../../src/demo/appServerStdio';
 import { codexBuilds } from '../../src/demo/codexBinary';
 import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
@@ -31,6 +34,7 @@ import { connectDaemon } from '../../src/protocol/client';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 import { RealEngine } from '../support/realEngine';
+import { CLI, RunnerProcess, settleAndStop } from '../support/runnerProcess';
 
 const T = 60_000;
 /** How long "the owner starts no turn" is watched (the measured goal/set start a turn within ~20 ms). */
@@ -129,6 +133,41 @@ for (const codex of codexBuilds())
       assert.ok(!notificationsAbout(ownerClient, t.threadId, seq).includes('turn/started'), 'the owner started a turn');
       assert.equal((await ownerClient.request('thread/goal/get', { threadId: t.threadId })).goal.status, 'active');
       assert.equal(fs.statSync(rollout).size, size, 'the set was written to the rollout');
+    });
+
+    it('the runner says so once, and not again after a crash or a clean stop; `status` shows it', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-foreign-runner-'));
+      const state = path.join(dir, 'state.json');
+      const id = blocked.threadId;
+      const start = () => new RunnerProcess(['--codex-home', home.dir, '--state', state]);
+      const runners: RunnerProcess[] = [];
+      try {
+        const first = start();
+        runners.push(first);
+        await first.waitFor((d) => d.type === 'attention' && d.threadId === id, T, 'the attention line');
+        assert.equal(first.of('elsewhere', id).length, 1);
+        await first.kill(); // a crash: what it announced was saved before it said it
+        // Started again after that crash, then again after a clean stop (SIGINT) of the second.
+        for (const ending of ['SIGKILL', 'SIGINT'] as const) {
+          const again = start();
+          runners.push(again);
+          await again.connected();
+          // Its connect-time look is done when its clean stop returns (the stop waits for it).
+          const saved = await settleAndStop(again, state, { [id]: 'elsewhere' });
+          assert.equal(saved[id].lastFailure?.turnId, blockedTurn);
+          assert.deepEqual(again.of('attention', id), [], `told again after a restart that followed a ${ending}`);
+        }
+        const status = spawnSync(process.execPath, [CLI, 'status', '--state', state], { encoding: 'utf8' });
+        assert.equal(status.status, 0, status.stderr);
+        assert.match(
+          status.stdout,
+          new RegExp(`^${id}  blocked in another Codex app · server error, \\d+ (s|min) ago  "`, 'm'),
+        );
+      } finally {
+        for (const r of runners) await r.kill();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+      assertNoAutomaticSet(await daemonRecord(watcher, id, String(blocked.thread.path)));
     });
 
     it('the engine shows the blocked goal as in another Codex app, says so once, and never sets it', async () => {

@@ -83,3 +83,65 @@ suite('presentation of a thread the daemon has not loaded', () => {
     }
   });
 });
+
+suite('presentation of goals in other Codex apps, and of the daemon’s Codex version', () => {
+  const elsewhere = (id: string, goal: 'active' | 'blocked', retryable: boolean): WatchedThread => {
+    const w = watch(id, { kind: 'elsewhere', since: NOW - 90_000, goal, seenActive: false, retryable }, goal, null);
+    if (goal === 'blocked')
+      w.lastFailure = {
+        turnId: `${id}-turn`,
+        message: 'We’re currently experiencing high demand',
+        code: 'internalServerError',
+        httpStatus: null,
+        at: NOW - 12 * 60_000,
+        dueAt: null,
+      };
+    return w;
+  };
+  const stopped = elsewhere('t-stopped', 'blocked', true);
+  const running = elsewhere('t-running', 'active', false);
+  const permanent = elsewhere('t-permanent', 'blocked', false);
+
+  test('the row offers Retry now only on a goal stopped there by a failure a retry can get past', () => {
+    assert.match(contextValue(stopped), /\bretry\b/);
+    assert.doesNotMatch(contextValue(running), /\bretry\b/);
+    assert.doesNotMatch(contextValue(permanent), /\bretry\b/);
+  });
+
+  test('the tooltip says where it runs, its error and age, and what the person can do', () => {
+    const text = tooltip(stopped, NOW, 6).value;
+    assert.match(text, /blocked in another Codex app · server error, 12 min ago/);
+    assert.match(text, /Where: another Codex app \\\(the Codex VS Code extension/);
+    assert.match(text, /What you can do: continue it in that app, or close the thread there and use Retry now/);
+    assert.match(tooltip(running, NOW, 6).value, /What you can do: nothing: it runs there/);
+  });
+
+  test('the status bar counts the goals stopped there, and warns of an untested Codex version', () => {
+    const bar = new RecoveryStatusBar('codexGoalRecovery.watchedGoals.focus');
+    try {
+      bar.render(connected([stopped, running]), NOW);
+      assert.equal(bar.shown().text, '$(link-external) 1 stopped in another app');
+      assert.match(
+        bar.shown().tooltip,
+        /^2 in other Codex apps \(1 stopped there\): shown, recovered only by Retry now$/m,
+      );
+      const snap = connected([running]);
+      bar.render(
+        {
+          ...snap,
+          connection: {
+            kind: 'connected',
+            detail: 'test daemon · Codex 0.180.0',
+            codexVersion: '0.180.0',
+            versionWarning: 'Codex 0.180.0 is newer than the tested 0.169.0–0.171.0',
+          },
+        },
+        NOW,
+      );
+      assert.match(bar.shown().tooltip, /^Connected: test daemon · Codex 0\.180\.0$/m);
+      assert.match(bar.shown().tooltip, /^Warning: Codex 0\.180\.0 is newer than the tested/m);
+    } finally {
+      bar.dispose();
+    }
+  });
+});
