@@ -759,6 +759,8 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
   };
 
+  /** What every resync reads even when nothing changed: the loaded list, each goal, the home's thread list. */
+  const RESYNC_READS = new Set(['thread/loaded/list', 'thread/goal/get', 'thread/list']);
   let settledAfter = 0;
   try {
     await engine.start();
@@ -774,10 +776,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     // Settle: until nothing is due, nothing of the scenario is still to come, and two resyncs passed with nothing new.
     let quiet = 0;
     for (let t = 0; t < SETTLE_MAX_MS && quiet < 2; t += SETTLE_STEP_MS) {
-      const before = `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => r.method !== 'thread/loaded/list' && r.method !== 'thread/goal/get').length}`;
+      const before = `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => !RESYNC_READS.has(String(r.method))).length}`;
       await advance(SETTLE_STEP_MS);
       settledAfter = t + SETTLE_STEP_MS;
-      const after = `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => r.method !== 'thread/loaded/list' && r.method !== 'thread/goal/get').length}`;
+      const after = `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => !RESYNC_READS.has(String(r.method))).length}`;
       const pending = engine.watches().some((w) => w.pending !== null);
       quiet = before === after && engine.nextDueAt() === null && ownTimers === 0 && !pending ? quiet + 1 : 0;
     }
