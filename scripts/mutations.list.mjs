@@ -7,7 +7,43 @@ const POLICY = 'src/core/policy.ts';
 const LOOKS = 'src/core/looks.ts';
 const EVENTS = 'src/core/events.ts';
 
+const HOME_SCAN = 'src/core/homeScan.ts';
+const USER_ACTIONS = 'src/core/userActions.ts';
+const FOREIGN = 'test/integration/foreignOwner.test.ts';
+const FOREIGN_SUITE = 'a goal in another Codex app \\(its own app-server on the same home\\)';
+
 export const MUTATIONS = [
+  {
+    id: 'elsewhere-told-again',
+    invariant: 'a failure in another Codex app is told once per failed turn, also across a crash and a restart',
+    fault: 'every look at a goal stopped in another Codex app announces its failure again',
+    file: POLICY,
+    find: '    announce: !known,',
+    replace: '    announce: true,',
+    guard: {
+      file: FOREIGN,
+      name: 'the runner says so once, and not again after a crash or a clean stop; `status` shows it',
+    },
+  },
+  {
+    id: 'elsewhere-blocked-hidden',
+    invariant: 'a goal blocked in another Codex app is shown, with its own state',
+    fault: 'the home scan shows only running and usage-limited goals of other apps, not blocked ones',
+    file: HOME_SCAN,
+    find: "const SHOWN = new Set(['active', 'blocked', 'usageLimited']);",
+    replace: "const SHOWN = new Set(['active', 'usageLimited']);",
+    // The suite's tests build on one another (one daemon, one other app, one engine): the whole suite.
+    guard: { file: FOREIGN, pattern: FOREIGN_SUITE },
+  },
+  {
+    id: 'elsewhere-retry-waits',
+    invariant: 'Retry now on a goal from another Codex app recovers it now, once',
+    fault: 'the goal taken over from another app is counted as a new failure and waits for a backoff',
+    file: USER_ACTIONS,
+    find: 'if (fromElsewhere) this.takeOver(w, goal.status);',
+    replace: 'if (fromElsewhere) w.failures = 0;',
+    guard: { file: FOREIGN, pattern: FOREIGN_SUITE },
+  },
   {
     id: 'set-twice',
     invariant: 'at most one automatic set per failed turn',

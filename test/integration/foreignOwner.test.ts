@@ -221,8 +221,15 @@ for (const codex of codexBuilds())
       assert.equal(fs.statSync(rollout).size, size, 'something wrote to the rollout');
 
       const seq = watcher.lastSeq;
+      const asked = Date.now();
       await engine.retryNow(blocked.threadId);
       assert.ok(decisions.some((d) => d.type === 'loaded' && d.threadId === blocked.threadId));
+      // Now, not after a backoff (the shipped base of 30 s waits at least 15 s).
+      await real.until(
+        () => decisions.some((d) => d.type === 'recovering' && d.threadId === blocked.threadId),
+        'the recovery',
+      );
+      assert.ok(Date.now() - asked < 10_000, `Retry now took ${Date.now() - asked} ms: it waited for a backoff`);
       await waitGoalStatus(watcher, blocked.threadId, 'complete', T, seq);
       await real.until(() => engine.watch(blocked.threadId)?.state.kind === 'complete', 'the complete state');
       await real.settle();
