@@ -15,9 +15,14 @@
 //   which blinds the home scan) and an optional field of the wrong type still fails the read.
 // - A field read with `.optional()` or `.catch()` that is gone: a note (the product copes; it
 //   always sees the fallback from now on).
+// - A field the product requires that cannot be null and is no longer `required` in the schema: a
+//   problem (the generator marks no Option field required, yet the daemon writes those as null;
+//   so a nullable field's `required` is not looked at).
+// - Everything found in a read that client.ts parses with a fallback (a server request's
+//   `threadId`: safeParse, else null) is a note.
 // Types are compared as what the daemon may send against what the product accepts: every variant
-// of the daemon's type must be accepted (integer is a number; a new enum value the product lists
-// is rejected; a daemon type gaining null is a change). Unions are matched variant by variant: a
+// of the daemon's type must be accepted (integer is a number; an enum value the product does not
+// list is rejected; a daemon type gaining null is a change). Unions are matched variant by variant: a
 // daemon object variant is checked against the first product variant whose literal fields
 // (e.g. ThreadStatus `type: "active"`) it can carry, the way zod's union tries its options in
 // order; a product variant with literal fields that no daemon variant can carry has vanished.
