@@ -319,7 +319,7 @@ function compare(resolver: Resolver, need: Field, node: JsonSchema, at: string, 
       sink.problem(at, `variant ${variantText(resolver, d)} is accepted by no variant the product reads${why}`);
       continue;
     }
-    compareObject(resolver, variant.fields, d, at, sink);
+    compareObject(resolver, variant.fields, d, at, need.mode, sink);
   }
 
   // A product variant with literal fields (a discriminated union) that no daemon variant can carry.
@@ -340,10 +340,13 @@ function compareObject(
   fields: ReadonlyMap<string, Field>,
   d: DaemonObject,
   at: string,
+  outer: Mode,
   sink: Sink,
 ): void {
-  for (const [name, field] of fields) {
+  for (const [name, own] of fields) {
     const sub = at === '' ? name : `${at}.${name}`;
+    // Inside a value read with .catch(), whatever fails falls back as a whole: tolerant too.
+    const field: Field = outer === 'tolerant' ? { ...own, mode: 'tolerant' } : own;
     const node = Object.hasOwn(d.props, name) ? d.props[name] : undefined;
     if (node === undefined) {
       if (field.mode === 'required') sink.problem(sub, 'vanished');

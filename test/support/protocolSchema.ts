@@ -98,7 +98,11 @@ export class Resolver {
       return variants.map((v) => (v.t === 'object' ? mergeObjects([base, v]) : v));
     }
     const all = node.allOf as JsonSchema[] | undefined;
-    if (all) return this.allOf(all, depth);
+    if (all) {
+      // Beside allOf the generator writes only notes (description, default); fields would merge.
+      const rest = Object.fromEntries(Object.entries(node).filter(([k]) => k !== 'allOf'));
+      return this.allOf(node.properties || node.required ? [...all, rest] : all, depth);
+    }
     const values = (node.enum ?? ('const' in node ? [node.const] : undefined)) as unknown[] | undefined;
     let types = (Array.isArray(node.type) ? node.type : node.type === undefined ? [] : [node.type]) as string[];
     if (types.length === 0) {
