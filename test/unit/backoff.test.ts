@@ -80,6 +80,12 @@ describe('failure classification', () => {
     ['usageLimitExceeded', 'usageLimit'],
     [null, 'permanent'],
     [{ somethingNew: {} }, 'permanent'],
+    // New in 0.171.0: a policy refusal (beside cyberPolicy); a retry gets the same answer.
+    ['bioPolicy', 'permanent'],
+    ['cyberPolicy', 'permanent'],
+    // A code this version does not know (a later Codex's): a person decides, never a retry loop.
+    ['someCodeFromALaterCodex', 'permanent'],
+    [{ someVariantFromALaterCodex: { httpStatusCode: 503 } }, 'permanent'],
     [42, 'permanent'],
   ];
   for (const [info, kind] of cases) {
@@ -103,6 +109,13 @@ describe('failure classification', () => {
       'permanent',
     );
     assert.equal(classifyFailure('other').kind, 'permanent');
+  });
+
+  it('bioPolicy and an unknown code stay permanent whatever the message says', () => {
+    const transientLooking = 'stream disconnected before completion: network error';
+    assert.equal(classifyFailure('bioPolicy', transientLooking).kind, 'permanent');
+    assert.equal(classifyFailure('someCodeFromALaterCodex', transientLooking).kind, 'permanent');
+    assert.deepEqual(classifyFailure('bioPolicy'), { kind: 'permanent', code: 'bioPolicy', httpStatus: null });
   });
 
   it('names the variant and its HTTP status', () => {
