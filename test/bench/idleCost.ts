@@ -162,7 +162,7 @@ export const idleCost: Bench = {
         figure('CPU', 'ms', ours.cpuMs, base.cpuMs),
       ],
       notes: [
-        `The engine resynced ${ours.resyncs} times (every ${p.resyncS} s: expected ${expectedResyncs}); each resync is one thread/loaded/list plus one thread/goal/get per thread.`,
+        `The engine resynced ${ours.resyncs} times (every ${p.resyncS} s: expected ${expectedResyncs}); each resync is one thread/loaded/list, one thread/goal/get per thread and one thread/list of the home (goals of other Codex apps: none here).`,
         'Baseline: thread/goal/get for every thread once a second, no events; it has no resync, so all its RPCs fall between resyncs.',
         'CPU is the whole process (engine or baseline, the in-process fake daemon, the JSON-RPC client on both ends); the same for both, so the ratio is what counts.',
         'Healthy threads here are quiet; a real running turn also streams events, which the engine reads without any RPC.',

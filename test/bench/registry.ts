@@ -1,6 +1,7 @@
 // Every benchmark `npm run bench` runs, in order.
 import { activationBench } from './activation';
 import { endToEndBench } from './endToEnd';
+import { homeScanBench } from './homeScan';
 import { idleCost } from './idleCost';
 import { memoryStore10k } from './memoryStore10k';
 import { rolloutBench } from './rollout';
@@ -16,5 +17,6 @@ export const BENCHES: Bench[] = [
   activationBench,
   endToEndBench,
   idleCost,
+  homeScanBench,
   timerPrecision,
 ];

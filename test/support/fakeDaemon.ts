@@ -468,9 +468,13 @@ export class FakeDaemon {
       case 'thread/loaded/list':
         return reply({ data: [...this.threads.values()].filter((x) => x.loaded).map((x) => x.id), nextCursor: null });
       case 'thread/list': {
-        // Newest update first, one page (the engine's look asks for that order).
+        // Newest update first (the order the engine asks for), `limit` a page, the cursor an offset.
         const all = [...this.threads.values()].sort((a, b) => this.updatedAtOf(b) - this.updatedAtOf(a));
-        return reply({ data: all.map((x) => this.threadJson(x)), nextCursor: null, backwardsCursor: null });
+        const from = typeof p.cursor === 'string' ? Number(p.cursor) : 0;
+        const limit = typeof p.limit === 'number' ? p.limit : 50;
+        const page = all.slice(from, from + limit);
+        const next = from + limit < all.length ? String(from + limit) : null;
+        return reply({ data: page.map((x) => this.threadJson(x)), nextCursor: next, backwardsCursor: null });
       }
       case 'thread/goal/get':
         return t ? reply({ goal: t.goal }) : fail(-32600, 'thread not found');
