@@ -8,7 +8,7 @@
 // nothing is polled per thread. The first look of an engine reaches back `LOOKBACK_MS`, and to
 // every goal it showed there before it stopped. The rows that decide are `elsewhere` in policy.ts.
 import { newWatch, type WatchedThread } from '../model/watch';
-import type { DaemonSession, Thread } from '../protocol/daemon';
+import { type DaemonSession, RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import { elsewhere, type ElsewhereVerdict } from './policy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
@@ -62,11 +62,24 @@ export class HomeScan {
       // Goals shown outside the daemon before this engine started, out of the list's reach now.
       const listed = new Set(moved.map((t) => t.id));
       for (const w of core.watches())
-        if (w.state.kind === 'elsewhere' && !listed.has(w.threadId) && !loaded.has(w.threadId))
-          moved.push(await session.readThread(w.threadId));
+        if (w.state.kind === 'elsewhere' && !listed.has(w.threadId) && !loaded.has(w.threadId)) {
+          const thread = await this.readShown(session, w);
+          if (thread) moved.push(thread);
+        }
     }
     for (const t of moved) await core.inLane(t.id, () => this.look(session, t));
     this.mark = newest;
+  }
+
+  /** A thread shown before this engine started: read again, or forgotten if the daemon has it no more (deleted, archived). */
+  private async readShown(session: DaemonSession, w: WatchedThread): Promise<Thread | null> {
+    try {
+      return await session.readThread(w.threadId);
+    } catch (error) {
+      if (!(error instanceof RpcError)) throw error;
+      this.forget(w, `the thread is gone from the Codex home (${error.message})`);
+      return null;
+    }
   }
 
   /** Reads one thread outside the daemon and shows (or forgets) its goal by the table. */
