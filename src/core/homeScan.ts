@@ -71,7 +71,7 @@ export class HomeScan {
     this.mark = newest;
   }
 
-  /** A thread shown before this engine started: read again, or forgotten if the daemon has it no more (deleted, archived). */
+  /** A thread shown before this engine started: read again; forgotten if it is gone (deleted, archived). */
   private async readShown(session: DaemonSession, w: WatchedThread): Promise<Thread | null> {
     try {
       return await session.readThread(w.threadId);
