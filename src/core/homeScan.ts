@@ -74,8 +74,13 @@ export class HomeScan {
     const threadId = thread.id;
     const known = core.state.watches[threadId];
     if (known && known.state.kind !== 'elsewhere') return; // watched in the daemon: its own rows
+    // `updatedAt` has whole seconds: a change later in the second it names (a failed turn's end
+    // right after the goal's block) leaves it as it is. So a thread updated that recently is read
+    // again at the next look; only an older `updatedAt` vouches that nothing moved since.
+    const settled = thread.updatedAt < Math.floor(core.now() / 1000) - SLACK_SECONDS;
     const goal = await session.getGoal(threadId);
-    this.read.set(threadId, thread.updatedAt);
+    if (settled) this.read.set(threadId, thread.updatedAt);
+    else this.read.delete(threadId);
     if (!goal) {
       if (known) this.forget(known, 'the goal was cleared in another Codex app');
       return;
