@@ -8,7 +8,7 @@
 // nothing is polled per thread. The first look of an engine reaches back `LOOKBACK_MS`, and to
 // every goal it showed there before it stopped. The rows that decide are `elsewhere` in policy.ts.
 import { newWatch, type WatchedThread } from '../model/watch';
-import type { DaemonSession, Thread } from '../protocol/daemon';
+import { type DaemonSession, RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import { elsewhere, type ElsewhereVerdict } from './policy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
@@ -62,7 +62,17 @@ export class HomeScan {
       const listed = new Set(moved.map((t) => t.id));
       for (const w of core.watches())
         if (w.state.kind === 'elsewhere' && !listed.has(w.threadId) && !loaded.has(w.threadId))
-          moved.push(await session.readThread(w.threadId));
+          try {
+            moved.push(await session.readThread(w.threadId));
+          } catch (error) {
+            // One the daemon cannot read (gone from the home?) stays as shown: the look goes on.
+            if (!(error instanceof RpcError)) throw error;
+            core.emit({
+              type: 'warning',
+              threadId: w.threadId,
+              message: `could not read a goal shown in another Codex app: ${error.message}`,
+            });
+          }
     }
     for (const t of moved) await core.inLane(t.id, () => this.look(session, t));
     this.mark = newest;
