@@ -289,8 +289,8 @@ async function harness(w: World): Promise<Harness> {
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /** A thread another Codex app holds: listed notLoaded, its resume refused; its goal and newest turn as given. */
-function foreignThread(w: World, goal: GoalStatus, newest: FakeTurn, agoSeconds = 30): FakeThread {
-  const t = w.daemon.addThread(FOREIGN, goal, newest, 'idle');
+function foreignThread(w: World, goal: GoalStatus, newest: FakeTurn, agoSeconds = 30, id = FOREIGN): FakeThread {
+  const t = w.daemon.addThread(id, goal, newest, 'idle');
   t.loaded = false;
   t.elsewhere = true;
   t.updatedAt = seconds(w.clock.now()) - agoSeconds;
@@ -426,6 +426,28 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     await w.clock.advance(8 * 24 * 3600_000);
     const second = await harness(w);
     assert.equal(stateOf(second), undefined, 'still shows a goal paused there 8 days ago');
+    assert.equal(w.daemon.count('thread/goal/set'), 0);
+  });
+
+  it('after a restart, a shown goal whose thread the daemon cannot read any more does not stop the look at the rest', async () => {
+    const w = world();
+    foreignThread(w, 'blocked', testTurn('turn-1', 'failed'));
+    const first = await harness(w);
+    await first.engine.stop();
+    await w.clock.advance(8 * 24 * 3600_000);
+    w.daemon.threads.delete(FOREIGN); // gone from the home: thread/read answers "thread not found"
+    foreignThread(w, 'blocked', testTurn('turn-7', 'failed'), 30, 'ext-2'); // a goal stopped in another app since
+    const second = await harness(w);
+    assert.equal(
+      second.engine.watch('ext-2')?.state.kind,
+      'elsewhere',
+      `the look at the home stopped at the unreadable thread: ${JSON.stringify(second.decisions)}`,
+    );
+    assert.equal(second.decisions.filter((d) => d.type === 'attention' && d.threadId === 'ext-2').length, 1);
+    assert.ok(decided(second, 'warning').length >= 1, 'no word about the thread it could not read');
+    assert.equal(stateOf(second)?.kind, 'elsewhere', 'what was shown is dropped on one failed read');
+    await second.advance(2 * RESYNC);
+    assert.equal(second.decisions.filter((d) => d.type === 'attention' && d.threadId === 'ext-2').length, 1);
     assert.equal(w.daemon.count('thread/goal/set'), 0);
   });
 
