@@ -19,6 +19,8 @@ const PAGE = 100;
 export const LOOKBACK_MS = 7 * 24 * 3600 * 1000;
 /** `updatedAt` is in whole seconds: the next look lists again from a little before the mark. */
 const SLACK_SECONDS = 2;
+/** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not the clock set back. */
+const JUMP_MS = 2_000;
 /** Goals shown when first found outside the daemon; others are shown only while already watched. */
 const SHOWN = new Set(['active', 'blocked', 'usageLimited']);
 
@@ -27,6 +29,8 @@ export class HomeScan {
   private mark: number | null = null;
   /** Each thread's `updatedAt` at its last read: listed unchanged, it is not read again. */
   private readonly read = new Map<string, number>();
+  /** Both clocks at the last look: the wall clock set back since then shows as their difference. */
+  private lookedAt: { wall: number; mono: number } | null = null;
 
   constructor(private readonly core: EngineCore) {}
 
@@ -39,6 +43,13 @@ export class HomeScan {
   /** One look over the home, after the pass over the daemon's loaded threads. */
   async scan(session: DaemonSession, loaded: ReadonlySet<string>): Promise<void> {
     const core = this.core;
+    const wall = core.now();
+    const mono = core.deps.clock.elapsed();
+    // The wall clock set back since the last look: the other apps write updatedAt from it, so what
+    // changed since is older than the mark by as much.
+    const back = this.lookedAt ? this.lookedAt.wall + (mono - this.lookedAt.mono) - wall : 0;
+    if (this.mark !== null && back > JUMP_MS) this.mark -= Math.ceil(back / 1000);
+    this.lookedAt = { wall, mono };
     const first = this.mark === null;
     const floor = first ? Math.floor((core.now() - LOOKBACK_MS) / 1000) : (this.mark ?? 0) - SLACK_SECONDS;
     let newest = this.mark ?? 0;
@@ -75,7 +86,8 @@ export class HomeScan {
           }
     }
     for (const t of moved) await core.inLane(t.id, () => this.look(session, t));
-    this.mark = newest;
+    // Never ahead of the clock: after it was set back, times listed from before are in its future.
+    this.mark = Math.min(newest, Math.floor(wall / 1000));
   }
 
   /** Reads one thread outside the daemon and shows (or forgets) its goal by the table. */
