@@ -506,6 +506,31 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     assert.equal(h.daemon.count('thread/goal/set'), 0);
   });
 
+  it('after the wall clock is set back an hour, a goal stopped in another app since is still found', async () => {
+    // updatedAt is written by the other app from the same wall clock: after the jump back, new
+    // changes carry times older than the newest one the last look listed.
+    const w = world();
+    foreignThread(w, 'blocked', testTurn('turn-1', 'failed'));
+    const h = await harness(w);
+    await h.advance(RESYNC);
+    w.clock.jump(-3600_000);
+    foreignThread(w, 'blocked', testTurn('turn-3', 'failed'), 0, 'ext-2');
+    await h.advance(2 * RESYNC);
+    assert.equal(
+      h.engine.watch('ext-2')?.state.kind,
+      'elsewhere',
+      'a goal stopped after the clock was set back is not found',
+    );
+    assert.equal(h.decisions.filter((d) => d.type === 'attention' && d.threadId === 'ext-2').length, 1);
+    // And at the looks after that one (the clock still behind the times listed before the jump).
+    foreignThread(w, 'blocked', testTurn('turn-5', 'failed'), 0, 'ext-3');
+    await h.advance(2 * RESYNC);
+    assert.equal(h.engine.watch('ext-3')?.state.kind, 'elsewhere', 'found once after the jump, then blind');
+    assert.equal(decided(h, 'attention').length, 1);
+    assert.equal(h.decisions.filter((d) => d.type === 'attention' && d.threadId === 'ext-2').length, 1);
+    assert.equal(h.daemon.count('thread/goal/set'), 0);
+  });
+
   it('the owner pauses the goal there: the watch is forgotten, nothing set', async () => {
     const w = world();
     const t = foreignThread(w, 'blocked', testTurn('turn-1', 'failed'));
