@@ -20,6 +20,8 @@ const NEXT_PAGE = 25;
 export const LOOKBACK_MS = 7 * 24 * 3600 * 1000;
 /** `updatedAt` is in whole seconds: the next look lists again from a little before the mark. */
 const SLACK_SECONDS = 2;
+/** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not the clock set back. */
+const JUMP_MS = 2_000;
 /** Goals shown when first found outside the daemon; others are shown only while already watched. */
 const SHOWN = new Set(['active', 'blocked', 'usageLimited']);
 
@@ -28,6 +30,8 @@ export class HomeScan {
   private mark: number | null = null;
   /** Each thread's `updatedAt` at its last read: listed unchanged, it is not read again. */
   private readonly read = new Map<string, number>();
+  /** Both clocks at the last look: the wall clock set back since then shows as their difference. */
+  private lookedAt: { wall: number; mono: number } | null = null;
 
   constructor(private readonly core: EngineCore) {}
 
@@ -40,6 +44,13 @@ export class HomeScan {
   /** One look over the home, after the pass over the daemon's loaded threads. */
   async scan(session: DaemonSession, loaded: ReadonlySet<string>): Promise<void> {
     const core = this.core;
+    const wall = core.now();
+    const mono = core.deps.clock.elapsed();
+    // The wall clock set back since the last look: the other apps write updatedAt from it, so what
+    // changed since is older than the mark by as much.
+    const back = this.lookedAt ? this.lookedAt.wall + (mono - this.lookedAt.mono) - wall : 0;
+    if (this.mark !== null && back > JUMP_MS) this.mark -= Math.ceil(back / 1000);
+    this.lookedAt = { wall, mono };
     const first = this.mark === null;
     const floor = first ? Math.floor((core.now() - LOOKBACK_MS) / 1000) : (this.mark ?? 0) - SLACK_SECONDS;
     let newest = this.mark ?? 0;
@@ -62,24 +73,22 @@ export class HomeScan {
       // Goals shown outside the daemon before this engine started, out of the list's reach now.
       const listed = new Set(moved.map((t) => t.id));
       for (const w of core.watches())
-        if (w.state.kind === 'elsewhere' && !listed.has(w.threadId) && !loaded.has(w.threadId)) {
-          const thread = await this.readShown(session, w);
-          if (thread) moved.push(thread);
-        }
+        if (w.state.kind === 'elsewhere' && !listed.has(w.threadId) && !loaded.has(w.threadId))
+          try {
+            moved.push(await session.readThread(w.threadId));
+          } catch (error) {
+            // One the daemon cannot read (gone from the home?) stays as shown: the look goes on.
+            if (!(error instanceof RpcError)) throw error;
+            core.emit({
+              type: 'warning',
+              threadId: w.threadId,
+              message: `could not read a goal shown in another Codex app: ${error.message}`,
+            });
+          }
     }
     for (const t of moved) await core.inLane(t.id, () => this.look(session, t));
-    this.mark = newest;
-  }
-
-  /** A thread shown before this engine started: read again; forgotten if it is gone (deleted, archived). */
-  private async readShown(session: DaemonSession, w: WatchedThread): Promise<Thread | null> {
-    try {
-      return await session.readThread(w.threadId);
-    } catch (error) {
-      if (!(error instanceof RpcError)) throw error;
-      this.forget(w, `the thread is gone from the Codex home (${error.message})`);
-      return null;
-    }
+    // Never ahead of the clock: after it was set back, times listed from before are in its future.
+    this.mark = Math.min(newest, Math.floor(wall / 1000));
   }
 
   /** Reads one thread outside the daemon and shows (or forgets) its goal by the table. */
@@ -88,8 +97,13 @@ export class HomeScan {
     const threadId = thread.id;
     const known = core.state.watches[threadId];
     if (known && known.state.kind !== 'elsewhere') return; // watched in the daemon: its own rows
+    // `updatedAt` has whole seconds: a change later in the second it names (a failed turn's end
+    // right after the goal's block) leaves it as it is. So a thread updated that recently is read
+    // again at the next look; only an older `updatedAt` vouches that nothing moved since.
+    const settled = thread.updatedAt < Math.floor(core.now() / 1000) - SLACK_SECONDS;
     const goal = await session.getGoal(threadId);
-    this.read.set(threadId, thread.updatedAt);
+    if (settled) this.read.set(threadId, thread.updatedAt);
+    else this.read.delete(threadId);
     if (!goal) {
       if (known) this.forget(known, 'the goal was cleared in another Codex app');
       return;

@@ -6,7 +6,7 @@ import { RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
 import { decide } from './policy';
-import { applyThread, goalSnapshot } from './reads';
+import { applyThread, goalSnapshot, notMaterialized } from './reads';
 import type { Schedule } from './schedule';
 
 /** The daemon's refusal to load a thread another process holds (measured on 0.169.0 and 0.171.0). */
@@ -135,6 +135,9 @@ export class UserActions {
       live.subscribed = true;
       live.status = thread.status;
       applyThread(w, thread);
+      // Its newest turn, read once it is loaded: the look below may find its own read overtaken by
+      // the resume's goal notification (and drop it), and a usage limit is keyed by this turn.
+      live.turn = await session.latestTurn(threadId).catch(notMaterialized);
       core.emit({
         type: 'loaded',
         threadId,

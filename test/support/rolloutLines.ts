@@ -63,6 +63,11 @@ export function goalEvent(status: GoalStatus, objective = 'Keep the build green'
   });
 }
 
+/** Codex's `task_started` event: a turn began (the daemon judge reads which turn an activation follows). */
+export function taskStarted(turnId: string): string {
+  return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'task_started', turn_id: turnId } });
+}
+
 /** The model's own `update_goal` call. */
 export function modelGoalCall(status: GoalStatus, callId = 'call_goal'): string {
   return JSON.stringify({

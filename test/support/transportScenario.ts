@@ -184,6 +184,8 @@ export const HOLD_MIN_MS = DEFAULT_OPTIONS.baseDelayMs + 1_000;
 const SETTLE_STEP_MS = OPTIONS.resyncMs + 1_000;
 /** …but never longer than this (six backoffs up to 16 min, a 30 min usage wait, the limiter). */
 const SETTLE_MAX_MS = 6 * 60 * 60_000;
+/** The requests every resync makes, whatever happened: not a sign that something is still moving. */
+const RESYNC_READS = new Set(['thread/loaded/list', 'thread/goal/get', 'thread/list']);
 
 const FORBIDDEN: ReadonlySet<Kind> = new Set(['modelBlock', 'terminal', 'oldBlocked', 'pausedBefore']);
 const REJECTABLE: ReadonlySet<Kind> = new Set(['transient', 'retrying', 'humanPause', 'approval']);
@@ -759,8 +761,6 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     }
   };
 
-  /** What every resync reads even when nothing changed: the loaded list, each goal, the home's thread list. */
-  const RESYNC_READS = new Set(['thread/loaded/list', 'thread/goal/get', 'thread/list']);
   let settledAfter = 0;
   try {
     await engine.start();
@@ -775,11 +775,14 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     await flush();
     // Settle: until nothing is due, nothing of the scenario is still to come, and two resyncs passed with nothing new.
     let quiet = 0;
+    // What moved, less the reads every resync makes (the loaded list, each goal, the home's list).
+    const moved = () =>
+      `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => !RESYNC_READS.has(r.method ?? '')).length}`;
     for (let t = 0; t < SETTLE_MAX_MS && quiet < 2; t += SETTLE_STEP_MS) {
-      const before = `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => !RESYNC_READS.has(String(r.method))).length}`;
+      const before = moved();
       await advance(SETTLE_STEP_MS);
       settledAfter = t + SETTLE_STEP_MS;
-      const after = `${decisions.length}/${arrivals.length}/${daemon.requests.filter((r) => !RESYNC_READS.has(String(r.method))).length}`;
+      const after = moved();
       const pending = engine.watches().some((w) => w.pending !== null);
       quiet = before === after && engine.nextDueAt() === null && ownTimers === 0 && !pending ? quiet + 1 : 0;
     }
