@@ -40,7 +40,7 @@ export const MUTATIONS = [
     invariant: 'Retry now on a goal from another Codex app recovers it now, once',
     fault: 'the goal taken over from another app is counted as a new failure and waits for a backoff',
     file: USER_ACTIONS,
-    find: 'if (fromElsewhere) this.takeOver(w, goal.status);',
+    find: 'if (fromElsewhere) takeOver(core, w, goal.status);',
     replace: 'if (fromElsewhere) w.failures = 0;',
     guard: { file: FOREIGN, pattern: FOREIGN_SUITE },
   },

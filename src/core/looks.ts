@@ -6,7 +6,7 @@ import { ConnectionLostError, type DaemonSession, RpcError, type Thread, type Th
 import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
-import { backOff, confirmRecovered, giveUp } from './outcomes';
+import { backOff, confirmRecovered, giveUp, takeOver } from './outcomes';
 import {
   adopts,
   adoptsFromElsewhere,
@@ -15,6 +15,7 @@ import {
   type Facts,
   keepsOnUnload,
   pendingOutcome,
+  resumesRetry,
   usageDue,
   type Verdict,
 } from './policy';
@@ -348,6 +349,20 @@ export class Looks {
       return;
     }
     w.goal = goalSnapshot(goal);
+    if (
+      resumesRetry(state, goal.status, w.lastFailure?.turnId ?? null) &&
+      (goal.status === 'blocked' || goal.status === 'usageLimited')
+    ) {
+      core.emit({
+        type: 'loaded',
+        threadId: w.threadId,
+        reason: 'the Retry now asked before a restart loaded the thread: carried out',
+      });
+      takeOver(core, w, goal.status);
+      await this.subscribe(session, w.threadId); // a blocked goal's resume starts no turn (measured)
+      live.turn = await session.latestTurn(w.threadId).catch(notMaterialized);
+      return this.decide(session, w);
+    }
     core.emit({ type: 'loaded', threadId: w.threadId, reason: 'a goal from another Codex app is in the daemon now' });
     if (adoptsFromElsewhere(state, goal.status, core.options) && core.state.disarmed[w.threadId] === undefined)
       return this.arm(session, w);

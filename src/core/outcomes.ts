@@ -26,6 +26,30 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
 }
 
+/**
+ * A goal from another Codex app, loaded in the daemon by the person's Retry now: armed from its
+ * last activation in the rollout (the next look reads back to it, so a person's marker or the
+ * model's own block since then still speaks), with its failure counted once and due now.
+ */
+export function takeOver(core: EngineCore, w: WatchedThread, goal: 'blocked' | 'usageLimited'): void {
+  const failure = w.lastFailure;
+  if (!failure) return;
+  w.armedAt = core.now();
+  w.armOffset = null;
+  w.rolloutOffset = 0;
+  w.lastMarker = null;
+  w.modelBlockOffset = null;
+  w.failures = 1;
+  failure.dueAt = core.now();
+  core.setState(
+    w,
+    goal === 'blocked'
+      ? { kind: 'backoff', attempt: 1, failedTurnId: failure.turnId }
+      : { kind: 'usageLimited', resetsAt: null },
+  );
+  core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
+}
+
 /** `maxAttempts` recoveries in a row failed again: a person must look (once). */
 export function giveUp(core: EngineCore, w: WatchedThread, failedTurnId: string): void {
   const attempts = core.options.maxAttempts;

@@ -249,12 +249,14 @@ export function elsewhere(f: ElsewhereFacts): ElsewhereVerdict {
   if (prev && prev.kind !== 'elsewhere') return { act: 'leave', why: 'watched in the daemon' };
   const since = prev?.since ?? f.now;
   const seenActive = (prev?.seenActive ?? false) || f.goal === 'active';
+  const retryAsked = prev?.retryAsked ?? null;
   const state = (retryable: boolean): ElsewhereState => ({
     kind: 'elsewhere',
     since,
     goal: f.goal,
     seenActive,
     retryable,
+    ...(retryAsked ? { retryAsked } : {}),
   });
   switch (f.goal) {
     case 'paused':
@@ -308,6 +310,17 @@ export function adoptsFromElsewhere(
 ): boolean {
   if (!options.autoArm) return false;
   return goal === 'active' || (state.seenActive && (goal === 'blocked' || goal === 'usageLimited'));
+}
+
+/**
+ * A goal shown `elsewhere`, loaded in the daemon now, for which the person pressed Retry now and
+ * the engine stopped before it saved the takeover (the load took effect): the takeover is carried
+ * out, for the very failed turn the person retried, if the goal is still stopped by it.
+ */
+export function resumesRetry(state: ElsewhereState, goal: GoalStatus, failedTurnId: string | null): boolean {
+  const asked = state.retryAsked;
+  if (!asked || failedTurnId !== asked.failedTurnId) return false;
+  return goal === 'blocked' || goal === 'usageLimited';
 }
 
 /** States that stay as they are when the daemon unloads the thread: nothing there waits for it. */

@@ -7,6 +7,7 @@ import type { EngineCore } from './core';
 import type { Looks } from './looks';
 import { decide } from './policy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
+import { takeOver } from './outcomes';
 import type { Schedule } from './schedule';
 
 /** The daemon's refusal to load a thread another process holds (measured on 0.169.0 and 0.171.0). */
@@ -120,11 +121,18 @@ export class UserActions {
         core.changed();
         return;
       }
+      const asked = w.state.kind === 'elsewhere' ? w.state : null;
+      if (asked && w.lastFailure) {
+        // Durable before acted on: a restart that finds the thread loaded carries the retry out.
+        core.setState(w, { ...asked, retryAsked: { at: core.now(), failedTurnId: w.lastFailure.turnId } });
+        await core.persist();
+      }
       let thread: Thread;
       try {
         thread = await session.resume(threadId);
       } catch (error) {
         if (!(error instanceof RpcError)) throw error;
+        if (asked) core.setState(w, asked); // refused: nothing to carry out
         outcome.refused = ACTIVE_WRITER.test(error.message)
           ? 'another Codex app still has this thread open (the daemon cannot load it while it does): continue it there, or close it there and Retry now'
           : `the daemon did not load it: ${error.message}`;
@@ -145,7 +153,7 @@ export class UserActions {
           ? 'Retry now on a goal from another Codex app: the daemon has loaded its thread (thread/resume)'
           : 'Retry now on a thread the daemon had not loaded (thread/resume)',
       });
-      if (fromElsewhere) this.takeOver(w, goal.status);
+      if (fromElsewhere) takeOver(core, w, goal.status);
       if (w.lastFailure && w.lastFailure.dueAt !== null)
         w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, core.now());
       await this.looks.decide(session, w);
@@ -153,31 +161,6 @@ export class UserActions {
     });
     await core.persist();
     if (outcome.refused) throw new Error(`Retry now: ${outcome.refused}`);
-  }
-
-  /**
-   * A goal from another Codex app, now loaded in the daemon by the person's Retry now: armed from
-   * its last activation in the rollout (the next look reads back to it, so a person's marker or
-   * the model's own block since then still speaks), with its failure counted once and due now.
-   */
-  private takeOver(w: WatchedThread, goal: 'blocked' | 'usageLimited'): void {
-    const core = this.core;
-    const failure = w.lastFailure;
-    if (!failure) return;
-    w.armedAt = core.now();
-    w.armOffset = null;
-    w.rolloutOffset = 0;
-    w.lastMarker = null;
-    w.modelBlockOffset = null;
-    w.failures = 1;
-    failure.dueAt = core.now();
-    core.setState(
-      w,
-      goal === 'blocked'
-        ? { kind: 'backoff', attempt: 1, failedTurnId: failure.turnId }
-        : { kind: 'usageLimited', resetsAt: null },
-    );
-    core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
   }
 
   /**

@@ -124,6 +124,12 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
     goal: GoalStatusSchema,
     seenActive: z.boolean(),
     retryable: z.boolean(),
+    /**
+     * The person's Retry now, written before the engine asks the daemon to load the thread: a
+     * restart that finds the thread loaded (the load took effect, the takeover was not saved yet)
+     * carries it out instead of leaving the goal unadopted. For this failed turn only.
+     */
+    retryAsked: z.object({ at: z.number(), failedTurnId: z.string() }).nullable().optional(),
   }),
 ]);
 export type WatchState = z.infer<typeof WatchStateSchema>;

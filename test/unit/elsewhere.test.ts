@@ -671,6 +671,39 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     assert.deepEqual(h.daemon.violations, []);
   });
 
+  it('a crash right after the daemon loaded the thread for Retry now: the restarted engine carries the retry out, once', async () => {
+    // (A clean stop cannot fall there: it waits for the work under way, which saves the takeover.)
+    const w = world();
+    const t = foreignThread(w, 'blocked', testTurn('turn-1', 'failed'));
+    const first = await harness(w);
+    t.elsewhere = false; // its owner exited
+    // The daemon takes the resume (the thread is loaded), and the engine crashes before it reads
+    // the reply: what it saved of the person's Retry now is all the next engine has.
+    let loaded = false;
+    w.daemon.before = (m) => {
+      if (m.method !== 'thread/resume' || m.params?.threadId !== FOREIGN) return true;
+      w.daemon.before = null;
+      t.loaded = true;
+      t.status = { type: 'idle' };
+      loaded = true;
+      first.crash();
+      return false; // no reply: the engine is gone
+    };
+    // Not awaited: a crashed engine's saves never land, so its Retry now never returns.
+    void first.engine.retryNow(FOREIGN).catch(() => undefined);
+    for (let i = 0; i < 50 && !loaded; i++) await new Promise((r) => setImmediate(r));
+    assert.ok(loaded, 'the resume never reached the daemon');
+    assert.equal(w.daemon.count('thread/goal/set'), 0);
+    const second = await harness(w);
+    await second.settle();
+    assert.equal(w.daemon.count('thread/goal/set'), 1, 'the Retry now asked before the crash was lost');
+    assert.deepEqual(second.engine.watch(FOREIGN)!.recovered, ['turn-1']);
+    await second.advance(3 * RESYNC);
+    assert.equal(w.daemon.count('thread/goal/set'), 1, 'recovered twice');
+    assertOneRecoveryPerFailedTurn(record(w, [{ id: 'turn-1', status: 'failed' }, t.turn]), ['turn-1']);
+    assert.deepEqual(w.daemon.violations, []);
+  });
+
   it('Retry now on a goal usage-limited there, the other app gone: loaded, resumed once', async () => {
     const w = world();
     const t = foreignThread(w, 'usageLimited', testTurn('turn-1', 'failed', 'usageLimitExceeded'));
