@@ -5,7 +5,7 @@
 import type * as vscode from 'vscode';
 import { targetOf, type Settings } from '../config/settings';
 import { parseChannelCommand } from '../core/commands';
-import { LeaderElection } from '../leader/election';
+import { LeaderElection, type LeaderElectionOptions } from '../leader/election';
 import type { FollowerConnection } from '../leader/followerConnection';
 import type { LeaderServer } from '../leader/leaderServer';
 import { electionDir, electionFor } from '../leader/naming';
@@ -53,6 +53,8 @@ export class WindowRole {
   private readonly settingsChanges = new Serial();
   /** The latest state the leader pushed while this window followed: the start of its own term. */
   private leaderSnapshot: EngineSnapshot | null = null;
+  /** The window said once that it runs alone, with no election. */
+  private saidAlone = false;
 
   /** `journalPath`: the engine's crash journal beside globalState (see GlobalStateStore). */
   constructor(
@@ -60,6 +62,8 @@ export class WindowRole {
     private settings: Settings,
     private readonly io: HostIo,
     private readonly journalPath?: string,
+    /** How the election is made (a test passes one that cannot be, as on Windows). */
+    private readonly makeElection: (opts: LeaderElectionOptions) => LeaderElection = (opts) => new LeaderElection(opts),
   ) {
     this.current = new Starting(settings.socketPath);
   }
@@ -75,12 +79,23 @@ export class WindowRole {
   /** Joins the election in the background. */
   start(): void {
     this.leaderSnapshot = null; // a new election: another daemon's state means nothing here
-    const election = new LeaderElection({
-      dir: electionDir(),
-      name: electionName(this.settings),
-      who: WINDOW_WHO,
-      log: (m) => this.io.log.debug(`election: ${m}`),
-    });
+    let election: LeaderElection;
+    try {
+      election = this.makeElection({
+        dir: electionDir(),
+        name: electionName(this.settings),
+        who: WINDOW_WHO,
+        log: (m) => this.io.log.debug(`election: ${m}`),
+      });
+    } catch (error) {
+      // No election on this platform (Windows: no Unix sockets in a private directory): this
+      // window runs the engine alone. Said once, not at every settings change.
+      if (!this.saidAlone)
+        this.io.log.warn(`leader election unavailable (${errorText(error)}); this window runs the engine alone`);
+      this.saidAlone = true;
+      this.lead(null);
+      return;
+    }
     this.election = election;
     // Events of an election this window has left (settings moved it to another daemon) are ignored.
     const current = () => this.election === election;

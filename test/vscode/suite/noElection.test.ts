@@ -1,0 +1,51 @@
+/// <reference types="mocha" />
+// A window where the leader election cannot run. On Windows `new LeaderElection` throws (no Unix
+// sockets in a private directory): the window must run the engine alone and say so once, and
+// its start must never throw (it runs inside `activate()`). The one thing replaced here is the
+// election's construction, by one that throws as the Windows constructor does; the engine,
+// its store and the settings are the real ones of this extension host.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type * as vscode from 'vscode';
+import { readSettings } from '../../../src/config/settings';
+import { WindowRole } from '../../../src/host/windowRole';
+import { Memento } from '../../support/memento';
+
+const WINDOWS_ERROR = 'leader election: Unix sockets in a private directory are not available on Windows';
+
+suite('a window where the leader election cannot run (as on Windows)', () => {
+  test('starts without throwing, runs the engine alone, and says so once, also after the daemon setting moves', async () => {
+    const lines: string[] = [];
+    const say = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
+    const log = {
+      trace: say('trace'),
+      debug: say('debug'),
+      info: say('info'),
+      warn: say('warn'),
+      error: say('error'),
+    } as unknown as vscode.LogOutputChannel;
+    const context = { globalState: new Memento() } as unknown as vscode.ExtensionContext;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-no-election-'));
+    const settings = { ...readSettings(), socketPath: path.join(dir, 'none.sock') };
+    let made = 0;
+    const role = new WindowRole(context, settings, { log, notify: () => undefined }, undefined, () => {
+      made += 1;
+      throw new Error(WINDOWS_ERROR);
+    });
+    try {
+      assert.doesNotThrow(() => role.start());
+      assert.equal(role.service().role, 'leader', 'the window does not run the engine');
+      await role.applySettings({ ...settings, socketPath: path.join(dir, 'other.sock') });
+      assert.equal(made, 2, 'the moved setting did not try a new election');
+      assert.equal(role.service().role, 'leader');
+      const said = lines.filter((l) => l.startsWith('warn ') && l.includes('leader election unavailable'));
+      assert.equal(said.length, 1, `said ${said.length} times: ${JSON.stringify(lines)}`);
+      assert.match(said[0], /Windows\); this window runs the engine alone$/);
+    } finally {
+      await role.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
