@@ -24,9 +24,42 @@ export interface Settings {
  * this does not rely on it): a workspace must not choose what runs or which socket is trusted.
  */
 function machineSetting(config: vscode.WorkspaceConfiguration, key: string, fallback: string): string {
-  const i = config.inspect<unknown>(key);
-  const value = i?.globalValue ?? i?.defaultValue;
+  const value = machineValue(config, key);
   return typeof value === 'string' ? value : fallback;
+}
+
+/** The user's (or remote machine's) value of a setting, else its default; never a workspace's. */
+function machineValue(config: vscode.WorkspaceConfiguration, key: string): unknown {
+  const i = config.inspect<unknown>(key);
+  return i?.globalValue ?? i?.defaultValue;
+}
+
+/**
+ * The engine's policy, machine-wide like the daemon it acts on: whichever window leads, and
+ * whatever workspace it has open (a trusted one or not), the same values. Each number is kept
+ * inside its range (the manifest's `minimum` and `maximum`).
+ */
+export const POLICY_LIMITS = {
+  baseDelaySeconds: { min: 0.1, max: 3_600 },
+  maxDelaySeconds: { min: 0.1, max: 86_400 },
+  maxAttempts: { min: 1, max: 100 },
+  resyncIntervalSeconds: { min: 1, max: 3_600 },
+} as const;
+
+function machineNumber(
+  config: vscode.WorkspaceConfiguration,
+  key: keyof typeof POLICY_LIMITS,
+  fallback: number,
+): number {
+  const value = machineValue(config, key);
+  const n = typeof value === 'number' && Number.isFinite(value) ? value : fallback;
+  const { min, max } = POLICY_LIMITS[key];
+  return Math.min(max, Math.max(min, n));
+}
+
+function machineBoolean(config: vscode.WorkspaceConfiguration, key: string, fallback: boolean): boolean {
+  const value = machineValue(config, key);
+  return typeof value === 'boolean' ? value : fallback;
 }
 
 export function readSettings(
@@ -35,22 +68,23 @@ export function readSettings(
 ): Settings {
   const home = expand(machineSetting(config, 'codexHome', '').trim()) || defaultCodexHome(env);
   const socket = expand(machineSetting(config, 'socketPath', '').trim()) || defaultSocketPath(home);
-  const seconds = (key: string, fallbackMs: number, min: number) =>
-    Math.round(Math.max(min, config.get<number>(key, fallbackMs / 1000)) * 1000);
-  const baseDelayMs = seconds('baseDelaySeconds', DEFAULT_OPTIONS.baseDelayMs, 0.1);
+  const ms = (key: 'baseDelaySeconds' | 'maxDelaySeconds' | 'resyncIntervalSeconds', fallbackMs: number) =>
+    Math.round(machineNumber(config, key, fallbackMs / 1000) * 1000);
+  const baseDelayMs = ms('baseDelaySeconds', DEFAULT_OPTIONS.baseDelayMs);
   return {
     codexHome: home,
     socketPath: socket,
     codexPath: expand(machineSetting(config, 'codexPath', 'codex').trim()) || 'codex',
+    // How this window tells its person: a window's own choice.
     notifications: config.get<NotificationLevel>('notifications', 'attention'),
     options: {
       ...DEFAULT_OPTIONS,
       baseDelayMs,
-      maxDelayMs: Math.max(baseDelayMs, seconds('maxDelaySeconds', DEFAULT_OPTIONS.maxDelayMs, 0.1)),
-      maxAttempts: Math.max(1, Math.floor(config.get<number>('maxAttempts', DEFAULT_OPTIONS.maxAttempts))),
-      autoArm: config.get<boolean>('autoArm', true),
-      recoverUsageLimited: config.get<boolean>('recoverUsageLimited', true),
-      resyncMs: seconds('resyncIntervalSeconds', DEFAULT_OPTIONS.resyncMs, 1),
+      maxDelayMs: Math.max(baseDelayMs, ms('maxDelaySeconds', DEFAULT_OPTIONS.maxDelayMs)),
+      maxAttempts: Math.floor(machineNumber(config, 'maxAttempts', DEFAULT_OPTIONS.maxAttempts)),
+      autoArm: machineBoolean(config, 'autoArm', DEFAULT_OPTIONS.autoArm),
+      recoverUsageLimited: machineBoolean(config, 'recoverUsageLimited', DEFAULT_OPTIONS.recoverUsageLimited),
+      resyncMs: ms('resyncIntervalSeconds', DEFAULT_OPTIONS.resyncMs),
     },
   };
 }

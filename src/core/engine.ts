@@ -132,6 +132,14 @@ export class Engine {
       target: core.deps.target ?? '',
       pausedAt: core.state.pausedAt,
       maxAttempts: core.options.maxAttempts,
+      policy: {
+        baseDelayMs: core.options.baseDelayMs,
+        maxDelayMs: core.options.maxDelayMs,
+        maxAttempts: core.options.maxAttempts,
+        autoArm: core.options.autoArm,
+        recoverUsageLimited: core.options.recoverUsageLimited,
+        resyncMs: core.options.resyncMs,
+      },
       nextDueAt: this.nextDueAt(),
       watches: this.watches() as WatchedThread[],
     });

@@ -25,6 +25,17 @@ export const EngineSnapshotSchema = z.object({
   /** Auto-recovery paused by the user, since when. */
   pausedAt: z.number().nullable(),
   maxAttempts: z.number().int().positive(),
+  /** The policy in force in the engine that made this snapshot (machine-wide settings): shown by every window. */
+  policy: z
+    .object({
+      baseDelayMs: z.number(),
+      maxDelayMs: z.number(),
+      maxAttempts: z.number(),
+      autoArm: z.boolean(),
+      recoverUsageLimited: z.boolean(),
+      resyncMs: z.number(),
+    })
+    .optional(),
   /** The soonest time the engine will act, or null. */
   nextDueAt: z.number().nullable(),
   watches: z.array(WatchedThreadSchema),

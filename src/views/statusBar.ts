@@ -7,6 +7,16 @@ import { formatDuration, isScheduled, needsAttention, waitsForLoad } from '../mo
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 
+/** The policy in force (the leading engine's, machine-wide), in words. */
+export function policyLine(p: NonNullable<EngineSnapshot['policy']>): string {
+  const s = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 6_000) / 10} min` : `${Math.round(ms / 100) / 10} s`);
+  return [
+    `Policy (machine-wide): retry after ${s(p.baseDelayMs)}, doubling up to ${s(p.maxDelayMs)}, at most ${p.maxAttempts} tries`,
+    `adopt new goals ${p.autoArm ? 'on' : 'off'}`,
+    `resume after usage limits ${p.recoverUsageLimited ? 'on' : 'off'}`,
+  ].join('; ');
+}
+
 export class RecoveryStatusBar {
   private readonly item: vscode.StatusBarItem;
 
@@ -64,6 +74,7 @@ export class RecoveryStatusBar {
           ]
         : []),
       ...(version ? [`Warning: ${version}`] : []),
+      ...(snap.policy ? [policyLine(snap.policy)] : []),
     ];
     this.item.tooltip = lines.join('\n');
     this.item.accessibilityInformation = {
