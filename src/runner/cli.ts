@@ -106,6 +106,8 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   const signalled = new Promise<{ signal: NodeJS.Signals }>((resolve) => {
     process.once('SIGINT', () => resolve({ signal: 'SIGINT' }));
     process.once('SIGTERM', () => resolve({ signal: 'SIGTERM' }));
+    // A closed terminal or SSH session (and a service manager's hang-up): stopped as by SIGTERM.
+    process.once('SIGHUP', () => resolve({ signal: 'SIGHUP' }));
   });
   try {
     await role.start();

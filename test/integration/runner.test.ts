@@ -498,6 +498,24 @@ for (const codex of codexBuilds())
       );
     }
 
+    it(
+      'SIGTERM and SIGHUP stop it cleanly, as a service manager or a closed terminal does: state saved, exit 0',
+      { timeout: T },
+      async () => {
+        for (const sig of ['SIGTERM', 'SIGHUP'] as const) {
+          fs.rmSync(env.state, { force: true });
+          const r = runner();
+          await r.connected();
+          assert.equal(await r.stopWith(sig), 0, `${sig}: not a clean stop\n${r.transcript()}`);
+          assert.ok(
+            r.decisions.some((d) => d.type === 'stopped' && d.signal === sig),
+            `${sig}: no "stopped" line\n${r.transcript()}`,
+          );
+          assert.ok(fs.existsSync(env.state), `${sig}: the state was not saved`);
+        }
+      },
+    );
+
     it('does not adopt a goal that was already blocked when it started', { timeout: T }, async () => {
       env.mock.setMode('http500');
       const t = await goal('blocked before the runner');

@@ -121,7 +121,12 @@ export class RunnerProcess {
 
   /** SIGINT: the runner saves its state and exits 0. Resolves once every line it wrote is read. */
   async stop(): Promise<number | null> {
-    if (this.running) this.signal('SIGINT');
+    return this.stopWith('SIGINT');
+  }
+
+  /** Ends it with `sig` (SIGINT, SIGTERM, SIGHUP: each a clean stop). Resolves once every line it wrote is read. */
+  async stopWith(sig: 'SIGINT' | 'SIGTERM' | 'SIGHUP'): Promise<number | null> {
+    if (this.running) this.signal(sig);
     const code = await this.exited;
     await this.linesRead();
     return code;
