@@ -178,7 +178,11 @@ export class Attempts {
   private async calledOff(p: Prepared, error: unknown): Promise<false> {
     const core = this.core;
     const { w, failedTurnId } = p;
-    if (w.state.kind === 'recovering' && w.pending?.failedTurnId === failedTurnId) w.pending = null;
+    // The set never went out: its intent is withdrawn, whatever state a look moved the watch to
+    // meanwhile (a newer failed turn, counted while this attempt waited: a stale intent would later
+    // take that turn for this set's effect, and confirm a recovery that never happened over it).
+    const withdrawn = w.pending?.failedTurnId === failedTurnId;
+    if (withdrawn) w.pending = null;
     this.hooks.giveBack();
     if (w.state.kind === 'recovering') core.setState(w, p.scheduled, true);
     const f = w.lastFailure;

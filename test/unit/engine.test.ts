@@ -100,6 +100,40 @@ describe('engine', () => {
     );
   });
 
+  it('a recovery called off because a newer failed turn came while it waited withdraws its intent: no recovery is claimed for a set never sent', async () => {
+    // Found by the crash-consistency property (seed 32066699): the intent written ahead of turn-1's
+    // set stayed on the watch after the attempt was called off (the watch had moved on to the newer
+    // failed turn), and the next look took that newer turn for the set's effect.
+    const h = await armed();
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    const due = dueAt(h.engine.watch('thread-1')!)!;
+    await h.advance(due - PREPARE / 2 - h.clock.now()); // prepared: its intent is on the watch
+    assert.ok(h.engine.watch('thread-1')!.pending, 'no write-ahead intent before the due time');
+    // The person sets the goal active; turn-2 runs and fails before turn-1's set goes out.
+    const t = h.daemon.thread('thread-1');
+    h.daemon.human('thread-1', 'active');
+    t.turn = testTurn('turn-2', 'inProgress');
+    t.status = { type: 'active', activeFlags: [] };
+    h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    h.daemon.notifySubscribed('thread-1', 'turn/started', { threadId: 'thread-1', turn: t.turn });
+    failByEvents(h.daemon, 'thread-1', 'turn-2');
+    await h.settle(); // the look counts turn-2 while turn-1's set waits for its due time
+    assert.equal(h.engine.watch('thread-1')!.lastFailure?.turnId, 'turn-2');
+    await h.advance(PREPARE);
+    assert.ok(
+      h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'thread-1'),
+      `the attempt was not called off: ${JSON.stringify(h.decisions.map((d) => d.type))} ${JSON.stringify(h.engine.watch('thread-1')!.state)} sets ${h.daemon.count('thread/goal/set')}`,
+    );
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'the set for turn-1 went out after the newer turn');
+    await h.reconcile(); // the next look
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.pending, null, 'the intent of the called-off set is still on the watch');
+    assert.ok(!w.recovered.includes('turn-1'), 'turn-1 counted as recovered without a set');
+    assert.ok(!h.decisions.some((d) => d.type === 'recovered'), 'a recovery claimed for a set never sent');
+    assert.deepEqual([w.state.kind, w.lastFailure?.turnId], ['backoff', 'turn-2']);
+  });
+
   it('prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it', async () => {
     const store = new MemoryStore();
     const h = await armed({ store });
