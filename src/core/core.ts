@@ -104,6 +104,14 @@ export class EngineCore {
     this.changed();
   }
 
+  /** The watch goes (its goal was cleared, or is no one's to show any more), with the reason said once. */
+  forget(threadId: string, reason: string): void {
+    delete this.state.watches[threadId];
+    this.mark(threadId);
+    this.emit({ type: 'skipped', threadId, reason });
+    this.changed();
+  }
+
   /** The thread's watch (or its history, its failure, its intent) changed: saved next time. */
   mark(threadId: string): void {
     this.saver.mark(threadId);

@@ -105,7 +105,7 @@ export class HomeScan {
     if (settled) this.read.set(threadId, thread.updatedAt);
     else this.read.delete(threadId);
     if (!goal) {
-      if (known) this.forget(known, 'the goal was cleared in another Codex app');
+      if (known) this.core.forget(known.threadId, 'the goal was cleared in another Codex app');
       return;
     }
     if (!known && !SHOWN.has(goal.status)) return;
@@ -121,7 +121,7 @@ export class HomeScan {
     });
     if (verdict.act === 'leave') return;
     if (verdict.act === 'forget') {
-      if (known) this.forget(known, verdict.why);
+      if (known) this.core.forget(known.threadId, verdict.why);
       return;
     }
     const w = known ?? newWatch(threadId, core.now());
@@ -146,14 +146,6 @@ export class HomeScan {
         : 'look at it there';
       core.emit({ type: 'attention', threadId: w.threadId, reason: `${verdict.why}: ${todo}` });
     }
-    core.changed();
-  }
-
-  private forget(w: WatchedThread, why: string): void {
-    const core = this.core;
-    delete core.state.watches[w.threadId];
-    core.mark(w.threadId);
-    core.emit({ type: 'skipped', threadId: w.threadId, reason: why });
     core.changed();
   }
 }

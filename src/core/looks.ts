@@ -61,13 +61,7 @@ export class Looks {
     }
     if (w.state.kind === 'elsewhere') return this.fromElsewhere(session, w, w.state);
     if (!live.loaded) return this.markUnloaded(w);
-    if (w.goal === null) {
-      // The goal was cleared: nothing left to watch.
-      delete core.state.watches[threadId];
-      core.emit({ type: 'skipped', threadId, reason: 'goal cleared' });
-      core.changed();
-      return;
-    }
+    if (w.goal === null) return core.forget(threadId, 'goal cleared'); // nothing left to watch
     if (w.state.kind === 'notAdopted') {
       if (adopts(w.goal.status, core.options) && !core.state.disarmed[threadId]) await this.arm(session, w);
       else if (w.state.status !== w.goal.status) core.setState(w, { kind: 'notAdopted', status: w.goal.status }, true);
@@ -342,17 +336,9 @@ export class Looks {
     live.loaded = thread.status.type !== 'notLoaded';
     if (!live.loaded) return;
     applyThread(w, thread);
-    if (!goal) {
-      delete core.state.watches[w.threadId];
-      core.emit({ type: 'skipped', threadId: w.threadId, reason: 'goal cleared' });
-      core.changed();
-      return;
-    }
+    if (!goal) return core.forget(w.threadId, 'goal cleared');
     w.goal = goalSnapshot(goal);
-    if (
-      resumesRetry(state, goal.status, w.lastFailure?.turnId ?? null) &&
-      (goal.status === 'blocked' || goal.status === 'usageLimited')
-    ) {
+    if (resumesRetry(state, goal.status, w.lastFailure?.turnId ?? null)) {
       core.emit({
         type: 'loaded',
         threadId: w.threadId,

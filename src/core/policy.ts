@@ -317,7 +317,11 @@ export function adoptsFromElsewhere(
  * the engine stopped before it saved the takeover (the load took effect): the takeover is carried
  * out, for the very failed turn the person retried, if the goal is still stopped by it.
  */
-export function resumesRetry(state: ElsewhereState, goal: GoalStatus, failedTurnId: string | null): boolean {
+export function resumesRetry(
+  state: ElsewhereState,
+  goal: GoalStatus,
+  failedTurnId: string | null,
+): goal is 'blocked' | 'usageLimited' {
   const asked = state.retryAsked;
   if (!asked || failedTurnId !== asked.failedTurnId) return false;
   return goal === 'blocked' || goal === 'usageLimited';
