@@ -175,7 +175,8 @@ class JsonRpcDaemon implements DaemonSession {
 
   async listThreads(cursor: string | null, limit: number): Promise<ThreadPage> {
     // The state DB alone (no scan of every rollout for repairs): measured 8× cheaper with 200
-    // threads, with the same `updatedAt` (docs/daemon-behaviour.md (k)).
+    // threads. Its `updatedAt` can be a second behind the full listing's; only DB values are
+    // ever compared (docs/daemon-behaviour.md (k)).
     const params = {
       sortKey: 'updated_at',
       sortDirection: 'desc',
