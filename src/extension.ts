@@ -51,12 +51,20 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
     settings,
     {
       log,
-      notify: (d, snap) => {
-        decided.fire(d);
-        notifier.decided(d, snap);
+      decided: (d) => decided.fire(d),
+      // Only in the window the leader picked: the focused one (whichever engine leads).
+      notify: (d, snap) => notifier.decided(d, snap),
+      focus: {
+        focused: () => vscode.window.state.focused,
+        onDidChange: (listener) => {
+          const subscription = vscode.window.onDidChangeWindowState((state) => listener(state.focused));
+          return () => {
+            subscription.dispose();
+          };
+        },
       },
     },
-    journalPath,
+    journalPath === undefined ? {} : { journalPath },
   );
   const service = () => role!.service();
 

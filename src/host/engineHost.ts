@@ -1,13 +1,14 @@
 // The leader window's service: runs the engine here, against the daemon the settings name,
-// with its state in globalState; logs every decision and notifies only where it earns it.
+// with its state in globalState. Its decisions go to the elected engine (src/leader/electedEngine.ts),
+// which logs them in this window, streams them to the others and picks the window that notifies.
 import type * as vscode from 'vscode';
 import { systemClock } from '../core/clock';
 import { runCommand } from '../core/commands';
 import { Engine } from '../core/engine';
 import type { Decision } from '../model/decision';
-import { decisionLine } from '../model/decisionText';
 import type { EngineSnapshot } from '../model/snapshot';
 import { connectDaemon } from '../protocol/client';
+import type { FocusSource, TermEngine, TermEvents } from '../leader/electedEngine';
 import { HandoverStore } from '../leader/handover';
 import { GlobalStateStore, type MementoLike } from '../store/globalStateStore';
 import type { Settings } from '../config/settings';
@@ -20,11 +21,15 @@ import { errorText } from '../util/errorText';
 
 export interface HostIo {
   log: vscode.LogOutputChannel;
-  /** Shows a notification for a decision worth it (the caller applies the notification level). */
+  /** Every decision this window's engine announces (once it is durable); none of another leader's. */
+  decided?(decision: Decision): void;
+  /** This window was picked to show a decision as a notification (the callee applies the notification level). */
   notify(decision: Decision, snapshot: EngineSnapshot): void;
+  /** Whether this window has the focus: the leader notifies in the focused window only. */
+  focus?: FocusSource;
 }
 
-export class EngineHost implements RecoveryService {
+export class EngineHost implements RecoveryService, TermEngine {
   readonly role = 'leader' as const;
   private readonly engine: Engine;
   private readonly listeners = new Listeners();
@@ -42,17 +47,19 @@ export class EngineHost implements RecoveryService {
     private settings: Settings,
     private readonly globalState: MementoLike,
     private readonly io: HostIo,
-    private readonly seed: EngineSnapshot | null = null,
-    private readonly journalPath?: string,
+    private readonly seed: EngineSnapshot | null,
+    private readonly journalPath: string | undefined,
+    private readonly events: TermEvents,
   ) {
     this.engine = this.makeEngine();
     this.cached = this.engine.snapshot();
   }
 
-  /** Loads the state and connects in the background; never blocks activation. */
-  start(): void {
+  /** Loads the state and connects (activation never waits for it); says why when it cannot. */
+  start(): Promise<void> {
     this.ready = this.engine.start();
     this.ready.catch((error: unknown) => this.io.log.error(`could not start: ${errorText(error)}`));
+    return this.ready;
   }
 
   /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */
@@ -76,7 +83,8 @@ export class EngineHost implements RecoveryService {
     return runCommand(this.engine, command, threadId);
   }
 
-  async dispose(): Promise<void> {
+  /** Stops the engine (it saves its state). */
+  async stop(): Promise<void> {
     this.throttle.dispose();
     await this.engine.stop();
   }
@@ -103,22 +111,18 @@ export class EngineHost implements RecoveryService {
       clock: systemClock,
       random: Math.random,
       onDecision: (d) => this.decided(d),
-      onChange: () => this.throttle.poke(),
+      onChange: () => this.changed(),
     });
   }
 
   private decided(d: Decision): void {
-    const line = decisionLine(d, Date.now());
-    if (
-      d.type === 'warning' ||
-      d.type === 'attention' ||
-      d.type === 'gave-up' ||
-      (d.type === 'connection' && d.state !== 'connected')
-    )
-      this.io.log.warn(line);
-    else this.io.log.info(line);
     this.cached = this.engine.snapshot();
-    this.io.notify(d, this.cached);
+    this.events.decided(d);
+    this.throttle.poke();
+  }
+
+  private changed(): void {
+    this.events.changed();
     this.throttle.poke();
   }
 

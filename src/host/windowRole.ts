@@ -1,21 +1,22 @@
 // Which window runs the engine. Every VS Code window has its own extension host; exactly one
 // of them (the leader, elected through an exclusive Unix-socket listen in a private directory)
-// runs the engine against a daemon. The others follow it: same tree, same countdown, and their
-// commands go to the leader. When the leader's window closes, another takes over.
+// runs the engine against a daemon. The others follow it: same tree, same countdown, the same
+// decisions in their log, and their commands go to the leader. When the leader's window closes,
+// another takes over. The term of office is src/leader/electedEngine.ts, shared with the runner;
+// this file is the window's hooks on it: the views' service, the log, the notifications.
 import type * as vscode from 'vscode';
 import { targetOf, type Settings } from '../config/settings';
-import { parseChannelCommand } from '../core/commands';
-import { LeaderElection, type LeaderElectionOptions } from '../leader/election';
-import type { FollowerConnection } from '../leader/followerConnection';
-import type { LeaderServer } from '../leader/leaderServer';
+import { ElectedEngine, type TermEngine, type TermEvents } from '../leader/electedEngine';
+import type { LeaderElection, LeaderElectionOptions } from '../leader/election';
 import { electionDir, electionFor } from '../leader/naming';
+import type { Decision } from '../model/decision';
+import { decisionLine } from '../model/decisionText';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
 import { FollowerHost } from './followerHost';
 import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
 import { Serial } from '../util/serial';
-import { errorText } from '../util/errorText';
 
 /** Before the election has decided: nothing to show yet. */
 class Starting implements RecoveryService {
@@ -43,27 +44,43 @@ export function electionName(settings: Settings): string {
 /** What a window says it is to the engines that follow it. */
 export const WINDOW_WHO = 'VS Code window';
 
+/** Decisions a person should see in the log as warnings. */
+function isWarning(d: Decision): boolean {
+  return (
+    d.type === 'warning' ||
+    d.type === 'attention' ||
+    d.type === 'gave-up' ||
+    (d.type === 'connection' && d.state !== 'connected')
+  );
+}
+
+/** What a leader window runs: its views' service, a term's engine, and the settings it follows. */
+export type WindowEngine = RecoveryService & TermEngine & { applySettings(settings: Settings): void };
+
+export interface WindowRoleParts {
+  /** The engine's crash journal beside globalState (see GlobalStateStore). */
+  journalPath?: string;
+  /** How the election is made (a test passes one that cannot be, as on Windows). */
+  makeElection?: (opts: LeaderElectionOptions) => LeaderElection;
+  /** How a term's engine is made (default: an EngineHost on this window's globalState; a test passes a fake). */
+  makeEngine?: (settings: Settings, seed: EngineSnapshot | null, events: TermEvents) => WindowEngine;
+}
+
 export class WindowRole {
   private current: RecoveryService;
-  private engine: EngineHost | null = null;
-  private election: LeaderElection | null = null;
+  private currentSubscription: { dispose(): void } | null = null;
+  private elected: ElectedEngine<WindowEngine> | null = null;
   private readonly listeners = new Listeners();
-  private readonly subscriptions: { dispose(): void }[] = [];
   /** Settings apply one after another, in the order they came. */
   private readonly settingsChanges = new Serial();
-  /** The latest state the leader pushed while this window followed: the start of its own term. */
-  private leaderSnapshot: EngineSnapshot | null = null;
   /** The window said once that it runs alone, with no election. */
   private saidAlone = false;
 
-  /** `journalPath`: the engine's crash journal beside globalState (see GlobalStateStore). */
   constructor(
     private readonly context: vscode.ExtensionContext,
     private settings: Settings,
     private readonly io: HostIo,
-    private readonly journalPath?: string,
-    /** How the election is made (a test passes one that cannot be, as on Windows). */
-    private readonly makeElection: (opts: LeaderElectionOptions) => LeaderElection = (opts) => new LeaderElection(opts),
+    private readonly parts: WindowRoleParts = {},
   ) {
     this.current = new Starting(settings.socketPath);
   }
@@ -78,39 +95,50 @@ export class WindowRole {
 
   /** Joins the election in the background. */
   start(): void {
-    this.leaderSnapshot = null; // a new election: another daemon's state means nothing here
-    let election: LeaderElection;
-    try {
-      election = this.makeElection({
-        dir: electionDir(),
-        name: electionName(this.settings),
-        who: WINDOW_WHO,
-        log: (m) => this.io.log.debug(`election: ${m}`),
-      });
-    } catch (error) {
-      // No election on this platform (Windows: no Unix sockets in a private directory): this
-      // window runs the engine alone. Said once, not at every settings change.
-      if (!this.saidAlone)
-        this.io.log.warn(`leader election unavailable (${errorText(error)}); this window runs the engine alone`);
-      this.saidAlone = true;
-      this.lead(null);
-      return;
-    }
-    this.election = election;
-    // Events of an election this window has left (settings moved it to another daemon) are ignored.
-    const current = () => this.election === election;
-    election.onLeader((server) => current() && this.lead(server));
-    election.onFollower((conn) => current() && this.follow(conn));
-    election.onRoleChange((role) => {
-      // Stepped down (its socket was replaced): stop the engine at once, before following.
-      if (current() && role !== 'leader' && this.engine) this.clearRole();
+    const log = this.io.log;
+    const { makeElection, makeEngine, journalPath } = this.parts;
+    const elected = new ElectedEngine<WindowEngine>({
+      election: { dir: electionDir(), name: electionName(this.settings) },
+      who: WINDOW_WHO,
+      ...(makeElection && { makeElection }),
+      makeEngine: (seed, events) =>
+        makeEngine
+          ? makeEngine(this.settings, seed, events)
+          : new EngineHost(this.settings, this.context.globalState, this.io, seed, journalPath, events),
+      onLead: (host, how) => {
+        log.info(how === 'elected' ? 'this window runs the engine (leader)' : 'this window runs the engine');
+        this.swap(host);
+      },
+      onFollow: (leader) => {
+        leader.welcomed.then(
+          ({ pid, who }) =>
+            log.info(`another engine (${who ?? 'a window'}, pid ${pid}) runs against this daemon: following it`),
+          () => undefined,
+        );
+        this.swap(new FollowerHost(leader, this.settings.socketPath));
+      },
+      onDecision: (d, by, at) => {
+        // Another engine's decision says who made it: this window's log shows every decision.
+        const line = by.self ? decisionLine(d, at) : `[${by.who}, pid ${by.pid}] ${decisionLine(d, at)}`;
+        if (isWarning(d)) log.warn(line);
+        else log.info(line);
+        if (by.self) this.io.decided?.(d);
+      },
+      notify: (d) => this.io.notify(d, this.current.snapshot()),
+      ...(this.io.focus && { focus: this.io.focus }),
+      onAlone: (error) => {
+        // No election here (Windows: no Unix sockets in a private directory; an unsafe directory):
+        // this window runs the engine alone. Said once, not at every settings change.
+        if (!this.saidAlone)
+          log.warn(`leader election unavailable (${error.message}); this window runs the engine alone`);
+        this.saidAlone = true;
+      },
+      onWarning: (message) => log.warn(message),
+      log: (m) => log.debug(`election: ${m}`),
     });
-    election.start().catch((error: unknown) => {
-      if (!current()) return;
-      // No election possible (e.g. an unsafe directory): run the engine here, and say so.
-      this.io.log.warn(`leader election unavailable (${errorText(error)}); this window runs the engine`);
-      this.lead(null);
-    });
+    this.elected = elected;
+    // An engine that cannot start has said why (EngineHost); nothing more to do here.
+    elected.start().catch(() => undefined);
   }
 
   /** Applies settings in the order they came: a new daemon means a new election. */
@@ -122,7 +150,7 @@ export class WindowRole {
         await this.stop();
         this.start();
       } else {
-        this.engine?.applySettings(settings);
+        this.elected?.runningEngine?.applySettings(settings);
       }
     });
   }
@@ -132,73 +160,17 @@ export class WindowRole {
     this.listeners.clear();
   }
 
-  private lead(server: LeaderServer | null): void {
-    this.clearRole();
-    const host = new EngineHost(
-      this.settings,
-      this.context.globalState,
-      this.io,
-      this.leaderSnapshot,
-      this.journalPath,
-    );
-    this.leaderSnapshot = null;
-    this.engine = host;
-    this.io.log.info(server ? 'this window runs the engine (leader)' : 'this window runs the engine');
-    if (server) {
-      server.onCommand(async (name, args) => {
-        const { command, threadId } = parseChannelCommand(name, args);
-        await host.run(command, threadId);
-      });
-      this.subscriptions.push(host.onDidChange(() => server.broadcast(host.snapshot())));
-    }
-    this.swap(host);
-    host.start();
-    server?.broadcast(host.snapshot());
-  }
-
-  private follow(conn: FollowerConnection): void {
-    this.clearRole();
-    conn.welcomed.then(
-      (pid) =>
-        this.io.log.info(
-          `another engine (${conn.leaderWho ?? 'a window'}, pid ${pid}) runs against this daemon: following it`,
-        ),
-      () => undefined,
-    );
-    const host = new FollowerHost(conn, this.settings.socketPath, (m) => this.io.log.warn(m));
-    // It fires on every valid state the leader pushes (parsed once, there).
-    host.onDidChange(() => {
-      this.leaderSnapshot = host.snapshot();
-    });
-    this.swap(host);
-  }
-
   private swap(service: RecoveryService): void {
+    this.currentSubscription?.dispose();
     this.current = service;
-    this.subscriptions.push(service.onDidChange(() => this.fire()));
-    this.fire();
-  }
-
-  private clearRole(): void {
-    for (const s of this.subscriptions.splice(0)) s.dispose();
-    const engine = this.engine;
-    this.engine = null;
-    if (engine) void engine.dispose();
+    this.currentSubscription = service.onDidChange(() => this.listeners.fire());
+    this.listeners.fire();
   }
 
   private async stop(): Promise<void> {
-    for (const s of this.subscriptions.splice(0)) s.dispose();
-    const engine = this.engine;
-    this.engine = null;
-    await engine?.dispose();
-    const election = this.election;
-    this.election = null;
-    await election?.stop();
-    this.current = new Starting(this.settings.socketPath);
-    this.fire();
-  }
-
-  private fire(): void {
-    this.listeners.fire();
+    const elected = this.elected;
+    this.elected = null;
+    await elected?.stop();
+    this.swap(new Starting(this.settings.socketPath));
   }
 }

@@ -9,6 +9,7 @@ import {
   LEADER_PROTOCOL_VERSION,
   LeaderMessageSchema,
   LineDecoder,
+  type DecisionMessage,
   type FollowerMessage,
   type LeaderMessage,
 } from './messages';
@@ -50,6 +51,7 @@ export class FollowerConnection {
   private _leaderWho: string | undefined;
   private latest: { snapshot: unknown } | undefined;
   private readonly stateEmitter: Emitter<unknown>;
+  private readonly decisionEmitter: Emitter<DecisionMessage>;
   private readonly closeEmitter: Emitter<void>;
   private readonly decoder: LineDecoder<LeaderMessage>;
   private welcomeResolve: ((pid: number) => void) | undefined;
@@ -64,6 +66,7 @@ export class FollowerConnection {
     this.log = opts.log ?? (() => {});
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
     this.stateEmitter = new Emitter<unknown>(this.log, 'state listener');
+    this.decisionEmitter = new Emitter<DecisionMessage>(this.log, 'decision listener');
     this.closeEmitter = new Emitter<void>(this.log, 'close listener');
     this.welcomed = new Promise<number>((resolve, reject) => {
       this.welcomeResolve = resolve;
@@ -134,6 +137,16 @@ export class FollowerConnection {
     };
   }
 
+  /** `cb` gets every decision the leader streams from now on, in order. */
+  onDecision(cb: (msg: DecisionMessage) => void): Unsubscribe {
+    return this.decisionEmitter.on(cb);
+  }
+
+  /** Tells the leader whether this window has the focus (the leader picks the window that notifies). */
+  reportFocus(viewer: string, focused: boolean): void {
+    if (!this._closed) this.send({ type: 'focus', viewer, focused });
+  }
+
   /** `cb` runs once when the connection to the leader is gone (at once if it already is). */
   onClose(cb: () => void): Unsubscribe {
     if (this._closed) {
@@ -201,6 +214,9 @@ export class FollowerConnection {
         this.latest = { snapshot: msg.snapshot };
         this.stateEmitter.fire(msg.snapshot);
         return;
+      case 'decision':
+        this.decisionEmitter.fire(msg);
+        return;
       case 'result': {
         if (typeof msg.id !== 'number') {
           this.log(`follower: result for unknown command id ${JSON.stringify(msg.id)}`);
@@ -247,5 +263,6 @@ export class FollowerConnection {
     this.closeEmitter.fire();
     this.closeEmitter.clear();
     this.stateEmitter.clear();
+    this.decisionEmitter.clear();
   }
 }

@@ -2,10 +2,12 @@
 // with `welcome` and at once the latest state (if any), pushes every later state to every
 // follower (latest only: a follower that cannot keep up gets the newest snapshot when its socket
 // drains, never a backlog), and runs followers' commands through one handler. Malformed lines
-// are reported through `log` and skipped, never thrown.
+// are reported through `log` and skipped, never thrown. Decisions go to every follower in order
+// (a stream, not a latest value); what a window says of its focus is passed on to `onFocus`.
 import type * as net from 'node:net';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
 import {
+  type DecisionMessage,
   encodeMessage,
   LEADER_PROTOCOL_VERSION,
   FollowerMessageSchema,
@@ -35,7 +37,12 @@ interface Peer {
   /** A state is waiting for the socket to drain. */
   stateDirty: boolean;
   helloTimer: NodeJS.Timeout | undefined;
+  /** The window's viewer id, once it said whether it has the focus (followers that never say are not windows). */
+  viewer: string | null;
 }
+
+/** A window's focus, as it last said (`null`: it is gone). */
+export type FocusListener = (viewer: string, focused: boolean | null) => void;
 
 interface QueuedCommand {
   peer: Peer;
@@ -59,6 +66,7 @@ export class LeaderServer {
   private _closed = false;
   private closing: Promise<void> | undefined;
   private readonly followersEmitter: Emitter<number>;
+  private focusListener: FocusListener | undefined;
 
   constructor(
     private readonly server: net.Server,
@@ -91,6 +99,27 @@ export class LeaderServer {
   /** Called with the follower count whenever it changes. */
   onFollowersChange(cb: (count: number) => void): Unsubscribe {
     return this.followersEmitter.on(cb);
+  }
+
+  /** Called when a window says whether it has the focus, and with `null` when such a window goes (one listener). */
+  onFocus(listener: FocusListener): Unsubscribe {
+    this.focusListener = listener;
+    return () => {
+      if (this.focusListener === listener) this.focusListener = undefined;
+    };
+  }
+
+  /** Sends a decision to every follower, after whatever was sent before it. */
+  sendDecision(msg: Omit<DecisionMessage, 'type'>): void {
+    if (this._closed) return;
+    let line: string;
+    try {
+      line = encodeMessage({ type: 'decision', ...msg });
+    } catch (e) {
+      this.log(`leader: decision not sent: ${(e as Error).message}`);
+      return;
+    }
+    for (const p of this.peers) if (p.welcomed) this.writeLine(p, line);
   }
 
   /**
@@ -151,6 +180,7 @@ export class LeaderServer {
       pid: null,
       stateDirty: false,
       helloTimer: undefined,
+      viewer: null,
       decoder: new LineDecoder<FollowerMessage>(
         FollowerMessageSchema,
         (msg) => this.onMessage(peer, msg),
@@ -174,6 +204,7 @@ export class LeaderServer {
       clearTimeout(peer.helloTimer);
       this.peers.delete(peer);
       if (peer.welcomed && !this._closed) this.followersEmitter.fire(this.followerCount);
+      if (peer.viewer !== null && !this._closed) this.tellFocus(peer.viewer, null);
     });
   }
 
@@ -198,6 +229,13 @@ export class LeaderServer {
       this.followersEmitter.fire(this.followerCount);
       return;
     }
+    if (msg.type === 'focus') {
+      if (!peer.welcomed) return;
+      if (peer.viewer !== null && peer.viewer !== msg.viewer) this.tellFocus(peer.viewer, null);
+      peer.viewer = msg.viewer;
+      this.tellFocus(msg.viewer, msg.focused);
+      return;
+    }
     const q: QueuedCommand = { peer, id: msg.id, name: msg.name, args: msg.args };
     if (this.handler) {
       this.run(q);
@@ -205,6 +243,14 @@ export class LeaderServer {
       this.queued.push(q);
     } else {
       this.reply(peer, { type: 'result', id: q.id, ok: false, error: 'the leader is not ready for commands yet' });
+    }
+  }
+
+  private tellFocus(viewer: string, focused: boolean | null): void {
+    try {
+      this.focusListener?.(viewer, focused);
+    } catch (e) {
+      this.log(`leader: focus listener threw: ${errorText(e)}`);
     }
   }
 

@@ -3,8 +3,10 @@
 //
 //   follower → leader   {type:'hello', version, pid}
 //                       {type:'command', id, name, args}
+//                       {type:'focus', viewer, focused}  (a window: at once, then on every change)
 //   leader → follower   {type:'welcome', leaderPid, version?, who?}
 //                       {type:'state', snapshot}         (pushed on every change; the latest only)
+//                       {type:'decision', at, decision, by, notify}  (every decision, in order)
 //                       {type:'result', id, ok, error?, value?}
 //
 // The zod schemas are the single definition; the types are inferred from them. Decoding never
@@ -13,8 +15,11 @@
 import { z } from 'zod';
 import { excerpt, LineSplitter } from '../protocol/lineSplitter';
 
-/** Version of this protocol; a leader and a follower of different versions log the mismatch. */
-export const LEADER_PROTOCOL_VERSION = 1;
+/**
+ * Version of this protocol; a leader and a follower of different versions log the mismatch.
+ * 2: decisions and focus (a version-1 end drops those lines as malformed, and logs each).
+ */
+export const LEADER_PROTOCOL_VERSION = 2;
 
 /** Longest accepted line, in bytes, without the newline: 16 MiB. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -33,8 +38,18 @@ export const CommandSchema = z.object({
   name: z.string().min(1),
   args: z.array(z.unknown()),
 });
-export const FollowerMessageSchema = z.discriminatedUnion('type', [HelloSchema, CommandSchema]);
+/**
+ * A window tells the leader whether it has the focus: the leader picks the one window that
+ * notifies. `viewer`: the window's own random id (not its pid: an id is never reused).
+ */
+export const FocusSchema = z.object({
+  type: z.literal('focus'),
+  viewer: z.string().min(1).max(100),
+  focused: z.boolean(),
+});
+export const FollowerMessageSchema = z.discriminatedUnion('type', [HelloSchema, CommandSchema, FocusSchema]);
 export type HelloMessage = z.infer<typeof HelloSchema>;
+export type FocusMessage = z.infer<typeof FocusSchema>;
 export type CommandMessage = z.infer<typeof CommandSchema>;
 export type FollowerMessage = z.infer<typeof FollowerMessageSchema>;
 
@@ -59,8 +74,27 @@ export const ResultSchema = z.object({
   error: z.string().optional(),
   value: z.unknown().optional(),
 });
-export const LeaderMessageSchema = z.discriminatedUnion('type', [WelcomeSchema, StateSchema, ResultSchema]);
+/**
+ * A decision of the leader's engine, streamed to every follower as it is announced (once durable):
+ * `by` is who decided; `notify` the viewer id of the one window that shows it as a notification
+ * (the focused one, else the one focused last), or null. The decision itself is checked by the
+ * receiver against DecisionSchema (src/model/decision.ts).
+ */
+export const DecisionMessageSchema = z.object({
+  type: z.literal('decision'),
+  at: z.number(),
+  decision: z.unknown(),
+  by: z.object({ who: z.string().max(200), pid: z.number().int() }),
+  notify: z.string().max(100).nullable(),
+});
+export const LeaderMessageSchema = z.discriminatedUnion('type', [
+  WelcomeSchema,
+  StateSchema,
+  DecisionMessageSchema,
+  ResultSchema,
+]);
 export type WelcomeMessage = z.infer<typeof WelcomeSchema>;
+export type DecisionMessage = z.infer<typeof DecisionMessageSchema>;
 export type StateMessage = z.infer<typeof StateSchema>;
 export type ResultMessage = z.infer<typeof ResultSchema>;
 export type LeaderMessage = z.infer<typeof LeaderMessageSchema>;

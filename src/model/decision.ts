@@ -1,30 +1,47 @@
 // Every decision the engine makes, as data: the runner prints them (one JSON object
-// per line with --json), the extension logs them and refreshes its views.
+// per line with --json), the extension logs them and refreshes its views, and the leader streams
+// them to every engine that follows it (src/leader/messages.ts). The zod schema is the single
+// definition (a decision that comes over the channel is checked against it); the type is inferred.
+import { z } from 'zod';
+import { GoalStatusSchema } from './watch';
 
-import type { GoalStatus } from './watch';
+const thread = { threadId: z.string() };
 
-export type Decision =
-  | { type: 'armed'; threadId: string; title: string }
-  | {
-      type: 'backoff';
-      threadId: string;
-      attempt: number;
-      failedTurnId: string;
-      dueAt: number;
-      delayMs: number;
-      error: string;
-    }
-  | { type: 'recovering'; threadId: string; attempt: number; failedTurnId: string }
-  | { type: 'recovered'; threadId: string; attempt: number; failedTurnId: string; how: string }
-  | { type: 'skipped'; threadId: string; reason: string; detail?: string }
-  | { type: 'disarmed'; threadId: string; reason: string }
-  | { type: 'rearmed'; threadId: string; reason: string }
-  | { type: 'loaded'; threadId: string; reason: string }
-  | { type: 'gave-up'; threadId: string; attempts: number; failedTurnId: string }
-  | { type: 'attention'; threadId: string; reason: string }
+export const DecisionSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('armed'), ...thread, title: z.string() }),
+  z.object({
+    type: z.literal('backoff'),
+    ...thread,
+    attempt: z.number(),
+    failedTurnId: z.string(),
+    dueAt: z.number(),
+    delayMs: z.number(),
+    error: z.string(),
+  }),
+  z.object({ type: z.literal('recovering'), ...thread, attempt: z.number(), failedTurnId: z.string() }),
+  z.object({
+    type: z.literal('recovered'),
+    ...thread,
+    attempt: z.number(),
+    failedTurnId: z.string(),
+    how: z.string(),
+  }),
+  z.object({ type: z.literal('skipped'), ...thread, reason: z.string(), detail: z.string().optional() }),
+  z.object({ type: z.literal('disarmed'), ...thread, reason: z.string() }),
+  z.object({ type: z.literal('rearmed'), ...thread, reason: z.string() }),
+  z.object({ type: z.literal('loaded'), ...thread, reason: z.string() }),
+  z.object({ type: z.literal('gave-up'), ...thread, attempts: z.number(), failedTurnId: z.string() }),
+  z.object({ type: z.literal('attention'), ...thread, reason: z.string() }),
   /** A goal in a thread another Codex app holds: found, or stopped there (shown, never set). */
-  | { type: 'elsewhere'; threadId: string; status: GoalStatus; reason: string }
-  | { type: 'connection'; state: 'connecting' | 'connected' | 'disconnected' | 'error'; detail: string }
-  | { type: 'warning'; message: string; threadId?: string };
+  z.object({ type: z.literal('elsewhere'), ...thread, status: GoalStatusSchema, reason: z.string() }),
+  z.object({
+    type: z.literal('connection'),
+    state: z.enum(['connecting', 'connected', 'disconnected', 'error']),
+    detail: z.string(),
+  }),
+  z.object({ type: z.literal('warning'), message: z.string(), threadId: z.string().optional() }),
+]);
+
+export type Decision = z.infer<typeof DecisionSchema>;
 
 export type DecisionType = Decision['type'];

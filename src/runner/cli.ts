@@ -62,7 +62,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   const election = electionFor(args.target);
   const role = new RunnerRole({
     election: election ? { dir: electionDir(env), name: election.name } : null,
-    makeEngine: (seed, onChange) =>
+    makeEngine: (seed, onChange, onDecision) =>
       new Engine(options, {
         connect: (listener) =>
           connectDaemon(args.target, listener, {
@@ -85,11 +85,12 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
         clock: systemClock,
         random: Math.random,
         onDecision: (d) => {
-          out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now()));
+          onDecision(d);
           onChange();
         },
         onChange,
       }),
+    onDecision: (d) => out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now())),
     onRole: (event) => {
       out(args.json ? roleJson(event, target, Date.now()) : roleLine(event, target, Date.now()));
       if (!args.json && event.role === 'leader')

@@ -18,7 +18,7 @@ const LAYERS: Record<string, string[]> = {
   store: ['util', 'model', 'protocol'],
   rollout: ['util', 'model', 'protocol'],
   core: ['util', 'model', 'protocol', 'store', 'rollout'],
-  leader: ['util', 'model', 'protocol', 'store', 'rollout', 'version'],
+  leader: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'version'],
   config: ['util', 'core', 'protocol', 'model'],
   host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version'],
   views: ['util', 'model', 'config'],

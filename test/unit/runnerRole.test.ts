@@ -189,7 +189,7 @@ function runner(
     election: dir === null ? null : { dir, name },
     // The shipped options but a 300 ms backoff (base and cap; shipped 30 s / 30 min): this runs on
     // the real clock, and a recovery must fall due within the test.
-    makeEngine: (seed, onChange) =>
+    makeEngine: (seed, onChange, onDecision) =>
       new Engine(
         { ...TEST_OPTIONS, baseDelayMs: 300, maxDelayMs: 300, resyncMs: 60_000 },
         {
@@ -199,12 +199,13 @@ function runner(
           clock: systemClock,
           random: () => 1,
           onDecision: (d) => {
-            decisions.push(d);
+            onDecision(d);
             onChange();
           },
           onChange,
         },
       ),
+    onDecision: (d) => decisions.push(d),
     onRole: (e) => events.push(e),
     onWarning: (m) => warnings.push(m),
     broadcastMs: 20,
