@@ -12,12 +12,15 @@
 // so that each backoff ends within a second or two (the shipped 30 s base would make the suite
 // wait minutes); `--reconnection-grace-time 1` (code-server's, not the extension's): a closed
 // page's extension host ends a second later instead of after 3 h, so the takeover can happen.
-// Everything else (resync interval, prepare lead, limiter) is as shipped.
+// `notifications: "attention"` (the shipped default; the lab's is "none"): one test counts the
+// notification a goal that needs attention shows. Everything else (resync interval, prepare lead, limiter) is
+// as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { about, waitGoalStatus, waitTurnCompleted } from '../../../src/demo/goalThreads';
 import { type UserClient } from '../../../src/demo/userClient';
 import {
+  assertNoAutomaticSet,
   assertNoAutomaticSetSince,
   assertNoDuplicateSet,
   assertOneRecoveryPerFailedTurn,
@@ -26,7 +29,8 @@ import {
   waitForDaemonRecord,
 } from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
-import { extensionLogLines } from '../exthost';
+import * as fs from 'node:fs';
+import { extensionLogFiles, extensionLogLines } from '../exthost';
 import { engineLookedAfter, openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
 import type { Json } from '../../support/json';
@@ -53,7 +57,11 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       // A closed page's extension host ends a second later (code-server keeps it 3 h by default).
       env = await openLabWindow(
         'cgr-ui-win-',
-        { 'codexGoalRecovery.baseDelaySeconds': 1, 'codexGoalRecovery.maxDelaySeconds': 2 },
+        {
+          'codexGoalRecovery.baseDelaySeconds': 1,
+          'codexGoalRecovery.maxDelaySeconds': 2,
+          'codexGoalRecovery.notifications': 'attention',
+        },
         ['--reconnection-grace-time', '1'],
       );
       ({ lab, wb: first } = env);
@@ -98,6 +106,49 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       assertOneRecoveryPerFailedTurn(r);
       assert.equal(r.goalStatus, 'complete');
       assert.deepEqual(statuses(r), ['completed', 'failed', 'failed']);
+    }));
+
+  it("a decision shows in both windows' logs (the follower's says who decided) and as one notification, in one window", () =>
+    second.guard('ui-decisions-everywhere', async () => {
+      lab.mock.setMode('http400'); // a failure no retry fixes: the goal needs a person, at once
+      const t = await lab.goal('Needs a person');
+      const attentionLines = () =>
+        extensionLogFiles(first.server.userDataDir).map((f) =>
+          fs
+            .readFileSync(f, 'utf8')
+            .split('\n')
+            .filter((l) => l.includes(`needs attention ${t.threadId}:`)),
+        );
+      const deadline = Date.now() + T;
+      while (attentionLines().filter((ls) => ls.length > 0).length < 2) {
+        if (Date.now() > deadline) assert.fail(`not in both windows' logs: ${JSON.stringify(attentionLines())}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const [own, followed] = attentionLines()
+        .filter((ls) => ls.length > 0)
+        .sort((a, b) => a[0].length - b[0].length);
+      assert.equal(own.length, 1, `the leader logged it ${own.length} times`);
+      assert.equal(followed.length, 1, `the follower logged it ${followed.length} times`);
+      // The same line, the follower's marked with who decided (after the log's own timestamp).
+      const text = (line: string) => line.replace(/^\S+ \S+ \[\w+\] /, '');
+      assert.match(text(followed[0]), /^\[VS Code window, pid \d+\] /);
+      assert.equal(text(followed[0]).replace(/^\[VS Code window, pid \d+\] /, ''), text(own[0]));
+      // One notification, in one window: the focused one, else the one focused last. Both pages of
+      // headless Chromium have the focus, so it is the one whose focus the leader heard of last:
+      // the second window, which came after the leader was up.
+      const shown = async () => {
+        const all = [await first.notificationCenterMessages(), await second.notificationCenterMessages()];
+        return all.map((ms) => ms.filter((m) => m.includes('"Needs a person" needs attention')).length);
+      };
+      const until = Date.now() + 30_000;
+      while ((await shown()).every((n) => n === 0)) {
+        if (Date.now() > until) assert.fail('no window showed the notification');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await new Promise((r) => setTimeout(r, 2000)); // a second one would be on its way by now
+      assert.deepEqual(await shown(), [0, 1], 'notifications in the first and the second window');
+      const r = await judge(t.threadId);
+      assertNoAutomaticSet(r);
     }));
 
   it('takes over when the window that runs the engine closes', () =>
@@ -149,7 +200,8 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
         JSON.stringify(before.turns),
       );
       await second.reload();
-      await second.waitForStatusBarText(STATUS, (x) => /watched/.test(x), T);
+      // Up again (the goal of the test before still needs attention: the bar says that first).
+      await second.waitForStatusBarText(STATUS, (x) => /watched|needs attention/.test(x), T);
       await second.openViewContainer('Codex Goal Recovery');
       await second.waitForTreeRows(VIEW, (r) => r.includes('Disarmed by the user, disarmed'), T);
       // The reloaded engine has connected; once it has looked at the thread, nothing may follow.

@@ -215,6 +215,19 @@ export class Workbench {
     );
   }
 
+  /**
+   * The messages in this window's notification center (what it notified, shown or not as a toast:
+   * in headless Chromium the toasts do not show). Opens the center, reads it, closes it.
+   */
+  async notificationCenterMessages(): Promise<string[]> {
+    await this.runCommand('Notifications: Show Notifications');
+    const center = this.page.locator('.notifications-center');
+    await center.waitFor({ state: 'visible', timeout: 10_000 });
+    const messages = (await center.locator('.notification-list-item-message').allTextContents()).map((t) => t.trim());
+    await this.runCommand('Notifications: Hide Notifications');
+    return messages;
+  }
+
   /** Waits until the view's rows satisfy `check`; returns them. */
   async waitForTreeRows(viewName: string, check: (rows: string[]) => boolean, timeoutMs = 30_000): Promise<string[]> {
     return eventually(() => this.treeRows(viewName), check, timeoutMs, `rows of view "${viewName}"`);
