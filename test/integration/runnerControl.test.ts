@@ -345,6 +345,77 @@ describe('runner control commands with no engine, and usage errors', () => {
     }
   });
 
+  it('watch --verbose: debug lines, typed, one JSON object a line; none without it', { timeout: T }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-ctl-verbose-'));
+    try {
+      const lines = async (extra: string[]) => {
+        // No daemon at this socket: the runner leads its election and keeps trying to connect.
+        const r = new RunnerProcess([
+          '--socket',
+          path.join(dir, 'none.sock'),
+          '--state',
+          path.join(dir, 's.json'),
+          ...extra,
+        ]);
+        await r.waitFor((d) => d.type === 'connection', T, 'a connection attempt');
+        assert.equal(await r.stop(), 0, r.transcript());
+        assert.deepEqual(
+          r.stderr.filter((l) => l.startsWith('unparsable')),
+          [],
+          'a line that is not one JSON object',
+        );
+        return r;
+      };
+      const verbose = await lines(['--verbose']);
+      const debug = verbose.of('debug');
+      assert.ok(
+        debug.some((d) => /^options \{/.test(String(d.message))),
+        verbose.transcript(),
+      );
+      assert.ok(
+        debug.some((d) => /leader election: .*leader/.test(String(d.message))),
+        verbose.transcript(),
+      );
+      assert.ok(debug.every((d) => typeof d.ts === 'string'));
+      const quiet = await lines([]);
+      assert.deepEqual(quiet.of('debug'), []);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it(
+    'watch --json: a fatal error is one {type:"fatal"} object on stdout, and still on stderr; exit 1',
+    { timeout: T },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-ctl-fatal-'));
+      try {
+        const file = path.join(dir, 'a-file');
+        fs.writeFileSync(file, '');
+        // The state "file" lies under a regular file: it cannot be read (ENOTDIR), so the engine cannot start.
+        const r = new RunnerProcess([
+          '--socket',
+          path.join(dir, 'none.sock'),
+          '--state',
+          path.join(file, 'state.json'),
+        ]);
+        // It ends by itself: once the fatal line is read, stop() only waits for its exit (a signal
+        // after the line is too late to change the code).
+        await r.waitFor((d) => d.type === 'fatal', T, 'the fatal line').catch(() => undefined);
+        assert.equal(await r.stop(), 1, r.transcript());
+        const fatal = r.of('fatal');
+        assert.equal(fatal.length, 1, r.transcript());
+        assert.match(String(fatal[0].message), /cannot read state file .*ENOTDIR/);
+        assert.ok(
+          r.stderr.some((l) => l === `codex-goal-recovery: ${String(fatal[0].message)}`),
+          r.transcript(),
+        );
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
   it('(d) usage errors exit 2 with the usage', async () => {
     for (const args of [
       ['retry'],
