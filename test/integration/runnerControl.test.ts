@@ -3,8 +3,9 @@
 // node_modules) and the project's mock model, through the daemon's control socket. The commands
 // reach whichever engine leads for the daemon over the election channel:
 //  (a) a runner leads (`watch --max-attempts 3`: the policy status must show is not the default);
-//  (b) a window-like leader: an in-process LeaderElection saying who = "VS Code window", running
-//      an Engine with the shipped defaults and the channel's commands, as a window does;
+//  (b) a window-like leader: in this process, the elected engine the window runs
+//      (src/leader/electedEngine.ts) saying who = "VS Code window", with an Engine on the shipped
+//      defaults;
 //  (c) no engine runs: the control commands exit 3 and say so, status reads the state file;
 //  (d) usage errors exit 2.
 // Everything else runs with the shipped defaults: backoff 30 s base (the first retry due 15–30 s
@@ -31,9 +32,10 @@ import {
 import { UserClient } from '../../src/demo/userClient';
 import { Engine } from '../../src/core/engine';
 import { systemClock } from '../../src/core/clock';
-import { isServiceCommand, parseChannelCommand, runCommand } from '../../src/core/commands';
+import { isServiceCommand, runCommand } from '../../src/core/commands';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { LeaderElection } from '../../src/leader/election';
+import { ElectedEngine, type TermEngine } from '../../src/leader/electedEngine';
+import { HandoverStore } from '../../src/leader/handover';
 import { electionDir, electionFor } from '../../src/leader/naming';
 import type { Decision } from '../../src/model/decision';
 import { connectDaemon } from '../../src/protocol/client';
@@ -269,45 +271,49 @@ for (const codex of codexBuilds())
     it('(b) a window-like leader: the CLI reaches it the same way', { timeout: 3 * T }, async () => {
       const target = { kind: 'socket' as const, path: controlSocketPath(env.home.dir) };
       const decisions: Decision[] = [];
-      const election = new LeaderElection({
-        dir: electionDir({ XDG_RUNTIME_DIR: testRuntimeDir() }),
-        name: electionFor(target)!.name,
+      const warnings: string[] = [];
+      // The window's term as src/host/windowRole.ts runs it (the shared elected engine), saying it is
+      // a window, with a plain Engine where the window has its EngineHost (which needs vscode).
+      const term: { engine: Engine | null; how: string | null } = { engine: null, how: null };
+      const elected = new ElectedEngine<TermEngine & { engine: Engine }>({
+        election: { dir: electionDir({ XDG_RUNTIME_DIR: testRuntimeDir() }), name: electionFor(target)!.name },
         who: WINDOW_WHO,
-      });
-      // Set by the onLeader callback (an object: TypeScript's narrowing cannot see a callback's assignment).
-      const term: { engine: Engine | null; leading: Promise<void> | null } = { engine: null, leading: null };
-      election.onLeader((server) => {
-        term.leading = (async () => {
-          const e = new Engine(
+        makeEngine: (seed, events) => {
+          const engine = new Engine(
             { ...DEFAULT_OPTIONS },
             {
               connect: (listener) => connectDaemon(target, listener, { clientVersion: VERSION }),
               target: target.path,
-              store: new JsonFileStore(env.state),
+              store: new HandoverStore(new JsonFileStore(env.state), seed, () => undefined),
               clock: systemClock,
               random: Math.random,
-              onDecision: (d) => decisions.push(d),
-              onChange: () => {
-                if (term.engine === e) server.broadcast(e.snapshot());
+              onDecision: (d) => {
+                events.decided(d);
+                events.changed();
               },
+              onChange: () => events.changed(),
             },
           );
-          term.engine = e;
-          await e.start();
-          server.onCommand(async (name, args) => {
-            const { command, threadId } = parseChannelCommand(name, args);
-            await runCommand(e, command, threadId);
-          });
-          server.broadcast(e.snapshot());
-        })();
+          return {
+            engine,
+            start: () => engine.start(),
+            stop: () => engine.stop(),
+            snapshot: () => engine.snapshot(),
+            run: (command, threadId) => runCommand(engine, command, threadId),
+          };
+        },
+        onLead: (t, how) => {
+          term.engine = t.engine;
+          term.how = how;
+        },
+        onFollow: () => warnings.push('this window follows another engine'),
+        onDecision: (d) => decisions.push(d),
+        onAlone: (error) => warnings.push(`alone: ${error.message}`),
+        onWarning: (message) => warnings.push(message),
       });
-      env.cleanups.push(async () => {
-        await term.engine?.stop();
-        await election.stop();
-      });
-      await election.start();
-      assert.equal(election.role, 'leader', 'another engine leads in this test runtime directory');
-      await term.leading;
+      env.cleanups.push(() => elected.stop());
+      await elected.start();
+      assert.deepEqual([term.how, warnings], ['elected', []], 'the window-like engine does not lead by election');
       const e = term.engine;
       assert.ok(e);
       const deadline = Date.now() + T;
