@@ -1,7 +1,9 @@
 // The headless runner's command line: a public contract that outside checks rely on.
 //   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
-//                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json]
-//   codex-goal-recovery status [--state FILE]
+//                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json] [--verbose]
+//   codex-goal-recovery status [--state FILE] [--json] [target]
+//   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
+// (the whole text and the exit codes: USAGE below; docs/runner.md)
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -11,10 +13,12 @@ import { errorText } from '../util/errorText';
 
 export const USAGE = `Usage:
   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
-                            [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json]
-  codex-goal-recovery status [--state FILE]
+                            [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json] [--verbose]
+  codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]
+  codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
+  codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]
 
-watch   Runs the recovery engine against a Codex app-server until SIGINT or SIGTERM.
+watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTERM or SIGHUP.
         Default: the daemon's control socket under $CODEX_HOME (default ~/.codex).
   --codex-home DIR   Codex home whose daemon socket to use (with --stdio: the child's CODEX_HOME)
   --socket PATH      a daemon control socket (WebSocket over a Unix socket)
@@ -25,8 +29,22 @@ watch   Runs the recovery engine against a Codex app-server until SIGINT or SIGT
   --base-delay S     backoff base in seconds, fractions allowed (default 30)
   --max-delay S      backoff cap in seconds (default 1800)
   --max-attempts N   consecutive failed recoveries before giving up (default 6)
-  --json             one JSON object per line for every decision
-status  Prints the watched threads and their states from the state file.`;
+  --json             one JSON object per line for every decision (a fatal error too: type "fatal")
+  --verbose          also election diagnostics and other debug lines (type "debug" under --json)
+status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
+        policy, its watched threads and their states. When no engine runs, the state file instead
+        (--state), and says so. --json: one object, the same shape from either source.
+pause   Pauses auto-recovery for every thread, in the engine that leads (resume: undoes it).
+arm     Watches THREAD from now on (a goal the engine did not adopt); an older failure is never recovered.
+disarm  Stops recovering THREAD until rearm.
+rearm   Arms THREAD again after a disarm (or a person's pause of its goal).
+retry   Makes THREAD's scheduled (or given-up) recovery due now.
+        These talk to whichever engine leads for the daemon (the target flags as for watch; --stdio
+        has no election: nothing can reach a private daemon's engine). --json: one object.
+
+Exit codes: 0 done (status: nothing needs attention); 1 a goal needs attention or gave up (status),
+the engine refused the command, or an error; 2 usage; 3 no engine runs for the daemon (pause, resume,
+arm, disarm, rearm, retry; status then reads the state file and exits 0 or 1 by what it holds).`;
 
 export interface WatchArgs {
   command: 'watch';
@@ -36,13 +54,36 @@ export interface WatchArgs {
   maxDelayMs?: number;
   maxAttempts?: number;
   json: boolean;
+  verbose: boolean;
 }
+/** A target another engine may lead for: a daemon's socket or URL (a private stdio child has no election). */
+export type SharedTarget = Exclude<TransportTarget, { kind: 'stdio' }>;
 export interface StatusArgs {
   command: 'status';
   statePath: string;
   json: boolean;
+  /** The daemon whose leading engine to ask. */
+  target: SharedTarget;
 }
-export type CliArgs = WatchArgs | StatusArgs | { command: 'help' } | { command: 'version' };
+/** The commands sent to the leading engine, by their name on the command line. */
+export const CONTROL_COMMANDS = {
+  pause: 'pauseAll',
+  resume: 'resumeAll',
+  arm: 'arm',
+  disarm: 'disarm',
+  rearm: 'rearm',
+  retry: 'retryNow',
+} as const;
+export type ControlVerb = keyof typeof CONTROL_COMMANDS;
+export interface ControlArgs {
+  command: 'control';
+  verb: ControlVerb;
+  /** The thread, for arm, disarm, rearm and retry; null for pause and resume. */
+  threadId: string | null;
+  json: boolean;
+  target: SharedTarget;
+}
+export type CliArgs = WatchArgs | StatusArgs | ControlArgs | { command: 'help' } | { command: 'version' };
 
 export class UsageError extends Error {}
 
@@ -51,75 +92,122 @@ export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(base, 'codex-goal-recovery', 'state.json');
 }
 
+const TARGET_OPTIONS = {
+  'codex-home': { type: 'string' },
+  socket: { type: 'string' },
+  url: { type: 'string' },
+  stdio: { type: 'boolean' },
+} as const;
+
+function isControlVerb(command: string): command is ControlVerb {
+  return Object.prototype.hasOwnProperty.call(CONTROL_COMMANDS, command);
+}
+
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): CliArgs {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h')
     return { command: 'help' };
   if (command === '--version' || command === 'version') return { command: 'version' };
-  if (command !== 'watch' && command !== 'status') throw new UsageError(`unknown command "${command}"`);
+  if (command !== 'watch' && command !== 'status' && !isControlVerb(command))
+    throw new UsageError(`unknown command "${command}"`);
   let parsed;
   try {
     parsed = parseArgs({
       args: rest,
       strict: true,
-      allowPositionals: false,
+      allowPositionals: isControlVerb(command),
       options:
         command === 'watch'
           ? {
-              'codex-home': { type: 'string' },
-              socket: { type: 'string' },
-              url: { type: 'string' },
-              stdio: { type: 'boolean' },
+              ...TARGET_OPTIONS,
               state: { type: 'string' },
               'base-delay': { type: 'string' },
               'max-delay': { type: 'string' },
               'max-attempts': { type: 'string' },
               json: { type: 'boolean' },
+              verbose: { type: 'boolean' },
               help: { type: 'boolean', short: 'h' },
             }
-          : { state: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+          : command === 'status'
+            ? {
+                ...TARGET_OPTIONS,
+                state: { type: 'string' },
+                json: { type: 'boolean' },
+                help: { type: 'boolean', short: 'h' },
+              }
+            : { ...TARGET_OPTIONS, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
     throw new UsageError(errorText(error));
   }
   const v = parsed.values as Record<string, string | boolean | undefined>;
   if (v.help) return { command: 'help' };
+  if (isControlVerb(command)) {
+    const needsThread = command !== 'pause' && command !== 'resume';
+    const positionals = parsed.positionals;
+    if (needsThread && positionals.length !== 1)
+      throw new UsageError(`${command} takes one thread id (got ${positionals.length})`);
+    if (!needsThread && positionals.length > 0)
+      throw new UsageError(`${command} takes no thread (it acts on every thread): got "${positionals.join(' ')}"`);
+    const threadId = needsThread ? positionals[0].trim() : null;
+    if (threadId === '') throw new UsageError(`${command} takes a thread id, not an empty string`);
+    return {
+      command: 'control',
+      verb: command,
+      threadId,
+      json: v.json === true,
+      target: sharedTarget(command, v, env),
+    };
+  }
   const statePath = path.resolve(typeof v.state === 'string' ? v.state : defaultStatePath(env));
-  if (command === 'status') return { command, statePath, json: v.json === true };
+  if (command === 'status') return { command, statePath, json: v.json === true, target: sharedTarget(command, v, env) };
+  return {
+    command,
+    target: parseTarget(v, env),
+    statePath,
+    baseDelayMs: seconds(v['base-delay'], '--base-delay'),
+    maxDelayMs: seconds(v['max-delay'], '--max-delay'),
+    maxAttempts: whole(v['max-attempts'], '--max-attempts'),
+    json: v.json === true,
+    verbose: v.verbose === true,
+  };
+}
 
+/** The target of a command that talks to the leading engine: as for watch, but never --stdio. */
+function sharedTarget(command: string, v: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
+  const target = parseTarget(v, env);
+  if (target.kind === 'stdio')
+    throw new UsageError(
+      `${command}: --stdio has no election: a private \`codex app-server\` child's engine cannot be reached by any other process; name the daemon with --codex-home, --socket or --url`,
+    );
+  return target;
+}
+
+/** `--codex-home DIR | --socket PATH | --url ws://… | --stdio`, default the daemon socket under $CODEX_HOME. */
+function parseTarget(v: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): TransportTarget {
   const chosen = ['socket', 'url', 'stdio'].filter((k) => v[k] !== undefined);
   if (chosen.length > 1)
     throw new UsageError(`choose one of --socket, --url and --stdio (got ${chosen.map((c) => `--${c}`).join(', ')})`);
   if (v.socket !== undefined && v['codex-home'] !== undefined)
     throw new UsageError('--codex-home and --socket both name the socket: choose one');
   const codexHome = typeof v['codex-home'] === 'string' ? path.resolve(v['codex-home']) : undefined;
-  let target: TransportTarget;
   if (typeof v.url === 'string') {
     const check = checkWsUrl(v.url);
     if (!check.ok) throw new UsageError(check.reason);
-    target = { kind: 'url', url: v.url };
-  } else if (v.stdio) {
+    return { kind: 'url', url: v.url };
+  }
+  if (v.stdio) {
     const command = env.CODEX_GOAL_RECOVERY_CODEX?.trim() || 'codex';
-    target = {
+    return {
       kind: 'stdio',
       command,
       args: ['app-server'],
       env: codexHome ? { ...env, CODEX_HOME: codexHome } : { ...env },
     };
-  } else {
-    const socket =
-      typeof v.socket === 'string' ? path.resolve(v.socket) : defaultSocketPath(codexHome ?? defaultCodexHome(env));
-    target = { kind: 'socket', path: socket };
   }
-  return {
-    command,
-    target,
-    statePath,
-    baseDelayMs: seconds(v['base-delay'], '--base-delay'),
-    maxDelayMs: seconds(v['max-delay'], '--max-delay'),
-    maxAttempts: whole(v['max-attempts'], '--max-attempts'),
-    json: v.json === true,
-  };
+  const socket =
+    typeof v.socket === 'string' ? path.resolve(v.socket) : defaultSocketPath(codexHome ?? defaultCodexHome(env));
+  return { kind: 'socket', path: socket };
 }
 
 function seconds(value: string | boolean | undefined, flag: string): number | undefined {

@@ -2,7 +2,7 @@
 import { Engine } from '../core/engine';
 import { systemClock } from '../core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
-import { describeState, type PersistedState } from '../model/watch';
+import { canRetryNow, describeState } from '../model/watch';
 import { connectDaemon } from '../protocol/client';
 import { electionDir, electionFor } from '../leader/naming';
 import { HandoverStore } from '../leader/handover';
@@ -10,7 +10,18 @@ import type { TransportTarget } from '../protocol/transport';
 import { JsonFileStore, readStateFile } from '../store/jsonFileStore';
 import { describeDropped } from '../store/store';
 import { VERSION } from '../version';
-import { parseCli, UsageError, USAGE, type StatusArgs, type WatchArgs } from './args';
+import {
+  CONTROL_COMMANDS,
+  parseCli,
+  UsageError,
+  USAGE,
+  type ControlArgs,
+  type StatusArgs,
+  type WatchArgs,
+} from './args';
+import { EXIT, leaderSnapshot, leaderText, reachLeader, targetText } from './control';
+import { reportFromSnapshot, reportFromStateFile, statusExitCode, statusText, type StatusReport } from './statusReport';
+import { LeaderCommandError } from '../leader/followerConnection';
 import { decisionJson, decisionLine } from '../model/decisionText';
 import { roleJson, roleLine, RunnerRole } from './role';
 import { errorText } from '../util/errorText';
@@ -22,7 +33,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`codex-goal-recovery: ${error.message}\n\n${USAGE}\n`);
-      return 2;
+      return EXIT.usage;
     }
     throw error;
   }
@@ -35,6 +46,8 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     case 'status':
       return status(args);
+    case 'control':
+      return control(args);
     case 'watch':
       return watch(args);
   }
@@ -57,9 +70,26 @@ export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.
 
 async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const out = (line: string) => process.stdout.write(`${line}\n`);
+  // --verbose: election diagnostics and other debug lines, typed so that --json stays one object a line.
+  const debug = (message: string) => {
+    if (!args.verbose) return;
+    out(
+      args.json
+        ? JSON.stringify({ ts: new Date().toISOString(), type: 'debug', message })
+        : `${new Date().toISOString()} debug: ${message}`,
+    );
+  };
+  // A fatal error: on stderr as always, and under --json also as one object on stdout.
+  const fatal = (message: string) => {
+    if (args.json) out(JSON.stringify({ ts: new Date().toISOString(), type: 'fatal', message }));
+    process.stderr.write(`codex-goal-recovery: ${message}\n`);
+  };
   const target = describeTarget(args.target);
   const options = engineOptions(args, env);
   const election = electionFor(args.target);
+  debug(
+    `options ${JSON.stringify(options)}; ${election ? `election ${election.name} in ${electionDir(env)} for ${election.key}` : 'no election (a private stdio daemon)'}`,
+  );
   const role = new RunnerRole({
     election: election ? { dir: electionDir(env), name: election.name } : null,
     makeEngine: (seed, onChange, onDecision) =>
@@ -102,6 +132,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
           ? decisionJson({ type: 'warning', message }, Date.now())
           : decisionLine({ type: 'warning', message }, Date.now()),
       ),
+    log: debug,
   });
   // Listening from the start: a signal while the runner is still starting stops it cleanly too.
   const signalled = new Promise<{ signal: NodeJS.Signals }>((resolve) => {
@@ -114,7 +145,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     await role.start();
   } catch (error) {
     await role.stop().catch(() => undefined);
-    process.stderr.write(`codex-goal-recovery: ${errorText(error)}\n`);
+    fatal(errorText(error));
     return 1;
   }
   if (!args.json && !election) out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
@@ -128,7 +159,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   const leading = role.runningEngine !== null;
   await role.stop();
   if ('error' in ended) {
-    process.stderr.write(`codex-goal-recovery: ${ended.error.message}\n`);
+    fatal(ended.error.message);
     return 1;
   }
   out(
@@ -151,23 +182,55 @@ export function describeTarget(target: TransportTarget): string {
   }
 }
 
-async function status(args: StatusArgs): Promise<number> {
+/** How long the leader may take to push its snapshot after its welcome. */
+const SNAPSHOT_TIMEOUT_MS = 5_000;
+
+/**
+ * The leading engine's snapshot (policy, who leads, watches); the state file only when no engine
+ * runs, and said so. One shape either way (statusReport.ts). Exit 0, or 1 when a goal needs
+ * attention or gave up (either source), or on an error.
+ */
+async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const print = (report: StatusReport, text: string) => {
+    process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : text);
+    return statusExitCode(report);
+  };
+  let reach;
+  try {
+    reach = await reachLeader(args.target, env);
+  } catch (error) {
+    process.stderr.write(`codex-goal-recovery: ${errorText(error)}\n`);
+    return EXIT.failed;
+  }
+  if (reach.kind === 'engine') {
+    const snapshot = await leaderSnapshot(reach.conn, SNAPSHOT_TIMEOUT_MS);
+    reach.conn.close();
+    if (!snapshot) {
+      process.stderr.write(
+        `codex-goal-recovery: the engine that leads (${leaderText(reach.leader)}) sent no state within ${SNAPSHOT_TIMEOUT_MS} ms\n`,
+      );
+      return EXIT.failed;
+    }
+    const report = reportFromSnapshot(snapshot, reach.leader);
+    return print(report, statusText(report, Date.now()));
+  }
+  const target = targetText(args.target);
   let stored;
   try {
     stored = await readStateFile(args.statePath);
   } catch (error) {
     process.stderr.write(`codex-goal-recovery: ${(error as Error).message}\n`);
-    return 1;
+    return EXIT.failed;
   }
   if (stored.kind === 'missing') {
-    process.stdout.write(args.json ? '{"watches":[]}\n' : `no state at ${args.statePath}: nothing watched yet\n`);
-    return 0;
+    const report = reportFromStateFile(null, args.statePath, target, reach.reason);
+    return print(report, `${reach.reason}\nno state at ${args.statePath}: nothing watched yet\n`);
   }
   if (stored.kind === 'unusable') {
     process.stderr.write(
       `codex-goal-recovery: ${args.statePath}: ${stored.reason}; the runner keeps it aside and starts clean\n`,
     );
-    return 1;
+    return EXIT.failed;
   }
   if (stored.dropped.length > 0) {
     process.stderr.write(
@@ -184,32 +247,79 @@ async function status(args: StatusArgs): Promise<number> {
       `codex-goal-recovery: ${args.statePath}.journal: ${describeDropped(journal.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`,
     );
   }
-  process.stdout.write(
-    args.json ? `${JSON.stringify(statusJson(stored.state))}\n` : statusText(stored.state, Date.now()),
-  );
-  return 0;
+  const report = reportFromStateFile(stored.state, args.statePath, target, reach.reason);
+  return print(report, statusText(report, Date.now()));
 }
 
-function statusJson(state: PersistedState) {
-  return { paused: state.pausedAt !== null, watches: Object.values(state.watches) };
-}
-
-export function statusText(state: PersistedState, now: number): string {
-  const watches = Object.values(state.watches);
-  const lines = [
-    state.pausedAt !== null
-      ? `auto-recovery paused since ${new Date(state.pausedAt).toISOString()}`
-      : 'auto-recovery on',
-  ];
-  if (watches.length === 0) lines.push('no watched threads');
-  for (const w of watches) {
-    const failures = w.failures > 0 ? ` · ${w.failures} consecutive failure${w.failures === 1 ? '' : 's'}` : '';
-    const recovered = w.recovered.length > 0 ? ` · recovered ${w.recovered.length}×` : '';
-    lines.push(
-      `${w.threadId}  ${describeState(w, now, DEFAULT_OPTIONS.maxAttempts)}${failures}${recovered}  "${w.title}"`,
-    );
+/** What a control command did, in words. */
+function doneText(args: ControlArgs): string {
+  switch (args.verb) {
+    case 'pause':
+      return 'auto-recovery paused for every thread';
+    case 'resume':
+      return 'auto-recovery resumed';
+    case 'arm':
+      return `armed ${args.threadId}: watched from now on`;
+    case 'disarm':
+      return `disarmed ${args.threadId}: not recovered until rearm`;
+    case 'rearm':
+      return `re-armed ${args.threadId}`;
+    case 'retry':
+      return `retry of ${args.threadId} asked: its recovery is due now`;
   }
-  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * pause | resume | arm | disarm | rearm | retry: sent to the engine that leads, over the election
+ * channel. Exit 0 done, 1 refused (or an error), 3 no engine runs. --json: one object.
+ */
+async function control(args: ControlArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const name = CONTROL_COMMANDS[args.verb];
+  const base = { command: args.verb, threadId: args.threadId, target: targetText(args.target) };
+  const fail = (code: number, error: string, leader: { who: string | null; pid: number } | null) => {
+    if (args.json) process.stdout.write(`${JSON.stringify({ ok: false, ...base, leader, error })}\n`);
+    process.stderr.write(`codex-goal-recovery: ${error}\n`);
+    return code;
+  };
+  let reach;
+  try {
+    reach = await reachLeader(args.target, env);
+  } catch (error) {
+    return fail(EXIT.failed, errorText(error), null);
+  }
+  if (reach.kind === 'none') return fail(EXIT.noEngine, `${args.verb}: ${reach.reason}`, null);
+  const { conn, leader } = reach;
+  try {
+    if (args.verb === 'retry' && args.threadId !== null) {
+      // The engine does nothing for a thread it cannot retry: say why instead of "done".
+      const snapshot = await leaderSnapshot(conn, SNAPSHOT_TIMEOUT_MS);
+      const w = snapshot?.watches.find((x) => x.threadId === args.threadId);
+      if (snapshot && !w)
+        return fail(
+          EXIT.failed,
+          `retry: the engine (${leaderText(leader)}) watches no thread ${args.threadId}`,
+          leader,
+        );
+      if (snapshot && w && !canRetryNow(w)) {
+        const state = describeState(w, Date.now(), snapshot.policy?.maxAttempts ?? snapshot.maxAttempts);
+        return fail(EXIT.failed, `retry: nothing to retry for ${args.threadId}: it is ${state}`, leader);
+      }
+    }
+    try {
+      await conn.command(name, args.threadId === null ? [] : [args.threadId]);
+    } catch (error) {
+      const message = error instanceof LeaderCommandError ? error.message : errorText(error);
+      return fail(EXIT.failed, `${args.verb}: ${message} (${leaderText(leader)})`, leader);
+    }
+  } finally {
+    conn.close();
+  }
+  process.stdout.write(
+    args.json
+      ? `${JSON.stringify({ ok: true, ...base, leader })}\n`
+      : `${doneText(args)} (by the engine that leads: ${leaderText(leader)})\n`,
+  );
+  return EXIT.ok;
 }
 
 if (require.main === module) {

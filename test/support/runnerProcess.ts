@@ -38,6 +38,43 @@ export function testRuntimeDir(): string {
   return runtimeDir;
 }
 
+/** What one run of a runner command (`status`, `pause`, ...) printed, and how it exited. */
+export interface CliRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `codex-goal-recovery ARGS…` (dist/cli.js) to its end, asynchronously (an engine that leads
+ * in this very process must go on answering meanwhile), in the private XDG_RUNTIME_DIR of this
+ * test process unless `env` gives another one. Killed (and the test failed) after `timeoutMs`.
+ */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`codex-goal-recovery ${args.join(' ')} did not end within ${timeoutMs} ms\n${stdout}${stderr}`));
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
 /** The runner's tuning variables (not flags: the command line is a fixed contract). */
 const TUNING = ['CODEX_GOAL_RECOVERY_RESYNC_S', 'CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S'] as const;
 

@@ -86,18 +86,35 @@ describe('runner command line', () => {
       ['watch', '--url', 'ws://192.168.1.4:80'],
       ['watch', '--url', 'http://127.0.0.1:80'],
       ['watch', '--frobnicate'],
-      ['status', '--json', '--socket', 'x'],
+      ['status', '--socket', 'x', '--url', 'ws://127.0.0.1:1'],
+      ['status', '--stdio'],
+      ['status', 'THREAD'],
+      ['status', '--max-attempts', '3'],
       ['destroy'],
     ]) {
       assert.throws(() => parseCli(argv, env), UsageError, argv.join(' '));
     }
   });
 
-  it('status takes --state', () => {
+  it('status takes --state, --json and the target flags (default: the daemon socket under ~/.codex)', () => {
     assert.deepEqual(parseCli(['status', '--state', '/s.json'], env), {
       command: 'status',
       statePath: '/s.json',
       json: false,
+      target: { kind: 'socket', path: '/home/u/.codex/app-server-control/app-server-control.sock' },
     });
+    assert.deepEqual(parseCli(['status', '--json', '--socket', 'x'], env), {
+      command: 'status',
+      statePath: '/home/u/.local/state/codex-goal-recovery/state.json',
+      json: true,
+      target: { kind: 'socket', path: path.resolve('x') },
+    });
+  });
+
+  it('watch takes --verbose; without it, no debug lines', () => {
+    const a = parseCli(['watch', '--verbose', '--json'], env);
+    assert.ok(a.command === 'watch' && a.verbose && a.json);
+    const b = parseCli(['watch'], env);
+    assert.ok(b.command === 'watch' && !b.verbose);
   });
 });
