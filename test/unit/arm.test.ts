@@ -228,6 +228,28 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     assert.deepEqual(w.store.saved.watches[T1]?.state, { kind: 'notAdopted', status: 'blocked' });
   });
 
+  it('a thread the daemon has not loaded: armed without loading it; once a client loads it, the old failure is still not recovered', async () => {
+    const w = world('blocked', testTurn('turn-1', 'failed'));
+    const t = w.daemon.thread(T1);
+    const h = await harness(w);
+    assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' });
+    t.loaded = false; // the daemon unloaded it (it keeps no thread loaded across its own restart)
+    await h.advance(RESYNC);
+    assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' }, 'the unload changed the row');
+    const resumes = w.daemon.count('thread/resume');
+    await h.engine.arm(T1);
+    await h.settle();
+    assert.equal(stateOf(h)?.kind, 'unloaded');
+    assert.equal(h.engine.watch(T1)?.beforeArming, 'turn-1');
+    assert.equal(w.daemon.count('thread/resume'), resumes, 'arm loaded the thread');
+    t.loaded = true; // a person opened it in a client of the daemon
+    await h.advance(RESYNC);
+    assert.equal(stateOf(h)?.kind, 'failedBeforeArming', JSON.stringify(stateOf(h)));
+    await h.advance(LONG);
+    assertNoAutomaticSet(record(w));
+    await newFailureRecoveredOnce(w, h);
+  });
+
   for (const how of ['crash', 'stop'] as const) {
     it(`restart after the arming (${how}): still armed, the old failure still not recovered, a new one is`, async () => {
       const w = world('blocked', testTurn('turn-1', 'failed'));
