@@ -261,4 +261,16 @@ export const MUTATIONS = [
       name: 'prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it',
     },
   },
+  {
+    id: 'arm-recovers-older-failure',
+    invariant: 'arm (Watch this goal) never recovers a failure older than the arming',
+    fault: 'the failed turn that stopped the goal when a person armed it is taken for a new failure',
+    file: POLICY,
+    find: '  if (turn.id === w.beforeArming) return failedBeforeArming(',
+    replace: "  if (turn.id === `${w.beforeArming}'`) return failedBeforeArming(",
+    guard: {
+      file: 'test/unit/arm.test.ts',
+      name: 'a goal blocked by a failure older than the arming: armed, that failure never recovered and said why; a new one after the goal is resumed is',
+    },
+  },
 ];

@@ -20,6 +20,12 @@ const threadCommands: { id: string; command: ServiceCommand; title: string; appl
   [
     { id: 'codexGoalRecovery.pauseGoal', command: 'pauseGoal', title: 'Pause goal', applies: canPauseGoal },
     {
+      id: 'codexGoalRecovery.watchGoal',
+      command: 'arm',
+      title: 'Watch this goal',
+      applies: (w) => w.state.kind === 'notAdopted',
+    },
+    {
       id: 'codexGoalRecovery.disarmThread',
       command: 'disarm',
       title: 'Disarm thread',

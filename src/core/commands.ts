@@ -7,6 +7,7 @@ export const COMMANDS = [
   'pauseAll',
   'resumeAll',
   'pauseGoal',
+  'arm',
   'disarm',
   'rearm',
   'retryNow',
@@ -22,7 +23,7 @@ export function isServiceCommand(name: string): name is ServiceCommand {
 /** The part of the engine the commands use. */
 export type CommandTarget = Pick<
   Engine,
-  'pauseAll' | 'resumeAll' | 'pauseGoal' | 'disarm' | 'rearm' | 'retryNow' | 'resync' | 'reset'
+  'pauseAll' | 'resumeAll' | 'pauseGoal' | 'arm' | 'disarm' | 'rearm' | 'retryNow' | 'resync' | 'reset'
 >;
 
 /** Runs a command on an engine; thread commands need a thread id. */
@@ -38,6 +39,8 @@ export async function runCommand(engine: CommandTarget, command: ServiceCommand,
       return engine.resumeAll();
     case 'pauseGoal':
       return engine.pauseGoal(need());
+    case 'arm':
+      return engine.arm(need());
     case 'disarm':
       return engine.disarm(need());
     case 'rearm':

@@ -9,7 +9,7 @@
 //   events.ts       the daemon event table
 //   connection.ts   connecting, reconnecting, the resync
 //   homeScan.ts     the goals of the Codex home that other Codex apps hold
-//   userActions.ts  pause, resume, disarm, re-arm, retry now, pause goal, reset
+//   userActions.ts  pause, resume, arm, disarm, re-arm, retry now, pause goal, reset
 //   saving.ts       durable before announced: saves and the outbox
 //   clockGuard.ts   wall-clock jumps, and timers Node can keep
 //   core.ts         what they share: the state, the one state write, the lanes
@@ -158,6 +158,11 @@ export class Engine {
 
   resumeAll(): Promise<void> {
     return this.actions.resumeAll();
+  }
+
+  /** Watch a goal the engine did not adopt: armed from now on; an older failure is never recovered. */
+  arm(threadId: string): Promise<void> {
+    return this.actions.arm(threadId);
   }
 
   disarm(threadId: string): Promise<void> {

@@ -81,6 +81,8 @@ function blocked(f: Facts): Verdict {
     return { act: 'settle', state: { kind: 'modelBlocked' }, why: 'the latest turn is completed' };
   if (turn.status === 'interrupted')
     return { act: 'settle', state: { kind: 'interrupted' }, why: 'the latest turn is interrupted' };
+  // Armed by a person while this failed turn stopped the goal: older than the arming, never recovered.
+  if (turn.id === w.beforeArming) return failedBeforeArming(describeErrorInfo(turn.error?.codexErrorInfo).code, turn);
   // At most one effective recovery per failed turn, ever (TestRecovery, TestRestartPending): blocked
   // again on a turn recovered once (no newer turn ran), it is a person's call.
   if (w.recovered.includes(turn.id)) return blockedAgain(w, 'this failed turn was recovered already');
@@ -135,6 +137,8 @@ function usageLimited(f: Facts): Verdict {
   // Codex may still retry the turn that ran into the limit: its end comes first.
   if (othersMove(live)) return { act: 'settle', state: activeState(live), why: othersWhy(live) };
   const key = usageKey(w, live);
+  // Armed by a person while this usage limit stopped the goal: older than the arming, never resumed.
+  if (key === w.beforeArming) return failedBeforeArming('usageLimitExceeded', live.turn);
   if (w.recovered.includes(key)) return blockedAgain(w, 'this usage limit was resumed already');
   if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
     if (isScheduledFor(w.state, 'usageLimited', key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
@@ -145,6 +149,16 @@ function usageLimited(f: Facts): Verdict {
     };
   }
   return { act: 'readReset', key, why: 'a new usage limit' };
+}
+
+/** What stopped the goal before a person armed it: shown, never recovered (nor said as a new failure). */
+function failedBeforeArming(code: string, turn: Readonly<LiveThread['turn']>): Verdict {
+  const message = turn?.error?.message ?? (code === 'usageLimitExceeded' ? 'usage limit reached' : 'turn failed');
+  return {
+    act: 'settle',
+    state: { kind: 'failedBeforeArming', code, message },
+    why: `${describeErrorCode(code)} before the goal was armed: older than the arming, never recovered`,
+  };
 }
 
 /** Stopped again on what was recovered once already: never twice, so a person must look (said once). */
@@ -338,6 +352,7 @@ const UNLOAD_KEEPS = new Set<WatchState['kind']>([
   'budgetLimited',
   'modelBlocked',
   'notAdopted',
+  'failedBeforeArming',
   'gaveUp',
   'needsAttention',
   'unloaded',
@@ -353,7 +368,7 @@ export function usageDue(now: number, resetsAt: number | null, options: Readonly
 }
 
 /** Which usage limit this is: its turn, or (no turn known) the goal's update. */
-function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string {
+export function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string {
   return live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
 }
 

@@ -1,12 +1,14 @@
-// What a person asks of the engine: pause and resume auto-recovery, disarm and re-arm a thread,
-// "Retry now", "Pause goal", and forgetting everything. Each is recorded (durably) as the user's
-// intent; none is ever done on the engine's own initiative.
+// What a person asks of the engine: pause and resume auto-recovery, arm a goal the engine did not
+// adopt ("Watch this goal"), disarm and re-arm a thread, "Retry now", "Pause goal", and forgetting
+// everything. Each is recorded (durably) as the user's intent; none is ever done on the engine's
+// own initiative.
 import { canRetryNow, emptyState, isDisarmed, scheduledOf, type WatchedThread } from '../model/watch';
 import { RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
+import { failureAtArming, personArms } from './arming';
 import { decide } from './policy';
-import { applyThread, goalSnapshot, notMaterialized } from './reads';
+import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
 import { takeOver } from './outcomes';
 import type { Schedule } from './schedule';
 
@@ -38,6 +40,88 @@ export class UserActions {
     this.schedule.reschedule();
     core.changed();
     await core.persist();
+  }
+
+  /**
+   * A person's choice to watch a goal the engine did not adopt ("Watch this goal", `arm THREAD`):
+   * armed from now on. What stopped the goal by then (a failed turn, a usage limit) is read first
+   * and kept in `beforeArming`: older than the arming, it is never recovered. The arming is saved
+   * before the engine subscribes to the thread or says it armed it. A disarm of the user's is
+   * cleared: arming it is a choice made again. Already watched: a no-op, said in the log.
+   */
+  async arm(threadId: string): Promise<void> {
+    const core = this.core;
+    const first = personArms(core.state.watches[threadId], core.state.disarmed[threadId]);
+    if (first.act === 'refuse') throw new Error(`arm ${threadId}: ${first.why}`);
+    if (first.act === 'noop') return this.armNoop(threadId, first.why);
+    const session = core.session;
+    if (!session) throw new Error(`arm ${threadId}: not connected to the Codex daemon (${core.connection.detail})`);
+    const outcome: { armed: boolean; refused: string | null; noop: string | null } = {
+      armed: false,
+      refused: null,
+      noop: null,
+    };
+    await core.inLane(threadId, async () => {
+      const w = core.state.watches[threadId];
+      const verdict = personArms(w, core.state.disarmed[threadId]); // decided again: something may have come first
+      if (verdict.act === 'refuse') return void (outcome.refused = verdict.why);
+      if (verdict.act === 'noop') return void (outcome.noop = verdict.why);
+      if (!w) return;
+      const live = core.liveOf(threadId);
+      // The goal, the thread and its newest turn as one moment: read again if an event came between.
+      for (let tries = 1; ; tries++) {
+        const seq = live.seq;
+        const [goal, [thread, turn]] = await readBoth(
+          session.getGoal(threadId),
+          readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)),
+        );
+        if (live.seq !== seq && tries < 5) continue;
+        if (live.seq !== seq) return void (outcome.refused = 'the thread kept changing while it was read; try again');
+        if (!goal) {
+          core.forget(threadId, 'goal cleared');
+          return void (outcome.refused = 'its goal was cleared');
+        }
+        w.goal = goalSnapshot(goal);
+        live.status = thread.status;
+        live.loaded = thread.status.type !== 'notLoaded';
+        live.turn = turn;
+        applyThread(w, thread);
+        break;
+      }
+      // Armed as at a first arming (from the goal's last activation in the rollout: the first look
+      // reads back to it), but what stopped the goal by now stays the person's to resume.
+      delete core.state.disarmed[threadId];
+      w.armedAt = core.now();
+      w.armOffset = null;
+      w.rolloutOffset = 0;
+      w.lastMarker = null;
+      w.modelBlockOffset = null;
+      w.failures = 0;
+      w.lastFailure = null;
+      w.pending = null;
+      w.beforeArming = failureAtArming(w, live);
+      core.setState(w, { kind: 'running' }, true);
+      core.mark(threadId);
+      await core.persist(); // durable before acted on, and before it is said
+      outcome.armed = true;
+      core.emit({ type: 'armed', threadId, title: w.title });
+      if (!live.loaded) this.looks.markUnloaded(w);
+      else {
+        await this.looks.subscribe(session, threadId);
+        await this.looks.decide(session, w);
+      }
+      this.schedule.reschedule();
+      core.changed();
+    });
+    await core.persist();
+    if (outcome.noop) return this.armNoop(threadId, outcome.noop);
+    if (outcome.refused) throw new Error(`arm ${threadId}: ${outcome.refused}`);
+    if (!outcome.armed) throw new Error(`arm ${threadId}: the thread could not be read (see the log); try again`);
+  }
+
+  private async armNoop(threadId: string, why: string): Promise<void> {
+    this.core.emit({ type: 'skipped', threadId, reason: `arm: ${why}` });
+    await this.core.persist();
   }
 
   /** The user's disarm: recorded once, in `disarmed` (it survives the watch); the state follows from it. */

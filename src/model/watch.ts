@@ -4,6 +4,9 @@
 // it imports nothing of theirs. The zod schemas are the single definition: the
 // TypeScript types are inferred from them, and the stores validate with them.
 import { z } from 'zod';
+import { formatAge, formatClock, formatDuration } from './timeText';
+
+export { formatAge, formatClock, formatDuration } from './timeText';
 
 export const GOAL_STATUSES = ['active', 'paused', 'blocked', 'usageLimited', 'budgetLimited', 'complete'] as const;
 export const GoalStatusSchema = z.enum(GOAL_STATUSES);
@@ -106,6 +109,12 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('gaveUp'), attempts: z.number().int() }),
   /** Already blocked (or otherwise stopped) when the engine first saw it: never adopted. */
   z.object({ kind: z.literal('notAdopted'), status: GoalStatusSchema }),
+  /**
+   * Armed by a person (Watch this goal, `arm`) while a failure or a usage limit already stopped
+   * the goal (`beforeArming`): older than the arming, so never recovered. A person resumes the
+   * goal; a failure after that is recovered as usual.
+   */
+  z.object({ kind: z.literal('failedBeforeArming'), code: z.string(), message: z.string() }),
   /** The thread is no longer loaded in the daemon; never resumed by the engine. */
   z.object({ kind: z.literal('unloaded') }),
   /**
@@ -176,6 +185,11 @@ export const WatchedThreadSchema = z.preprocess(
      * last set active: a block the model chose, even if its turn then failed. Never recovered.
      */
     modelBlockOffset: z.number().int().nonnegative().nullable().default(null),
+    /**
+     * What stopped the goal when a person armed it (Watch this goal, `arm`): its failed turn, or
+     * its usage limit's key. Older than the arming: never recovered. Null: nothing had.
+     */
+    beforeArming: z.string().nullable().default(null),
     goal: GoalSnapshotSchema.nullable(),
     /** Consecutive failed turns; a turn that completes successfully resets it. */
     failures: z.number().int().nonnegative(),
@@ -218,6 +232,7 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     rolloutOffset: 0,
     lastMarker: null,
     modelBlockOffset: null,
+    beforeArming: null,
     goal: null,
     failures: 0,
     lastFailure: null,
@@ -358,6 +373,8 @@ export function describeState(
       return `gave up after ${state.attempts} tries`;
     case 'notAdopted':
       return `not adopted (already ${state.status} when first seen)`;
+    case 'failedBeforeArming':
+      return `stopped before you armed it: ${describeErrorCode(state.code)} · not recovered`;
     case 'unloaded':
       return 'not loaded in the daemon';
     case 'elsewhere':
@@ -376,15 +393,6 @@ function describeElsewhere(
   if (!failure) return `${what} in another Codex app`;
   const age = `${formatAge(now - failure.at)} ago`;
   return `${what} in another Codex app · ${describeErrorCode(failure.code)}, ${age}`;
-}
-
-/** `40 s`, `12 min`, `3 h`, `2 d`: how long ago, roughly. */
-export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.round(s / 60)} min`;
-  if (s < 86_400) return `${Math.round(s / 3600)} h`;
-  return `${Math.round(s / 86_400)} d`;
 }
 
 /** Words for a `codexErrorInfo` label. */
@@ -413,23 +421,4 @@ export function describeErrorCode(code: string): string {
     default:
       return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
   }
-}
-
-/** `14:05` for a time today, `Dec 1, 14:05` for another day (local time). */
-export function formatClock(at: number, now: number): string {
-  const d = new Date(at);
-  const hm = `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
-  const today = new Date(now);
-  if (d.toDateString() === today.toDateString()) return hm;
-  return `${d.toLocaleString('en-US', { month: 'short' })} ${d.getDate()}, ${hm}`;
-}
-
-/** `m:ss` (or `h:mm:ss`) for a duration in ms; never negative. */
-export function formatDuration(ms: number): string {
-  const total = Math.max(0, Math.ceil(ms / 1000));
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  const ss = String(s).padStart(2, '0');
-  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
 }

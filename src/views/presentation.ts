@@ -32,6 +32,7 @@ const ICONS: Record<WatchStateKind, [string, string?]> = {
   needsAttention: ['warning', 'list.warningForeground'],
   gaveUp: ['error', 'list.errorForeground'],
   notAdopted: ['circle-large-outline'],
+  failedBeforeArming: ['eye', 'charts.yellow'],
   unloaded: ['cloud-offline'],
   elsewhere: ['link-external', 'charts.purple'],
 };
@@ -48,6 +49,7 @@ export function stateIcon(kind: WatchStateKind): vscode.ThemeIcon {
 export function contextValue(w: WatchedThread): string {
   const k = w.state.kind;
   const words = ['thread', k];
+  if (k === 'notAdopted') words.push('watch');
   if (canRetryNow(w)) words.push('retry');
   if (canPauseGoal(w)) words.push('pausable');
   if (k === 'disarmed' || k === 'userIntent') words.push('rearm');
@@ -86,11 +88,22 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vsc
     rows.push(['Where', ELSEWHERE_WHERE]);
     rows.push(['What you can do', elsewhereTodo(w.state)]);
   }
+  if (w.state.kind === 'notAdopted') rows.push(['What you can do', NOT_ADOPTED_TODO]);
+  if (w.state.kind === 'failedBeforeArming') {
+    rows.push(['Last error', `${describeErrorCode(w.state.code)}: ${w.state.message}`]);
+    rows.push(['What you can do', BEFORE_ARMING_TODO]);
+  }
   if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
   rows.push(['Thread', w.threadId]);
   md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));
   return md;
 }
+
+const NOT_ADOPTED_TODO =
+  'Watch this goal: the engine watches it from now on and recovers a transient failure that comes after now, never one from before';
+
+const BEFORE_ARMING_TODO =
+  'resume the goal in Codex: a transient failure after that is recovered; this one, older than the arming, is not';
 
 const ELSEWHERE_WHERE =
   'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon';
