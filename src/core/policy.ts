@@ -45,7 +45,15 @@ export function decide(f: Facts): Verdict {
   if (f.disarmedAt !== undefined)
     return w.state.kind === 'disarmed'
       ? { act: 'keep', why: 'disarmed by the user' }
-      : { act: 'settle', state: { kind: 'disarmed', at: f.disarmedAt }, why: 'disarmed by the user' };
+      : {
+          act: 'settle',
+          // A goal never adopted stays one: its Re-arm is a first arming, from then on.
+          state:
+            w.state.kind === 'notAdopted'
+              ? { kind: 'disarmed', at: f.disarmedAt, neverArmed: true }
+              : { kind: 'disarmed', at: f.disarmedAt },
+          why: 'disarmed by the user',
+        };
   // A person's goal marker in the rollout, newer than the arming (TestPauseDuringRead).
   if (w.state.kind === 'userIntent') return { act: 'keep', why: `the user set the goal ${w.state.requested}` };
   const goal = w.goal;

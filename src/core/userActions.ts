@@ -141,8 +141,11 @@ export class UserActions {
 
   async rearm(threadId: string): Promise<void> {
     const core = this.core;
-    delete core.state.disarmed[threadId];
     const w = core.state.watches[threadId];
+    // Never armed (disarmed while not adopted): re-arming it is a person's first arming, from now
+    // on; a failure older than that is never recovered.
+    if (w?.state.kind === 'disarmed' && w.state.neverArmed) return this.arm(threadId);
+    delete core.state.disarmed[threadId];
     if (w && isDisarmed(w.state)) {
       // Armed again as at its first arming: from the goal's last activation in the rollout (the
       // next look reads back to it). What happened since still counts: a block the model chose

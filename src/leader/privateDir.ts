@@ -5,6 +5,7 @@
 // other users out (abstract sockets have no permissions at all). Beside the socket: the takeover
 // lock `<name>.takeover` (takeoverLock.ts) and candidates' temporary sockets `.<pid><random>.s`
 // (exclusiveListen.ts); what a candidate that died mid-step left behind is swept by a new leader.
+import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { lstatOrNull, token, unlinkQuiet } from './files';
@@ -27,7 +28,7 @@ export async function ensurePrivateDir(dir: string): Promise<string> {
   const abs = path.resolve(dir);
   let created: string | undefined;
   try {
-    created = await fsp.mkdir(abs, { recursive: true, mode: 0o700 });
+    created = await makeDirs(abs, 0o700);
   } catch (e) {
     throw new Error(`leader election: cannot create the directory ${abs}: ${(e as Error).message}`, { cause: e });
   }

@@ -94,7 +94,8 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   /** A human's goal marker in the rollout, newer than the arming, disarmed the thread. */
   z.object({ kind: z.literal('userIntent'), requested: GoalStatusSchema, at: z.number() }),
   /** The user disarmed the thread from the extension (an intent marker in the store). */
-  z.object({ kind: z.literal('disarmed'), at: z.number() }),
+  /** `neverArmed`: disarmed while not adopted (Re-arm is then a first arming: `arm`, from now on). */
+  z.object({ kind: z.literal('disarmed'), at: z.number(), neverArmed: z.literal(true).optional() }),
   /** The goal is paused, but no user marker says who asked. Left alone. */
   z.object({ kind: z.literal('paused') }),
   z.object({ kind: z.literal('complete') }),

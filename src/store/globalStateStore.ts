@@ -18,6 +18,7 @@
 // replaces as `<journal>.prev`: if the workbench then loses the new snapshot, the one it still
 // has names the previous generation, and both journals are replayed. Folds also happen when the
 // journal outgrows the snapshot (at least 1 MiB) and at a clean stop (`compact`).
+import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -336,7 +337,7 @@ export class GlobalStateStore implements StateStore {
   /** The journal's directory, private (0700), created if missing. */
   private async prepareDir(): Promise<void> {
     const dir = nodePath.dirname(this.journalPath!);
-    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+    await makeDirs(dir, 0o700);
     await fsp.chmod(dir, 0o700).catch(() => undefined);
   }
 

@@ -10,6 +10,7 @@
 // A file that cannot be used is never deleted: it is moved aside to
 // `<path>.corrupt-<timestamp>` and the load starts clean, saying so. A file (or a journal)
 // with a few bad records is copied there, and the rest of it loads.
+import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -331,7 +332,7 @@ export class JsonFileStore implements StateStore {
     const dir = nodePath.dirname(this.path);
     const tmp = `${this.path}.tmp-${process.pid}-${++tempCounter}-${Math.random().toString(36).slice(2, 8)}`;
     try {
-      await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+      await makeDirs(dir, 0o700);
       const fh = await fsp.open(tmp, 'wx', 0o600);
       try {
         await fh.writeFile(json, 'utf8');

@@ -139,6 +139,23 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     assert.deepEqual(w.daemon.violations, []);
   });
 
+  it('Disarm, then Re-arm, of a goal never adopted is a first arming: the failure older than it is never recovered', async () => {
+    const w = world('blocked', testTurn('turn-1', 'failed'));
+    const h = await harness(w);
+    assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' });
+    await h.engine.disarm(T1);
+    await h.settle();
+    const disarmed = stateOf(h);
+    assert.ok(disarmed?.kind === 'disarmed' && disarmed.neverArmed === true, JSON.stringify(disarmed));
+    await h.engine.rearm(T1);
+    await h.settle();
+    assert.equal(stateOf(h)?.kind, 'failedBeforeArming', `re-armed as if armed before: ${JSON.stringify(stateOf(h))}`);
+    await h.advance(BASE + 2 * RESYNC);
+    await h.advance(LONG);
+    assertNoAutomaticSet(record(w));
+    await newFailureRecoveredOnce(w, h);
+  });
+
   it('an active goal the engine did not adopt (autoArm off) is never recovered without arm', async () => {
     const w = world('active', testTurn('turn-1', 'inProgress'));
     const h = await harness(w, { autoArm: false });

@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
 import { parsePersisted } from '../../src/store/store';
+import { makeDirs } from '../../src/util/makeDirs';
 import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
 
 const posix = process.platform !== 'win32';
@@ -494,5 +495,33 @@ describe('JsonFileStore: messages', () => {
     assert.match(r.problem, /invalid JSON: /);
     // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
     assert.ok(!/[\u0000-\u001f\u007f]/.test(r.problem), `control characters in: ${JSON.stringify(r.problem)}`);
+  });
+});
+
+describe('the state directory made one level at a time (src/util/makeDirs.ts)', () => {
+  test('a directory that cannot be made fails the save at once (recursive mkdir never settles under /proc)', async () => {
+    const store = new JsonFileStore('/proc/1/codex-goal-recovery-test/state.json');
+    const outcome = await Promise.race([
+      store.save(emptyState()).then(
+        () => 'saved',
+        (e: unknown) => `failed: ${(e as Error).message}`,
+      ),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still pending after 5 s'), 5000).unref()),
+    ]);
+    assert.match(outcome, /^failed: .*\/proc\/1\/codex-goal-recovery-test/);
+  });
+
+  test('missing parents are made, private; what is there already is left as it is', async () => {
+    const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'cgr-mkdirs-'));
+    try {
+      const deep = path.join(root, 'a', 'b', 'c');
+      assert.equal(await makeDirs(deep, 0o700), path.join(root, 'a'));
+      assert.equal((await fsp.stat(deep)).mode & 0o777, 0o700 & ~process.umask());
+      assert.equal(await makeDirs(deep, 0o700), undefined);
+      await fsp.writeFile(path.join(root, 'file'), '');
+      await assert.rejects(makeDirs(path.join(root, 'file', 'x'), 0o700), /not a directory/);
+    } finally {
+      await fsp.rm(root, { recursive: true, force: true });
+    }
   });
 });

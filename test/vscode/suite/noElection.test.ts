@@ -12,6 +12,7 @@ import type * as vscode from 'vscode';
 import { readSettings } from '../../../src/config/settings';
 import { WindowRole } from '../../../src/host/windowRole';
 import { Memento } from '../../support/memento';
+import { recordingLog } from './recordingLog';
 
 /** The window runs the engine within 5 s (the term starts asynchronously, after the last one stopped). */
 async function leads(role: WindowRole, why: string): Promise<void> {
@@ -26,15 +27,7 @@ const WINDOWS_ERROR = 'leader election: Unix sockets in a private directory are 
 
 suite('a window where the leader election cannot run (as on Windows)', () => {
   test('starts without throwing, runs the engine alone, and says so once, also after the daemon setting moves', async () => {
-    const lines: string[] = [];
-    const say = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
-    const log = {
-      trace: say('trace'),
-      debug: say('debug'),
-      info: say('info'),
-      warn: say('warn'),
-      error: say('error'),
-    } as unknown as vscode.LogOutputChannel;
+    const { log, lines } = recordingLog();
     const context = { globalState: new Memento() } as unknown as vscode.ExtensionContext;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-no-election-'));
     const settings = { ...readSettings(), socketPath: path.join(dir, 'none.sock') };

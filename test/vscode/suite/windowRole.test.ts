@@ -16,6 +16,7 @@ import type { Decision } from '../../../src/model/decision';
 import { emptySnapshot, type EngineSnapshot } from '../../../src/model/snapshot';
 import { WindowRole, type WindowEngine } from '../../../src/host/windowRole';
 import { Memento } from '../../support/memento';
+import { recordingLog } from './recordingLog';
 
 class FakeWindowEngine implements WindowEngine {
   readonly role = 'leader' as const;
@@ -86,15 +87,7 @@ interface TestWindow {
 }
 
 function testWindow(settings: Settings, focused: boolean): TestWindow {
-  const lines: string[] = [];
-  const say = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
-  const log = {
-    trace: say('trace'),
-    debug: say('debug'),
-    info: say('info'),
-    warn: say('warn'),
-    error: say('error'),
-  } as unknown as vscode.LogOutputChannel;
+  const { log, lines } = recordingLog();
   const w: TestWindow = { lines, notified: [], decided: [], engines: [], focus: new Focus(focused), role: null! };
   const context = { globalState: new Memento() } as unknown as vscode.ExtensionContext;
   w.role = new WindowRole(
