@@ -34,7 +34,7 @@ import { Engine } from '../../src/core/engine';
 import { systemClock } from '../../src/core/clock';
 import { isServiceCommand, runCommand } from '../../src/core/commands';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { ElectedEngine, type TermEngine } from '../../src/leader/electedEngine';
+import { ElectedEngine, type DecidedBy, type TermEngine } from '../../src/leader/electedEngine';
 import { HandoverStore } from '../../src/leader/handover';
 import { electionDir, electionFor } from '../../src/leader/naming';
 import type { Decision } from '../../src/model/decision';
@@ -217,15 +217,41 @@ for (const codex of codexBuilds())
     afterEach(tearDown);
 
     it(
-      '(a) a runner leads: every command works from another process; status shows its policy and who leads',
+      "(a) a runner leads, a window-like engine follows: every command works from another process; status shows the runner's policy and who leads; the follower hears the runner's decisions",
       { timeout: 3 * T },
       async () => {
         const r = new RunnerProcess(['--codex-home', env.home.dir, '--state', env.state, '--max-attempts', '3']);
         env.cleanups.push(() => r.kill());
         await r.connected();
+        // A window-like follower (the window's elected engine, who = "VS Code window"): it must not
+        // lead while the runner runs, and it hears every decision the runner makes.
+        const target = { kind: 'socket' as const, path: controlSocketPath(env.home.dir) };
+        const heard: { decision: Decision; by: DecidedBy }[] = [];
+        const roles: string[] = [];
+        const follower = new ElectedEngine<TermEngine>({
+          election: { dir: electionDir({ XDG_RUNTIME_DIR: testRuntimeDir() }), name: electionFor(target)!.name },
+          who: WINDOW_WHO,
+          makeEngine: () => {
+            throw new Error('the window-like follower was made to lead while the runner runs');
+          },
+          onLead: (_e, how) => roles.push(`lead ${how}`),
+          onFollow: () => roles.push('follow'),
+          onDecision: (decision, by) => heard.push({ decision, by }),
+          onAlone: (error) => roles.push(`alone: ${error.message}`),
+          onWarning: (message) => roles.push(`warning: ${message}`),
+        });
+        env.cleanups.push(() => follower.stop());
+        await follower.start();
+        assert.deepEqual(roles, ['follow']);
         await driveEveryCommand({ who: 'runner', pid: r.child.pid! }, 3);
         // The runner printed the user's commands as its decisions, as for a window's.
         assert.ok(r.of('disarmed').length >= 1, r.transcript());
+        // ... and the follower heard them, marked as the runner's.
+        const disarmed = heard.filter((x) => x.decision.type === 'disarmed');
+        assert.ok(disarmed.length >= 1, JSON.stringify(heard));
+        assert.deepEqual(disarmed[0].by, { who: 'runner', pid: r.child.pid!, self: false });
+        assert.deepEqual(roles, ['follow']);
+        await follower.stop(); // before the runner stops: else it would take over
         const threadId = env.threads[0].threadId;
         await settleAndStop(r, env.state, { [threadId]: 'complete' });
         // (c) once it stopped: nobody to talk to (exit 3), and status reads what it saved.
