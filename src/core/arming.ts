@@ -40,3 +40,16 @@ export function failureAtArming(w: Readonly<WatchedThread>, live: Readonly<LiveT
   if (goal === 'blocked') return live.turn?.id ?? null;
   return live.turn?.status === 'failed' ? live.turn.id : null;
 }
+
+/**
+ * Armed (again) as at a first arming, at `now`: the next look reads the rollout back from the
+ * goal's last activation, so what it finds there (markers, a model's block) is found afresh.
+ * (A person's arming, a re-arm, and the takeover of a goal from another app.)
+ */
+export function armFromActivation(w: WatchedThread, now: number): void {
+  w.armedAt = now;
+  w.armOffset = null;
+  w.rolloutOffset = 0;
+  w.lastMarker = null;
+  w.modelBlockOffset = null;
+}

@@ -1,6 +1,7 @@
 // What the engine records when a failure is counted, when it gives up, and when a recovery took
 // effect: the one place each is written (the history line, the count, the state, the decision).
 import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
+import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
 
@@ -34,11 +35,7 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
 export function takeOver(core: EngineCore, w: WatchedThread, goal: 'blocked' | 'usageLimited'): void {
   const failure = w.lastFailure;
   if (!failure) return;
-  w.armedAt = core.now();
-  w.armOffset = null;
-  w.rolloutOffset = 0;
-  w.lastMarker = null;
-  w.modelBlockOffset = null;
+  armFromActivation(w, core.now());
   w.failures = 1;
   failure.dueAt = core.now();
   core.setState(

@@ -6,7 +6,7 @@ import { canRetryNow, emptyState, isDisarmed, scheduledOf, type WatchedThread } 
 import { RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
-import { failureAtArming, personArms } from './arming';
+import { armFromActivation, failureAtArming, personArms } from './arming';
 import { decide } from './policy';
 import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
 import { takeOver } from './outcomes';
@@ -91,11 +91,7 @@ export class UserActions {
       // Armed as at a first arming (from the goal's last activation in the rollout: the first look
       // reads back to it), but what stopped the goal by now stays the person's to resume.
       delete core.state.disarmed[threadId];
-      w.armedAt = core.now();
-      w.armOffset = null;
-      w.rolloutOffset = 0;
-      w.lastMarker = null;
-      w.modelBlockOffset = null;
+      armFromActivation(w, core.now());
       w.failures = 0;
       w.lastFailure = null;
       w.pending = null;
@@ -151,11 +147,7 @@ export class UserActions {
       // next look reads back to it). What happened since still counts: a block the model chose
       // while the thread was disarmed (never read then) is not taken for a failure to recover,
       // and a person's marker since the activation still speaks for them.
-      w.armedAt = core.now();
-      w.armOffset = null;
-      w.rolloutOffset = 0;
-      w.lastMarker = null;
-      w.modelBlockOffset = null;
+      armFromActivation(w, core.now());
       core.setState(w, { kind: 'running' });
       core.mark(threadId);
     }

@@ -140,6 +140,11 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     process.once('SIGTERM', () => resolve({ signal: 'SIGTERM' }));
     // A closed terminal or SSH session (and a service manager's hang-up): stopped as by SIGTERM.
     process.once('SIGHUP', () => resolve({ signal: 'SIGHUP' }));
+    // The reader went away (piped into `head`, a closed log pipe): stopped as by SIGPIPE, cleanly,
+    // where Node would die on the unhandled write error. Later writes fail the same way: ignored.
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') resolve({ signal: 'SIGPIPE' });
+    });
   });
   try {
     await role.start();

@@ -446,4 +446,18 @@ describe('the command line', () => {
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);
   });
+
+  it('a reader that goes away (watch piped into `head`): the runner stops cleanly, its state saved, instead of dying on EPIPE', async () => {
+    const dir = tempDir();
+    const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
+    fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
+    const state = path.join(dir, 's.json');
+    // No daemon: the engine keeps reconnecting and says so, so it writes again after the pipe closed.
+    const cli = new Cli(['watch', '--socket', path.join(dir, 'nobody.sock'), '--state', state], env);
+    await cli.line(/ leader: this runner runs the engine for /);
+    cli.child.stdout!.destroy();
+    assert.equal(await cli.exited, 0, cli.lines.join('\n'));
+    assert.ok(fs.existsSync(state), 'the state was not saved');
+    assert.equal(cli.lines.filter((l) => l.startsWith('stderr: ')).join('\n'), '');
+  });
 });
