@@ -6,7 +6,6 @@ import { canRetryNow, describeState } from '../model/watch';
 import { connectDaemon } from '../protocol/client';
 import { electionDir, electionFor } from '../leader/naming';
 import { HandoverStore } from '../leader/handover';
-import type { TransportTarget } from '../protocol/transport';
 import { JsonFileStore, readStateFile } from '../store/jsonFileStore';
 import { describeDropped } from '../store/store';
 import { VERSION } from '../version';
@@ -19,7 +18,7 @@ import {
   type StatusArgs,
   type WatchArgs,
 } from './args';
-import { EXIT, leaderSnapshot, leaderText, reachLeader, targetText } from './control';
+import { describeTarget, EXIT, leaderSnapshot, leaderText, reachLeader } from './control';
 import { reportFromSnapshot, reportFromStateFile, statusExitCode, statusText, type StatusReport } from './statusReport';
 import { LeaderCommandError } from '../leader/followerConnection';
 import { decisionJson, decisionLine } from '../model/decisionText';
@@ -175,18 +174,6 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   return 0;
 }
 
-/** Where the engine connects, for messages and the snapshot the followers show. */
-export function describeTarget(target: TransportTarget): string {
-  switch (target.kind) {
-    case 'socket':
-      return target.path;
-    case 'url':
-      return target.url;
-    case 'stdio':
-      return [target.command, ...target.args].join(' ');
-  }
-}
-
 /** How long the leader may take to push its snapshot after its welcome. */
 const SNAPSHOT_TIMEOUT_MS = 5_000;
 
@@ -219,7 +206,7 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
     const report = reportFromSnapshot(snapshot, reach.leader);
     return print(report, statusText(report, Date.now()));
   }
-  const target = targetText(args.target);
+  const target = describeTarget(args.target);
   let stored;
   try {
     stored = await readStateFile(args.statePath);
@@ -280,7 +267,7 @@ function doneText(args: ControlArgs): string {
  */
 async function control(args: ControlArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const name = CONTROL_COMMANDS[args.verb];
-  const base = { command: args.verb, threadId: args.threadId, target: targetText(args.target) };
+  const base = { command: args.verb, threadId: args.threadId, target: describeTarget(args.target) };
   const fail = (code: number, error: string, leader: { who: string | null; pid: number } | null) => {
     if (args.json) process.stdout.write(`${JSON.stringify({ ok: false, ...base, leader, error })}\n`);
     process.stderr.write(`codex-goal-recovery: ${error}\n`);

@@ -15,6 +15,7 @@ import { ensurePrivateDir, leaderSocketPath } from '../leader/privateDir';
 import { parseSnapshot } from '../leader/handover';
 import type { EngineSnapshot } from '../model/snapshot';
 import type { SharedTarget } from './args';
+import type { TransportTarget } from '../protocol/transport';
 
 /** The exit codes of the runner's commands (documented in USAGE and docs/runner.md). */
 export const EXIT = {
@@ -45,9 +46,16 @@ export interface ReachOptions {
   log?: (message: string) => void;
 }
 
-/** The daemon a target names, in words. */
-export function targetText(target: SharedTarget): string {
-  return target.kind === 'socket' ? target.path : target.url;
+/** Where the engine connects, in words: for messages, `status`, and the snapshot the followers show. */
+export function describeTarget(target: TransportTarget): string {
+  switch (target.kind) {
+    case 'socket':
+      return target.path;
+    case 'url':
+      return target.url;
+    case 'stdio':
+      return [target.command, ...target.args].join(' ');
+  }
 }
 
 /**
@@ -63,11 +71,11 @@ export async function reachLeader(
   const timeoutMs = opts.timeoutMs ?? 5_000;
   const election = electionFor(target);
   // Socket and URL targets always have an election; the check keeps the types honest.
-  if (!election) return { kind: 'none', reason: `${targetText(target)} has no election`, unsafe: false };
+  if (!election) return { kind: 'none', reason: `${describeTarget(target)} has no election`, unsafe: false };
   const dir = electionDir(env);
   const none = (why: string): Reach => ({
     kind: 'none',
-    reason: `no engine runs for ${targetText(target)} (${why})`,
+    reason: `no engine runs for ${describeTarget(target)} (${why})`,
     unsafe: false,
   });
   if (!fs.existsSync(dir)) return none(`no election directory ${dir}`);
@@ -76,7 +84,7 @@ export async function reachLeader(
   } catch (error) {
     return {
       kind: 'none',
-      reason: `no engine can be reached for ${targetText(target)}: ${(error as Error).message}`,
+      reason: `no engine can be reached for ${describeTarget(target)}: ${(error as Error).message}`,
       unsafe: true,
     };
   }

@@ -16,6 +16,7 @@ import { runCommand } from '../core/commands';
 import { ElectedEngine, type TermEngine } from '../leader/electedEngine';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
+import { leaderText } from './control';
 
 /** What the runner tells about its role (printed like a decision: one line, or one JSON object). */
 export type RoleEvent =
@@ -126,7 +127,7 @@ export function roleLine(event: RoleEvent, target: string, now: number): string 
       ? `${ts} leader: this runner runs the engine for ${target}; any other engine on this daemon stands by`
       : `${ts} leader: this runner runs the engine for ${target} (without an election)`;
   }
-  const who = event.leaderWho ? `${event.leaderWho}, pid ${event.leaderPid}` : `pid ${event.leaderPid}`;
+  const who = leaderText({ who: event.leaderWho, pid: event.leaderPid });
   return `${ts} standby: another engine (${who}) is watching ${target}; this runner stands by and takes over if it stops`;
 }
 
