@@ -23,6 +23,8 @@ export interface WorkbenchOptions {
   timeoutMs?: number;
   /** Extra code-server arguments (e.g. `--reconnection-grace-time 1`). */
   args?: string[];
+  /** .vsix files to install (as a user does) before the server starts. */
+  installVsix?: string[];
 }
 
 export interface TreeRow {
@@ -75,6 +77,7 @@ export class Workbench {
       ...(options.env !== undefined && { env: options.env }),
       ...(options.settings !== undefined && { settings: options.settings }),
       ...(options.args !== undefined && { args: options.args }),
+      ...(options.installVsix !== undefined && { installVsix: options.installVsix }),
       ...(verbose && { onLog: (line: string) => console.log(`[code-server] ${line}`) }),
     });
     let browser: Browser | undefined;
