@@ -106,7 +106,7 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number, held
     rows.push([vscode.l10n.t('Where'), ELSEWHERE_WHERE()]);
     rows.push([vscode.l10n.t('What you can do'), elsewhereTodo(w.state)]);
   }
-  if (w.state.kind === 'failedBeforeArming')
+  if (w.state.kind === 'failedBeforeArming' || (w.state.kind === 'needsAttention' && !w.lastFailure))
     rows.push([vscode.l10n.t('Last error'), `${describeErrorCode(w.state.code)}: ${w.state.message}`]);
   const todo = whatYouCanDo(w);
   if (todo) rows.push([vscode.l10n.t('What you can do'), todo]);

@@ -90,9 +90,11 @@ function historyItem(w: WatchedThread, h: HistoryEntry): vscode.TreeItem {
   const label = `${timeOfDay(h.at)} · ${outcomeText(h.outcome)}`;
   const item = new vscode.TreeItem(label);
   item.id = `history:${w.threadId}:${h.at}:${h.failedTurnId}:${h.outcome}`;
-  item.description = vscode.l10n.t('attempt {0} · {1}', h.attempt, describeErrorCode(h.error));
+  // The error, short; the attempt and the failed turn are in the tooltip.
+  item.description = describeErrorCode(h.error);
   item.tooltip = [
     dateTime(h.at),
+    vscode.l10n.t('attempt {0}', h.attempt),
     vscode.l10n.t('failed turn {0}', h.failedTurnId),
     vscode.l10n.t('error: {0}', describeErrorCode(h.error)),
     vscode.l10n.t('outcome: {0}', outcomeText(h.outcome)) + (h.detail ? ` (${h.detail})` : ''),

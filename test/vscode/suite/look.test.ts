@@ -74,6 +74,10 @@ suite('row texts: the state first, short enough for a 300 px sidebar', () => {
     assert.match(t, /retry in 0:42 · attempt 2\/6/);
     assert.match(t, /Last error: server overloaded \\\(HTTP 503\\\): Service Unavailable/);
     assert.match(t, /Consecutive failures: 1 \\\(gives up after 6\\\)/);
+    const attention = watch({ kind: 'needsAttention', code: 'badRequest', message: 'mock: bad request' });
+    attention.lastFailure = null;
+    assert.match(tooltip(attention, NOW, 6).value, /Last error: request rejected: mock: bad request/);
+    assert.match(tooltip(attention, NOW, 6).value, /What you can do: look at the error in Codex/);
   });
 
   test('while auto-recovery is paused, a row that would count down says paused first', () => {

@@ -206,11 +206,11 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
       await wb.waitForTreeRows(VIEW, (r) => r.some((x) => /^Upgrade the build to Node 24, retry \d+:\d\d$/.test(x)), T);
       await wb.treeRow(VIEW, `${title}, complete`).click();
       const items = await eventuallyItems(wb, (rows) =>
-        rows.some((r) => r.level === 2 && /· recovered, attempt 1 · /.test(r.label)),
+        rows.some((r) => r.level === 2 && /· recovered, server error$/.test(r.label)),
       );
       const i = items.findIndex((r) => r.label === `${title}, complete`);
       assert.equal(items[i].expanded, true);
-      assert.match(items[i + 1].label, /^\S.* · recovered, attempt 1 · /);
+      assert.match(items[i + 1].label, /^\S.* · recovered, server error$/);
       await readmeShot(wb, 'history');
       // The tooltip of the row that needs attention, for the README: a person's pointer comes to
       // rest on the row's label and the hover follows after its delay. (What the tooltip says is
@@ -223,8 +223,10 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
         await wb.page.mouse.move(box.x + 12 + i * 7, box.y + box.height / 2, { steps: 4 });
         await hover.waitFor({ state: 'visible', timeout: 2_500 }).catch(() => undefined);
       }
-      if (await hover.isVisible()) await readmeShot(wb, 'tooltip');
-      else console.log('# the row tooltip did not show on hover in this browser: no tooltip screenshot');
+      if (await hover.isVisible()) {
+        assert.match((await hover.textContent()) ?? '', /Last error: /);
+        await readmeShot(wb, 'tooltip');
+      } else console.log('# the row tooltip did not show on hover in this browser: no tooltip screenshot');
       await wb.page.mouse.move(900, 600);
     }));
 
