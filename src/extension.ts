@@ -9,7 +9,9 @@ import { WindowRole } from './host/windowRole';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
 import { Notifier } from './views/notifier';
+import { keepRecentLines } from './views/recentLog';
 import { RecoveryStatusBar } from './views/statusBar';
+import { followViewState } from './views/viewState';
 import { WatchTree } from './views/watchTree';
 import type { Decision } from './model/decision';
 import type { EngineSnapshot } from './model/snapshot';
@@ -35,7 +37,7 @@ export interface CodexGoalRecoveryApi {
 
 export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi {
   performance.mark('codexGoalRecovery.activate.start');
-  const log = vscode.window.createOutputChannel('Codex Goal Recovery', { log: true });
+  const log = keepRecentLines(vscode.window.createOutputChannel('Codex Goal Recovery', { log: true }));
   let settings = readSettings();
   // Machine state is never synced; no preference lives in globalState.
   context.globalState.setKeysForSync([]);
@@ -108,6 +110,7 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
     status,
     countdown,
     countdown.onTick(onChange),
+    followViewState(view, service, (listener) => role!.onDidChange(listener)),
     role.onDidChange(onChange),
     ...registerCommands({ service, settings: () => settings, log }),
     vscode.workspace.onDidChangeConfiguration((e) => {
