@@ -4,6 +4,7 @@
 // of them (a field replaced, removed or added), against zod itself.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import * as zm from 'zod/mini';
 import { newWatch, WatchedThreadSchema, WatchStateSchema, type WatchedThread } from '../../src/model/watch';
 import { compileFastCheck } from '../../src/store/fastCheck';
 import { parsePersisted } from '../../src/store/store';
@@ -157,4 +158,17 @@ test('a state the discriminated union does not know goes to zod', () => {
   assert.equal(check({ kind: 'flying' }), false);
   assert.equal(check({ kind: 'running', extra: true }), false);
   assert.equal(check({ kind: 'gaveUp', attempts: 1.5 }), false);
+});
+
+test('the same definitions written with zod/mini: a format the schema itself checks (z.int()) is kept', () => {
+  const int = compileFastCheck(zm.int());
+  assert.equal(int(3), true);
+  assert.equal(int(1.5), false);
+  assert.equal(compileFastCheck(zm.int().check(zm.positive()))(0), false);
+  assert.equal(compileFastCheck(zm.string().check(zm.minLength(1)))(''), false);
+  const o = compileFastCheck(zm.object({ a: zm.nullable(zm.int()), b: zm.optional(zm.string()) }));
+  assert.equal(o({ a: null }), true);
+  assert.equal(o({ a: 2.5 }), false);
+  assert.equal(o({ a: 1, c: 1 }), false);
+  assert.equal(compileFastCheck(zm.email())('x'), false, 'a string format it does not know: zod decides');
 });
