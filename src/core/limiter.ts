@@ -1,5 +1,6 @@
 // A global token bucket, so one outage over many threads does not stampede the
-// provider: a burst of `burst` recoveries, then one every `intervalMs`.
+// provider: a burst of `burst` recoveries, then one every `intervalMs` (the shipped numbers and
+// why: src/core/options.ts).
 
 export interface LimiterPolicy {
   burst: number;

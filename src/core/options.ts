@@ -7,7 +7,12 @@ export interface EngineOptions {
   maxDelayMs: number;
   /** Consecutive failed recoveries before giving up ("needs attention"). */
   maxAttempts: number;
-  /** Global limiter: this many recoveries at once, then one per `limiterIntervalMs`. */
+  /**
+   * Global limiter: this many recoveries at once, then one per `limiterIntervalMs`. Shipped: 3,
+   * then one per 5 s. A stampede stays spread (100 goals blocked by one outage: 3 at once, then
+   * one every 5 s, about 8 min for all), and the sustained rate (6 per 30 s) keeps up with a
+   * provider that fails a few busy goals every 30 s (one per 10 s fell behind 4: test/bench/soak.ts).
+   */
   limiterBurst: number;
   limiterIntervalMs: number;
   /** Slow resync that catches what notifications missed (e.g. after a daemon restart). */
@@ -37,7 +42,7 @@ export const DEFAULT_OPTIONS: EngineOptions = {
   maxDelayMs: 30 * 60_000,
   maxAttempts: 6,
   limiterBurst: 3,
-  limiterIntervalMs: 10_000,
+  limiterIntervalMs: 5_000,
   resyncMs: 60_000,
   usageMarginMs: 60_000,
   recoverUsageLimited: true,

@@ -61,7 +61,7 @@ export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.
   // Not flags (the command line is a fixed contract): tuning for tests and demos.
   const resync = Number(env.CODEX_GOAL_RECOVERY_RESYNC_S);
   if (Number.isFinite(resync) && resync > 0) options.resyncMs = Math.round(resync * 1000);
-  // The global limiter's refill interval (3 recoveries at once, then one per 10 s by default).
+  // The global limiter's refill interval (3 recoveries at once, then one per 5 s by default).
   const limiter = Number(env.CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S);
   if (Number.isFinite(limiter) && limiter > 0) options.limiterIntervalMs = Math.round(limiter * 1000);
   return options;

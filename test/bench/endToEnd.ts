@@ -210,7 +210,7 @@ export const endToEndBench: Bench = {
         ...DEFAULT_OPTIONS,
         baseDelayMs: BASE_DELAY_MS,
         maxDelayMs: MAX_DELAY_MS,
-        // The global limiter (3 at once, then one per 10 s) throttles outages over many threads;
+        // The global limiter (3 at once, then one per 5 s) throttles outages over many threads;
         // out of the way here, so each sample measures the scheduling, not the throttle.
         limiterBurst: samples + 1,
       };

@@ -5,6 +5,7 @@ import { homeScanBench } from './homeScan';
 import { idleCost } from './idleCost';
 import { memoryStore10k } from './memoryStore10k';
 import { rolloutBench } from './rollout';
+import { soakBench } from './soak';
 import { timerPrecision } from './timerPrecision';
 import type { Bench } from './types';
 import { writeAheadBench } from './writeAhead';
@@ -19,4 +20,5 @@ export const BENCHES: Bench[] = [
   idleCost,
   homeScanBench,
   timerPrecision,
+  soakBench,
 ];

@@ -10,7 +10,7 @@
 // time, unless they say "wall".
 //
 // The options are the shipped defaults (base 30 s, cap 30 min, a burst of 3 then one recovery
-// per 10 s, resync every 60 s), not the unlimited test limiter.
+// per 5 s, resync every 60 s), not the unlimited test limiter.
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';

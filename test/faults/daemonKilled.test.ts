@@ -51,7 +51,7 @@
 // included, is saved before it is shown or announced (durable before announced), so invariant 4
 // does not wait for a resync to find the state file consistent. One tuning value differs, and
 // only here: the global limiter refills one slot per 0.2 s (CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S)
-// instead of one per 10 s. The limiter is not what this test is about (its own tests are in
+// instead of one per 5 s. The limiter is not what this test is about (its own tests are in
 // test/unit and the transport property), and with one recovery per iteration, two when a kill
 // swallowed a set, the shipped interval would make most iterations wait for a slot; it stays on
 // (burst 3, every set takes a slot). --base-delay 1 (public flag): the recovery is due 0.5–1 s
@@ -155,7 +155,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     user = await UserClient.overSocket<Json>(lab.socket, { name: 'fault-user' });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault1-'));
     statePath = path.join(dir, 'state.json');
-    // The global limiter (one recovery per 10 s after a burst of 3) would hold most iterations'
+    // The global limiter (one recovery per 5 s after a burst of 3) would hold most iterations'
     // recoveries past the kill window: one per 0.2 s here.
     runner = new RunnerProcess(
       [

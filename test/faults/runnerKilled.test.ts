@@ -58,7 +58,7 @@
 // iterations and after it in the rest (both are counted); short enough for 30 iterations in
 // about 2 minutes on 2 shared cores (measured 106–110 s with every invariant holding; about
 // 3.5 minutes when recoveries are lost, as each lost one is waited for 12 s past its due time).
-// The shipped resync (60 s) and limiter (3 at once, then one per 10 s) are kept: a runner lives
+// The shipped resync (60 s) and limiter (3 at once, then one per 5 s) are kept: a runner lives
 // for about one iteration here, so it never resyncs on a timer (the bug's unsaved window stays as
 // wide as in the field), and it sends one or two sets in its life, within the limiter's burst.
 //

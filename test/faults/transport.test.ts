@@ -16,7 +16,7 @@
 //     after each turn, test/support/daemonJudge.ts); no write-ahead intent left pending.
 //   Invariant: expected give-ups derived from the failed turns and rejected sets (more than
 //     maxAttempts in a row): no set after one, and the engine's state says so.
-//   Invariant: the global limiter (burst 3, then one per 10 s) holds for the sets as they leave.
+//   Invariant: the global limiter (burst 3, then one per 5 s) holds for the sets as they leave.
 //   Invariant: no crash (no unhandled rejection, no uncaught exception).
 //   Invariant: every fault that broke the connection has its own connection log line, and a
 //     lost `thread/goal/set` a warning that names it.

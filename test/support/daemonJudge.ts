@@ -50,17 +50,36 @@ export async function daemonRecord(
   opts: { settled?: boolean; timeoutMs?: number } = {},
 ): Promise<DaemonRecord> {
   const timeoutMs = opts.timeoutMs ?? T;
-  let turns: TurnRow[] = (await daemon.request('thread/turns/list', { threadId }, timeoutMs)).data;
+  let turns = await allTurns(daemon, threadId, timeoutMs);
   if (opts.settled !== false) {
     for (const deadline = Date.now() + timeoutMs; turns.some((x) => x.status === 'inProgress');) {
       if (Date.now() > deadline)
         throw new Error(`a turn of ${threadId} is still in progress after ${timeoutMs} ms: ${JSON.stringify(turns)}`);
       await sleep(100);
-      turns = (await daemon.request('thread/turns/list', { threadId }, timeoutMs)).data;
+      turns = await allTurns(daemon, threadId, timeoutMs);
     }
   }
   const goal = (await daemon.request('thread/goal/get', { threadId }, timeoutMs)).goal as { status: string } | null;
   return daemonRecordFrom(threadId, turns, goal?.status ?? null, rolloutPath);
+}
+
+/**
+ * Every turn of the thread, page after page: `thread/turns/list` answers one page (measured with
+ * 0.169.0: a soak's thread of 100 turns and more lists only its newest ones without the cursor).
+ */
+async function allTurns(daemon: DaemonReader, threadId: string, timeoutMs: number): Promise<TurnRow[]> {
+  const turns: TurnRow[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { data: TurnRow[]; nextCursor?: string | null } = await daemon.request(
+      'thread/turns/list',
+      cursor === null ? { threadId } : { threadId, cursor },
+      timeoutMs,
+    );
+    turns.push(...page.data);
+    cursor = page.nextCursor ?? null;
+  } while (cursor !== null);
+  return turns;
 }
 
 /** The same record from a daemon's state held in the test itself (a fake daemon): its turns, its goal, its rollout. */

@@ -1,7 +1,7 @@
 // Builds an Engine against the fake daemon, a fake clock and a store, for unit tests.
 //
 // The engine runs with the shipped options (DEFAULT_OPTIONS: backoff base 30 s, cap 30 min, the
-// 200 ms preparation, the limiter's burst of 3 then one per 10 s, the 60 s resync). A test that
+// 200 ms preparation, the limiter's burst of 3 then one per 5 s, the 60 s resync). A test that
 // needs another value passes it in `options`, and its describe/file header says which and why.
 //
 // The daemon is strict (test/support/fakeDaemon.ts): a broken rule fails the test. `settle`,

@@ -1,6 +1,6 @@
 // One transport-fault schedule, run end to end: a FakeDaemon with a few scripted threads, the
 // real engine (the shipped DEFAULT_OPTIONS: 30 s backoff base, 6 attempts, limiter burst 3 then
-// one per 10 s, 200 ms prepare lead, 60 s resync) and JSON-RPC client, the fault proxy between
+// one per 5 s, 200 ms prepare lead, 60 s resync) and JSON-RPC client, the fault proxy between
 // them, and a FakeClock. The schedule's faults fire while its steps play; then the faults stop,
 // time runs until everything has settled, and every invariant is checked. Returns what was
 // broken (nothing, when the engine is right), what happened, and which of the cases the
@@ -825,7 +825,7 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
     if (a.accepted) perTurn.set(`${a.threadId}/${a.turnId}`, (perTurn.get(`${a.threadId}/${a.turnId}`) ?? 0) + 1);
   }
 
-  // Invariant: the global limiter (burst 3, then one per 10 s) holds for the sets as they left the
+  // Invariant: the global limiter (burst 3, then one per 5 s) holds for the sets as they left the
   // engine. A set is checked when its time is exact: the engine's attempts take no fake time unless
   // the proxy holds a frame back, so one with no hold around it left when its slot was taken. (A
   // subset of sets that keep the bucket keeps it too: leaving some out never hides an excess.)

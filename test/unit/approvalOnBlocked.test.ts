@@ -1,7 +1,7 @@
 // A person's approval request on a goal that a failed turn blocked (the seed's TestLiveActivity,
 // with the thread `systemError` rather than `active`): nothing is due while it waits, and the
 // recovery follows its resolution. Runs with the shipped DEFAULT_OPTIONS (30 s backoff base,
-// 200 ms prepare lead, limiter burst 3 then one per 10 s).
+// 200 ms prepare lead, limiter burst 3 then one per 5 s).
 //
 // Found by the transport property (test/faults/transport.test.ts, approval story `onBlocked`):
 // the engine kept the backoff due, and each attempt was called off by its check ("waiting for

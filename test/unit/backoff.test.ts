@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { jitteredDelay, nominalDelay } from '../../src/core/backoff';
 import { RecoveryLimiter } from '../../src/core/limiter';
 import { classifyFailure, describeErrorInfo } from '../../src/core/classify';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { rng } from '../support/random';
 
 const policy = { baseMs: 30_000, capMs: 30 * 60_000 };
 
@@ -52,6 +54,73 @@ describe('global limiter', () => {
     assert.equal(l.take(50_000), 0);
     assert.equal(l.take(10_000), 10_000, 'jumped back: no free token');
     assert.equal(l.take(20_000), 0);
+  });
+
+  /**
+   * Sends each recovery at its due time or, when the limiter holds it, at the slot it names, in
+   * due order (as the schedule does: src/core/schedule.ts); returns the send times.
+   */
+  function sendTimes(limiter: RecoveryLimiter, dues: readonly number[]): number[] {
+    const sent: number[] = [];
+    let at = -Infinity;
+    for (const due of [...dues].sort((a, b) => a - b)) {
+      at = Math.max(at, due);
+      const wait = limiter.take(at);
+      if (wait > 0) {
+        at += wait;
+        assert.equal(limiter.take(at), 0, 'no token at the slot the limiter named');
+      }
+      sent.push(at);
+    }
+    return sent;
+  }
+
+  /** Nearest-rank percentile. */
+  const percentile = (xs: readonly number[], p: number) =>
+    [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)];
+
+  /** The first backoff of a goal failed at `failedAt`: between half and all of the base (equal jitter). */
+  const firstDue = (failedAt: number, random: () => number) =>
+    failedAt + jitteredDelay({ baseMs: DEFAULT_OPTIONS.baseDelayMs, capMs: DEFAULT_OPTIONS.maxDelayMs }, 1, random);
+
+  it('the shipped limiter spaces a stampede: 100 goals blocked by one outage', () => {
+    const { limiterBurst: burst, limiterIntervalMs: interval } = DEFAULT_OPTIONS;
+    const random = rng(13);
+    for (const dues of [
+      Array.from({ length: 100 }, () => 0), // all due at the same moment (jitter pinned)
+      Array.from({ length: 100 }, () => firstDue(0, random)), // the shipped jitter: 15–30 s after the outage
+    ]) {
+      const sent = sendTimes(new RecoveryLimiter({ burst, intervalMs: interval }), dues);
+      // Never more than the burst in any second, and never all within one.
+      for (const [i, t] of sent.entries()) {
+        const inSecond = sent.filter((u) => u >= t && u < t + 1_000).length;
+        assert.ok(inSecond <= burst, `${inSecond} recoveries within the second from ${t} ms (set ${i})`);
+      }
+      assert.ok(sent[sent.length - 1] - sent[0] >= (100 - burst) * interval - 1, 'the stampede was not spread');
+      assert.ok(sent[sent.length - 1] - sent[0] > 60_000, 'the 100 recoveries went out within a minute');
+    }
+  });
+
+  it('the shipped limiter keeps up with a provider that fails 3 s in every 30 s under 4 busy goals', () => {
+    // The soak (test/bench/soak.ts) in numbers: every 30 s all 4 goals fail; each is due 15–30 s later.
+    const lateness = (policy: { burst: number; intervalMs: number }) => {
+      const random = rng(5);
+      const dues: number[] = [];
+      for (let cycle = 0; cycle < 200; cycle++)
+        for (let g = 0; g < 4; g++) dues.push(firstDue(cycle * 30_000 + random() * 3_000, random));
+      const sorted = [...dues].sort((a, b) => a - b);
+      const sent = sendTimes(new RecoveryLimiter(policy), sorted);
+      return sent.map((t, i) => t - sorted[i]);
+    };
+    const shipped = lateness({ burst: DEFAULT_OPTIONS.limiterBurst, intervalMs: DEFAULT_OPTIONS.limiterIntervalMs });
+    assert.ok(percentile(shipped, 90) <= 10_000, `p90 lateness ${percentile(shipped, 90)} ms`);
+    assert.ok(Math.max(...shipped) <= 15_000, `max lateness ${Math.max(...shipped)} ms: a queue builds up`);
+    // What it replaced (3, then one per 10 s: 3 recoveries per 30 s for 4 failures) falls further behind every cycle.
+    const before = lateness({ burst: 3, intervalMs: 10_000 });
+    assert.ok(
+      percentile(before, 90) > 60_000,
+      `the old rule's p90 ${percentile(before, 90)} ms: the check cannot fail`,
+    );
   });
 
   it('a token given back is available again', () => {

@@ -4,7 +4,7 @@
 // connection die with it, and a save still being written reaches the disk or not).
 //
 // Settings: the shipped defaults (DEFAULT_OPTIONS: backoff base 30 s, cap 30 min, 6 tries, the
-// limiter 3 at once then one per 10 s, a 60 s resync, recoveries prepared 200 ms ahead). The
+// limiter 3 at once then one per 5 s, a 60 s resync, recoveries prepared 200 ms ahead). The
 // clock is fake and moves one timer at a time, so the engine reacts to each before the next.
 //
 // Each run is a list of steps (fast-check): a person starts a goal, the running turn fails

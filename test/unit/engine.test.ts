@@ -3,7 +3,7 @@
 //
 // Shipped defaults (DEFAULT_OPTIONS) unless a test says otherwise in its own header comment:
 // backoff base 30 s (the jitter is pinned to the full nominal delay: 30 s, 60 s, 120 s, ...), cap
-// 30 min, the 200 ms preparation, a burst of 3 recoveries then one per 10 s, the 60 s resync.
+// 30 min, the 200 ms preparation, a burst of 3 recoveries then one per 5 s, the 60 s resync.
 // The fake daemon is strict (test/support/fakeDaemon.ts): any forbidden set fails the test.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,6 +72,7 @@ async function until(cond: () => boolean): Promise<void> {
 const BASE = DEFAULT_OPTIONS.baseDelayMs;
 const PREPARE = DEFAULT_OPTIONS.prepareMs;
 const RESYNC = DEFAULT_OPTIONS.resyncMs;
+const INTERVAL = DEFAULT_OPTIONS.limiterIntervalMs;
 
 describe('engine', () => {
   it('reacts to events in the real order without a resync, and fires exactly at the due time', async () => {
@@ -424,22 +425,41 @@ describe('engine', () => {
 
   it('limits recoveries globally: a burst, then one per interval', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e'];
-    const h = await armed({}, ids); // the shipped limiter: a burst of 3, then one per 10 s;
+    const h = await armed({}, ids); // the shipped limiter: a burst of 3, then one per 5 s;
     for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
     await h.settle();
     await h.advance(BASE);
     assert.equal(h.daemon.count('thread/goal/set'), 3, 'the burst');
     assert.ok(h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'));
-    await h.advance(9_999);
+    await h.advance(INTERVAL - 1);
     assert.equal(h.daemon.count('thread/goal/set'), 3);
     await h.advance(1);
     assert.equal(h.daemon.count('thread/goal/set'), 4);
-    await h.advance(10_000);
+    await h.advance(INTERVAL);
     assert.equal(h.daemon.count('thread/goal/set'), 5);
   });
 
+  it('spaces a stampede: 100 goals blocked by one outage are not all re-activated within a minute', async () => {
+    const ids = Array.from({ length: 100 }, (_, i) => `t${i}`);
+    const h = await armed({}, ids);
+    for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
+    await h.settle();
+    await h.advance(BASE + 1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 3, 'more than the burst within the first second');
+    await h.advance(60_000 - 1_000);
+    const inAMinute = h.daemon.count('thread/goal/set');
+    assert.equal(inAMinute, 3 + Math.floor(60_000 / INTERVAL), 'not one per interval after the burst');
+    for (let i = 0; i < 100 && h.daemon.count('thread/goal/set') < 100; i++) await h.advance(INTERVAL);
+    assert.equal(h.daemon.count('thread/goal/set'), 100, 'a held recovery was lost');
+    assert.deepEqual(
+      ids.filter((id) => h.engine.watch(id)?.recovered.length !== 1),
+      [],
+      'not every goal recovered exactly once',
+    );
+  });
+
   it('an attempt under way does not fall due again nor spend the limiter twice', async () => {
-    // A limiter of one token per minute (shipped: 3, then one per 10 s): a second token taken for
+    // A limiter of one token per minute (shipped: 3, then one per 5 s): a second token taken for
     // the same attempt would show as a 'global rate limit' skip. The shipped 200 ms preparation
     // makes the window: the attempt is prepared (reads, write-ahead) 200 ms before its due time
     // and waits there, while the due timer is set again and time passes through it.
@@ -617,7 +637,7 @@ describe('engine', () => {
   });
 
   it('a wall clock that jumps back neither postpones a due recovery by the jump nor stalls the limiter', async () => {
-    // A burst of 1 (shipped: 3): the second recovery waits for the limiter's 10 s interval.
+    // A burst of 1 (shipped: 3): the second recovery waits for the limiter's interval (shipped: 5 s).
     const h = await armed({ options: { limiterBurst: 1 } }, ['a', 'b']);
     failByEvents(h.daemon, 'a', 'a-turn-1');
     failByEvents(h.daemon, 'b', 'b-turn-1');
@@ -634,7 +654,7 @@ describe('engine', () => {
       h.decisions.some((d) => d.type === 'warning' && /clock went back by 6:00:00/.test(d.message)),
       'the jump was not logged',
     );
-    await h.advance(9_999);
+    await h.advance(INTERVAL - 1);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'the limiter let a second one through early');
     await h.advance(1);
     assert.equal(h.daemon.count('thread/goal/set'), 2, 'the limiter slot was postponed by the jump');

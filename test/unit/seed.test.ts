@@ -24,7 +24,7 @@
 //   scenario runs with the shipped options (DEFAULT_OPTIONS): backoff base 30 s (the jitter pinned
 //   to the full nominal delay, as the seed's jitter(d) = d), the 200 ms preparation (reads and the
 //   write-ahead save 200 ms before the due time, the set at it), the limiter (3, then one per
-//   10 s) and the 60 s resync; the seed's times are scaled to them.
+//   5 s) and the 60 s resync; the seed's times are scaled to them.
 // - The seed's fake failed the test (t.Fatalf) on a set beyond {threadId,status,origin} and on an
 //   unexpected RPC. The fake daemon here is stricter (test/support/fakeDaemon.ts): any automatic set
 //   not on a blocked or usage-limited goal whose newest turn failed, a second one for the same
