@@ -8,7 +8,7 @@ import {
   ResponseError,
 } from 'vscode-jsonrpc/node';
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from '../util/zod';
 import type { GoalStatus } from '../model/watch';
 import {
   ConnectionLostError,
@@ -239,7 +239,7 @@ class JsonRpcDaemon implements DaemonSession {
     );
   }
 
-  private async call<S extends z.ZodTypeAny>(method: string, params: object, schema: S): Promise<z.infer<S>> {
+  private async call<S extends z.ZodMiniType>(method: string, params: object, schema: S): Promise<z.infer<S>> {
     if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
     let timer: unknown;
     let onClose: ((reason: string) => void) | undefined;
@@ -329,7 +329,7 @@ class JsonRpcDaemon implements DaemonSession {
   private notification(method: string, params: unknown): void {
     if (method === this.serverRequestEvent) return this.serverRequestArrived(params);
     const l = this.listener;
-    const read = <S extends z.ZodTypeAny>(schema: S, use: (value: z.infer<S>) => void) => {
+    const read = <S extends z.ZodMiniType>(schema: S, use: (value: z.infer<S>) => void) => {
       const parsed = schema.safeParse(params);
       if (parsed.success) use(parsed.data);
       else
