@@ -1,8 +1,17 @@
 // Bundles dist/: the extension (vscode external; minified with --release), the headless
-// runner (with a shebang) and the demo.
+// runner (with a shebang) and the demo. `--metafile FILE`: also writes esbuild's metafile of the
+// extension bundle there (what each input file contributes; the activation bench reads it).
+// `--out-dir DIR`: into DIR instead of dist/ (the package test builds a release there).
+import { writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const release = process.argv.includes('--release');
+const metaAt = process.argv.indexOf('--metafile');
+const metafile = metaAt >= 0 ? process.argv[metaAt + 1] : undefined;
+if (metaAt >= 0 && !metafile) throw new Error('--metafile needs a file name');
+const outAt = process.argv.indexOf('--out-dir');
+const outDir = outAt >= 0 ? process.argv[outAt + 1] : 'dist';
+if (!outDir) throw new Error('--out-dir needs a directory');
 // zod looks at `navigator.userAgent` (for Cloudflare Workers) when it loads; in Node there is no
 // navigator, and VS Code's extension host logs a deprecation warning when an extension touches the
 // global. The bundle sees `undefined` instead.
@@ -16,19 +25,21 @@ const common = {
   define: { navigator: 'undefined' },
 };
 
-await Promise.all([
+const [extension] = await Promise.all([
   build({
     ...common,
     entryPoints: ['src/extension.ts'],
-    outfile: 'dist/extension.js',
+    outfile: `${outDir}/extension.js`,
     external: ['vscode'],
     minify: release,
+    metafile: metafile !== undefined,
   }),
   build({
     ...common,
     entryPoints: ['src/runner/cli.ts'],
-    outfile: 'dist/cli.js',
+    outfile: `${outDir}/cli.js`,
     banner: { js: '#!/usr/bin/env node' },
   }),
-  build({ ...common, entryPoints: ['src/demo/demo.ts'], outfile: 'dist/demo.js' }),
+  build({ ...common, entryPoints: ['src/demo/demo.ts'], outfile: `${outDir}/demo.js` }),
 ]);
+if (metafile) writeFileSync(metafile, JSON.stringify(extension.metafile));
