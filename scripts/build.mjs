@@ -31,6 +31,9 @@ const [extension] = await Promise.all([
     entryPoints: ['src/extension.ts'],
     outfile: `${outDir}/extension.js`,
     external: ['vscode'],
+    // The extension is a WebSocket client only: ws's own module (lib/websocket.js, the class that
+    // `require('ws')` returns) without the index that also loads its server and stream helpers.
+    alias: { ws: './node_modules/ws/lib/websocket.js' },
     minify: release,
     metafile: metafile !== undefined,
   }),

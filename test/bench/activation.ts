@@ -3,8 +3,8 @@
 // 1. Sizes. The release bundle (`node scripts/build.mjs --release`: dist/extension.js) and the
 //    .vsix that `npm run package` makes, beside what shipping without a bundler would be: the
 //    compiled out/src files the entry point actually requires, transitively, plus the files of
-//    vscode-jsonrpc, ws and zod those require (found by resolving every require() with Node's
-//    own resolver, not by listing directories), packed by the same vsce into a .vsix.
+//    the runtime packages (ws, zod) those require (found by resolving every require() with
+//    Node's own resolver, not by listing directories), packed by the same vsce into a .vsix.
 // 2. activate() in the real extension host: code-server (VS Code in a browser) with headless
 //    Chromium, the extension installed from that .vsix together with a generated "hello"
 //    extension (one command; it marks its activate() the same way), the window loaded again
@@ -28,7 +28,10 @@ import { figure, percentile, type Bench, type BenchContext, type BenchSection } 
 
 const run = promisify(execFile);
 const REPO = path.resolve(__dirname, '..', '..', '..');
-/** The runtime packages the extension needs when it is not bundled (package.json "dependencies"). */
+/**
+ * The packages the unbundled closure may use (package.json "dependencies"; vscode-jsonrpc is
+ * there for its types, which the transports implement, and the tests).
+ */
 const RUNTIME_PACKAGES = ['vscode-jsonrpc', 'ws', 'zod'];
 
 const PRODUCT_CHANNEL = 'Codex Goal Recovery';
@@ -462,14 +465,14 @@ export const activationBench: Bench = {
         ),
       ],
       notes: [
-        "Sizes: the release build (node scripts/build.mjs --release: esbuild, minified, no source map) and the .vsix made by vsce with the flags of `npm run package`, into a temp dir. Baseline: shipping the same code unbundled, i.e. the compiled out/src files that out/src/extension.js requires transitively plus the files of vscode-jsonrpc, ws and zod those require and their package.json (every require() resolved with Node's resolver; optional requires that do not resolve, such as ws's bufferutil, are left out), packed by the same vsce with the same README, CHANGELOG, LICENSE and icon. A real unbundled package would ship whole package folders, so this baseline is a lower bound.",
+        `Sizes: the release build (node scripts/build.mjs --release: esbuild, minified, no source map) and the .vsix made by vsce with the flags of \`npm run package\`, into a temp dir. Baseline: shipping the same code unbundled, i.e. the compiled out/src files that out/src/extension.js requires transitively plus the files of ${usedPackages.join(', ')} those require and their package.json (every require() resolved with Node's resolver; optional requires that do not resolve, such as ws's bufferutil, are left out), packed by the same vsce with the same README, CHANGELOG, LICENSE and icon. A real unbundled package would ship whole package folders, so this baseline is a lower bound.`,
         `Where the release bundle's ${kib(bundleBytes).toFixed(1)} KiB come from (esbuild's metafile of the same build: bytes in the minified output): ${Object.entries(
           bundleByPackage,
         )
           .map(([name, n]) => `${name} ${kib(n).toFixed(1)} KiB`)
           .join(
             ', ',
-          )}. zod is zod/mini (tree-shaken: only what the schemas use, plus its English messages); vscode-jsonrpc is CommonJS and comes whole; ws is the transport to the daemon (WebSocket over its Unix socket).`,
+          )}. zod is zod/mini (tree-shaken: only what the schemas use, plus its English messages); ws is the transport to the daemon (WebSocket over its Unix socket; its client module only, not its server); the JSON-RPC connection is our own (vscode-jsonrpc, CommonJS and bundled whole, was 60 KiB).`,
         `Unbundled: ${ours.length} files of ours (${kib(bytes(ours)).toFixed(1)} KiB, out/package.json included) and ${theirs.length} files of ${usedPackages.join(', ')} (${kib(bytes(theirs)).toFixed(1)} KiB).`,
         `activate(): code-server ${CODE_SERVER_VERSION} with headless Chromium; the extension installed from the .vsix above with code-server's --install-extension (as a user installs it) and no Codex daemon to find (an empty Codex home: activation never waits for the daemon anyway), beside a generated hello extension (one registerCommand; packed by vsce and installed the same way) in the same window, both activated on onStartupFinished. The window was loaded ${runs} times, each load a new extension-host process. Each run reads the codexGoalRecovery.activate performance measure (activate.start → activate.end) from the line "activated in X ms" that the extension writes to its log output channel, from the log file VS Code keeps for it; the hello extension measures and reports its own activate() the same way.`,
         "The activate() ratio is hello ÷ ours as the harness defines it (baseline ÷ product): a figure below 1 says how small a trivial extension's activation is next to ours, i.e. ours costs 1/ratio times a hello extension's. What it does not include: loading the module (require of dist/extension.js) happens before activate() and is not in the measure; nor is the connection to the daemon, which starts in the background. activate() creates the log channel and registers the commands; the settings, the election, the engine and the views start right after it returns (on the next turn of the event loop, or at once when a command or the API needs them first), so their cost is not in this figure either: they are work the window still does, just not inside activate().",

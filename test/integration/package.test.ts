@@ -40,8 +40,8 @@ describe('packaging', () => {
 
   it('the release bundle (what the .vsix ships: minified) stays small', () => {
     // Built as `npm run package` builds it, into a temp dir (dist/ is the development build).
-    // 320 KiB: zod/mini and vscode-jsonrpc as they are (about 300 KiB); zod's full build alone
-    // would add 400. The issue's target, < 250 KiB, is the activation bench's figure.
+    // The issue's target (the activation bench reports it too): zod's full build alone would add
+    // 400 KiB, vscode-jsonrpc 60, ws's server 7.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-release-'));
     try {
       const r = spawnSync(process.execPath, ['scripts/build.mjs', '--release', '--out-dir', dir], {
@@ -51,7 +51,7 @@ describe('packaging', () => {
       });
       assert.equal(r.status, 0, r.stderr);
       const size = fs.statSync(path.join(dir, 'extension.js')).size;
-      assert.ok(size < 320 * 1024, `the release dist/extension.js is ${(size / 1024).toFixed(1)} KiB`);
+      assert.ok(size < 250 * 1024, `the release dist/extension.js is ${(size / 1024).toFixed(1)} KiB`);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
