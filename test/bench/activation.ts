@@ -128,9 +128,12 @@ async function vsce(cwd: string, args: string[]): Promise<void> {
  * media as the real package, and the required files at their paths. vsce then runs with its
  * npm dependency detection, so node_modules goes in.
  */
-function stageUnbundled(dir: string, closure: Closure): void {
+function stageUnbundled(dir: string, closure: Closure, used: string[]): void {
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
   manifest.main = './out/src/extension.js';
+  // Only the dependencies the code requires at run time (vscode-jsonrpc is one for its types only).
+  const deps = (manifest.dependencies ?? {}) as Record<string, string>;
+  manifest.dependencies = Object.fromEntries(Object.entries(deps).filter(([name]) => used.includes(name)));
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   for (const f of ['README.md', 'CHANGELOG.md', 'LICENSE']) fs.copyFileSync(path.join(REPO, f), path.join(dir, f));
@@ -396,7 +399,7 @@ export const activationBench: Bench = {
       throw new Error(`the unbundled closure needs packages that are not runtime dependencies: ${extra.join(', ')}`);
     const unbundledBytes = bytes(closure.files);
     const staging = path.join(ctx.tmpDir, 'unbundled');
-    stageUnbundled(staging, closure);
+    stageUnbundled(staging, closure, usedPackages);
     const unbundledVsix = path.join(ctx.tmpDir, 'codex-goal-recovery-unbundled.vsix');
     ctx.log(
       `unbundled: ${ours.length} files of ours + ${theirs.length} of ${usedPackages.join(', ')}; vsce package (with its npm dependency detection)`,
