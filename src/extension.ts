@@ -9,8 +9,10 @@ import { WindowRole } from './host/windowRole';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
 import { Notifier } from './views/notifier';
+import { keepRecentLines } from './views/recentLog';
 import { RecoveryStatusBar } from './views/statusBar';
 import { errorText } from './util/errorText';
+import { followViewState } from './views/viewState';
 import { WatchTree } from './views/watchTree';
 import type { Decision } from './model/decision';
 import type { EngineSnapshot } from './model/snapshot';
@@ -40,7 +42,7 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   // runs now must find its handler). The rest (settings, the window's role and its engine, the
   // views) starts on the next turn of the event loop, or at once when a command or the API needs
   // it first: nothing that comes early is lost.
-  const log = vscode.window.createOutputChannel('Codex Goal Recovery', { log: true });
+  const log = keepRecentLines(vscode.window.createOutputChannel('Codex Goal Recovery', { log: true }));
   let window: StartedWindow | undefined;
   const started = (): StartedWindow => (window ??= startWindow(context, log));
   const service = () => started().role.service();
@@ -155,6 +157,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     status,
     countdown,
     countdown.onTick(onChange),
+    followViewState(view, service, (listener) => windowRole.onDidChange(listener)),
     windowRole.onDidChange(onChange),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;

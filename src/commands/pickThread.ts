@@ -1,7 +1,8 @@
 // Which thread a command acts on: the tree row it was run from, or a quick pick.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { describeState, type WatchedThread } from '../model/watch';
+import type { WatchedThread } from '../model/watch';
+import { heldBy, rowDescription } from '../views/rowText';
 import { sortWatches } from '../views/watchTree';
 
 /** What a tree row passes to its commands. */
@@ -22,18 +23,18 @@ export async function pickThread(
   if (fromTree) return snapshot.watches.find((w) => w.threadId === fromTree);
   const candidates = sortWatches(snapshot.watches).filter(applies);
   if (candidates.length === 0) {
-    void vscode.window.showInformationMessage(`${title}: no watched thread this applies to.`);
+    void vscode.window.showInformationMessage(vscode.l10n.t('{0}: no watched thread this applies to.', title));
     return undefined;
   }
   const now = Date.now();
   const picked = await vscode.window.showQuickPick(
     candidates.map((w) => ({
       label: w.title,
-      description: describeState(w, now, snapshot.maxAttempts),
+      description: rowDescription(w, heldBy(w, snapshot), now),
       detail: w.threadId,
       w,
     })),
-    { title, placeHolder: 'Choose a watched thread', matchOnDetail: true },
+    { title, placeHolder: vscode.l10n.t('Choose a watched thread'), matchOnDetail: true },
   );
   return picked?.w;
 }

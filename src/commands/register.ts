@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config/settings';
 import type { RecoveryService, ServiceCommand } from '../host/service';
 import { canPauseGoal, canRetryNow, isDisarmed, type WatchedThread } from '../model/watch';
+import { diagnostics } from './diagnostics';
 import { pickThread } from './pickThread';
 import { errorText } from '../util/errorText';
 
@@ -16,29 +17,51 @@ export interface CommandContext {
   log: vscode.LogOutputChannel;
 }
 
-const threadCommands: { id: string; command: ServiceCommand; title: string; applies: (w: WatchedThread) => boolean }[] =
-  [
-    { id: 'codexGoalRecovery.pauseGoal', command: 'pauseGoal', title: 'Pause goal', applies: canPauseGoal },
-    {
-      id: 'codexGoalRecovery.watchGoal',
-      command: 'arm',
-      title: 'Watch this goal',
-      applies: (w) => w.state.kind === 'notAdopted',
-    },
-    {
-      id: 'codexGoalRecovery.disarmThread',
-      command: 'disarm',
-      title: 'Disarm thread',
-      applies: (w) => !isDisarmed(w.state),
-    },
-    {
-      id: 'codexGoalRecovery.rearmThread',
-      command: 'rearm',
-      title: 'Re-arm thread',
-      applies: (w) => isDisarmed(w.state),
-    },
-    { id: 'codexGoalRecovery.retryNow', command: 'retryNow', title: 'Retry now', applies: canRetryNow },
-  ];
+const threadCommands: {
+  id: string;
+  command: ServiceCommand;
+  title: () => string;
+  applies: (w: WatchedThread) => boolean;
+  /** Shown as the view's progress while it runs (a retry may load the thread first). */
+  progress?: true;
+}[] = [
+  {
+    id: 'codexGoalRecovery.pauseGoal',
+    command: 'pauseGoal',
+    title: () => vscode.l10n.t('Pause goal'),
+    applies: canPauseGoal,
+  },
+  {
+    id: 'codexGoalRecovery.watchGoal',
+    command: 'arm',
+    title: () => vscode.l10n.t('Watch this goal'),
+    applies: (w) => w.state.kind === 'notAdopted',
+  },
+  {
+    id: 'codexGoalRecovery.disarmThread',
+    command: 'disarm',
+    title: () => vscode.l10n.t('Disarm thread'),
+    applies: (w) => !isDisarmed(w.state),
+  },
+  {
+    id: 'codexGoalRecovery.rearmThread',
+    command: 'rearm',
+    title: () => vscode.l10n.t('Re-arm thread'),
+    applies: (w) => isDisarmed(w.state),
+  },
+  {
+    id: 'codexGoalRecovery.retryNow',
+    command: 'retryNow',
+    title: () => vscode.l10n.t('Retry now'),
+    applies: canRetryNow,
+    progress: true,
+  },
+];
+
+/** Work that takes a while, shown as the tree view's progress bar. */
+function inView<T>(title: string, work: () => Promise<T>): Thenable<T> {
+  return vscode.window.withProgress({ location: { viewId: VIEW_ID }, title }, work);
+}
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const run = async (label: string, work: () => Promise<void>) => {
@@ -47,49 +70,86 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     } catch (error) {
       const message = errorText(error);
       ctx.log.error(`${label}: ${message}`);
+      const showLog = vscode.l10n.t('Show log');
       void vscode.window
-        .showErrorMessage(`Codex Goal Recovery: ${label} failed: ${message}`, 'Show log')
+        .showErrorMessage(vscode.l10n.t('Codex Goal Recovery: {0} failed: {1}', label, message), showLog)
         .then((a) => a && ctx.log.show());
     }
   };
   const d: vscode.Disposable[] = [];
   const reg = (id: string, fn: (...args: unknown[]) => unknown) => d.push(vscode.commands.registerCommand(id, fn));
 
-  reg('codexGoalRecovery.pauseAutoRecovery', () => run('Pause auto-recovery', () => ctx.service().run('pauseAll')));
-  reg('codexGoalRecovery.resumeAutoRecovery', () => run('Resume auto-recovery', () => ctx.service().run('resumeAll')));
+  reg('codexGoalRecovery.pauseAutoRecovery', () =>
+    run(vscode.l10n.t('Pause auto-recovery'), () => ctx.service().run('pauseAll')),
+  );
+  reg('codexGoalRecovery.resumeAutoRecovery', () =>
+    run(vscode.l10n.t('Resume auto-recovery'), () => ctx.service().run('resumeAll')),
+  );
   reg('codexGoalRecovery.refresh', () =>
-    run('Refresh', async () => {
-      await ctx.service().run('refresh');
+    run(vscode.l10n.t('Refresh'), async () => {
+      await inView(vscode.l10n.t('Refreshing'), () => ctx.service().run('refresh'));
       ctx.log.info('refresh: done (every thread the daemon has loaded was looked at again)');
     }),
   );
   reg('codexGoalRecovery.showLog', () => ctx.log.show());
+  reg('codexGoalRecovery.openSettings', () =>
+    vscode.commands.executeCommand('workbench.action.openSettings', 'codexGoalRecovery'),
+  );
+  reg('codexGoalRecovery.copyDiagnostics', () =>
+    run(vscode.l10n.t('Copy diagnostics'), async () => {
+      const text = await diagnostics({ service: ctx.service(), settings: ctx.settings(), log: ctx.log });
+      await vscode.env.clipboard.writeText(text);
+      ctx.log.info('diagnostics copied to the clipboard');
+      void vscode.window.showInformationMessage(
+        vscode.l10n.t(
+          'Codex Goal Recovery: diagnostics copied to the clipboard. Look them over before you share them.',
+        ),
+      );
+    }),
+  );
   for (const c of threadCommands) {
     reg(c.id, (arg) =>
-      run(c.title, async () => {
-        const w = await pickThread(arg, ctx.service().snapshot(), c.title, c.applies);
-        if (w) await ctx.service().run(c.command, w.threadId);
+      run(c.title(), async () => {
+        const w = await pickThread(arg, ctx.service().snapshot(), c.title(), c.applies);
+        if (!w) return;
+        const work = () => ctx.service().run(c.command, w.threadId);
+        await (c.progress ? inView(vscode.l10n.t('{0}: {1}', c.title(), w.title), work) : work());
       }),
     );
   }
   reg('codexGoalRecovery.openRollout', (arg) =>
-    run('Open rollout', async () => {
-      const w = await pickThread(arg, ctx.service().snapshot(), 'Open rollout', (x) => x.rolloutPath !== null);
+    run(vscode.l10n.t('Open rollout'), async () => {
+      const w = await pickThread(
+        arg,
+        ctx.service().snapshot(),
+        vscode.l10n.t('Open rollout'),
+        (x) => x.rolloutPath !== null,
+      );
       if (!w?.rolloutPath) return;
       await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(w.rolloutPath));
     }),
   );
   reg('codexGoalRecovery.resetState', () =>
-    run('Reset state', async () => {
+    run(vscode.l10n.t('Reset state'), async () => {
+      const reset = vscode.l10n.t('Reset');
       const answer = await vscode.window.showWarningMessage(
-        'Reset Codex Goal Recovery? It forgets every watched thread, its history and your disarm and pause markers. Codex goals themselves are not changed.',
+        vscode.l10n.t(
+          'Reset Codex Goal Recovery? It forgets every watched thread, its history and your disarm and pause markers. Codex goals themselves are not changed.',
+        ),
         { modal: true },
-        'Reset',
+        reset,
       );
-      if (answer === 'Reset') await ctx.service().run('reset');
+      if (answer === reset) await inView(vscode.l10n.t('Resetting'), () => ctx.service().run('reset'));
     }),
   );
-  reg('codexGoalRecovery.startDaemon', () => run('Start Codex daemon', () => startDaemon(ctx)));
+  reg('codexGoalRecovery.startDaemon', () =>
+    run(vscode.l10n.t('Start Codex daemon'), async () => {
+      await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Starting the Codex daemon…') },
+        () => startDaemon(ctx),
+      );
+    }),
+  );
   return d;
 }
 
@@ -110,13 +170,15 @@ async function startDaemon(ctx: CommandContext): Promise<void> {
       out += b.toString();
     });
     child.once('error', (e) =>
-      reject(new Error(`could not run "${s.codexPath}": ${e.message} (set codexGoalRecovery.codexPath)`)),
+      reject(
+        new Error(vscode.l10n.t('could not run "{0}": {1} (set codexGoalRecovery.codexPath)', s.codexPath, e.message)),
+      ),
     );
     child.once('exit', (code) =>
       code === 0 ? resolve(out) : reject(new Error(`exit ${code}: ${out.trim().slice(0, 500)}`)),
     );
   });
   ctx.log.info(`daemon: ${output.trim()}`);
-  void vscode.window.showInformationMessage('Codex daemon started.');
+  void vscode.window.showInformationMessage(vscode.l10n.t('Codex daemon started.'));
   await ctx.service().run('refresh');
 }

@@ -10,6 +10,7 @@ export class FollowerHost implements RecoveryService {
   readonly role = 'follower' as const;
   private cached: EngineSnapshot;
   private readonly listeners = new Listeners();
+  private welcomedBy: { pid: number; who: string | null } | null = null;
 
   /** `leader` hands over each snapshot parsed (the elected engine checks them, once). */
   constructor(
@@ -18,6 +19,10 @@ export class FollowerHost implements RecoveryService {
   ) {
     this.cached = emptySnapshot(target, Date.now());
     this.cached.connection = { kind: 'connecting', detail: 'waiting for the engine that leads' };
+    leader.welcomed.then(
+      (by) => (this.welcomedBy = by),
+      () => undefined,
+    );
     leader.onState((snapshot) => {
       this.cached = snapshot;
       this.listeners.fire();
@@ -26,6 +31,10 @@ export class FollowerHost implements RecoveryService {
 
   snapshot(): EngineSnapshot {
     return this.cached;
+  }
+
+  leaderInfo(): { pid: number; who: string | null } | null {
+    return this.welcomedBy;
   }
 
   onDidChange(listener: () => void): { dispose(): void } {

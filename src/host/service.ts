@@ -13,4 +13,6 @@ export interface RecoveryService {
   run(command: ServiceCommand, threadId?: string): Promise<void>;
   /** "leader" runs the engine here; "follower" shows the leader's. */
   readonly role: 'leader' | 'follower';
+  /** A follower: who leads, once it has welcomed this window (null before, or when it never did). */
+  leaderInfo?(): { pid: number; who: string | null } | null;
 }

@@ -3,7 +3,7 @@
 //                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json] [--verbose]
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
-// (the whole text and the exit codes: USAGE below; docs/runner.md)
+// (the whole text and the exit codes: USAGE below; the README, "The runner")
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';

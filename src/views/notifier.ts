@@ -16,19 +16,21 @@ export class Notifier {
     if (d.type === 'gave-up' || d.type === 'attention') {
       const text =
         d.type === 'gave-up'
-          ? `Codex Goal Recovery gave up on "${title(d.threadId)}" after ${d.attempts} tries.`
-          : `"${title(d.threadId)}" needs attention: ${d.reason}`;
+          ? vscode.l10n.t('Codex Goal Recovery gave up on "{0}" after {1} tries.', title(d.threadId), d.attempts)
+          : vscode.l10n.t('"{0}" needs attention: {1}', title(d.threadId), d.reason);
       const w = snap.watches.find((x) => x.threadId === d.threadId);
-      const actions = d.type === 'gave-up' || (w && canRetryNow(w)) ? ['Retry now', 'Open rollout'] : ['Open rollout'];
+      const retry = vscode.l10n.t('Retry now');
+      const open = vscode.l10n.t('Open rollout');
+      const actions = d.type === 'gave-up' || (w && canRetryNow(w)) ? [retry, open] : [open];
       void vscode.window.showWarningMessage(text, ...actions).then((choice) => {
-        if (choice === 'Retry now')
+        if (choice === retry)
           void vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: d.threadId });
-        if (choice === 'Open rollout')
+        if (choice === open)
           void vscode.commands.executeCommand('codexGoalRecovery.openRollout', { threadId: d.threadId });
       });
     } else if (d.type === 'recovered' && level === 'all') {
       void vscode.window.showInformationMessage(
-        `Codex Goal Recovery re-activated "${title(d.threadId)}" (attempt ${d.attempt}).`,
+        vscode.l10n.t('Codex Goal Recovery re-activated "{0}" (attempt {1}).', title(d.threadId), d.attempt),
       );
     }
   }

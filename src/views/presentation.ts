@@ -6,11 +6,12 @@ import {
   describeErrorCode,
   describeState,
   dueAt,
-  formatClock,
   waitsForLoad,
   type WatchedThread,
   type WatchStateKind,
 } from '../model/watch';
+import { clockTime, count } from './locale';
+import { rowDescription, type Held } from './rowText';
 
 const ICONS: Record<WatchStateKind, [string, string?]> = {
   running: ['sync~spin', 'charts.green'],
@@ -58,62 +59,110 @@ export function contextValue(w: WatchedThread): string {
   return words.join(' ');
 }
 
-export function tooltip(w: WatchedThread, now: number, maxAttempts: number): vscode.MarkdownString {
+/**
+ * The row's tooltip: the state in full words (the runner's, describeState), then the details the
+ * short row leaves out: the goal, the last error, the next try and what holds it, the attempts,
+ * what a person can do.
+ */
+export function tooltip(w: WatchedThread, now: number, maxAttempts: number, held: Held = null): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escape(w.title)}**\n\n`);
-  md.appendMarkdown(
-    `$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w, now, maxAttempts))}\n\n`,
-  );
+  // Held (paused, or the daemon away), the state in full would count down: say what holds it instead.
+  const headline =
+    held === null
+      ? `$(${ICONS[w.state.kind][0].replace('~spin', '')}) ${escape(describeState(w, now, maxAttempts))}`
+      : `$(${held === 'paused' ? 'debug-pause' : 'debug-disconnect'}) ${escape(rowDescription(w, held, now))}`;
+  md.appendMarkdown(`${headline}\n\n`);
   const rows: [string, string][] = [];
   if (w.goal) {
-    rows.push(['Objective', w.goal.objective]);
-    rows.push(['Goal status', w.goal.status]);
+    rows.push([vscode.l10n.t('Objective'), w.goal.objective]);
+    rows.push([vscode.l10n.t('Goal status'), w.goal.status]);
     rows.push([
-      'Tokens used',
+      vscode.l10n.t('Tokens used'),
       w.goal.tokenBudget
-        ? `${w.goal.tokensUsed.toLocaleString('en-US')} of ${w.goal.tokenBudget.toLocaleString('en-US')}`
-        : w.goal.tokensUsed.toLocaleString('en-US'),
+        ? vscode.l10n.t('{0} of {1}', count(w.goal.tokensUsed), count(w.goal.tokenBudget))
+        : count(w.goal.tokensUsed),
     ]);
   }
   if (w.lastFailure)
     rows.push([
-      'Last error',
+      vscode.l10n.t('Last error'),
       `${describeErrorCode(w.lastFailure.code)}${w.lastFailure.httpStatus ? ` (HTTP ${w.lastFailure.httpStatus})` : ''}: ${w.lastFailure.message}`,
     ]);
   const due = dueAt(w);
-  if (w.state.kind === 'waitingSlot') rows.push(['Next try', `its recovery slot, ${formatClock(w.state.slotAt, now)}`]);
-  else if (due !== null) rows.push(['Next try', formatClock(due, now)]);
-  else if (waitsForLoad(w)) rows.push(['Next try', 'when a client opens the thread, or Retry now (loads it)']);
+  if (w.state.kind === 'waitingSlot')
+    rows.push([vscode.l10n.t('Next try'), vscode.l10n.t('its recovery slot, {0}', clockTime(w.state.slotAt, now))]);
+  else if (due !== null) rows.push([vscode.l10n.t('Next try'), clockTime(due, now)]);
+  else if (waitsForLoad(w))
+    rows.push([vscode.l10n.t('Next try'), vscode.l10n.t('when a client opens the thread, or Retry now (loads it)')]);
+  if (held === 'paused')
+    rows.push([
+      vscode.l10n.t('Held'),
+      vscode.l10n.t('auto-recovery is paused: nothing is retried until you resume it (Resume auto-recovery)'),
+    ]);
+  else if (held === 'noDaemon')
+    rows.push([vscode.l10n.t('Held'), vscode.l10n.t('the daemon is not connected: it goes out once it is')]);
   if (w.state.kind === 'elsewhere') {
-    rows.push(['Where', ELSEWHERE_WHERE]);
-    rows.push(['What you can do', elsewhereTodo(w.state)]);
+    rows.push([vscode.l10n.t('Where'), ELSEWHERE_WHERE()]);
+    rows.push([vscode.l10n.t('What you can do'), elsewhereTodo(w.state)]);
   }
-  if (w.state.kind === 'notAdopted') rows.push(['What you can do', NOT_ADOPTED_TODO]);
-  if (w.state.kind === 'failedBeforeArming') {
-    rows.push(['Last error', `${describeErrorCode(w.state.code)}: ${w.state.message}`]);
-    rows.push(['What you can do', BEFORE_ARMING_TODO]);
-  }
-  if (w.failures > 0) rows.push(['Consecutive failures', `${w.failures} (gives up after ${maxAttempts})`]);
-  rows.push(['Thread', w.threadId]);
+  if (w.state.kind === 'failedBeforeArming' || (w.state.kind === 'needsAttention' && !w.lastFailure))
+    rows.push([vscode.l10n.t('Last error'), `${describeErrorCode(w.state.code)}: ${w.state.message}`]);
+  const todo = whatYouCanDo(w);
+  if (todo) rows.push([vscode.l10n.t('What you can do'), todo]);
+  if (w.failures > 0)
+    rows.push([
+      vscode.l10n.t('Consecutive failures'),
+      vscode.l10n.t('{0} (gives up after {1})', w.failures, maxAttempts),
+    ]);
+  rows.push([vscode.l10n.t('Thread'), w.threadId]);
   md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));
   return md;
 }
 
-const NOT_ADOPTED_TODO =
-  'Watch this goal: the engine watches it from now on and recovers a transient failure that comes after now, never one from before';
+/** What a person can do about a state the short row only names. */
+function whatYouCanDo(w: WatchedThread): string | null {
+  switch (w.state.kind) {
+    case 'notAdopted':
+      return NOT_ADOPTED_TODO();
+    case 'failedBeforeArming':
+      return BEFORE_ARMING_TODO();
+    case 'needsAttention':
+      return vscode.l10n.t('look at the error in Codex and fix its cause, then resume the goal there');
+    case 'gaveUp':
+      return vscode.l10n.t('Retry now tries once more; or look at the error in Codex');
+    case 'userIntent':
+    case 'disarmed':
+      return vscode.l10n.t('Re-arm thread: the engine watches it again');
+    default:
+      return null;
+  }
+}
 
-const BEFORE_ARMING_TODO =
-  'resume the goal in Codex: a transient failure after that is recovered; this one, older than the arming, is not';
+const NOT_ADOPTED_TODO = () =>
+  vscode.l10n.t(
+    'Watch this goal: the engine watches it from now on and recovers a transient failure that comes after now, never one from before',
+  );
 
-const ELSEWHERE_WHERE =
-  'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon';
+const BEFORE_ARMING_TODO = () =>
+  vscode.l10n.t(
+    'resume the goal in Codex: a transient failure after that is recovered; this one, older than the arming, is not',
+  );
+
+const ELSEWHERE_WHERE = () =>
+  vscode.l10n.t(
+    'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon',
+  );
 
 /** What a person can do about a goal in another Codex app (docs/architecture.md, "Goals in other Codex apps"). */
 function elsewhereTodo(state: Extract<WatchedThread['state'], { kind: 'elsewhere' }>): string {
-  if (state.goal === 'active') return 'nothing: it runs there; it is shown here, never recovered from here';
+  if (state.goal === 'active')
+    return vscode.l10n.t('nothing: it runs there; it is shown here, never recovered from here');
   if (state.retryable)
-    return 'continue it in that app, or close the thread there and use Retry now: the daemon then loads it and recovers it once (it runs in the daemon from then on)';
-  return 'look at it in that app: this failure is not one a retry gets past';
+    return vscode.l10n.t(
+      'continue it in that app, or close the thread there and use Retry now: the daemon then loads it and recovers it once (it runs in the daemon from then on)',
+    );
+  return vscode.l10n.t('look at it in that app: this failure is not one a retry gets past');
 }
 
 function escape(text: string): string {

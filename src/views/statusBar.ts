@@ -1,24 +1,38 @@
 // The status-bar item: the soonest retry as a live countdown, "recovery paused", the
 // warning background while a thread needs attention, failed threads the daemon has not loaded,
-// a summary tooltip; a click shows the tree.
+// a summary tooltip (Markdown, with Pause/Resume, Show log and Settings links); a click shows the tree.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
 import { formatDuration, isScheduled, needsAttention, waitsForLoad } from '../model/watch';
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 
+/** The commands the status-bar tooltip may run through its links: ours, and no other. */
+export const TOOLTIP_COMMANDS = [
+  'codexGoalRecovery.pauseAutoRecovery',
+  'codexGoalRecovery.resumeAutoRecovery',
+  'codexGoalRecovery.showLog',
+  'codexGoalRecovery.openSettings',
+] as const;
+
 /** The policy in force (the leading engine's, machine-wide), in words. */
 export function policyLine(p: NonNullable<EngineSnapshot['policy']>): string {
   const s = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 6_000) / 10} min` : `${Math.round(ms / 100) / 10} s`);
-  return [
-    `Policy (machine-wide): retry after ${s(p.baseDelayMs)}, doubling up to ${s(p.maxDelayMs)}, at most ${p.maxAttempts} tries`,
-    `adopt new goals ${p.autoArm ? 'on' : 'off'}`,
-    `resume after usage limits ${p.recoverUsageLimited ? 'on' : 'off'}`,
-  ].join('; ');
+  const onOff = (on: boolean) => (on ? vscode.l10n.t('on') : vscode.l10n.t('off'));
+  return vscode.l10n.t(
+    'Policy (machine-wide): retry after {0}, doubling up to {1}, at most {2} tries; adopt new goals {3}; resume after usage limits {4}',
+    s(p.baseDelayMs),
+    s(p.maxDelayMs),
+    p.maxAttempts,
+    onOff(p.autoArm),
+    onOff(p.recoverUsageLimited),
+  );
 }
 
 export class RecoveryStatusBar {
   private readonly item: vscode.StatusBarItem;
+  /** The tooltip's lines as plain text (tests, diagnostics, the accessible label). */
+  private plain = '';
 
   constructor(focusCommand: string) {
     this.item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Left, 50);
@@ -36,61 +50,100 @@ export class RecoveryStatusBar {
     const elsewhere = snap.watches.filter((w) => w.state.kind === 'elsewhere');
     const stoppedElsewhere = elsewhere.filter((w) => w.state.kind === 'elsewhere' && w.state.goal !== 'active').length;
     const version = snap.connection.kind === 'connected' ? (snap.connection.versionWarning ?? null) : null;
+    const paused = snap.pausedAt !== null;
     let countdown = false;
     if (snap.connection.kind !== 'connected') {
       this.item.text =
-        snap.connection.kind === 'connecting' ? '$(loading~spin) Codex' : '$(debug-disconnect) Codex: no daemon';
-    } else if (snap.pausedAt !== null) {
-      this.item.text = '$(debug-pause) recovery paused';
+        snap.connection.kind === 'connecting'
+          ? '$(loading~spin) Codex'
+          : `$(debug-disconnect) ${vscode.l10n.t('Codex: no daemon')}`;
+    } else if (paused) {
+      this.item.text = `$(debug-pause) ${vscode.l10n.t('recovery paused')}`;
     } else if (snap.nextDueAt !== null) {
       // Due, but the global limiter holds it: the next action is the next recovery slot.
+      const left = formatDuration(snap.nextDueAt - now);
       this.item.text =
         held > 0
-          ? `$(watch) recovery slot in ${formatDuration(snap.nextDueAt - now)}`
-          : `$(history) retry in ${formatDuration(snap.nextDueAt - now)}`;
+          ? `$(watch) ${vscode.l10n.t('recovery slot in {0}', left)}`
+          : `$(history) ${vscode.l10n.t('retry in {0}', left)}`;
       countdown = true;
     } else if (attention > 0) {
-      this.item.text = `$(warning) ${attention} need${attention === 1 ? 's' : ''} attention`;
+      this.item.text = `$(warning) ${
+        attention === 1 ? vscode.l10n.t('1 needs attention') : vscode.l10n.t('{0} need attention', attention)
+      }`;
     } else if (unloaded > 0) {
-      this.item.text = `$(cloud-offline) ${unloaded} not loaded`;
+      this.item.text = `$(cloud-offline) ${vscode.l10n.t('{0} not loaded', unloaded)}`;
     } else if (stoppedElsewhere > 0) {
-      this.item.text = `$(link-external) ${stoppedElsewhere} stopped in another app`;
+      this.item.text = `$(link-external) ${vscode.l10n.t('{0} stopped in another app', stoppedElsewhere)}`;
     } else {
-      this.item.text = `$(pass) ${snap.watches.filter((w) => w.state.kind !== 'notAdopted').length} watched`;
+      this.item.text = `$(pass) ${vscode.l10n.t('{0} watched', snap.watches.filter((w) => w.state.kind !== 'notAdopted').length)}`;
     }
     this.item.backgroundColor = attention > 0 ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     const lines = [
-      'Codex Goal Recovery',
       snap.connection.kind === 'connected'
-        ? `Connected: ${snap.connection.detail}`
-        : `Not connected (${snap.connection.detail}); daemon: ${snap.target}`,
-      snap.pausedAt !== null ? 'Auto-recovery is paused.' : 'Auto-recovery is on.',
-      `${running} running · ${scheduled} waiting to retry · ${attention} needing attention`,
-      ...(held > 0 ? [`${held} due, waiting for a recovery slot (at most a few recoveries at once)`] : []),
-      ...(unloaded > 0 ? [`${unloaded} blocked on a thread the daemon has not loaded: Retry now loads it`] : []),
+        ? vscode.l10n.t('Connected: {0}', snap.connection.detail)
+        : vscode.l10n.t('Not connected ({0}); daemon: {1}', snap.connection.detail, snap.target),
+      paused ? vscode.l10n.t('Auto-recovery is paused.') : vscode.l10n.t('Auto-recovery is on.'),
+      vscode.l10n.t('{0} running · {1} waiting to retry · {2} needing attention', running, scheduled, attention),
+      ...(held > 0
+        ? [vscode.l10n.t('{0} due, waiting for a recovery slot (at most a few recoveries at once)', held)]
+        : []),
+      ...(unloaded > 0
+        ? [vscode.l10n.t('{0} blocked on a thread the daemon has not loaded: Retry now loads it', unloaded)]
+        : []),
       ...(elsewhere.length > 0
         ? [
-            `${elsewhere.length} in other Codex apps (${stoppedElsewhere} stopped there): shown, recovered only by Retry now`,
+            vscode.l10n.t(
+              '{0} in other Codex apps ({1} stopped there): shown, recovered only by Retry now',
+              elsewhere.length,
+              stoppedElsewhere,
+            ),
           ]
         : []),
-      ...(version ? [`Warning: ${version}`] : []),
+      ...(version ? [vscode.l10n.t('Warning: {0}', version)] : []),
       ...(snap.policy ? [policyLine(snap.policy)] : []),
     ];
-    this.item.tooltip = lines.join('\n');
+    this.plain = ['Codex Goal Recovery', ...lines].join('\n');
+    const md = new vscode.MarkdownString(undefined, true);
+    // Links run our own commands only, none other.
+    md.isTrusted = { enabledCommands: [...TOOLTIP_COMMANDS] };
+    md.appendMarkdown('**Codex Goal Recovery**\n\n');
+    md.appendMarkdown(lines.map(escapeMarkdown).join('  \n'));
+    const link = (icon: string, title: string, command: (typeof TOOLTIP_COMMANDS)[number]) =>
+      `[$(${icon}) ${escapeMarkdown(title)}](command:${command})`;
+    md.appendMarkdown('\n\n---\n\n');
+    md.appendMarkdown(
+      [
+        paused
+          ? link('debug-start', vscode.l10n.t('Resume auto-recovery'), 'codexGoalRecovery.resumeAutoRecovery')
+          : link('debug-pause', vscode.l10n.t('Pause auto-recovery'), 'codexGoalRecovery.pauseAutoRecovery'),
+        link('output', vscode.l10n.t('Show log'), 'codexGoalRecovery.showLog'),
+        link('gear', vscode.l10n.t('Settings'), 'codexGoalRecovery.openSettings'),
+      ].join(' · '),
+    );
+    this.item.tooltip = md;
     this.item.accessibilityInformation = {
-      label: `${this.item.text.replace(/\$\([^)]*\)\s*/g, '')}. ${lines.slice(1).join('. ')}`,
+      label: `${this.item.text.replace(/\$\([^)]*\)\s*/g, '')}. ${lines.join('. ')}`,
     };
     this.item.show();
     return countdown;
   }
 
-  /** What the item shows now (tests, diagnostics). */
-  shown(): { text: string; tooltip: string } {
+  /** What the item shows now: its text, the tooltip as plain lines, and the tooltip's Markdown (tests, diagnostics). */
+  shown(): { text: string; tooltip: string; markdown: string } {
     const tooltip = this.item.tooltip;
-    return { text: this.item.text, tooltip: typeof tooltip === 'string' ? tooltip : (tooltip?.value ?? '') };
+    return {
+      text: this.item.text,
+      tooltip: this.plain,
+      markdown: typeof tooltip === 'string' ? tooltip : (tooltip?.value ?? ''),
+    };
   }
 
   dispose(): void {
     this.item.dispose();
   }
+}
+
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }

@@ -1,15 +1,10 @@
 // The "Watched goals" tree: a row per watched thread, its recovery history as children.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import {
-  describeErrorCode,
-  describeState,
-  isScheduled,
-  needsAttention,
-  type HistoryEntry,
-  type WatchedThread,
-} from '../model/watch';
+import { describeErrorCode, isScheduled, needsAttention, type HistoryEntry, type WatchedThread } from '../model/watch';
+import { dateTime, timeOfDay } from './locale';
 import { contextValue, stateIcon, tooltip } from './presentation';
+import { heldBy, rowDescription } from './rowText';
 
 export type TreeNode = { kind: 'thread'; threadId: string } | { kind: 'history'; threadId: string; index: number };
 
@@ -52,22 +47,18 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
     if (!w) return new vscode.TreeItem('(gone)');
     const now = Date.now();
     if (node.kind === 'history') return historyItem(w, w.history[node.index]);
+    // The title gives way to the state: cut, it leaves the state room in a 300 px side bar (the
+    // tooltip and the accessible label say it whole).
     const item = new vscode.TreeItem(
-      w.title,
+      shortTitle(w.title),
       w.history.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
     );
     item.id = `thread:${w.threadId}`;
-    // What holds a scheduled recovery back, said on its row: the user's pause, the daemon away.
-    const held = !isScheduled(w.state)
-      ? ''
-      : snap.pausedAt !== null
-        ? ' · recovery paused'
-        : snap.connection.kind !== 'connected'
-          ? ' · waiting for the daemon'
-          : '';
-    item.description = describeState(w, now, snap.maxAttempts) + held;
-    item.iconPath = stateIcon(w.state.kind);
-    item.tooltip = tooltip(w, now, snap.maxAttempts);
+    // What holds a scheduled recovery back, said first on its row: the user's pause, the daemon away.
+    const held = heldBy(w, snap);
+    item.description = rowDescription(w, held, now);
+    item.iconPath = held === 'paused' ? stateIcon('paused') : stateIcon(w.state.kind);
+    item.tooltip = tooltip(w, now, snap.maxAttempts, held);
     item.contextValue = contextValue(w);
     item.accessibilityInformation = { label: `${w.title}, ${item.description}` };
     return item;
@@ -82,12 +73,32 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
   }
 }
 
+/** Titles longer than this are cut (with "…") in the row's label. */
+export const TITLE_CHARS = 18;
+
+export function shortTitle(title: string): string {
+  const chars = [...title];
+  return chars.length <= TITLE_CHARS
+    ? title
+    : `${chars
+        .slice(0, TITLE_CHARS - 1)
+        .join('')
+        .trimEnd()}…`;
+}
+
 function historyItem(w: WatchedThread, h: HistoryEntry): vscode.TreeItem {
-  const when = new Date(h.at).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-  const item = new vscode.TreeItem(`${when} · ${h.outcome}`);
+  const label = `${timeOfDay(h.at)} · ${outcomeText(h.outcome)}`;
+  const item = new vscode.TreeItem(label);
   item.id = `history:${w.threadId}:${h.at}:${h.failedTurnId}:${h.outcome}`;
-  item.description = `attempt ${h.attempt} · ${describeErrorCode(h.error)}`;
-  item.tooltip = `${new Date(h.at).toLocaleString()}\nfailed turn ${h.failedTurnId}\nerror: ${describeErrorCode(h.error)}\noutcome: ${h.outcome}${h.detail ? ` (${h.detail})` : ''}`;
+  // The error, short; the attempt and the failed turn are in the tooltip.
+  item.description = describeErrorCode(h.error);
+  item.tooltip = [
+    dateTime(h.at),
+    vscode.l10n.t('attempt {0}', h.attempt),
+    vscode.l10n.t('failed turn {0}', h.failedTurnId),
+    vscode.l10n.t('error: {0}', describeErrorCode(h.error)),
+    vscode.l10n.t('outcome: {0}', outcomeText(h.outcome)) + (h.detail ? ` (${h.detail})` : ''),
+  ].join('\n');
   item.iconPath = new vscode.ThemeIcon(
     h.outcome === 'recovered'
       ? 'check'
@@ -98,5 +109,21 @@ function historyItem(w: WatchedThread, h: HistoryEntry): vscode.TreeItem {
           : 'dash',
   );
   item.contextValue = 'history';
+  item.accessibilityInformation = { label: `${label}, ${item.description}` };
   return item;
+}
+
+function outcomeText(outcome: HistoryEntry['outcome']): string {
+  switch (outcome) {
+    case 'recovered':
+      return vscode.l10n.t('recovered');
+    case 'failed-again':
+      return vscode.l10n.t('failed again');
+    case 'skipped':
+      return vscode.l10n.t('skipped');
+    case 'gave-up':
+      return vscode.l10n.t('gave up');
+    case 'rejected':
+      return vscode.l10n.t('rejected');
+  }
 }

@@ -1,7 +1,7 @@
 // Starts a real VS Code (code-server) on 127.0.0.1 for tests, in its own process group and
 // with throwaway user data, extensions and XDG data dirs; stop() kills the whole group and
 // removes what it created.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { makeTempDir, removeTempDir, trackGroup, untrackGroup } from './cleanup';
@@ -52,6 +52,11 @@ export interface StartOptions {
   extensionsDir?: string;
   /** Extra code-server arguments (before the folder). */
   args?: string[];
+  /**
+   * .vsix files installed before the server starts, with code-server's own CLI
+   * (`--install-extension`, as a user installs a package) into the extensions dir.
+   */
+  installVsix?: string[];
   /** Receives every line code-server prints (default: only kept for error messages). */
   onLog?: (line: string) => void;
   /** Milliseconds to wait for /healthz (default 60 s). */
@@ -146,6 +151,20 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
     if (key.startsWith('VSCODE_') && !(options.env && key in options.env)) delete env[key];
   }
   delete env.ELECTRON_RUN_AS_NODE;
+
+  for (const vsix of options.installVsix ?? []) {
+    const common = ['--config', configFile, '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir];
+    const installed = spawnSync(node24Path(), [codeServerEntry(), ...common, '--install-extension', vsix], {
+      cwd: tempRoot,
+      env,
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
+    if (installed.status !== 0) {
+      removeTempDir(tempRoot);
+      throw new Error(`code-server --install-extension ${vsix} failed:\n${installed.stdout}${installed.stderr}`);
+    }
+  }
 
   const child = spawn(node24Path(), args, {
     cwd: tempRoot,

@@ -19,6 +19,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
 import type { Decision } from '../../../src/model/decision';
+import { describeState } from '../../../src/model/watch';
 import { codexBinary } from '../../../src/demo/codexBinary';
 import { makeCodexHome } from '../../../src/demo/codexHome';
 import { controlSocketPath, seedDaemonPackage, stopDaemon } from '../../../src/demo/managedDaemon';
@@ -64,7 +65,7 @@ suite('recovery in the extension host (real daemon)', function () {
   let api: CodexGoalRecoveryApi;
   let lab: DaemonLab;
   let user: UserClient<Json>;
-  /** Every description a thread's row showed, in order. */
+  /** Every description a thread's row showed, in order, with the attempt of a backoff (its tooltip says it). */
   const seen = new Map<string, string[]>();
 
   /** Every decision the engine announced, in order. */
@@ -91,7 +92,9 @@ suite('recovery in the extension host (real daemon)', function () {
   const record = () => {
     for (const r of api.rows()) {
       const list = seen.get(r.threadId) ?? [];
-      if (list.at(-1) !== r.description) list.push(r.description);
+      const state = watch(r.threadId)?.state;
+      const shown = state?.kind === 'backoff' ? `${r.description} (attempt ${state.attempt})` : r.description;
+      if (list.at(-1) !== shown) list.push(shown);
       seen.set(r.threadId, list);
     }
   };
@@ -137,14 +140,14 @@ suite('recovery in the extension host (real daemon)', function () {
     const t = await lab.goal('tree: outage and recovery');
     await until('the row', () => row(t.threadId));
     await until('the second backoff', () =>
-      (seen.get(t.threadId) ?? []).some((d) => /^retry in \d+:\d\d · attempt 2\/6$/.test(d)),
+      (seen.get(t.threadId) ?? []).some((d) => /^retry \d+:\d\d \(attempt 2\)$/.test(d)),
     );
     lab.mock.setMode('goalComplete');
     await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
     await until('the completed row', () => row(t.threadId)?.description === 'complete');
     const shown = seen.get(t.threadId)!;
     assert.ok(
-      shown.some((d) => /^retry in \d+:\d\d · attempt 1\/6$/.test(d)),
+      shown.some((d) => /^retry \d+:\d\d \(attempt 1\)$/.test(d)),
       `no first backoff in ${JSON.stringify(shown)}`,
     );
     assert.equal(row(t.threadId)?.icon, 'pass');
@@ -166,7 +169,7 @@ suite('recovery in the extension host (real daemon)', function () {
     await config().update('maxDelaySeconds', 6, G);
     lab.mock.setMode('http500');
     const t = await lab.goal('tree: paused by the user');
-    await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
+    await until('the backoff', () => /^retry \d+:\d\d$/.test(row(t.threadId)?.description ?? ''));
     const scheduled = watch(t.threadId)!.state;
     assert.equal(scheduled.kind, 'backoff');
     const dueAt = scheduled.kind === 'backoff' ? (watch(t.threadId)!.lastFailure?.dueAt ?? 0) : 0;
@@ -275,11 +278,11 @@ suite('recovery in the extension host (real daemon)', function () {
     await config().update('maxDelaySeconds', 120, G);
     lab.mock.setMode('http500');
     const t = await lab.goal('tree: not loaded after a crash');
-    await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
+    await until('the backoff', () => /^retry \d+:\d\d$/.test(row(t.threadId)?.description ?? ''));
     lab.mock.setMode('goalComplete');
     await lab.crashAndRestart();
     user = await lab.user();
-    await until('the not-loaded row', () => row(t.threadId)?.description === 'not loaded in the daemon');
+    await until('the not-loaded row', () => row(t.threadId)?.description === 'blocked · not loaded');
     assert.match(row(t.threadId)!.contextValue, /\bretry\b/, 'Retry now is not offered on the row');
     assert.equal(row(t.threadId)!.icon, 'cloud-offline');
     const since = user.lastSeq;
@@ -301,12 +304,12 @@ suite('recovery in the extension host (real daemon)', function () {
     await config().update('maxDelaySeconds', 30, G);
     lab.mock.setMode('http500');
     const t = await lab.goal('tree: commands');
-    await until('the backoff', () => row(t.threadId)?.description.startsWith('retry in'));
+    await until('the backoff', () => /^retry \d+:\d\d$/.test(row(t.threadId)?.description ?? ''));
 
     await vscode.commands.executeCommand('codexGoalRecovery.pauseAutoRecovery');
     await until(
       'paused',
-      () => api.snapshot().pausedAt !== null && row(t.threadId)?.description.endsWith('· recovery paused'),
+      () => api.snapshot().pausedAt !== null && row(t.threadId)?.description.startsWith('paused · retry'),
     );
     await vscode.commands.executeCommand('codexGoalRecovery.resumeAutoRecovery');
     await until('resumed', () => api.snapshot().pausedAt === null);
@@ -315,7 +318,7 @@ suite('recovery in the extension host (real daemon)', function () {
     await until('disarmed', () => row(t.threadId)?.description === 'disarmed');
     assert.match(row(t.threadId)!.contextValue, /\brearm\b/);
     await vscode.commands.executeCommand('codexGoalRecovery.rearmThread', { threadId: t.threadId });
-    await until('re-armed', () => row(t.threadId)?.description.startsWith('retry in'));
+    await until('re-armed', () => /^retry \d+:\d\d$/.test(row(t.threadId)?.description ?? ''));
 
     await vscode.commands.executeCommand('codexGoalRecovery.refresh');
     lab.mock.setMode('goalComplete');
@@ -343,7 +346,10 @@ suite('recovery in the extension host (real daemon)', function () {
       const since = decisions.length;
       await api.refresh();
       const shown = await until('the row of the other app', () =>
-        /^blocked in another Codex app · server error, \d+ (s|min) ago$/.test(row(t.threadId)?.description ?? '')
+        row(t.threadId)?.description === 'blocked · other app' &&
+        /^blocked in another Codex app · server error, \d+ (s|min) ago$/.test(
+          describeState(watch(t.threadId)!, Date.now(), 6),
+        )
           ? row(t.threadId)
           : undefined,
       );

@@ -137,9 +137,7 @@ suite('Watch this goal (real daemon)', function () {
     assert.match(row(t.threadId)!.contextValue, offered);
 
     await vscode.commands.executeCommand(COMMAND, { threadId: t.threadId });
-    await until('the row shown as stopped before the arming', () =>
-      row(t.threadId)?.description.startsWith('stopped before you armed it'),
-    );
+    await until('the row shown as stopped before the arming', () => row(t.threadId)?.description === 'blocked earlier');
     assert.doesNotMatch(row(t.threadId)!.contextValue, offered, 'still offered once armed');
     assert.equal(row(t.threadId)!.icon, 'eye');
     // Past the time a recovery of the old failure would have fallen due, and the engine's look after it.

@@ -118,7 +118,7 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
       const title = 'Recovered once after the extension host was killed';
       const g = await failedGoal(title);
       await wb.openViewContainer('Codex Goal Recovery');
-      await wb.waitForTreeRows(VIEW, (r) => r.some((x) => x.startsWith(`${title}, retry in`)), T);
+      await wb.waitForTreeRows(VIEW, (r) => r.some((x) => x.startsWith(`${title}, retry `)), T);
       const host = await waitForExtensionHost(wb.server.pgid, T);
       // Positive: the workbench's stored globalState (IndexedDB) holds the announced backoff.
       for (const deadline = Date.now() + T; ;) {

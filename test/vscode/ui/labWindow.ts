@@ -21,6 +21,8 @@ export async function openLabWindow(
   prefix: string,
   settings: Record<string, unknown>,
   args?: string[],
+  /** The window's size (default: Workbench.open's). */
+  viewport?: { width: number; height: number },
 ): Promise<LabWindow> {
   const temp = makeTempDir(prefix);
   let lab: DaemonLab | null = null;
@@ -33,6 +35,7 @@ export async function openLabWindow(
       extensionDevelopmentPath: REPO_ROOT,
       folder,
       ...(args ? { args } : {}),
+      ...(viewport ? { viewport } : {}),
       settings: {
         'codexGoalRecovery.codexHome': started.home.dir,
         'codexGoalRecovery.notifications': 'none',

@@ -176,7 +176,7 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
     second.guard('ui-disarm-reload', async () => {
       lab.mock.setMode('http500');
       const t = await lab.goal('Disarmed by the user');
-      await second.waitForTreeRows(VIEW, (r) => r.some((x) => x.startsWith('Disarmed by the user, retry in')), T);
+      await second.waitForTreeRows(VIEW, (r) => r.some((x) => x.startsWith('Disarmed by the user, retry ')), T);
       await second.runCommand('Codex Goal Recovery: Disarm thread');
       await second.pick('Disarmed by the user');
       await second.waitForTreeRows(VIEW, (r) => r.includes('Disarmed by the user, disarmed'), T);

@@ -23,6 +23,8 @@ export interface WorkbenchOptions {
   timeoutMs?: number;
   /** Extra code-server arguments (e.g. `--reconnection-grace-time 1`). */
   args?: string[];
+  /** .vsix files to install (as a user does) before the server starts. */
+  installVsix?: string[];
 }
 
 export interface TreeRow {
@@ -75,6 +77,7 @@ export class Workbench {
       ...(options.env !== undefined && { env: options.env }),
       ...(options.settings !== undefined && { settings: options.settings }),
       ...(options.args !== undefined && { args: options.args }),
+      ...(options.installVsix !== undefined && { installVsix: options.installVsix }),
       ...(verbose && { onLog: (line: string) => console.log(`[code-server] ${line}`) }),
     });
     let browser: Browser | undefined;
@@ -143,9 +146,12 @@ export class Workbench {
     await this.server.stop();
   }
 
-  /** The activity-bar entry whose title is `title` (tooltips add " (Ctrl+Shift+E)"). */
+  /**
+   * The activity-bar entry whose title is `title` (tooltips add " (Ctrl+Shift+E)", and a badge's
+   * description: " - 1 goal needs attention").
+   */
   activityBarItem(title: string): Locator {
-    const exact = new RegExp(`^${escapeRegExp(title)}( \\(.*\\))?$`);
+    const exact = new RegExp(`^${escapeRegExp(title)}( \\(.*\\))?( - .*)?$`);
     return this.page
       .locator('.part.activitybar .action-item')
       .filter({ has: this.page.locator('.action-label').and(this.page.getByLabel(exact)) });
@@ -333,6 +339,77 @@ export class Workbench {
       .locator('.quick-input-widget .quick-input-list .monaco-list-row')
       .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }) })
       .first();
+  }
+
+  /**
+   * The titles the command palette lists for `query` (F1, type it, read the list, Escape): what a
+   * person can run from there now, `when` clauses applied. The list is long enough for one
+   * extension's commands (all its rows are rendered).
+   */
+  async paletteCommands(query: string, timeoutMs = 30_000): Promise<string[]> {
+    const widget = this.page.locator('.quick-input-widget');
+    await this.page.keyboard.press('F1');
+    const input = widget.locator('.quick-input-box input');
+    await input.waitFor({ state: 'visible', timeout: timeoutMs });
+    await input.fill(`>${query}`);
+    // The list settles after the filter runs: wait until two reads agree.
+    let last = '';
+    let titles: string[] = [];
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
+      await new Promise((r) => setTimeout(r, 250));
+      titles = (await widget.locator('.quick-input-list .monaco-list-row .label-name').allInnerTexts()).map((t) =>
+        t.replace(/\s+/g, ' ').trim(),
+      );
+      const now = titles.join('\n');
+      if (now === last && titles.length > 0) break;
+      last = now;
+    }
+    await this.page.keyboard.press('Escape');
+    await widget.waitFor({ state: 'hidden', timeout: 2_000 }).catch(() => undefined);
+    return titles;
+  }
+
+  /** The number on an activity-bar entry's badge ('' when it shows none). */
+  async activityBarBadge(title: string): Promise<string> {
+    const badge = this.activityBarItem(title).first().locator('.badge .badge-content');
+    if ((await badge.count()) === 0 || !(await badge.isVisible())) return '';
+    return ((await badge.textContent()) ?? '').trim();
+  }
+
+  /** The entry's label, with its badge's tooltip ("Codex Goal Recovery - 1 goal needs attention"). */
+  async activityBarLabel(title: string): Promise<string> {
+    const item = this.activityBarItem(title).first();
+    const label = item.locator('.action-label');
+    return ((await label.getAttribute('aria-label')) ?? '').trim();
+  }
+
+  /**
+   * What the page's clipboard holds (the browser's, which VS Code in the browser writes to):
+   * reading it needs the permission, granted here for the workbench's origin.
+   */
+  async readClipboard(): Promise<string> {
+    await this.page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: this.server.origin });
+    return this.page.evaluate(() =>
+      (
+        globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+      ).navigator.clipboard.readText(),
+    );
+  }
+
+  /** Grants the page the clipboard (before a command writes to it: VS Code in the browser writes through it). */
+  async allowClipboard(): Promise<void> {
+    await this.page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: this.server.origin });
+  }
+
+  /** The side bar's width in CSS pixels. */
+  async sidebarWidth(): Promise<number> {
+    const box = await this.page.locator('.part.sidebar').boundingBox();
+    return box?.width ?? 0;
+  }
+
+  /** A PNG of the whole window at `file` (a path of the caller's choosing, e.g. media/). */
+  async screenshotTo(file: string): Promise<void> {
+    await this.page.screenshot({ path: file, timeout: 10_000 });
   }
 
   /** A PNG of the whole window in test-artifacts/; returns its path. */

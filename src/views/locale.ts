@@ -1,0 +1,59 @@
+// Times and numbers in the user's locale (VS Code's display language, else the system's), for the
+// views only: the runner's text (src/model/timeText.ts) stays as it is, a public contract.
+import * as vscode from 'vscode';
+
+let cached: {
+  language: string;
+  time: Intl.DateTimeFormat;
+  clock: Intl.DateTimeFormat;
+  day: Intl.DateTimeFormat;
+} | null = null;
+
+function formats(): NonNullable<typeof cached> {
+  const language = vscode.env.language;
+  if (cached?.language === language) return cached;
+  const make = (options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat => {
+    try {
+      return new Intl.DateTimeFormat(language, options);
+    } catch {
+      // A display language Intl does not know: the system's locale.
+      return new Intl.DateTimeFormat(undefined, options);
+    }
+  };
+  cached = {
+    language,
+    time: make({ hour: '2-digit', minute: '2-digit', second: '2-digit' }),
+    clock: make({ hour: '2-digit', minute: '2-digit' }),
+    day: make({ month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }),
+  };
+  return cached;
+}
+
+/** A time of day with seconds (a history entry). */
+export function timeOfDay(at: number): string {
+  return formats().time.format(at);
+}
+
+/** A time of day today, or the day and time for another day. */
+export function clockTime(at: number, now: number): string {
+  const sameDay = new Date(at).toDateString() === new Date(now).toDateString();
+  return (sameDay ? formats().clock : formats().day).format(at);
+}
+
+/** A count in the user's locale (tokens). */
+export function count(n: number): string {
+  try {
+    return n.toLocaleString(vscode.env.language);
+  } catch {
+    return n.toLocaleString();
+  }
+}
+
+/** A date and time in full (a history entry's tooltip). */
+export function dateTime(at: number): string {
+  try {
+    return new Date(at).toLocaleString(vscode.env.language);
+  } catch {
+    return new Date(at).toLocaleString();
+  }
+}

@@ -1,0 +1,116 @@
+// A tree row's description: the state first, and short enough for a 300 px sidebar ("retry 0:42",
+// "paused · retry 14:05", "needs attention"). The details (error, times, attempts, what a person
+// can do) are in the row's tooltip (presentation.ts). The runner keeps its longer words
+// (describeState in src/model/watch.ts).
+import * as vscode from 'vscode';
+import type { EngineSnapshot } from '../model/snapshot';
+import { dueAt, formatDuration, isScheduled, waitsForLoad, type WatchedThread } from '../model/watch';
+import { clockTime } from './locale';
+
+/** What holds a scheduled recovery back: the user's global pause, or the daemon away. */
+export type Held = 'paused' | 'noDaemon' | null;
+
+export function heldBy(w: WatchedThread, snap: Pick<EngineSnapshot, 'pausedAt' | 'connection'>): Held {
+  if (!isScheduled(w.state)) return null;
+  if (snap.pausedAt !== null) return 'paused';
+  return snap.connection.kind === 'connected' ? null : 'noDaemon';
+}
+
+/**
+ * The short description. A held recovery says what holds it first and when it was due as a time
+ * of day (nothing counts down while it is held: the status bar ticks only for a live countdown).
+ */
+export function rowDescription(w: WatchedThread, held: Held, now: number): string {
+  const s = w.state;
+  if (held !== null) {
+    const what = held === 'paused' ? vscode.l10n.t('paused') : vscode.l10n.t('no daemon');
+    if (s.kind === 'usageLimited' || (s.kind === 'waitingSlot' && s.held.kind === 'usageLimited'))
+      return vscode.l10n.t('{0} · usage limit', what);
+    const due = dueAt(w);
+    return due !== null && due > now
+      ? vscode.l10n.t('{0} · retry {1}', what, clockTime(due, now))
+      : vscode.l10n.t('{0} · retry due', what);
+  }
+  switch (s.kind) {
+    case 'running':
+      return vscode.l10n.t('running');
+    case 'idle':
+      return vscode.l10n.t('idle');
+    case 'waitingApproval':
+      return vscode.l10n.t('needs approval');
+    case 'codexRetrying':
+      return vscode.l10n.t('Codex retrying');
+    case 'backoff': {
+      const due = dueAt(w) ?? now;
+      return due > now ? vscode.l10n.t('retry {0}', formatDuration(due - now)) : vscode.l10n.t('retry due');
+    }
+    case 'waitingSlot':
+      return vscode.l10n.t('queued · {0}', formatDuration(Math.max(0, s.slotAt - now)));
+    case 'turnEnding':
+      return vscode.l10n.t('blocked · turn ending');
+    case 'recovering':
+      return vscode.l10n.t('recovering…');
+    case 'usageLimited':
+      return vscode.l10n.t('usage limit · {0}', clockTime(dueAt(w) ?? now, now));
+    case 'userIntent':
+      return s.requested === 'paused' ? vscode.l10n.t('paused by you') : vscode.l10n.t('disarmed by you');
+    case 'disarmed':
+      return vscode.l10n.t('disarmed');
+    case 'paused':
+      return vscode.l10n.t('paused');
+    case 'complete':
+      return vscode.l10n.t('complete');
+    case 'budgetLimited':
+      return vscode.l10n.t('budget limit');
+    case 'modelBlocked':
+      return vscode.l10n.t('model blocked');
+    case 'interrupted':
+      return vscode.l10n.t('interrupted');
+    case 'needsAttention':
+      return vscode.l10n.t('needs attention');
+    case 'gaveUp':
+      return vscode.l10n.t('gave up · {0} tries', s.attempts);
+    case 'notAdopted':
+      return vscode.l10n.t('not adopted');
+    case 'failedBeforeArming':
+      return vscode.l10n.t('blocked earlier');
+    case 'unloaded':
+      return waitsForLoad(w) ? vscode.l10n.t('blocked · not loaded') : vscode.l10n.t('not loaded');
+    case 'elsewhere':
+      if (s.goal === 'active') return vscode.l10n.t('running · other app');
+      return s.goal === 'usageLimited'
+        ? vscode.l10n.t('usage limit · other app')
+        : vscode.l10n.t('blocked · other app');
+  }
+}
+
+/**
+ * The goals that wait for a person (the view's badge): a failure re-activation cannot fix, a goal
+ * the engine gave up on, a failure older than the arming (resume it in Codex), a failed goal on a
+ * thread the daemon has not loaded (Retry now loads it), and a goal stopped in another Codex app.
+ */
+export function waitsForPerson(w: WatchedThread): boolean {
+  const s = w.state;
+  switch (s.kind) {
+    case 'needsAttention':
+    case 'gaveUp':
+    case 'failedBeforeArming':
+      return true;
+    case 'unloaded':
+      return waitsForLoad(w);
+    case 'elsewhere':
+      return s.goal === 'blocked' || s.goal === 'usageLimited';
+    default:
+      return false;
+  }
+}
+
+/** The view's badge: how many goals wait for a person; none when none do. */
+export function attentionBadge(snap: EngineSnapshot): vscode.ViewBadge | undefined {
+  const n = snap.watches.filter(waitsForPerson).length;
+  if (n === 0) return undefined;
+  return {
+    value: n,
+    tooltip: n === 1 ? vscode.l10n.t('1 goal needs attention') : vscode.l10n.t('{0} goals need attention', n),
+  };
+}
