@@ -102,19 +102,16 @@ export function zipEntries(file: string): number {
   throw new Error(`${file} is not a zip (no end-of-central-directory record)`);
 }
 
-/** `vsce package` with the flags of the `package` script in package.json, into `out`. */
-function vsceArgs(out: string, opts: { dependencies: boolean }): string[] {
-  const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
-    scripts: Record<string, string>;
-  };
-  const script = manifest.scripts.package ?? '';
-  const m = /\bvsce\s+(package\b[^&|;]*)/.exec(script);
-  if (!m) throw new Error(`the "package" script does not run vsce package: ${script}`);
-  const args = m[1].trim().split(/\s+/);
-  const at = args.indexOf('--out');
-  if (at >= 0) args.splice(at, 2);
-  const kept = opts.dependencies ? args.filter((a) => a !== '--no-dependencies') : args;
-  return [...kept, '--out', out];
+/** The `package` script of package.json, which the product's .vsix is made with. */
+const PACKAGE_SCRIPT = 'node scripts/package.mjs';
+
+/**
+ * `vsce package` for the unbundled baseline: with vsce's npm dependency detection (node_modules
+ * goes in), and the README's relative images left as they are (package.mjs points them at the
+ * registry's URL; the README's size is all that differs).
+ */
+function unbundledVsceArgs(out: string): string[] {
+  return ['package', '--allow-missing-repository', '--no-rewrite-relative-links', '--out', out];
 }
 
 async function vsce(cwd: string, args: string[]): Promise<void> {
@@ -131,6 +128,10 @@ async function vsce(cwd: string, args: string[]): Promise<void> {
 function stageUnbundled(dir: string, closure: Closure, used: string[]): void {
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
   manifest.main = './out/src/extension.js';
+  // Nothing to build: the compiled files are staged as they are.
+  const scripts = { ...(manifest.scripts as Record<string, string>) };
+  delete scripts['vscode:prepublish'];
+  manifest.scripts = scripts;
   // Only the dependencies the code requires at run time (vscode-jsonrpc is one for its types only).
   const deps = (manifest.dependencies ?? {}) as Record<string, string>;
   manifest.dependencies = Object.fromEntries(Object.entries(deps).filter(([name]) => used.includes(name)));
@@ -365,11 +366,24 @@ async function releasePackage(
       cwd: REPO,
       timeout: 300_000,
     });
+    const meta = JSON.parse(fs.readFileSync(metafile, 'utf8')) as EsbuildMetafile;
+    const byPackage = bytesByPackage(meta);
+    const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    if (manifest.scripts.package !== PACKAGE_SCRIPT)
+      throw new Error(`npm run package is "${manifest.scripts.package}" now: follow it here`);
+    // As `npm run package`: vsce runs vscode:prepublish (the same release build) and packs it.
+    ctx.log(`${PACKAGE_SCRIPT} --out <tmp>`);
+    await run(process.execPath, [path.join(REPO, 'scripts', 'package.mjs'), '--out', vsix], {
+      cwd: REPO,
+      timeout: 300_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     const size = fs.statSync(path.join(dist, 'extension.js')).size;
-    const byPackage = bytesByPackage(JSON.parse(fs.readFileSync(metafile, 'utf8')) as EsbuildMetafile);
-    const args = vsceArgs(vsix, { dependencies: false });
-    ctx.log(`vsce ${args.join(' ')}`);
-    await vsce(REPO, args);
+    const metaBytes = Object.values(meta.outputs)[0]?.bytes;
+    if (metaBytes !== size)
+      throw new Error(`the packaged bundle (${size} bytes) is not the build the metafile describes (${metaBytes})`);
     return { size, byPackage };
   } finally {
     if (hadDist) {
@@ -404,7 +418,7 @@ export const activationBench: Bench = {
     ctx.log(
       `unbundled: ${ours.length} files of ours + ${theirs.length} of ${usedPackages.join(', ')}; vsce package (with its npm dependency detection)`,
     );
-    await vsce(staging, vsceArgs(unbundledVsix, { dependencies: true }));
+    await vsce(staging, unbundledVsceArgs(unbundledVsix));
     const vsixBytes = fs.statSync(productVsix).size;
     const unbundledVsixBytes = fs.statSync(unbundledVsix).size;
     const vsixFiles = zipEntries(productVsix);
@@ -468,7 +482,7 @@ export const activationBench: Bench = {
         ),
       ],
       notes: [
-        `Sizes: the release build (node scripts/build.mjs --release: esbuild, minified, no source map) and the .vsix made by vsce with the flags of \`npm run package\`, into a temp dir. Baseline: shipping the same code unbundled, i.e. the compiled out/src files that out/src/extension.js requires transitively plus the files of ${usedPackages.join(', ')} those require and their package.json (every require() resolved with Node's resolver; optional requires that do not resolve, such as ws's bufferutil, are left out), packed by the same vsce with the same README, CHANGELOG, LICENSE and icon. A real unbundled package would ship whole package folders, so this baseline is a lower bound.`,
+        `Sizes: the release build (node scripts/build.mjs --release: esbuild, minified, no source map) and the .vsix that \`npm run package\` (scripts/package.mjs: vsce, which runs the same release build) makes, into a temp dir. Baseline: shipping the same code unbundled, i.e. the compiled out/src files that out/src/extension.js requires transitively plus the files of ${usedPackages.join(', ')} those require and their package.json (every require() resolved with Node's resolver; optional requires that do not resolve, such as ws's bufferutil, are left out), packed by the same vsce (with its npm dependency detection, the README's images left relative) with the same README, CHANGELOG, LICENSE and media. A real unbundled package would ship whole package folders, so this baseline is a lower bound.`,
         `Where the release bundle's ${kib(bundleBytes).toFixed(1)} KiB come from (esbuild's metafile of the same build: bytes in the minified output): ${Object.entries(
           bundleByPackage,
         )
