@@ -38,7 +38,13 @@ export interface CoreHooks {
 }
 
 export class EngineCore {
-  state: PersistedState = emptyState();
+  private current: PersistedState = emptyState();
+  /**
+   * Threads whose watch may have a recovery scheduled (a superset, checked on use): the timer
+   * looks at these instead of every watch, at every change of a due time (with 10,000 watches,
+   * a scan of them all per change made arming and recovering quadratic).
+   */
+  private readonly mayBeDue = new Set<string>();
   options: EngineOptions;
   session: DaemonSession | null = null;
   connection: ConnectionState = { kind: 'connecting', detail: 'starting' };
@@ -69,12 +75,34 @@ export class EngineCore {
     });
   }
 
+  /** The state the engine owns; replacing it (a load, a reset) re-reads which watches are scheduled. */
+  get state(): PersistedState {
+    return this.current;
+  }
+
+  set state(state: PersistedState) {
+    this.current = state;
+    this.mayBeDue.clear();
+    for (const [threadId, w] of Object.entries(state.watches)) if (scheduledOf(w.state)) this.mayBeDue.add(threadId);
+  }
+
   now(): number {
     return this.deps.clock.now();
   }
 
   watches(): readonly WatchedThread[] {
     return Object.values(this.state.watches);
+  }
+
+  /** The watches with a recovery scheduled (also those the limiter holds for a slot). */
+  scheduledWatches(): WatchedThread[] {
+    const scheduled: WatchedThread[] = [];
+    for (const threadId of this.mayBeDue) {
+      const w = this.current.watches[threadId];
+      if (w && scheduledOf(w.state)) scheduled.push(w);
+      else this.mayBeDue.delete(threadId);
+    }
+    return scheduled;
   }
 
   liveOf(threadId: string): LiveThread {
@@ -97,6 +125,7 @@ export class EngineCore {
     // The timer depends only on due times: other changes need no look at every watch.
     const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null;
     w.state = state;
+    if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     w.updatedAt = Math.max(w.updatedAt, this.now());
     this.saver.mark(w.threadId);
     if (quiet) return;

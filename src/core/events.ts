@@ -65,7 +65,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.turn = turn;
       live.turnFromEvent = true;
       live.retrying = null;
-      live.approvals.clear();
+      live.approvals = null;
       const w = core.state.watches[threadId];
       if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
       core.touch(threadId);
@@ -78,7 +78,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
     serverRequest: (threadId, requestId, method) => {
       if (threadId === null) return;
       const live = bump(threadId);
-      live.approvals.add(requestId);
+      (live.approvals ??= new Set()).add(requestId);
       core.emit({
         type: 'skipped',
         threadId,
@@ -89,7 +89,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
     },
     serverRequestResolved: (threadId, requestId) => {
       const live = bump(threadId);
-      live.approvals.delete(requestId);
+      live.approvals?.delete(requestId);
       core.touch(threadId);
     },
     protocolProblem: (message) => core.emit({ type: 'warning', message: `protocol: ${message}` }),

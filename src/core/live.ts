@@ -9,8 +9,8 @@ export interface LiveThread {
   turn: Turn | null;
   /** Set while Codex retries the turn itself (`error` with `willRetry: true`). */
   retrying: string | null;
-  /** Server requests (approvals, user input) waiting for the user's client. */
-  approvals: Set<RequestId>;
+  /** Server requests (approvals, user input) waiting for the user's client; null until the first (most threads). */
+  approvals: Set<RequestId> | null;
   /** Bumped by every event about the thread: a check that spans reads acts only if it is unchanged. */
   seq: number;
   /** Resumed (subscribed to turn events) on the current connection. */
@@ -32,7 +32,7 @@ export function newLive(): LiveThread {
     status: null,
     turn: null,
     retrying: null,
-    approvals: new Set(),
+    approvals: null,
     seq: 0,
     subscribed: false,
     subscribeFailed: false,
@@ -47,7 +47,7 @@ export function isThreadActive(status: ThreadStatus | null): boolean {
 }
 
 export function waitsForPerson(live: LiveThread): boolean {
-  if (live.approvals.size > 0) return true;
+  if (live.approvals !== null && live.approvals.size > 0) return true;
   const status = live.status;
   return status !== null && status.type === 'active' && 'activeFlags' in status && status.activeFlags.length > 0;
 }

@@ -88,7 +88,7 @@ export class Schedule {
   /** Nothing is held for a slot any more (paused, stopping): each recovery shows as scheduled. */
   release(): void {
     let released = 0;
-    for (const w of this.core.watches()) {
+    for (const w of this.core.scheduledWatches()) {
       if (w.state.kind !== 'waitingSlot') continue;
       this.core.setState(w, w.state.held, true);
       released += 1;
@@ -105,7 +105,7 @@ export class Schedule {
     if (core.stopped || core.state.pausedAt !== null || !session) return;
     const now = core.now();
     const due = core
-      .watches()
+      .scheduledWatches()
       .filter((w) => {
         const d = dueAt(w);
         return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
@@ -169,7 +169,7 @@ export class Schedule {
   private soonestDue(): number | null {
     if (this.core.state.pausedAt !== null) return null;
     let soonest: number | null = null;
-    for (const w of this.core.watches()) {
+    for (const w of this.core.scheduledWatches()) {
       const due = dueAt(w);
       if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }

@@ -244,7 +244,7 @@ export class GlobalStateStore implements StateStore {
       }
     }
 
-    this.serializer.changes(state);
+    this.serializer.loaded(state);
     if (this.journaling) {
       // Anything to fold in (or no generation yet): a new snapshot now, and the journal starts
       // empty, so a torn or stale tail is never appended to.

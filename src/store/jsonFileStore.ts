@@ -100,7 +100,7 @@ export async function readStateFile(
       reason: text.trim() === '' ? 'empty file' : `invalid JSON: ${printable(errorText(err))}`,
     };
   }
-  const parsed = parsePersisted(raw, opts.now);
+  const parsed = parsePersisted(raw, opts.now, true);
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
   const g = (raw as { journal?: unknown }).journal;
   const generation = typeof g === 'string' && g.length > 0 ? g : null;
@@ -231,7 +231,7 @@ export class JsonFileStore implements StateStore {
         `journal ${this.journalPath}: ${describeDropped(j.dropped)}; the journal as it was is kept as ${aside}; its other ${j.applied} record${j.applied === 1 ? '' : 's'} loaded`,
       );
     }
-    this.serializer.changes(stored.state);
+    this.serializer.loaded(stored.state);
     this.generation = stored.generation;
     // Anything to fold in (or a snapshot from before the journal): a new snapshot now, so the
     // journal starts empty and a torn or stale tail is never appended to.
