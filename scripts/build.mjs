@@ -11,6 +11,27 @@ if (metaAt >= 0 && !metafile) throw new Error('--metafile needs a file name');
 // zod looks at `navigator.userAgent` (for Cloudflare Workers) when it loads; in Node there is no
 // navigator, and VS Code's extension host logs a deprecation warning when an extension touches the
 // global. The bundle sees `undefined` instead.
+// The extension's WebSocket never compresses (src/protocol/webSocketTransport.ts passes
+// perMessageDeflate: false, and ws aborts a handshake whose server enables an extension that was
+// not asked for): ws's permessage-deflate module is bundled as the one thing ws reads of it
+// there, its extension name; constructing it (compression asked for) fails loudly.
+const wsWithoutDeflate = {
+  name: 'ws-without-permessage-deflate',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/permessage-deflate$/ }, (args) =>
+      /[\\/]node_modules[\\/]ws[\\/]lib$/.test(args.resolveDir)
+        ? { path: 'permessage-deflate', namespace: 'ws-without-deflate' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'ws-without-deflate' }, () => ({
+      loader: 'js',
+      contents: `module.exports = class PerMessageDeflate {
+  static get extensionName() { return 'permessage-deflate'; }
+  constructor() { throw new Error('WebSocket compression (permessage-deflate) is not in this bundle'); }
+};`,
+    }));
+  },
+};
 const common = {
   bundle: true,
   platform: 'node',
@@ -30,6 +51,7 @@ const [extension] = await Promise.all([
     // The extension is a WebSocket client only: ws's own module (lib/websocket.js, the class that
     // `require('ws')` returns) without the index that also loads its server and stream helpers.
     alias: { ws: './node_modules/ws/lib/websocket.js' },
+    plugins: [wsWithoutDeflate],
     minify: release,
     metafile: metafile !== undefined,
   }),
