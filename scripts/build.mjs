@@ -1,11 +1,37 @@
 // Bundles dist/: the extension (vscode external; minified with --release), the headless
-// runner (with a shebang) and the demo.
+// runner (with a shebang) and the demo. `--metafile FILE`: also writes esbuild's metafile of the
+// extension bundle there (what each input file contributes; the activation bench reads it).
+import { writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const release = process.argv.includes('--release');
+const metaAt = process.argv.indexOf('--metafile');
+const metafile = metaAt >= 0 ? process.argv[metaAt + 1] : undefined;
+if (metaAt >= 0 && !metafile) throw new Error('--metafile needs a file name');
 // zod looks at `navigator.userAgent` (for Cloudflare Workers) when it loads; in Node there is no
 // navigator, and VS Code's extension host logs a deprecation warning when an extension touches the
 // global. The bundle sees `undefined` instead.
+// The extension's WebSocket never compresses (src/protocol/webSocketTransport.ts passes
+// perMessageDeflate: false, and ws aborts a handshake whose server enables an extension that was
+// not asked for): ws's permessage-deflate module is bundled as the one thing ws reads of it
+// there, its extension name; constructing it (compression asked for) fails loudly.
+const wsWithoutDeflate = {
+  name: 'ws-without-permessage-deflate',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/permessage-deflate$/ }, (args) =>
+      /[\\/]node_modules[\\/]ws[\\/]lib$/.test(args.resolveDir)
+        ? { path: 'permessage-deflate', namespace: 'ws-without-deflate' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'ws-without-deflate' }, () => ({
+      loader: 'js',
+      contents: `module.exports = class PerMessageDeflate {
+  static get extensionName() { return 'permessage-deflate'; }
+  constructor() { throw new Error('WebSocket compression (permessage-deflate) is not in this bundle'); }
+};`,
+    }));
+  },
+};
 const common = {
   bundle: true,
   platform: 'node',
@@ -16,13 +42,18 @@ const common = {
   define: { navigator: 'undefined' },
 };
 
-await Promise.all([
+const [extension] = await Promise.all([
   build({
     ...common,
     entryPoints: ['src/extension.ts'],
     outfile: 'dist/extension.js',
     external: ['vscode'],
+    // The extension is a WebSocket client only: ws's own module (lib/websocket.js, the class that
+    // `require('ws')` returns) without the index that also loads its server and stream helpers.
+    alias: { ws: './node_modules/ws/lib/websocket.js' },
+    plugins: [wsWithoutDeflate],
     minify: release,
+    metafile: metafile !== undefined,
   }),
   build({
     ...common,
@@ -32,3 +63,4 @@ await Promise.all([
   }),
   build({ ...common, entryPoints: ['src/demo/demo.ts'], outfile: 'dist/demo.js' }),
 ]);
+if (metafile) writeFileSync(metafile, JSON.stringify(extension.metafile));

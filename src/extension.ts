@@ -4,13 +4,14 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
-import { readSettings, SECTION } from './config/settings';
+import { readSettings, SECTION, type Settings } from './config/settings';
 import { WindowRole } from './host/windowRole';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
 import { Notifier } from './views/notifier';
 import { keepRecentLines } from './views/recentLog';
 import { RecoveryStatusBar } from './views/statusBar';
+import { errorText } from './util/errorText';
 import { followViewState } from './views/viewState';
 import { WatchTree } from './views/watchTree';
 import type { Decision } from './model/decision';
@@ -37,7 +38,53 @@ export interface CodexGoalRecoveryApi {
 
 export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi {
   performance.mark('codexGoalRecovery.activate.start');
+  // Only what must exist when activate() returns: the log and the commands (a command the window
+  // runs now must find its handler). The rest (settings, the window's role and its engine, the
+  // views) starts on the next turn of the event loop, or at once when a command or the API needs
+  // it first: nothing that comes early is lost.
   const log = keepRecentLines(vscode.window.createOutputChannel('Codex Goal Recovery', { log: true }));
+  let window: StartedWindow | undefined;
+  const started = (): StartedWindow => (window ??= startWindow(context, log));
+  const service = () => started().role.service();
+  const later = setImmediate(() => {
+    try {
+      started();
+    } catch (error) {
+      log.error(`could not start: ${errorText(error)}`);
+    }
+  });
+  context.subscriptions.push(
+    log,
+    { dispose: () => clearImmediate(later) },
+    ...registerCommands({ service, settings: () => started().settings(), log }),
+  );
+  performance.mark('codexGoalRecovery.activate.end');
+  const measure = performance.measure(
+    'codexGoalRecovery.activate',
+    'codexGoalRecovery.activate.start',
+    'codexGoalRecovery.activate.end',
+  );
+  const { version } = context.extension.packageJSON as { version?: unknown };
+  log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(version)})`);
+  return {
+    snapshot: () => service().snapshot(),
+    role: () => service().role,
+    rows: () => started().rows(),
+    onDidChange: (listener) => started().role.onDidChange(listener),
+    onDidDecide: (listener) => started().decided.event(listener),
+    refresh: () => service().run('refresh'),
+  };
+}
+
+/** The window once started: its role (and through it the engine), its views and its settings. */
+interface StartedWindow {
+  role: WindowRole;
+  decided: vscode.EventEmitter<Decision>;
+  settings(): Settings;
+  rows(): ReturnType<CodexGoalRecoveryApi['rows']>;
+}
+
+function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): StartedWindow {
   let settings = readSettings();
   // Machine state is never synced; no preference lives in globalState.
   context.globalState.setKeysForSync([]);
@@ -48,7 +95,7 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   const journalPath =
     context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
   const decided = new vscode.EventEmitter<Decision>();
-  role = new WindowRole(
+  const windowRole = new WindowRole(
     context,
     settings,
     {
@@ -68,7 +115,8 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
     },
     journalPath === undefined ? {} : { journalPath },
   );
-  const service = () => role!.service();
+  role = windowRole;
+  const service = () => windowRole.service();
 
   const tree = new WatchTree(() => service().snapshot());
   const view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: tree, showCollapseAll: true });
@@ -103,16 +151,14 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   };
 
   context.subscriptions.push(
-    log,
     decided,
     view,
     tree,
     status,
     countdown,
     countdown.onTick(onChange),
-    followViewState(view, service, (listener) => role!.onDidChange(listener)),
-    role.onDidChange(onChange),
-    ...registerCommands({ service, settings: () => settings, log }),
+    followViewState(view, service, (listener) => windowRole.onDidChange(listener)),
+    windowRole.onDidChange(onChange),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
       settings = readSettings();
@@ -120,19 +166,12 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
       void role?.applySettings(settings);
     }),
   );
-  role.start();
+  windowRole.start();
   onChange();
-  performance.mark('codexGoalRecovery.activate.end');
-  const measure = performance.measure(
-    'codexGoalRecovery.activate',
-    'codexGoalRecovery.activate.start',
-    'codexGoalRecovery.activate.end',
-  );
-  const { version } = context.extension.packageJSON as { version?: unknown };
-  log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(version)})`);
   return {
-    snapshot: () => service().snapshot(),
-    role: () => service().role,
+    role: windowRole,
+    decided,
+    settings: () => settings,
     rows: () =>
       tree.getChildren().map((node) => {
         const item = tree.getTreeItem(node);
@@ -144,9 +183,6 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
           icon: item.iconPath instanceof vscode.ThemeIcon ? item.iconPath.id : '',
         };
       }),
-    onDidChange: (listener) => role!.onDidChange(listener),
-    onDidDecide: (listener) => decided.event(listener),
-    refresh: () => service().run('refresh'),
   };
 }
 

@@ -5,13 +5,13 @@
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { z } from 'zod';
+import * as z from '../util/zod';
 import type { UserClient } from './userClient';
 import { field, type Notification } from './userClientLog';
 
 /** What is read of the replies to thread/start and thread/goal/set; the rest is handed on as received. */
 const ThreadStartReplySchema = z.looseObject({ thread: z.looseObject({ id: z.string() }) });
-const GoalSetReplySchema = z.looseObject({ goal: z.unknown().optional() });
+const GoalSetReplySchema = z.looseObject({ goal: z.optional(z.unknown()) });
 
 export interface StartThreadOptions {
   /** Working directory (default: a new temp dir, removed by `cleanup`). */

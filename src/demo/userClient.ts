@@ -11,17 +11,17 @@
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import WebSocket from 'ws';
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { describe, field, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
 import { stdioTransport, wsTransport, type Transport } from './userClientTransports';
 
 /** What the client reads of each message: the JSON-RPC envelope; params, result and data stay as received. */
 const EnvelopeSchema = z.looseObject({
-  method: z.string().optional(),
-  id: z.union([z.number(), z.string()]).nullish(),
-  params: z.unknown().optional(),
-  result: z.unknown().optional(),
-  error: z.looseObject({ code: z.number(), message: z.string(), data: z.unknown().optional() }).nullish(),
+  method: z.optional(z.string()),
+  id: z.nullish(z.union([z.number(), z.string()])),
+  params: z.optional(z.unknown()),
+  result: z.optional(z.unknown()),
+  error: z.nullish(z.looseObject({ code: z.number(), message: z.string(), data: z.optional(z.unknown()) })),
 });
 
 export class RpcError extends Error {

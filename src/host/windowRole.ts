@@ -18,11 +18,17 @@ import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
 import { Serial } from '../util/serial';
 
-/** Before the election has decided: nothing to show yet. */
+/**
+ * Before the election has decided: nothing to show yet. A command that comes now (the window
+ * has just opened) waits for the engine, this window's or the leader's, and is carried out there.
+ */
 class Starting implements RecoveryService {
   readonly role = 'follower' as const;
   private readonly snap: EngineSnapshot;
-  constructor(target: string) {
+  constructor(
+    target: string,
+    private readonly started: () => Promise<RecoveryService>,
+  ) {
     this.snap = emptySnapshot(target, Date.now());
   }
   snapshot(): EngineSnapshot {
@@ -31,10 +37,12 @@ class Starting implements RecoveryService {
   onDidChange(): { dispose(): void } {
     return { dispose: () => undefined };
   }
-  run(command: ServiceCommand): Promise<void> {
-    return Promise.reject(new Error(`${command}: still starting, try again in a moment`));
+  run(command: ServiceCommand, threadId?: string): Promise<void> {
+    return this.started().then((service) => service.run(command, threadId));
   }
 }
+
+const STOPPED = 'the window stopped before the engine started';
 
 /** One election per daemon, shared with the headless runners that watch the same socket. */
 export function electionName(settings: Settings): string {
@@ -75,6 +83,9 @@ export class WindowRole {
   private readonly settingsChanges = new Serial();
   /** The window said once that it runs alone, with no election. */
   private saidAlone = false;
+  /** Commands that came while starting: they go to the next service that is not `Starting`. */
+  private waiting: { resolve(service: RecoveryService): void; reject(error: Error): void }[] = [];
+  private disposed = false;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -82,7 +93,7 @@ export class WindowRole {
     private readonly io: HostIo,
     private readonly parts: WindowRoleParts = {},
   ) {
-    this.current = new Starting(settings.socketPath);
+    this.current = this.starting();
   }
 
   service(): RecoveryService {
@@ -156,14 +167,35 @@ export class WindowRole {
   }
 
   async dispose(): Promise<void> {
+    this.disposed = true;
     await this.stop();
     this.listeners.clear();
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const w of waiting) w.reject(new Error(STOPPED));
+  }
+
+  private starting(): Starting {
+    return new Starting(
+      this.settings.socketPath,
+      () =>
+        new Promise<RecoveryService>((resolve, reject) => {
+          if (this.disposed) reject(new Error(STOPPED));
+          else if (this.current instanceof Starting) this.waiting.push({ resolve, reject });
+          else resolve(this.current);
+        }),
+    );
   }
 
   private swap(service: RecoveryService): void {
     this.currentSubscription?.dispose();
     this.current = service;
     this.currentSubscription = service.onDidChange(() => this.listeners.fire());
+    if (!(service instanceof Starting)) {
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const w of waiting) w.resolve(service);
+    }
     this.listeners.fire();
   }
 
@@ -171,6 +203,6 @@ export class WindowRole {
     const elected = this.elected;
     this.elected = null;
     await elected?.stop();
-    this.swap(new Starting(this.settings.socketPath));
+    this.swap(this.starting());
   }
 }

@@ -12,7 +12,7 @@
 // The zod schemas are the single definition; the types are inferred from them. Decoding never
 // throws: a malformed line (bad JSON, wrong shape, longer than the cap) is reported through a
 // callback and skipped, and the next line is read normally.
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { excerpt, LineSplitter } from '../protocol/lineSplitter';
 
 /**
@@ -24,18 +24,18 @@ export const LEADER_PROTOCOL_VERSION = 2;
 /** Longest accepted line, in bytes, without the newline: 16 MiB. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
-export const CommandIdSchema = z.union([z.number().int(), z.string().min(1)]);
+export const CommandIdSchema = z.union([z.number().check(z.int()), z.string().check(z.minLength(1))]);
 export type CommandId = z.infer<typeof CommandIdSchema>;
 
 export const HelloSchema = z.object({
   type: z.literal('hello'),
-  version: z.number().int(),
-  pid: z.number().int(),
+  version: z.number().check(z.int()),
+  pid: z.number().check(z.int()),
 });
 export const CommandSchema = z.object({
   type: z.literal('command'),
   id: CommandIdSchema,
-  name: z.string().min(1),
+  name: z.string().check(z.minLength(1)),
   args: z.array(z.unknown()),
 });
 /**
@@ -44,7 +44,7 @@ export const CommandSchema = z.object({
  */
 export const FocusSchema = z.object({
   type: z.literal('focus'),
-  viewer: z.string().min(1).max(100),
+  viewer: z.string().check(z.minLength(1), z.maxLength(100)),
   focused: z.boolean(),
 });
 export const FollowerMessageSchema = z.discriminatedUnion('type', [HelloSchema, CommandSchema, FocusSchema]);
@@ -55,13 +55,13 @@ export type FollowerMessage = z.infer<typeof FollowerMessageSchema>;
 
 export const WelcomeSchema = z.object({
   type: z.literal('welcome'),
-  leaderPid: z.number().int(),
-  version: z.number().int().optional(),
+  leaderPid: z.number().check(z.int()),
+  version: z.optional(z.number().check(z.int())),
   /**
    * What kind of engine leads (e.g. "VS Code window", "runner"), for followers' messages.
    * Optional: older leaders omit it.
    */
-  who: z.string().max(200).optional(),
+  who: z.optional(z.string().check(z.maxLength(200))),
 });
 export const StateSchema = z.object({
   type: z.literal('state'),
@@ -71,8 +71,8 @@ export const ResultSchema = z.object({
   type: z.literal('result'),
   id: CommandIdSchema,
   ok: z.boolean(),
-  error: z.string().optional(),
-  value: z.unknown().optional(),
+  error: z.optional(z.string()),
+  value: z.optional(z.unknown()),
 });
 /**
  * A decision of the leader's engine, streamed to every follower as it is announced (once durable):
@@ -84,8 +84,8 @@ export const DecisionMessageSchema = z.object({
   type: z.literal('decision'),
   at: z.number(),
   decision: z.unknown(),
-  by: z.object({ who: z.string().max(200), pid: z.number().int() }),
-  notify: z.string().max(100).nullable(),
+  by: z.object({ who: z.string().check(z.maxLength(200)), pid: z.number().check(z.int()) }),
+  notify: z.nullable(z.string().check(z.maxLength(100))),
 });
 export const LeaderMessageSchema = z.discriminatedUnion('type', [
   WelcomeSchema,
@@ -128,7 +128,7 @@ export class LineDecoder<T> {
   private _malformed = 0;
 
   constructor(
-    private readonly schema: z.ZodType<T>,
+    private readonly schema: z.ZodMiniType<T>,
     private readonly onMessage: (msg: T) => void,
     private readonly onMalformed: MalformedCallback,
     private readonly maxLineBytes = MAX_LINE_BYTES,

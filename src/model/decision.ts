@@ -2,7 +2,7 @@
 // per line with --json), the extension logs them and refreshes its views, and the leader streams
 // them to every engine that follows it (src/leader/messages.ts). The zod schema is the single
 // definition (a decision that comes over the channel is checked against it); the type is inferred.
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { GoalStatusSchema } from './watch';
 
 const thread = { threadId: z.string() };
@@ -26,7 +26,7 @@ export const DecisionSchema = z.discriminatedUnion('type', [
     failedTurnId: z.string(),
     how: z.string(),
   }),
-  z.object({ type: z.literal('skipped'), ...thread, reason: z.string(), detail: z.string().optional() }),
+  z.object({ type: z.literal('skipped'), ...thread, reason: z.string(), detail: z.optional(z.string()) }),
   z.object({ type: z.literal('disarmed'), ...thread, reason: z.string() }),
   z.object({ type: z.literal('rearmed'), ...thread, reason: z.string() }),
   z.object({ type: z.literal('loaded'), ...thread, reason: z.string() }),
@@ -39,7 +39,7 @@ export const DecisionSchema = z.discriminatedUnion('type', [
     state: z.enum(['connecting', 'connected', 'disconnected', 'error']),
     detail: z.string(),
   }),
-  z.object({ type: z.literal('warning'), message: z.string(), threadId: z.string().optional() }),
+  z.object({ type: z.literal('warning'), message: z.string(), threadId: z.optional(z.string()) }),
 ]);
 
 export type Decision = z.infer<typeof DecisionSchema>;

@@ -1,6 +1,6 @@
 // What every view shows: the leader's engine state, as one serializable value, so a window
 // that runs the engine and a window that follows it render exactly the same thing.
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { WatchedThreadSchema } from './watch';
 
 export const ConnectionStateSchema = z.discriminatedUnion('kind', [
@@ -9,10 +9,10 @@ export const ConnectionStateSchema = z.discriminatedUnion('kind', [
     kind: z.literal('connected'),
     detail: z.string(),
     /** The daemon's Codex version (from `initialize`'s userAgent), and a warning when it is untested. */
-    codexVersion: z.string().nullable().optional(),
-    versionWarning: z.string().nullable().optional(),
+    codexVersion: z.optional(z.nullable(z.string())),
+    versionWarning: z.optional(z.nullable(z.string())),
   }),
-  z.object({ kind: z.literal('disconnected'), detail: z.string(), retryAt: z.number().nullable() }),
+  z.object({ kind: z.literal('disconnected'), detail: z.string(), retryAt: z.nullable(z.number()) }),
 ]);
 export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
 
@@ -23,21 +23,21 @@ export const EngineSnapshotSchema = z.object({
   /** Where the engine connects (a socket path, a URL, a command): shown when it cannot. */
   target: z.string(),
   /** Auto-recovery paused by the user, since when. */
-  pausedAt: z.number().nullable(),
-  maxAttempts: z.number().int().positive(),
+  pausedAt: z.nullable(z.number()),
+  maxAttempts: z.number().check(z.int(), z.positive()),
   /** The policy in force in the engine that made this snapshot (machine-wide settings): shown by every window. */
-  policy: z
-    .object({
+  policy: z.optional(
+    z.object({
       baseDelayMs: z.number(),
       maxDelayMs: z.number(),
       maxAttempts: z.number(),
       autoArm: z.boolean(),
       recoverUsageLimited: z.boolean(),
       resyncMs: z.number(),
-    })
-    .optional(),
+    }),
+  ),
   /** The soonest time the engine will act, or null. */
-  nextDueAt: z.number().nullable(),
+  nextDueAt: z.nullable(z.number()),
   watches: z.array(WatchedThreadSchema),
 });
 export type EngineSnapshot = z.infer<typeof EngineSnapshotSchema>;

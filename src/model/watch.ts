@@ -3,7 +3,7 @@
 // This module sits at the bottom: the engine, the stores and the views import it;
 // it imports nothing of theirs. The zod schemas are the single definition: the
 // TypeScript types are inferred from them, and the stores validate with them.
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { formatAge, formatClock, formatDuration } from './timeText';
 
 export { formatAge, formatClock, formatDuration } from './timeText';
@@ -17,7 +17,7 @@ export const GoalSnapshotSchema = z.object({
   status: GoalStatusSchema,
   objective: z.string(),
   tokensUsed: z.number(),
-  tokenBudget: z.number().nullable(),
+  tokenBudget: z.nullable(z.number()),
   updatedAt: z.number(),
 });
 export type GoalSnapshot = z.infer<typeof GoalSnapshotSchema>;
@@ -28,13 +28,13 @@ export const TurnFailureSchema = z.object({
   message: z.string(),
   /** Short label of `codexErrorInfo`, e.g. `internalServerError`, `responseStreamDisconnected`. */
   code: z.string(),
-  httpStatus: z.number().nullable(),
+  httpStatus: z.nullable(z.number()),
   at: z.number(),
   /**
    * When its recovery is (or was) due; null when it is not recovered. The one place a due time
    * lives: a `backoff` or `usageLimited` state is due at it. Survives unload and restart.
    */
-  dueAt: z.number().nullable(),
+  dueAt: z.nullable(z.number()),
 });
 export type TurnFailure = z.infer<typeof TurnFailureSchema>;
 
@@ -44,7 +44,7 @@ export type TurnFailure = z.infer<typeof TurnFailureSchema>;
  */
 const BackoffStateSchema = z.object({
   kind: z.literal('backoff'),
-  attempt: z.number().int().positive(),
+  attempt: z.number().check(z.int(), z.positive()),
   failedTurnId: z.string(),
 });
 /**
@@ -53,7 +53,7 @@ const BackoffStateSchema = z.object({
  */
 const UsageLimitedStateSchema = z.object({
   kind: z.literal('usageLimited'),
-  resetsAt: z.number().nullable(),
+  resetsAt: z.nullable(z.number()),
 });
 /** A recovery scheduled at a due time: after a transient failure, or after a usage limit. */
 export type ScheduledState = z.infer<typeof BackoffStateSchema> | z.infer<typeof UsageLimitedStateSchema>;
@@ -86,7 +86,7 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   /** `thread/goal/set` sent (write-ahead intent persisted); waiting for the daemon to confirm. */
   z.object({
     kind: z.literal('recovering'),
-    attempt: z.number().int().positive(),
+    attempt: z.number().check(z.int(), z.positive()),
     failedTurnId: z.string(),
     sentAt: z.number(),
   }),
@@ -95,7 +95,7 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('userIntent'), requested: GoalStatusSchema, at: z.number() }),
   /** The user disarmed the thread from the extension (an intent marker in the store). */
   /** `neverArmed`: disarmed while not adopted (Re-arm is then a first arming: `arm`, from now on). */
-  z.object({ kind: z.literal('disarmed'), at: z.number(), neverArmed: z.literal(true).optional() }),
+  z.object({ kind: z.literal('disarmed'), at: z.number(), neverArmed: z.optional(z.literal(true)) }),
   /** The goal is paused, but no user marker says who asked. Left alone. */
   z.object({ kind: z.literal('paused') }),
   z.object({ kind: z.literal('complete') }),
@@ -107,7 +107,7 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   /** A failure that re-activating cannot fix (context window full, 400/401, ...). */
   z.object({ kind: z.literal('needsAttention'), code: z.string(), message: z.string() }),
   /** `maxAttempts` consecutive recoveries failed again. */
-  z.object({ kind: z.literal('gaveUp'), attempts: z.number().int() }),
+  z.object({ kind: z.literal('gaveUp'), attempts: z.number().check(z.int()) }),
   /** Already blocked (or otherwise stopped) when the engine first saw it: never adopted. */
   z.object({ kind: z.literal('notAdopted'), status: GoalStatusSchema }),
   /**
@@ -139,7 +139,7 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
      * restart that finds the thread loaded (the load took effect, the takeover was not saved yet)
      * carries it out instead of leaving the goal unadopted. For this failed turn only.
      */
-    retryAsked: z.object({ at: z.number(), failedTurnId: z.string() }).nullable().optional(),
+    retryAsked: z.optional(z.nullable(z.object({ at: z.number(), failedTurnId: z.string() }))),
   }),
 ]);
 export type WatchState = z.infer<typeof WatchStateSchema>;
@@ -148,7 +148,7 @@ export type WatchStateKind = WatchState['kind'];
 /** The write-ahead intent: persisted before `thread/goal/set` is sent. */
 export const PendingRecoverySchema = z.object({
   failedTurnId: z.string(),
-  attempt: z.number().int().positive(),
+  attempt: z.number().check(z.int(), z.positive()),
   sentAt: z.number(),
 });
 export type PendingRecovery = z.infer<typeof PendingRecoverySchema>;
@@ -157,46 +157,46 @@ export const OUTCOMES = ['recovered', 'failed-again', 'skipped', 'gave-up', 'rej
 export const HistoryEntrySchema = z.object({
   at: z.number(),
   failedTurnId: z.string(),
-  attempt: z.number().int(),
+  attempt: z.number().check(z.int()),
   error: z.string(),
   outcome: z.enum(OUTCOMES),
-  detail: z.string().optional(),
+  detail: z.optional(z.string()),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
 /** The last human goal marker found in the rollout, and where. */
-export const MarkerSchema = z.object({ status: GoalStatusSchema, offset: z.number().int().nonnegative() });
+export const MarkerSchema = z.object({ status: GoalStatusSchema, offset: z.number().check(z.int(), z.nonnegative()) });
 export type Marker = z.infer<typeof MarkerSchema>;
 
-export const WatchedThreadSchema = z.preprocess(
-  dueFromOldState,
+export const WatchedThreadSchema = z.pipe(
+  z.transform(dueFromOldState),
   z.object({
-    threadId: z.string().min(1),
+    threadId: z.string().check(z.minLength(1)),
     title: z.string(),
     /** When the engine armed the thread (saw its goal active), ms since the epoch. */
     armedAt: z.number(),
     /** Rollout size when armed: a user marker at or past this offset is newer than the arming. */
-    armOffset: z.number().int().nonnegative().nullable(),
-    rolloutPath: z.string().nullable(),
+    armOffset: z.nullable(z.number().check(z.int(), z.nonnegative())),
+    rolloutPath: z.nullable(z.string()),
     /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
-    rolloutOffset: z.number().int().nonnegative(),
-    lastMarker: MarkerSchema.nullable(),
+    rolloutOffset: z.number().check(z.int(), z.nonnegative()),
+    lastMarker: z.nullable(MarkerSchema),
     /**
      * Rollout offset of the model's own `update_goal {status: "blocked"}` call since the goal was
      * last set active: a block the model chose, even if its turn then failed. Never recovered.
      */
-    modelBlockOffset: z.number().int().nonnegative().nullable().default(null),
+    modelBlockOffset: z._default(z.nullable(z.number().check(z.int(), z.nonnegative())), null),
     /**
      * What stopped the goal when a person armed it (Watch this goal, `arm`): its failed turn, or
      * its usage limit's key. Older than the arming: never recovered. Null: nothing had.
      */
-    beforeArming: z.string().nullable().default(null),
-    goal: GoalSnapshotSchema.nullable(),
+    beforeArming: z._default(z.nullable(z.string()), null),
+    goal: z.nullable(GoalSnapshotSchema),
     /** Consecutive failed turns; a turn that completes successfully resets it. */
-    failures: z.number().int().nonnegative(),
-    lastFailure: TurnFailureSchema.nullable(),
+    failures: z.number().check(z.int(), z.nonnegative()),
+    lastFailure: z.nullable(TurnFailureSchema),
     state: WatchStateSchema,
-    pending: PendingRecoverySchema.nullable(),
+    pending: z.nullable(PendingRecoverySchema),
     /** Failed turns already recovered: at most one effective recovery per failed turn, ever. */
     recovered: z.array(z.string()),
     history: z.array(HistoryEntrySchema),
@@ -209,7 +209,7 @@ export const STATE_VERSION = 1;
 export const PersistedStateSchema = z.object({
   version: z.literal(STATE_VERSION),
   /** The user paused auto-recovery for every thread (the extension's global intent marker). */
-  pausedAt: z.number().nullable(),
+  pausedAt: z.nullable(z.number()),
   watches: z.record(z.string(), WatchedThreadSchema),
   /** Threads the user disarmed from the extension, with the time: survive restarts. */
   disarmed: z.record(z.string(), z.number()),

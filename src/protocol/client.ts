@@ -1,14 +1,8 @@
-// The JSON-RPC client for the Codex app-server: vscode-jsonrpc over one of the
-// transports, the handshake, typed calls validated with zod, and events.
-import {
-  createMessageConnection,
-  type Message,
-  type MessageConnection,
-  type NotificationMessage,
-  ResponseError,
-} from 'vscode-jsonrpc/node';
+// The JSON-RPC client for the Codex app-server: a JSON-RPC connection (rpcConnection.ts) over one
+// of the transports, the handshake, typed calls validated with zod, and events.
+import type { Message, NotificationMessage } from 'vscode-jsonrpc/node';
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from '../util/zod';
 import type { GoalStatus } from '../model/watch';
 import {
   ConnectionLostError,
@@ -41,6 +35,7 @@ import {
 } from './schema';
 import { excerpt } from './lineSplitter';
 import { TapReader, TapWriter } from './messageTaps';
+import { RpcConnection, RpcResponseError } from './rpcConnection';
 import { openTransport, type Transport, type TransportTarget } from './transport';
 import { errorText } from '../util/errorText';
 
@@ -107,7 +102,7 @@ export async function startSession(
 class JsonRpcDaemon implements DaemonSession {
   readonly describe: string;
   codexVersion: string | null = null;
-  private readonly connection: MessageConnection;
+  private readonly connection: RpcConnection;
   private closedReason: string | null = null;
   private readonly closeWaiters = new Set<(reason: string) => void>();
   private readonly timeoutMs: number;
@@ -128,18 +123,11 @@ class JsonRpcDaemon implements DaemonSession {
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     const reader = new TapReader(transport.reader, (message) => this.screen(message));
     const writer = new TapWriter(transport.writer, this.pending);
-    this.connection = createMessageConnection(reader, writer, {
-      error: (m) => listener.protocolProblem(m),
-      warn: (m) => listener.protocolProblem(m),
-      info: () => undefined,
-      log: () => undefined,
-    });
-    // Server requests belong to the user's client and never reach vscode-jsonrpc (see screen()).
-    // Belt and braces: vscode-jsonrpc would answer a request without a handler with an error,
-    // which the daemon takes as a decline; this handler never replies.
-    this.connection.onRequest(() => new Promise<never>(() => undefined));
+    this.connection = new RpcConnection(reader, writer, { error: (m) => listener.protocolProblem(m) });
+    // Server requests belong to the user's client and never reach the connection (see screen());
+    // it never answers a request anyway (an answer, even an error, the daemon takes as a decline).
     this.connection.onNotification((method: string, params: unknown) => this.notification(method, params));
-    this.connection.onError(([error]) => listener.protocolProblem(error.message));
+    this.connection.onError((error) => listener.protocolProblem(error.message));
     this.connection.onClose(() => this.markClosed('connection closed'));
     transport.onClose((reason) => this.markClosed(reason));
     this.connection.listen();
@@ -239,7 +227,7 @@ class JsonRpcDaemon implements DaemonSession {
     );
   }
 
-  private async call<S extends z.ZodTypeAny>(method: string, params: object, schema: S): Promise<z.infer<S>> {
+  private async call<S extends z.ZodMiniType>(method: string, params: object, schema: S): Promise<z.infer<S>> {
     if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
     let timer: unknown;
     let onClose: ((reason: string) => void) | undefined;
@@ -265,7 +253,7 @@ class JsonRpcDaemon implements DaemonSession {
     } catch (error) {
       if (error instanceof ConnectionLostError || error instanceof ProtocolError) throw error;
       if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
-      if (error instanceof ResponseError) throw new RpcError(method, error.code, error.message);
+      if (error instanceof RpcResponseError) throw new RpcError(method, error.code, error.message);
       throw new ConnectionLostError(method, errorText(error));
     } finally {
       if (timer !== undefined) timers.clear(timer);
@@ -282,14 +270,13 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   /**
-   * What vscode-jsonrpc gets of an incoming message:
-   *  - a server request (an approval, user input) never reaches it: vscode-jsonrpc would track it
-   *    until answered (forever: it is never answered here) and could answer it (on a cancel or
-   *    an error). It goes on as an internal notification, so the listener hears of it in wire
-   *    order, after the events that came before it;
+   * What the connection (rpcConnection.ts) gets of an incoming message:
+   *  - a server request (an approval, user input) never reaches it: it is never answered here
+   *    (an answer, even an error, the daemon takes as a decline). It goes on as an internal
+   *    notification, so the listener hears of it in wire order, after the events before it;
    *  - `$/cancelRequest` concerns the daemon's own requests, which this client never handles;
    *  - a reply to no pending request of this client (unknown, duplicate or null id) is dropped
-   *    and reported: vscode-jsonrpc would drop it silently, or mistake it for a reply that is
+   *    and reported: the connection would drop it silently, or mistake it for a reply that is
    *    still queued under the same id.
    */
   private screen(message: Message): Message | null {
@@ -329,7 +316,7 @@ class JsonRpcDaemon implements DaemonSession {
   private notification(method: string, params: unknown): void {
     if (method === this.serverRequestEvent) return this.serverRequestArrived(params);
     const l = this.listener;
-    const read = <S extends z.ZodTypeAny>(schema: S, use: (value: z.infer<S>) => void) => {
+    const read = <S extends z.ZodMiniType>(schema: S, use: (value: z.infer<S>) => void) => {
       const parsed = schema.safeParse(params);
       if (parsed.success) use(parsed.data);
       else

@@ -3,16 +3,8 @@
  * validates, counts and dispatches each frame and never throws; a writer serializes and reports
  * each failure as an error event and a rejected promise.
  */
-import {
-  AbstractMessageReader,
-  AbstractMessageWriter,
-  Emitter,
-  type DataCallback,
-  type Event,
-  type Message,
-  type MessageReader,
-  type MessageWriter,
-} from 'vscode-jsonrpc/node';
+import type { DataCallback, Event, Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import { Emitter, MessageReaderBase, MessageWriterBase } from './messageEvents';
 import { validateMessage } from './framing';
 import { excerpt } from './lineSplitter';
 
@@ -46,7 +38,7 @@ class CloseOnce {
  * all top-level fields intact (vscode-jsonrpc passes only `params` to notification handlers, so
  * this is where `emittedAtMs` can be observed).
  */
-export abstract class FramedMessageReader extends AbstractMessageReader implements MessageReader {
+export abstract class FramedMessageReader extends MessageReaderBase implements MessageReader {
   private _malformedCount = 0;
   private _messageCount = 0;
   private callback: DataCallback | undefined;
@@ -134,7 +126,7 @@ export abstract class FramedMessageReader extends AbstractMessageReader implemen
 }
 
 /** Shared writer logic: serialize, report failures as events + rejected promises, never throw. */
-export abstract class FramedMessageWriter extends AbstractMessageWriter implements MessageWriter {
+export abstract class FramedMessageWriter extends MessageWriterBase implements MessageWriter {
   private errorCount = 0;
   private readonly closing = new CloseOnce();
 
@@ -195,7 +187,6 @@ export abstract class FramedMessageWriter extends AbstractMessageWriter implemen
   protected abstract notWritable(): string | null;
   /** Writes one serialized message; calls `done` when it is out (or failed). */
   protected abstract send(text: string, done: (err?: Error | null) => void): void;
-  abstract end(): void;
 }
 
 /** An error listener that ignores: kept on a stream or socket after dispose, so a late error cannot go uncaught. */

@@ -3,27 +3,26 @@
 // kept so by the drift test: test/integration/schemaDrift.test.ts).
 // Unknown fields are tolerated and dropped; a missing or mistyped field the
 // engine relies on is a protocol error, reported with the method's name.
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { GoalStatusSchema } from '../model/watch';
 
 export const ThreadGoalSchema = z.object({
   threadId: z.string(),
   objective: z.string(),
   status: GoalStatusSchema,
-  tokenBudget: z
-    .number()
-    .nullable()
-    .optional()
-    .transform((v) => v ?? null),
-  tokensUsed: z.number().catch(0),
-  timeUsedSeconds: z.number().catch(0),
-  createdAt: z.number().catch(0),
-  updatedAt: z.number().catch(0),
+  tokenBudget: z.pipe(
+    z.optional(z.nullable(z.number())),
+    z.transform((v) => v ?? null),
+  ),
+  tokensUsed: z.catch(z.number(), 0),
+  timeUsedSeconds: z.catch(z.number(), 0),
+  createdAt: z.catch(z.number(), 0),
+  updatedAt: z.catch(z.number(), 0),
 });
 export type ThreadGoal = z.infer<typeof ThreadGoalSchema>;
 
 export const ThreadStatusSchema = z.union([
-  z.object({ type: z.literal('active'), activeFlags: z.array(z.string()).catch([]) }),
+  z.object({ type: z.literal('active'), activeFlags: z.catch(z.array(z.string()), []) }),
   z.object({ type: z.enum(['notLoaded', 'idle', 'systemError']) }),
   // A status this version does not know: keep its name, treat it as not active.
   z.object({ type: z.string() }),
@@ -31,76 +30,76 @@ export const ThreadStatusSchema = z.union([
 export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
 
 export const TurnErrorSchema = z.object({
-  message: z.string().catch(''),
-  codexErrorInfo: z
-    .unknown()
-    .optional()
-    .transform((v) => v ?? null),
-  additionalDetails: z
-    .string()
-    .nullable()
-    .optional()
-    .transform((v) => v ?? null),
+  message: z.catch(z.string(), ''),
+  codexErrorInfo: z.pipe(
+    z.optional(z.unknown()),
+    z.transform((v) => v ?? null),
+  ),
+  additionalDetails: z.pipe(
+    z.optional(z.nullable(z.string())),
+    z.transform((v) => v ?? null),
+  ),
 });
 export type TurnError = z.infer<typeof TurnErrorSchema>;
 
 export const TurnSchema = z.object({
   id: z.string(),
   status: z.string(), // completed | interrupted | failed | inProgress (others tolerated)
-  error: TurnErrorSchema.nullable()
-    .optional()
-    .transform((v) => v ?? null),
+  error: z.pipe(
+    z.optional(z.nullable(TurnErrorSchema)),
+    z.transform((v) => v ?? null),
+  ),
 });
 export type Turn = z.infer<typeof TurnSchema>;
 
 export const ThreadSchema = z.object({
   id: z.string(),
   status: ThreadStatusSchema,
-  path: z
-    .string()
-    .nullable()
-    .optional()
-    .transform((v) => v ?? null),
-  preview: z.string().catch(''),
-  name: z
-    .string()
-    .nullable()
-    .optional()
-    .transform((v) => v ?? null),
+  path: z.pipe(
+    z.optional(z.nullable(z.string())),
+    z.transform((v) => v ?? null),
+  ),
+  preview: z.catch(z.string(), ''),
+  name: z.pipe(
+    z.optional(z.nullable(z.string())),
+    z.transform((v) => v ?? null),
+  ),
   /** Unix seconds; moves when the rollout is written (a turn, a goal change). Read from `thread/list`. */
-  updatedAt: z.number().catch(0),
+  updatedAt: z.catch(z.number(), 0),
 });
 export type Thread = z.infer<typeof ThreadSchema>;
 
 // Results.
-export const InitializeResultSchema = z.object({ userAgent: z.string().catch(''), codexHome: z.string().optional() });
+export const InitializeResultSchema = z.object({
+  userAgent: z.catch(z.string(), ''),
+  codexHome: z.optional(z.string()),
+});
 export const LoadedListResultSchema = z.object({
   data: z.array(z.string()),
-  nextCursor: z.string().nullable().optional(),
+  nextCursor: z.optional(z.nullable(z.string())),
 });
 export const ThreadListResultSchema = z.object({
   data: z.array(ThreadSchema),
-  nextCursor: z.string().nullable().optional(),
+  nextCursor: z.optional(z.nullable(z.string())),
 });
 export type ThreadListResult = z.infer<typeof ThreadListResultSchema>;
-export const GoalResultSchema = z.object({ goal: ThreadGoalSchema.nullable() });
+export const GoalResultSchema = z.object({ goal: z.nullable(ThreadGoalSchema) });
 export const ThreadResultSchema = z.object({ thread: ThreadSchema });
 export const TurnsListResultSchema = z.object({ data: z.array(TurnSchema) });
-const RateLimitWindowSchema = z
-  .object({ usedPercent: z.number().catch(0), resetsAt: z.number().nullable().optional() })
-  .nullable()
-  .optional();
+const RateLimitWindowSchema = z.optional(
+  z.nullable(z.object({ usedPercent: z.catch(z.number(), 0), resetsAt: z.optional(z.nullable(z.number())) })),
+);
 const RateLimitSnapshotSchema = z.object({ primary: RateLimitWindowSchema, secondary: RateLimitWindowSchema });
 export const RateLimitsResultSchema = z.object({
-  rateLimits: RateLimitSnapshotSchema.nullable().optional(),
-  rateLimitsByLimitId: z.record(z.string(), RateLimitSnapshotSchema.nullable().optional()).nullable().optional(),
+  rateLimits: z.optional(z.nullable(RateLimitSnapshotSchema)),
+  rateLimitsByLimitId: z.optional(z.nullable(z.record(z.string(), z.optional(z.nullable(RateLimitSnapshotSchema))))),
 });
 export type RateLimitsResult = z.infer<typeof RateLimitsResultSchema>;
 
 // Notifications.
 export const GoalUpdatedSchema = z.object({
   threadId: z.string(),
-  turnId: z.string().nullable().optional(),
+  turnId: z.optional(z.nullable(z.string())),
   goal: ThreadGoalSchema,
 });
 export const ThreadIdSchema = z.object({ threadId: z.string() });
@@ -109,7 +108,7 @@ export const ThreadStartedSchema = z.object({ thread: ThreadSchema });
 export const TurnNotificationSchema = z.object({ threadId: z.string(), turn: TurnSchema });
 export const ErrorNotificationSchema = z.object({
   threadId: z.string(),
-  turnId: z.string().nullable().optional(),
+  turnId: z.optional(z.nullable(z.string())),
   willRetry: z.boolean(),
   error: TurnErrorSchema,
 });

@@ -13,15 +13,15 @@
 // record anywhere else is reported, never silently dropped.
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { PersistedStateSchema, WatchedThreadSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import type { StateChanges } from './store';
 
 export const JOURNAL_FORMAT = 1;
 
-const HeaderSchema = z.object({ journal: z.literal(JOURNAL_FORMAT), generation: z.string().min(1) });
-const TopSchema = PersistedStateSchema.pick({ pausedAt: true, disarmed: true });
+const HeaderSchema = z.object({ journal: z.literal(JOURNAL_FORMAT), generation: z.string().check(z.minLength(1)) });
+const TopSchema = z.pick(PersistedStateSchema, { pausedAt: true, disarmed: true });
 
 /** The journal lines (each ending in a newline) for one save's changes; '' when nothing changed. */
 export function journalLines(changes: StateChanges): string {

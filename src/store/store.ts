@@ -1,7 +1,7 @@
 // Where the engine keeps its PersistedState, and the one way a stored document is read
 // back: `parsePersisted`, shared by every store (the JSON file store for the headless
 // runner, and the VS Code globalState store).
-import { z } from 'zod';
+import * as z from '../util/zod';
 import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
@@ -58,11 +58,11 @@ export interface ParsedState {
 }
 
 /** The document around the records: what must be right for anything to be used. */
-const DocumentSchema = PersistedStateSchema.extend({
+const DocumentSchema = z.extend(PersistedStateSchema, {
   watches: z.record(z.string(), z.unknown()),
   disarmed: z.record(z.string(), z.unknown()),
 });
-const DisarmTimeSchema = PersistedStateSchema.shape.disarmed.valueType;
+const DisarmTimeSchema = PersistedStateSchema.shape.disarmed._zod.def.valueType;
 
 type StoredWatch = PersistedState['watches'][string];
 
@@ -77,7 +77,7 @@ const watchAsItIs = compileFastCheck(WatchedThreadSchema);
 export function parseWatch(
   value: unknown,
   owned: boolean,
-): { success: true; data: StoredWatch } | { success: false; error: z.ZodError } {
+): { success: true; data: StoredWatch } | { success: false; error: z.core.$ZodError } {
   if (owned && watchAsItIs(value)) return { success: true, data: value as StoredWatch };
   return WatchedThreadSchema.safeParse(value);
 }
@@ -183,7 +183,7 @@ function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: st
   return shown.join('; ');
 }
 
-const TopLevelSchema = PersistedStateSchema.omit({ watches: true });
+const TopLevelSchema = z.omit(PersistedStateSchema, { watches: true });
 
 /** What changed in a state since a serializer last looked: each a JSON text, already checked. */
 export interface StateChanges {

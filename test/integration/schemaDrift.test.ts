@@ -8,7 +8,7 @@
 // files are never edited.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { codexBuilds } from '../../src/demo/codexBinary';
 import { ThreadResultSchema, ThreadSchema } from '../../src/protocol/schema';
 import { checkDrift, type DriftReport, findingText, READS, type Read } from '../support/protocolDrift';
@@ -188,7 +188,7 @@ for (const codex of codexBuilds())
     it(`a field newly read in schema.ts is checked without listing it anywhere, codex ${codex.version}`, () => {
       // The product side comes from the zod schemas: a schema that reads one more field (one the
       // daemon does not have) is reported with no change to the check.
-      const extended = ThreadResultSchema.extend({ thread: ThreadSchema.extend({ reason: z.string() }) });
+      const extended = z.extend(ThreadResultSchema, { thread: z.extend(ThreadSchema, { reason: z.string() }) });
       const reads = READS.map((r) => (r.method === 'thread/read' ? { ...r, schema: extended } : r));
       assert.deepEqual(
         doctored(() => undefined, reads),

@@ -26,7 +26,7 @@
 // daemon object variant is checked against the first product variant whose literal fields
 // (e.g. ThreadStatus `type: "active"`) it can carry, the way zod's union tries its options in
 // order; a product variant with literal fields that no daemon variant can carry has vanished.
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import * as schemas from '../../src/protocol/schema';
 import {
   type DaemonAlt,
@@ -50,7 +50,7 @@ export interface Read {
   kind: ReadKind;
   /** The export of src/protocol/schema.ts it is parsed with (the name, for the unit check). */
   name: keyof typeof schemas;
-  schema: z.ZodType;
+  schema: z.ZodMiniType;
   /**
    * Set when client.ts parses this with a fallback instead of failing (safeParse, then a default):
    * what it falls back to. Its findings are then notes, not problems.
@@ -61,7 +61,7 @@ export interface Read {
 const result = (method: string, name: keyof typeof schemas): Read => read(method, 'result', name);
 const notification = (method: string, name: keyof typeof schemas): Read => read(method, 'notification', name);
 function read(method: string, kind: ReadKind, name: keyof typeof schemas): Read {
-  return { method, kind, name, schema: schemas[name] as z.ZodType };
+  return { method, kind, name, schema: schemas[name] as unknown as z.ZodMiniType };
 }
 
 /**
@@ -108,22 +108,22 @@ export interface Field extends Need {
 
 interface ZodDef {
   type: string;
-  innerType?: z.ZodType;
-  in?: z.ZodType;
-  element?: z.ZodType;
-  shape?: Record<string, z.ZodType>;
-  options?: z.ZodType[];
+  innerType?: z.ZodMiniType;
+  in?: z.ZodMiniType;
+  element?: z.ZodMiniType;
+  shape?: Record<string, z.ZodMiniType>;
+  options?: z.ZodMiniType[];
   values?: unknown[];
   entries?: Record<string, unknown>;
-  valueType?: z.ZodType;
+  valueType?: z.ZodMiniType;
 }
 
-function defOf(schema: z.ZodType): ZodDef {
+function defOf(schema: z.ZodMiniType): ZodDef {
   return (schema as unknown as { _zod: { def: ZodDef } })._zod.def;
 }
 
 /** What `schema` accepts as input, and whether it may be absent (optional) or falls back (tolerant). */
-export function productField(schema: z.ZodType): Field {
+export function productField(schema: z.ZodMiniType): Field {
   const def = defOf(schema);
   switch (def.type) {
     case 'string':

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import * as net from 'node:net';
 import * as readline from 'node:readline';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { LeaderElection, type LeaderElectionOptions, type Role } from '../../src/leader/election';
 import { FollowerConnection, LeaderCommandError } from '../../src/leader/followerConnection';
 import type { LeaderServer } from '../../src/leader/leaderServer';

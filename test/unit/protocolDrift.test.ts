@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import * as schemas from '../../src/protocol/schema';
 import { productField, READS } from '../support/protocolDrift';
 
