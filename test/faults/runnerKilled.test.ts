@@ -358,6 +358,14 @@ describe(
           if (forward) held!.forward();
           else held!.drop();
           const releasedAt = Date.now();
+          // Forwarded: the set takes effect and its reply finds no one. The restart comes once the
+          // daemon has recorded it (a loaded daemon can take longer than the restarted runner's first
+          // look, and a set not yet applied is one the runner may rightly send again).
+          for (const deadline = Date.now() + T; forward; await sleep(50)) {
+            const r = await daemonRecord(user, id, String(thread.thread.path), { settled: false });
+            if (r.rollout.automatic.some((a) => a.offset >= sizeBefore)) break;
+            if (Date.now() > deadline) throw new Error(`round ${round}: the forwarded set never took effect`);
+          }
           const second = new RunnerProcess(args);
           tapped.push(second);
           await second.connected();
@@ -378,7 +386,7 @@ describe(
             `round ${round}: the restarted runner sent ${resent} set(s) after a set that was ${forward ? 'forwarded' : 'dropped'}; the set left the killed runner at ${setLeftAt}, was released at ${releasedAt}; the daemon recorded the activation at ${d.rollout.automatic.map((a) => a.at).join(', ')}\n--- killed ---\n${first.transcript()}\n--- restarted ---\n${second.transcript()}`,
           );
           t.diagnostic(
-            `round ${round}: ${overdue ? 'started past the due time, set sent at once' : 'set sent on time'}; killed as its set left it, intent on disk; the set ${forward ? 'forwarded' : 'dropped'}; the activation ${d.rollout.automatic[0].offset >= sizeBefore ? 'after' : 'before'} the restart; the restarted runner sent ${resent}`,
+            `round ${round}: ${overdue ? 'started past the due time, set sent at once' : 'set sent on time'}; killed as its set left it, intent on disk; the set ${forward ? 'forwarded' : 'dropped'}; the activation ${d.rollout.automatic[0].offset >= sizeBefore ? 'after' : 'before'} the kill; the restarted runner sent ${resent}`,
           );
           for (const r of tapped) assert.deepEqual(r.stderr, [], 'a runner wrote to stderr');
         }

@@ -61,7 +61,7 @@ export class SocketTap {
       this.links.delete(daemon);
     };
     // A client gone while a frame of it is held: the daemon's side stays open until the frame is
-    // forwarded (then it is closed once written) or dropped.
+    // dropped, or forwarded and answered.
     const clientEnded = () => {
       clientGone = true;
       if (!held) end();
@@ -94,7 +94,20 @@ export class SocketTap {
             if (send && !daemon.destroyed) daemon.write(raw);
             held = false;
             if (clientGone) {
-              daemon.end();
+              // A forwarded set takes effect and its reply finds no one: the daemon's side stays open
+              // until the daemon answers (or 10 s). Closed at once, the daemon may never process it
+              // (measured with 0.169.0: a request followed by EOF is sometimes dropped): a lost set,
+              // which is what drop() models.
+              if (!send) {
+                daemon.end();
+                return;
+              }
+              const close = () => {
+                clearTimeout(timer);
+                daemon.end();
+              };
+              const timer = setTimeout(close, 10_000);
+              daemon.once('data', close);
               return;
             }
             pump();
