@@ -9,6 +9,7 @@
 // (src/protocol/messageTaps.ts, JsonRpcDaemon.screen): requests from the daemon, cancellations and
 // replies to no pending request never get here.
 import type { Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import { Fifo } from '../util/fifo';
 
 export type RpcId = number | string;
 
@@ -52,7 +53,7 @@ export class RpcConnection {
   private state: 'new' | 'listening' | 'closed' | 'disposed' = 'new';
   private nextId = 0;
   private pending = new Map<RpcId, Pending>();
-  private queue: Incoming[] = [];
+  private readonly queue = new Fifo<Incoming>();
   private timer: NodeJS.Immediate | undefined;
   private readonly errorListeners: ((error: Error) => void)[] = [];
   private readonly closeListeners: (() => void)[] = [];
@@ -129,7 +130,7 @@ export class RpcConnection {
     );
     for (const p of this.pending.values()) p.reject(error);
     this.pending = new Map();
-    this.queue = [];
+    this.queue.clear();
     if (this.timer !== undefined) clearImmediate(this.timer);
     this.timer = undefined;
     this.writer.dispose();

@@ -87,7 +87,9 @@ async function scanBackward<T>(
   const fh = await openRollout(path);
   try {
     const size = await fileSize(fh, path);
-    const buf = Buffer.allocUnsafe(chunkSize);
+    // No larger than what there is to read: a short rollout (most, when many threads are armed at
+    // once) takes a small buffer, from Node's pool, not a 64 KiB one each.
+    const buf = Buffer.allocUnsafe(Math.max(1, Math.min(chunkSize, size - minOffset)));
     let bytesRead = 0;
     // End of the last complete line + 1; null until the last "\n" is seen.
     let nextOffset: number | null = null;

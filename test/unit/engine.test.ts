@@ -1212,36 +1212,51 @@ describe('engine: the first look at a large rollout', () => {
       before: [realMarker('paused'), modelGoalCall('blocked')],
       after: [modelGoalCall('blocked', 'c9')],
     });
+    // Armed with the goal active: nothing in the rollout can change that verdict, so it is not
+    // read yet (a person's marker comes with a goal event, which brings the next look).
+    const armed = a.h.engine.watch('thread-1')!;
+    assert.deepEqual([armed.state.kind, armed.armOffset, a.bytesRead()], ['running', null, 0]);
+    // The goal blocks: the first look at the rollout.
+    failByEvents(a.h.daemon, 'thread-1', 'turn-1');
+    await a.h.settle();
     const w = a.h.engine.watch('thread-1')!;
-    assert.equal(w.state.kind, 'running', 'a pause written before the activation disarmed it');
-    assert.equal(w.armOffset, a.activation);
+    assert.equal(w.armOffset, a.activation, "the arming is the goal's last activation");
     assert.equal(w.modelBlockOffset, a.after[0]);
     assert.equal(w.rolloutOffset, a.size);
     // The tail since the activation, read backwards then forwards, and not the rest of the file.
     const tail = a.size - a.activation!;
     assert.ok(a.bytesRead() <= 2 * tail + 2 * 64 * 1024, `read ${a.bytesRead()} bytes of ${a.size}, tail ${tail}`);
     assert.ok(a.bytesRead() < a.size / 20, `read ${a.bytesRead()} bytes of ${a.size}`);
-    // The model's block after the activation is honoured: its failed turn is not recovered.
-    failByEvents(a.h.daemon, 'thread-1', 'turn-1');
-    await a.h.settle();
-    assert.equal(a.h.engine.watch('thread-1')!.state.kind, 'modelBlocked');
+    // The pause before the activation does not count; the model's block after it is honoured:
+    // its failed turn is not recovered.
+    assert.equal(w.state.kind, 'modelBlocked');
     await a.h.advance(10 * 60_000);
     assert.equal(a.h.daemon.count('thread/goal/set'), 0);
   });
 
-  it('a pause written after the activation counts on the first look', async () => {
-    const a = await armOnLargeRollout({ mb: 8, before: [], after: [realMarker('paused')] });
+  it("a person's pause after the activation counts on the first look", async () => {
+    const a = await armOnLargeRollout({ mb: 8, before: [], after: [] });
+    assert.equal(a.h.engine.watch('thread-1')!.state.kind, 'running');
+    const size = fs.statSync(a.h.daemon.thread('thread-1').path).size;
+    a.h.daemon.human('thread-1', 'paused'); // the marker, then the goal event and its notification
+    await a.h.settle();
     const w = a.h.engine.watch('thread-1')!;
-    assert.deepEqual([w.state.kind, w.lastMarker], ['userIntent', { status: 'paused', offset: a.after[0] }]);
+    assert.deepEqual([w.state.kind, w.lastMarker], ['userIntent', { status: 'paused', offset: size }]);
+    assert.equal(w.armOffset, a.activation);
     assert.ok(a.bytesRead() < a.size / 10, `read ${a.bytesRead()} bytes of ${a.size}`);
   });
 
   it('with no activation line at all, arms at offset 0 as before: everything in the file counts', async () => {
     const a = await armOnLargeRollout({ mb: 4, before: [realMarker('paused')], after: [], activation: false });
+    assert.equal(a.bytesRead(), 0);
+    failByEvents(a.h.daemon, 'thread-1', 'turn-1');
+    await a.h.settle();
     const w = a.h.engine.watch('thread-1')!;
     assert.equal(w.armOffset, 0);
     assert.equal(w.state.kind, 'userIntent');
     // Read whole, backwards (no activation found) and forwards.
     assert.equal(a.bytesRead(), 2 * a.size);
+    await a.h.advance(10 * 60_000);
+    assert.equal(a.h.daemon.count('thread/goal/set'), 0);
   });
 });
