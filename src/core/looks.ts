@@ -2,7 +2,7 @@
 // rollout's markers), then the decision table (policy.ts) and carrying out its verdict. Also
 // the first sight of a goal (adopt, arm) and the subscription to a thread's turn events.
 import { addHistory, isDisarmed, newWatch, type WatchedThread } from '../model/watch';
-import { ConnectionLostError, type DaemonSession, RpcError, type Thread, type ThreadGoal } from '../protocol/daemon';
+import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type ThreadGoal } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
@@ -19,7 +19,7 @@ import {
   usageDue,
   type Verdict,
 } from './policy';
-import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
+import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
 import { resetFromMessage } from './usageReset';
 
@@ -268,7 +268,7 @@ export class Looks {
    */
   private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
     const core = this.core;
-    const thread = await this.subscribe(session, w.threadId);
+    const resumed = await this.subscribe(session, w.threadId);
     w.armedAt = core.now();
     w.armOffset = null;
     w.rolloutOffset = 0;
@@ -280,17 +280,18 @@ export class Looks {
     core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
     const live = core.liveOf(w.threadId);
     const seq = live.seq;
-    // A brand-new thread has no turn to list yet ("not materialized"): its events tell.
-    const turn = await session.latestTurn(w.threadId).catch(notMaterialized);
+    // The newest turn as of the subscription (a turn may end between an earlier read and it,
+    // unseen). A brand-new thread has no turn to list yet ("not materialized"): its events tell.
+    const turn = await newestTurn(session, w.threadId, resumed);
     if (live.seq === seq) {
-      if (thread) live.status = thread.status;
+      if (resumed) live.status = resumed.thread.status;
       live.turn = turn;
     }
     await this.decide(session, w);
   }
 
   /** `thread/resume` on a loaded thread, once per connection: turn and error events follow. */
-  async subscribe(session: DaemonSession, threadId: string): Promise<Thread | null> {
+  async subscribe(session: DaemonSession, threadId: string): Promise<Resumed | null> {
     const core = this.core;
     const live = core.liveOf(threadId);
     if (live.subscribed || !live.loaded) return null;
@@ -298,21 +299,23 @@ export class Looks {
     const running = () => isThreadActive(live.status) || live.turn?.status === 'inProgress';
     if (w?.goal?.status === 'active' && !running()) {
       // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
-      // i.e. restarts work the user interrupted. Subscribe only while a turn runs.
+      // i.e. restarts work the user interrupted. Subscribe only while a turn runs: the thread's
+      // status says so, and only when it does not, its newest turn is read too.
       const seq = live.seq;
-      const [thread, turn] = await readBoth(
-        session.readThread(threadId),
-        session.latestTurn(threadId).catch(notMaterialized),
-      );
+      const thread = await session.readThread(threadId);
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
       live.status = thread.status;
-      live.turn = turn;
       applyThread(w, thread);
-      if (!running()) return null;
+      if (!running()) {
+        const turn = await session.latestTurn(threadId).catch(notMaterialized);
+        if (live.seq !== seq) return null;
+        live.turn = turn;
+        if (!running()) return null;
+      }
     }
-    let thread: Thread;
+    let resumed: Resumed;
     try {
-      thread = await session.resume(threadId);
+      resumed = await session.resume(threadId);
     } catch (error) {
       // e.g. a brand-new thread whose rollout does not exist yet: try again on its next event.
       if (!(error instanceof RpcError)) throw error;
@@ -326,8 +329,8 @@ export class Looks {
     }
     live.subscribed = true;
     const watched = core.state.watches[threadId];
-    if (watched) applyThread(watched, thread);
-    return thread;
+    if (watched) applyThread(watched, resumed.thread);
+    return resumed;
   }
 
   /**
@@ -352,8 +355,8 @@ export class Looks {
         reason: 'the Retry now asked before a restart loaded the thread: carried out',
       });
       takeOver(core, w, goal.status);
-      await this.subscribe(session, w.threadId); // a blocked goal's resume starts no turn (measured)
-      live.turn = await session.latestTurn(w.threadId).catch(notMaterialized);
+      const resumed = await this.subscribe(session, w.threadId); // a blocked goal's resume starts no turn (measured)
+      live.turn = await newestTurn(session, w.threadId, resumed);
       return this.decide(session, w);
     }
     core.emit({ type: 'loaded', threadId: w.threadId, reason: 'a goal from another Codex app is in the daemon now' });

@@ -1,7 +1,15 @@
 // Small pieces of reading the daemon: two reads at once with one error naming both, a brand-new
 // thread's missing turn, and what a goal and a thread read tell the watch.
 import type { GoalSnapshot, WatchedThread } from '../model/watch';
-import { ConnectionLostError, RpcError, type Thread, type ThreadGoal } from '../protocol/daemon';
+import {
+  ConnectionLostError,
+  type DaemonSession,
+  type Resumed,
+  RpcError,
+  type Thread,
+  type ThreadGoal,
+  type Turn,
+} from '../protocol/daemon';
 import { errorText } from '../util/errorText';
 
 /**
@@ -25,6 +33,19 @@ export async function readBoth<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, 
 export function notMaterialized(error: unknown): null {
   if (error instanceof RpcError && /not materialized/i.test(error.message)) return null;
   throw error;
+}
+
+/**
+ * The newest turn once subscribed: the one the resume's reply gave (the same request), else read
+ * (a daemon that gave no page; or `resumed` null: not subscribed by this look).
+ */
+export async function newestTurn(
+  session: DaemonSession,
+  threadId: string,
+  resumed: Resumed | null,
+): Promise<Turn | null> {
+  if (resumed && resumed.turn !== undefined) return resumed.turn;
+  return session.latestTurn(threadId).catch(notMaterialized);
 }
 
 /** The part of a goal the watch keeps. */

@@ -3,12 +3,12 @@
 // everything. Each is recorded (durably) as the user's intent; none is ever done on the engine's
 // own initiative.
 import { canRetryNow, emptyState, isDisarmed, scheduledOf, type WatchedThread } from '../model/watch';
-import { RpcError, type Thread } from '../protocol/daemon';
+import { RpcError, type Resumed } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
 import { armFromActivation, failureAtArming, personArms } from './arming';
 import { decide } from './policy';
-import { applyThread, goalSnapshot, notMaterialized, readBoth } from './reads';
+import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { takeOver } from './outcomes';
 import type { Schedule } from './schedule';
 
@@ -206,9 +206,9 @@ export class UserActions {
         core.setState(w, { ...asked, retryAsked: { at: core.now(), failedTurnId: w.lastFailure.turnId } });
         await core.persist();
       }
-      let thread: Thread;
+      let resumed: Resumed;
       try {
-        thread = await session.resume(threadId);
+        resumed = await session.resume(threadId);
       } catch (error) {
         if (!(error instanceof RpcError)) throw error;
         if (asked) core.setState(w, asked); // refused: nothing to carry out
@@ -220,11 +220,11 @@ export class UserActions {
       }
       live.loaded = true;
       live.subscribed = true;
-      live.status = thread.status;
-      applyThread(w, thread);
-      // Its newest turn, read once it is loaded: the look below may find its own read overtaken by
-      // the resume's goal notification (and drop it), and a usage limit is keyed by this turn.
-      live.turn = await session.latestTurn(threadId).catch(notMaterialized);
+      live.status = resumed.thread.status;
+      applyThread(w, resumed.thread);
+      // Its newest turn, as of the resume: the look below may find its own read overtaken by the
+      // resume's goal notification (and drop it), and a usage limit is keyed by this turn.
+      live.turn = await newestTurn(session, threadId, resumed);
       core.emit({
         type: 'loaded',
         threadId,

@@ -11,6 +11,7 @@ import {
   ProtocolError,
   type RequestId,
   RpcError,
+  type Resumed,
   type ThreadPage,
 } from './daemon';
 import { daemonVersion } from '../model/codexVersion';
@@ -27,6 +28,7 @@ import {
   ServerRequestResolvedSchema,
   ThreadIdSchema,
   ThreadListResultSchema,
+  ResumeResultSchema,
   ThreadResultSchema,
   ThreadStartedSchema,
   ThreadStatusChangedSchema,
@@ -193,8 +195,14 @@ class JsonRpcDaemon implements DaemonSession {
     return result.data[0] ?? null;
   }
 
-  async resume(threadId: string) {
-    return (await this.call('thread/resume', { threadId, excludeTurns: true }, ThreadResultSchema)).thread;
+  async resume(threadId: string): Promise<Resumed> {
+    const result = await this.call(
+      'thread/resume',
+      { threadId, excludeTurns: true, initialTurnsPage: { limit: 1, sortDirection: 'desc' } },
+      ResumeResultSchema,
+    );
+    const page = result.initialTurnsPage;
+    return { thread: result.thread, turn: page ? (page.data[0] ?? null) : undefined };
   }
 
   async setGoalActive(threadId: string) {

@@ -31,6 +31,12 @@ export interface ThreadPage {
   nextCursor: string | null;
 }
 
+/** What `thread/resume` tells: the thread and, when the daemon gave it, its newest turn (null: none). */
+export interface Resumed {
+  thread: Thread;
+  turn: Turn | null | undefined;
+}
+
 export interface DaemonSession {
   readonly describe: string;
   /** The daemon's Codex version, from `initialize`'s userAgent (null: not readable). */
@@ -42,8 +48,12 @@ export interface DaemonSession {
   readThread(threadId: string): Promise<Thread>;
   /** The newest turn of the thread, or null when it has none. */
   latestTurn(threadId: string): Promise<Turn | null>;
-  /** Subscribes this connection to the thread's turn events. Only for loaded threads. */
-  resume(threadId: string): Promise<Thread>;
+  /**
+   * Subscribes this connection to the thread's turn events (only for loaded threads), and gives
+   * its newest turn in the same reply (`initialTurnsPage`, measured with 0.169.0 and 0.171.0:
+   * the same turn `thread/turns/list` gives). `turn` undefined: the daemon gave no page.
+   */
+  resume(threadId: string): Promise<Resumed>;
   /** Exactly `thread/goal/set {threadId, status: "active", origin: "automatic"}`. */
   setGoalActive(threadId: string): Promise<ThreadGoal | null>;
   /** `origin: "user"`: only when a person pressed a button that says so. */

@@ -21,12 +21,31 @@ export const ThreadGoalSchema = z.object({
 });
 export type ThreadGoal = z.infer<typeof ThreadGoalSchema>;
 
-export const ThreadStatusSchema = z.union([
+const ThreadStatusUnion = z.union([
   z.object({ type: z.literal('active'), activeFlags: z.catch(z.array(z.string()), []) }),
   z.object({ type: z.enum(['notLoaded', 'idle', 'systemError']) }),
   // A status this version does not know: keep its name, treat it as not active.
   z.object({ type: z.string() }),
 ]);
+type ParsedStatus = z.infer<typeof ThreadStatusUnion>;
+
+/** The statuses nearly every thread has, one frozen copy each (the engine keeps one per thread). */
+const SHARED_STATUSES: ReadonlyMap<string, ParsedStatus> = new Map(
+  [
+    { type: 'active', activeFlags: Object.freeze([]) as unknown as string[] },
+    { type: 'notLoaded' },
+    { type: 'idle' },
+    { type: 'systemError' },
+  ].map((status) => [status.type, Object.freeze(status)]),
+);
+
+export const ThreadStatusSchema = z.pipe(
+  ThreadStatusUnion,
+  z.transform((status: ParsedStatus): ParsedStatus => {
+    const flagged = 'activeFlags' in status && status.activeFlags.length > 0;
+    return (!flagged && SHARED_STATUSES.get(status.type)) || status;
+  }),
+);
 export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
 
 export const TurnErrorSchema = z.object({
@@ -86,6 +105,11 @@ export type ThreadListResult = z.infer<typeof ThreadListResultSchema>;
 export const GoalResultSchema = z.object({ goal: z.nullable(ThreadGoalSchema) });
 export const ThreadResultSchema = z.object({ thread: ThreadSchema });
 export const TurnsListResultSchema = z.object({ data: z.array(TurnSchema) });
+/** `thread/resume` asked for `initialTurnsPage`: the thread, and a `thread/turns/list` page (null when not given). */
+export const ResumeResultSchema = z.object({
+  thread: ThreadSchema,
+  initialTurnsPage: z.optional(z.nullable(TurnsListResultSchema)),
+});
 const RateLimitWindowSchema = z.optional(
   z.nullable(z.object({ usedPercent: z.catch(z.number(), 0), resetsAt: z.optional(z.nullable(z.number())) })),
 );

@@ -494,7 +494,11 @@ export class FakeDaemon {
           if (t.status.type !== 'active') t.status = { type: 'idle' };
         }
         connection.subscribed.add(t.id);
-        reply({ thread: this.threadJson(t) });
+        // As measured (0.169.0, 0.171.0): a `thread/turns/list` page when asked, newest first; else null.
+        reply({
+          thread: this.threadJson(t),
+          initialTurnsPage: p.initialTurnsPage ? { data: [t.turn], nextCursor: null, backwardsCursor: null } : null,
+        });
         if (t.goal) this.notify('thread/goal/updated', { threadId: t.id, turnId: null, goal: t.goal });
         // §j case 6: a pending approval is sent again to the connection that resumed the thread.
         for (const r of this.pendingServerRequests.values())

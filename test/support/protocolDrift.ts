@@ -76,7 +76,7 @@ export const READS: readonly Read[] = [
   result('thread/goal/get', 'GoalResultSchema'),
   result('thread/read', 'ThreadResultSchema'),
   result('thread/turns/list', 'TurnsListResultSchema'),
-  result('thread/resume', 'ThreadResultSchema'),
+  result('thread/resume', 'ResumeResultSchema'),
   result('thread/goal/set', 'GoalResultSchema'),
   result('account/rateLimits/read', 'RateLimitsResultSchema'),
   notification('thread/goal/updated', 'GoalUpdatedSchema'),
