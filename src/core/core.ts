@@ -2,6 +2,7 @@
 // now, the one state write, the per-thread lanes, and the way out (the saver's outbox). The parts
 // (looks, attempts, schedule, events, clock guard, commands, connection) each hold this and
 // nothing of one another's internals; the engine wires them.
+import { sharedState } from '../model/sharedState';
 import type { Decision } from '../model/decision';
 import type { ConnectionState } from '../model/snapshot';
 import { emptyState, scheduledOf, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
@@ -124,7 +125,7 @@ export class EngineCore {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
     // The timer depends only on due times: other changes need no look at every watch.
     const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null;
-    w.state = state;
+    w.state = sharedState(state);
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     w.updatedAt = Math.max(w.updatedAt, this.now());
     this.saver.mark(w.threadId);

@@ -80,8 +80,10 @@ export class Engine {
     const loaded = await core.deps.store.load();
     // Stopped while loading (a window or runner that lost its role at once): stay stopped.
     if (core.generation !== generation) return;
+    // As the store has it, except what it says differs: nothing else to save until something
+    // changes (every change marks its watch).
     core.state = loaded.state;
-    core.saver.markAll();
+    for (const id of loaded.changed ?? []) core.mark(id);
     if (loaded.problem) core.emit({ type: 'warning', message: loaded.problem });
     core.stopped = false;
     this.guard.started();

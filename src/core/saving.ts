@@ -37,7 +37,7 @@ export class Saver {
   private viewsStale = false;
   /** Threads whose watch may have changed since the last save (`allDirty`: every one). */
   private readonly dirty = new Set<string>();
-  private allDirty = true;
+  private allDirty = false;
   /** How long the recent saves took. */
   private readonly saveMs: number[] = [];
 
@@ -48,7 +48,7 @@ export class Saver {
     this.dirty.add(threadId);
   }
 
-  /** Every watch may differ (after a load, a reset): the next save writes them all. */
+  /** Every watch may differ (a reset, a failed save): the next save looks at them all. */
   markAll(): void {
     this.allDirty = true;
   }

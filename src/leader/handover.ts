@@ -77,7 +77,10 @@ export class HandoverStore implements StateStore {
     if (!snapshot) return loaded;
     const { state, taken } = mergeLeaderSnapshot(loaded.state, snapshot);
     if (taken.length > 0) this.onTaken?.(taken);
-    return { state, problem: loaded.problem };
+    // Every thread of the snapshot may differ from the store now (taken, or its recovered turns
+    // joined); the global pause and the disarms are compared at every save.
+    const changed = snapshot.watches.map((w) => w.threadId).filter((id) => Object.hasOwn(state.watches, id));
+    return { state, problem: loaded.problem, changed };
   }
 
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {

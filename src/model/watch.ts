@@ -4,6 +4,7 @@
 // it imports nothing of theirs. The zod schemas are the single definition: the
 // TypeScript types are inferred from them, and the stores validate with them.
 import * as z from '../util/zod';
+import { sharedState } from './sharedState';
 import { formatAge, formatClock, formatDuration } from './timeText';
 
 export { formatAge, formatClock, formatDuration } from './timeText';
@@ -237,7 +238,7 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     goal: null,
     failures: 0,
     lastFailure: null,
-    state: { kind: 'running' },
+    state: sharedState({ kind: 'running' }),
     pending: null,
     recovered: [],
     history: [],

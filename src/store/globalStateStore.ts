@@ -104,7 +104,7 @@ export class GlobalStateStore implements StateStore {
   private readonly journalPath: string | null;
   private readonly prevPath: string | null;
   private readonly minFoldBytes: number;
-  private readonly serializer = new StateSerializer();
+  private readonly serializer = new StateSerializer({ keepJson: true });
   private readonly writer: JournalWriter | null;
   /** Whether saves append to the journal (false: none configured, or it failed). */
   private journaling: boolean;

@@ -15,6 +15,11 @@ export interface LoadResult {
    * "state file X was corrupt (…); kept aside as Y; starting clean".
    */
   problem: string | null;
+  /**
+   * Threads whose watch in `state` differs from what the store holds (a store that merges
+   * another source in: the leader handover): the engine's first save writes them. Omitted: none.
+   */
+  changed?: readonly string[];
 }
 
 export interface StateStore {
@@ -185,6 +190,32 @@ function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: st
 
 const TopLevelSchema = z.omit(PersistedStateSchema, { watches: true });
 
+/** Throws an Error naming the first problem if the watch would not load back. */
+function checkWatch(id: string, watch: StoredWatch): void {
+  // What the faster path accepts, zod accepts (./fastCheck.ts); anything else is zod's to say.
+  if (watchAsItIs(watch)) return;
+  const parsed = WatchedThreadSchema.safeParse(watch);
+  if (!parsed.success)
+    throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
+}
+
+/**
+ * A 53-bit fingerprint of a watch's JSON (two 32-bit multiplicative hashes, one seeded with the
+ * length): two different texts share one with a chance of about 1 in 10^16, so a save that finds
+ * a watch's fingerprint unchanged takes it as unchanged.
+ */
+export function fingerprint(json: string): number {
+  let a = 0x811c9dc5;
+  let b = 0x9e3779b9 ^ json.length;
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+}
+
 /** What changed in a state since a serializer last looked: each a JSON text, already checked. */
 export interface StateChanges {
   /** Watches whose JSON differs from the last look (new ones included), by thread id. */
@@ -196,16 +227,30 @@ export interface StateChanges {
 }
 
 /**
- * Turns a state into the JSON a store writes, refusing one that would not load back. It keeps
- * the JSON of every watch as it last saw it: a watch is checked against the schema only when
- * its JSON differs, so a save costs one stringify of what may have changed plus a check of what
- * did (with 10,000 watches a full check takes about half a second here). `changes` gives what
- * differs (a journal appends just that); `document` the whole state as one JSON text.
+ * Turns a state into the JSON a store writes, refusing one that would not load back. A watch is
+ * checked against the schema only when its JSON differs from what the serializer last took in,
+ * so a save costs one stringify of what may have changed plus a check of what did (with 10,000
+ * watches a full check takes about half a second here). `changes` gives what differs (a journal
+ * appends just that); `document` the whole state as one JSON text.
+ *
+ * What it keeps of each watch to tell what differs: by default a 53-bit fingerprint of its JSON
+ * (about 50 bytes a watch, against about 560 for the JSON itself), and `document` serializes the
+ * state it last took in, as that state is now, checking again any watch that differs from its
+ * fingerprint. With `keepJson` (a store that writes the whole document at every save: the
+ * globalState snapshot), it keeps each watch's JSON instead, and `document` joins those texts: the
+ * state as the last `changes` took it in, without serializing 10,000 watches at every save.
+ * A watch taken in by `loaded` has no fingerprint until it is first saved: a save that looks at
+ * it writes it (the engine marks only what it changes, so that is a watch that changed).
  */
 export class StateSerializer {
-  private known = new Map<string, string>();
+  /** Per watch: its JSON (`keepJson`) or its fingerprint; null: as loaded, not serialized since. */
+  private known = new Map<string, string | number | null>();
   private pausedAt: string | null = null;
   private disarmed: string | null = null;
+  /** The state last taken in (without `keepJson`, `document` serializes it). */
+  private state: PersistedState | null = null;
+
+  constructor(private readonly opts: { keepJson?: boolean } = {}) {}
 
   /**
    * What differs from the previous call, checked; throws an Error describing the first problem
@@ -220,6 +265,7 @@ export class StateSerializer {
     const hinted = changed !== undefined;
     const ids: Iterable<string> = hinted ? changed : Object.keys(state.watches);
     const watches: Array<[string, string]> = [];
+    const taken: Array<string | number> = [];
     const removed = new Set<string>();
     for (const id of ids) {
       const watch = Object.hasOwn(state.watches, id) ? state.watches[id] : undefined;
@@ -230,21 +276,21 @@ export class StateSerializer {
       }
       if (watch.threadId !== id) throw new Error(`watches.${id}: its threadId is ${JSON.stringify(watch.threadId)}`);
       const json = JSON.stringify(watch);
-      if (previous === json) continue;
-      // What the faster path accepts, zod accepts (./fastCheck.ts); anything else is zod's to say.
-      const parsed = watchAsItIs(watch) ? null : WatchedThreadSchema.safeParse(watch);
-      if (parsed && !parsed.success)
-        throw new Error(describeIssues(parsed.error.issues.map((i) => ({ ...i, path: ['watches', id, ...i.path] }))));
+      const mark = this.opts.keepJson ? json : fingerprint(json);
+      if (previous === mark) continue;
+      checkWatch(id, watch);
       watches.push([id, json]);
+      taken.push(mark);
     }
     if (!hinted) for (const id of this.known.keys()) if (!Object.hasOwn(state.watches, id)) removed.add(id);
-    for (const [id, json] of watches) this.known.set(id, json);
+    watches.forEach(([id], i) => this.known.set(id, taken[i]));
     for (const id of removed) this.known.delete(id);
     const pausedAt = JSON.stringify(state.pausedAt);
     const disarmed = JSON.stringify(state.disarmed);
     const topChanged = pausedAt !== this.pausedAt || disarmed !== this.disarmed;
     this.pausedAt = pausedAt;
     this.disarmed = disarmed;
+    this.state = state;
     return {
       watches,
       removed: [...removed],
@@ -254,24 +300,41 @@ export class StateSerializer {
 
   /**
    * Takes in a state a store has just read back, checked record by record (`parsePersisted`,
-   * a journal's replay), without checking it again: its JSON is what the next `changes`
-   * compares with. (Taking it in through `changes` checked every watch a second time: with
-   * 10,000 watches, half the load.) Any earlier look is forgotten.
+   * a journal's replay), without checking it again, and without serializing it (with 10,000
+   * watches, that was most of the load): each watch is known as loaded until it is saved. With
+   * `keepJson`, each watch's JSON is kept now. Any earlier look is forgotten.
    */
   loaded(state: PersistedState): void {
     this.known = new Map();
-    for (const [id, watch] of Object.entries(state.watches)) this.known.set(id, JSON.stringify(watch));
+    for (const [id, watch] of Object.entries(state.watches))
+      this.known.set(id, this.opts.keepJson ? JSON.stringify(watch) : null);
     this.pausedAt = JSON.stringify(state.pausedAt);
     this.disarmed = JSON.stringify(state.disarmed);
+    this.state = state;
   }
 
   /**
-   * The whole state as the last `changes` (or `loaded`) call took it in, as one JSON text. `extra`: top-level
-   * fields of the store's own, each as JSON text.
+   * The whole state as one JSON text: with `keepJson`, as the last `changes` (or `loaded`) call
+   * took it in; without, the state it took in as that state is now (a watch changed since is
+   * checked first: throws if it would not load back). `extra`: top-level fields of the store's
+   * own, each as JSON text.
    */
   document(version: number, extra: Record<string, string> = {}): string {
     const parts: string[] = [];
-    for (const [id, json] of this.known) parts.push(`${JSON.stringify(id)}:${json}`);
+    if (this.opts.keepJson) {
+      for (const [id, json] of this.known) parts.push(`${JSON.stringify(id)}:${json as string}`);
+    } else if (this.state) {
+      for (const id of this.known.keys()) {
+        const watch = Object.hasOwn(this.state.watches, id) ? this.state.watches[id] : undefined;
+        if (!watch) continue; // removed since it was taken in: its removal is the next save's
+        const json = JSON.stringify(watch);
+        const mark = this.known.get(id);
+        // Unchanged since its last save: checked then. Loaded and not saved since, or changed
+        // since its last save (a compaction between saves): checked now.
+        if (mark === null || mark !== fingerprint(json)) checkWatch(id, watch);
+        parts.push(`${JSON.stringify(id)}:${json}`);
+      }
+    }
     const more = Object.entries(extra)
       .map(([k, v]) => `,${JSON.stringify(k)}:${v}`)
       .join('');

@@ -181,8 +181,10 @@ describe('engine', () => {
   });
 
   it('saves only what changed, and what it saves equals a full save: the hint never hides a change', async () => {
-    // Each save is serialized twice: with the engine's hint (as the JSON store does) and in full.
-    const incremental = new StateSerializer();
+    // Each save is serialized twice: with the engine's hint and in full. The incremental one keeps
+    // each watch's JSON as it took it in (`keepJson`: its document joins those), so a change the
+    // hint left out shows as a difference; without it, its document serializes the live state.
+    const incremental = new StateSerializer({ keepJson: true });
     let saves = 0;
     let hinted = 0;
     const store = new MemoryStore();
@@ -743,7 +745,8 @@ describe('engine', () => {
         connect: (daemon, clock) =>
           new FaultProxy(daemon, clock, [
             { on: 'request', method: 'initialize', phase: 'errorReply', occurrence: 1, delayMs: 0 },
-            { on: 'request', method: 'thread/turns/list', phase: 'errorReply', occurrence: 2, delayMs: 0 },
+            // The arming's read of the newest turn (the thread's status does not say a turn runs).
+            { on: 'request', method: 'thread/turns/list', phase: 'errorReply', occurrence: 1, delayMs: 0 },
           ]).connector(),
         start: false,
       },
@@ -789,6 +792,8 @@ describe('engine', () => {
   });
 
   it('a look whose two parallel reads both fail logs both errors', async () => {
+    // The look at a goal blocked before its turn's end was heard (Codex says the block first):
+    // the thread and its newest turn, read at once. The arming read each once before.
     const h = await armed({
       connect: (daemon, clock) =>
         new FaultProxy(
@@ -798,11 +803,16 @@ describe('engine', () => {
             on: 'request' as const,
             method,
             phase: 'rejectRequest' as const,
-            occurrence: 1,
+            occurrence: 2,
             delayMs: 0,
           })),
         ).connector(),
     });
+    assert.deepEqual([h.daemon.count('thread/read'), h.daemon.count('thread/turns/list')], [1, 1]);
+    const t = h.daemon.thread('thread-1');
+    t.goal = testGoal('thread-1', 'blocked');
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: t.turn.id, goal: t.goal });
+    await h.settle();
     const warning = h.decisions.find((d) => d.type === 'warning' && d.message.includes('thread/read failed'));
     assert.ok(
       warning?.type === 'warning' && warning.message.includes('thread/turns/list failed'),
@@ -811,22 +821,20 @@ describe('engine', () => {
   });
 
   it('a look that fails for two reasons, one of them a lost connection, still names the other', async () => {
-    // At arming, thread/read is held past the 15 s timeout while thread/turns/list is refused at once.
-    const h = await armed(
-      {
-        connect: (daemon, clock) =>
-          new FaultProxy(daemon, clock, [
-            { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 1, delayMs: 20_000 },
-            { on: 'request', method: 'thread/turns/list', phase: 'rejectRequest', occurrence: 1, delayMs: 0 },
-          ]).connector(),
-        start: false,
-      },
-      [],
-    );
-    h.daemon.addThread('thread-1');
-    await h.engine.start();
-    for (let t = 0; t <= 16; t++) {
-      void h.clock.advance(t === 0 ? 0 : 1_000);
+    // The look at a goal blocked before its turn's end was heard: thread/read is held past the
+    // 15 s timeout while thread/turns/list, asked at the same time, is refused at once.
+    const h = await armed({
+      connect: (daemon, clock) =>
+        new FaultProxy(daemon, clock, [
+          { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 20_000 },
+          { on: 'request', method: 'thread/turns/list', phase: 'rejectRequest', occurrence: 2, delayMs: 0 },
+        ]).connector(),
+    });
+    const t = h.daemon.thread('thread-1');
+    t.goal = testGoal('thread-1', 'blocked');
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: t.turn.id, goal: t.goal });
+    for (let s = 0; s <= 16; s++) {
+      void h.clock.advance(s === 0 ? 0 : 1_000);
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     }
     assert.ok(

@@ -21,6 +21,7 @@ import { RunnerRole, roleJson, roleLine, type RoleEvent } from '../../src/runner
 import { FakeDaemon } from '../support/fakeDaemon';
 import { TEST_OPTIONS } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
+import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const CLI = path.resolve(__dirname, '..', '..', 'src', 'runner', 'cli.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -156,6 +157,30 @@ describe("handover of the old leader's state", () => {
     );
     assert.equal(parseSnapshot({ nope: true }), null);
     assert.ok(parseSnapshot(JSON.parse(JSON.stringify(snapshotOf([watch('x', 3)])))));
+  });
+});
+
+describe("a new leader's first save", () => {
+  it("writes what it took from the old leader's snapshot, even if nothing changes it: a crash right after keeps it", async () => {
+    // No daemon to reach: nothing the engine does touches the watch, and its only saves are the
+    // ones its connection attempts bring.
+    const file = path.join(tempDir(), 'state.json');
+    const engine = new Engine(TEST_OPTIONS, {
+      connect: () => Promise.reject(new Error('no daemon here')),
+      target: 'fake',
+      store: new HandoverStore(new JsonFileStore(file), snapshotOf([watch('x', 3)])),
+      clock: systemClock,
+      random: () => 1,
+      onDecision: () => undefined,
+    });
+    cleanups.push(() => engine.stop());
+    await engine.start();
+    await until('a save', () => fs.existsSync(`${file}.journal`) || fs.existsSync(file));
+    await engine.idle();
+    // A crash now (the engine dropped without stop()): what the disk holds.
+    const { state, problem } = await new JsonFileStore(file).load();
+    assert.equal(problem, null);
+    assert.deepEqual(Object.keys(state.watches), ['x'], 'the watch taken from the snapshot was lost');
   });
 });
 

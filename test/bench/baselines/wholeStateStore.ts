@@ -7,7 +7,8 @@ import type { PersistedState } from '../../../src/model/watch';
 import { StateSerializer } from '../../../src/store/store';
 
 export class WholeStateStore {
-  private readonly serializer = new StateSerializer();
+  // Each watch's JSON kept: the watches that did not change are joined, not serialized again.
+  private readonly serializer = new StateSerializer({ keepJson: true });
   private n = 0;
 
   constructor(readonly path: string) {}

@@ -1,0 +1,19 @@
+// One frozen copy of each state that is nothing but its kind: 10,000 watches `running` share
+// one object instead of holding one each.
+import type { WatchState } from './watch';
+
+const SHARED_STATES = new Map<string, WatchState>();
+
+/**
+ * A state that is nothing but its kind, as one frozen copy per kind (10,000 watches `running`
+ * share one object); any other state as it is. States are replaced, never changed in place.
+ */
+export function sharedState(state: WatchState): WatchState {
+  if (Object.keys(state).length !== 1) return state;
+  let shared = SHARED_STATES.get(state.kind);
+  if (!shared) {
+    shared = Object.freeze({ kind: state.kind }) as WatchState;
+    SHARED_STATES.set(state.kind, shared);
+  }
+  return shared;
+}
