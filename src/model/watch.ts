@@ -240,8 +240,9 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     lastFailure: null,
     state: sharedState({ kind: 'running' }),
     pending: null,
-    recovered: [],
-    history: [],
+    // Most watches never fail: one frozen empty list for all, replaced by its own at the first entry.
+    recovered: NONE as unknown as string[],
+    history: NONE as unknown as HistoryEntry[],
     updatedAt: now,
   };
 }
@@ -315,14 +316,22 @@ export function needsAttention(state: WatchState): boolean {
   return state.kind === 'needsAttention' || state.kind === 'gaveUp';
 }
 
+/**
+ * The empty list a new watch starts with, one for all (most watches never fail). Lists of a watch
+ * are replaced, never changed in place (so a list shared by copies of a state, as structuredClone
+ * makes them, is never changed through one of them).
+ */
+const NONE: readonly never[] = Object.freeze([]);
+
 export function addHistory(w: WatchedThread, entry: HistoryEntry): void {
-  w.history.push(entry);
-  if (w.history.length > HISTORY_LIMIT) w.history.splice(0, w.history.length - HISTORY_LIMIT);
+  const history = [...w.history, entry];
+  w.history = history.length > HISTORY_LIMIT ? history.slice(history.length - HISTORY_LIMIT) : history;
 }
 
 export function markRecovered(w: WatchedThread, failedTurnId: string): void {
-  if (!w.recovered.includes(failedTurnId)) w.recovered.push(failedTurnId);
-  if (w.recovered.length > RECOVERED_LIMIT) w.recovered.splice(0, w.recovered.length - RECOVERED_LIMIT);
+  if (w.recovered.includes(failedTurnId)) return;
+  const recovered = [...w.recovered, failedTurnId];
+  w.recovered = recovered.length > RECOVERED_LIMIT ? recovered.slice(recovered.length - RECOVERED_LIMIT) : recovered;
 }
 
 /** A short description of a state, in words and numbers: the tree, the status bar and the CLI. */

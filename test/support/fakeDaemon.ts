@@ -417,6 +417,14 @@ export class FakeDaemon {
     for (const c of this.open()) c.close(reason);
   }
 
+  /**
+   * Forgets which connection subscribed to which thread: the daemon's own memory, which a bench of
+   * the engine's heap leaves out (a real daemon keeps it in its own process). Turn events stop.
+   */
+  forgetSubscriptions(): void {
+    for (const c of this.connections) c.subscribed.clear();
+  }
+
   /** What the seed's `human(g)` does: a user marker in the rollout, then the goal notification. */
   human(id: string, status: GoalStatus): void {
     const t = this.thread(id);

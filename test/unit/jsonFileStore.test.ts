@@ -6,7 +6,14 @@ import * as path from 'node:path';
 import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
 import { parsePersisted } from '../../src/store/store';
 import { makeDirs } from '../../src/util/makeDirs';
-import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
+import {
+  addHistory,
+  emptyState,
+  markRecovered,
+  newWatch,
+  STATE_VERSION,
+  type PersistedState,
+} from '../../src/model/watch';
 
 const posix = process.platform !== 'win32';
 
@@ -41,8 +48,8 @@ function sampleState(pausedAt: number | null = null): PersistedState {
     updatedAt: 1_700_000_000_500,
   };
   w.state = { kind: 'backoff', attempt: 2, failedTurnId: 'turn-9' };
-  w.history.push({ at: 1, failedTurnId: 'turn-8', attempt: 1, error: 'internalServerError', outcome: 'failed-again' });
-  w.recovered.push('turn-7');
+  addHistory(w, { at: 1, failedTurnId: 'turn-8', attempt: 1, error: 'internalServerError', outcome: 'failed-again' });
+  markRecovered(w, 'turn-7');
   s.watches[w.threadId] = w;
   s.disarmed['thr_2'] = 1_700_000_000_100;
   return s;
