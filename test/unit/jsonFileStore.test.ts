@@ -4,7 +4,7 @@ import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
-import { parsePersisted } from '../../src/store/store';
+import { parsePersisted, StateSerializer } from '../../src/store/store';
 import { makeDirs } from '../../src/util/makeDirs';
 import {
   addHistory,
@@ -530,5 +530,58 @@ describe('the state directory made one level at a time (src/util/makeDirs.ts)', 
     } finally {
       await fsp.rm(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the serializer: what it keeps of each watch', () => {
+  const watched = (): PersistedState => {
+    const s = sampleState();
+    const w = newWatch('thr_3', 1_700_000_000_000);
+    s.watches[w.threadId] = w;
+    return s;
+  };
+
+  test('by fingerprint: a watch loaded and not saved since is written when a save looks at it; an unchanged one after its save is not', () => {
+    const state = watched();
+    const ser = new StateSerializer();
+    ser.loaded(state);
+    // Loaded: nothing known of it but that it is there; a save that is told of it writes it.
+    assert.deepEqual(
+      ser.changes(state, new Set(['thr_1'])).watches.map(([id]) => id),
+      ['thr_1'],
+    );
+    // Saved: the same watch again is unchanged.
+    assert.deepEqual(ser.changes(state, new Set(['thr_1'])).watches, []);
+    // A change of one field, however small, is seen.
+    state.watches.thr_1.rolloutOffset += 1;
+    assert.deepEqual(
+      ser.changes(state, new Set(['thr_1'])).watches.map(([id]) => id),
+      ['thr_1'],
+    );
+    // Gone since the load: a removal, even though it was never saved through this serializer.
+    delete state.watches.thr_3;
+    assert.deepEqual(ser.changes(state, new Set(['thr_3'])).removed, ['thr_3']);
+  });
+
+  test('by fingerprint: a document is the state as it is now, and refuses a watch changed since its save that would not load back', () => {
+    const state = watched();
+    const ser = new StateSerializer();
+    ser.changes(state);
+    state.watches.thr_1.title = 'renamed after the save';
+    const doc = JSON.parse(ser.document(STATE_VERSION)) as PersistedState;
+    assert.equal(doc.watches.thr_1.title, 'renamed after the save');
+    const parsed = parsePersisted(doc);
+    assert.ok('state' in parsed && parsed.dropped.length === 0, 'the document does not load back whole');
+    (state.watches.thr_1 as { failures: unknown }).failures = 'many';
+    assert.throws(() => ser.document(STATE_VERSION), /watches\.thr_1\.failures/);
+  });
+
+  test('keepJson: a document is the state as the last save took it in, whatever changed since', () => {
+    const state = watched();
+    const ser = new StateSerializer({ keepJson: true });
+    ser.changes(state);
+    state.watches.thr_1.title = 'renamed after the save';
+    const doc = JSON.parse(ser.document(STATE_VERSION)) as PersistedState;
+    assert.equal(doc.watches.thr_1.title, 'Fix the build');
   });
 });
