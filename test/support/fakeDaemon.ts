@@ -361,7 +361,9 @@ export class FakeDaemon {
     this.serverRequestIds.add(id);
     const threadId = typeof params.threadId === 'string' ? params.threadId : null;
     this.pendingServerRequests.set(id, { id, method, params, threadId });
-    for (const c of this.open()) c.send({ id, method, params });
+    // Measured (shared doc, "Framing and handshake"): connections not subscribed to its thread never
+    // receive it (one without a thread, which the daemon does not send, goes to every connection).
+    for (const c of this.open()) if (threadId === null || c.subscribed.has(threadId)) c.send({ id, method, params });
   }
 
   /** The user's client answered a server request: `serverRequest/resolved` to every subscribed connection. */
