@@ -1,7 +1,8 @@
 // Bundles dist/: the extension (vscode external; minified with --release), the headless
-// runner (with a shebang) and the demo. `--metafile FILE`: also writes esbuild's metafile of the
-// extension bundle there (what each input file contributes; the activation bench reads it).
-import { writeFileSync } from 'node:fs';
+// runner (an executable file, its shebang RUNNER_SHEBANG) and the demo. `--metafile FILE`: also
+// writes esbuild's metafile of the extension bundle there (what each input file contributes; the
+// activation bench reads it).
+import { chmodSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const release = process.argv.includes('--release');
@@ -32,6 +33,13 @@ const wsWithoutDeflate = {
     }));
   },
 };
+// The runner's bin (package.json `bin`, the README's `install -m 0755 dist/cli.js`) starts Node
+// with --single-threaded (no V8 background threads, whose freed compiler memory stays in glibc's
+// per-thread malloc arenas) and --optimize-for-size (V8 collects its old generation at a smaller
+// growth, instead of letting garbage pile up for many minutes): the runner's memory stays flat
+// over a long run (docs/performance.md, "Soak"). `env -S` splits the line into words (GNU
+// coreutils ≥ 8.30, macOS, FreeBSD). docs/service/* start Node with the same flags.
+const RUNNER_SHEBANG = '#!/usr/bin/env -S node --single-threaded --optimize-for-size';
 const common = {
   bundle: true,
   platform: 'node',
@@ -59,8 +67,9 @@ const [extension] = await Promise.all([
     ...common,
     entryPoints: ['src/runner/cli.ts'],
     outfile: 'dist/cli.js',
-    banner: { js: '#!/usr/bin/env node' },
+    banner: { js: RUNNER_SHEBANG },
   }),
   build({ ...common, entryPoints: ['src/demo/demo.ts'], outfile: 'dist/demo.js' }),
 ]);
+chmodSync('dist/cli.js', 0o755);
 if (metafile) writeFileSync(metafile, JSON.stringify(extension.metafile));

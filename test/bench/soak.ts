@@ -1,5 +1,6 @@
-// Soak: steady under a flapping provider. The product as users run it — the runner process
-// (`node dist/cli.js watch --json`, shipped defaults) — against the real Codex app-server daemon
+// Soak: steady under a flapping provider. The product as users run it — the runner's bin
+// (dist/cli.js executed itself, so its shebang starts Node with the flags it ships with;
+// `watch --json`, shipped defaults) — against the real Codex app-server daemon
 // (the pinned @openai/codex) and the project's mock model on 127.0.0.1, for 10 minutes (3 with
 // --quick) while the model fails 3 s in every 30 s.
 //
@@ -33,7 +34,7 @@ import { UserClient } from '../../src/demo/userClient';
 import { field } from '../../src/demo/userClientLog';
 import { daemonRecord, rolloutPathOf, type DaemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
-import { RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
+import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
 const T = 60_000;
@@ -181,10 +182,21 @@ export const soakBench: Bench = {
         }
       });
 
-      // The product as users run it: shipped defaults, its own state file, this daemon's CODEX_HOME.
-      runner = new RunnerProcess(['--codex-home', home.dir, '--state', path.join(ctx.tmpDir, 'state.json')]);
+      // The product as users run it: the bin itself (its shebang's Node and flags), shipped
+      // defaults, its own state file, this daemon's CODEX_HOME.
+      const runnerArgs = ['--codex-home', home.dir, '--state', path.join(ctx.tmpDir, 'state.json')];
+      runner = new RunnerProcess(runnerArgs, {}, { asBin: true });
       await runner.connected(T);
       const pid = runner.child.pid!;
+      const shebang = fs.readFileSync(CLI, 'utf8').split('\n', 1)[0];
+      // What the bin's shebang started: the node and its flags, as the kernel and env ran them.
+      const tmpDirs = [home.dir, ctx.tmpDir];
+      const commandLine = fs
+        .readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        .split('\0')
+        .filter(Boolean)
+        .map((w) => (tmpDirs.some((d) => w.startsWith(d)) ? '<tmp>' : w))
+        .join(' ');
       ctx.log(
         `daemon up (codex ${codexVersion()}), runner ${pid} connected; ${GOALS} goals for ${soakMs / 60_000} min`,
       );
@@ -272,7 +284,10 @@ export const soakBench: Bench = {
           outageMs: OUTAGE_MS,
           outages: outages.length,
           outageModes: 'http500 and dropStream, alternating',
-          runner: 'node dist/cli.js watch --json --codex-home <home> --state <tmp> (shipped defaults)',
+          runner:
+            'dist/cli.js watch --json --codex-home <home> --state <tmp> (the bin executed itself; shipped defaults)',
+          runnerShebang: shebang,
+          runnerCommandLine: commandLine,
           engine: {
             baseDelayMs: DEFAULT_OPTIONS.baseDelayMs,
             maxAttempts: DEFAULT_OPTIONS.maxAttempts,
@@ -320,6 +335,7 @@ export const soakBench: Bench = {
           `Work: ${GOALS} goals started by a user client, each running turns back to back (the mock's slow mode: ${TURN_MS / 1000} s per turn, and Codex continues an active goal at once), completed by the mock after the soak. Failures: for ${OUTAGE_MS / 1000} s of every ${CYCLE_MS / 1000} s the mock answers HTTP 500 or drops the stream (alternating); ${outages.length} outages.`,
           `Recoveries are judged by the daemon's record: per failed turn in thread/turns/list, the automatic activations right after it in the rollout (test/support/daemonJudge.ts). ${verdict.failed} failed turns, ${verdict.once} recovered exactly once, ${verdict.duplicated} more than once, ${verdict.lost.length} not at all, ${verdict.stray} activations after no failed turn; ${gaveUp} given up. After the soak the mock completes each goal at its next turn (a blocked goal completes with its recovery): ${notComplete.length} not complete after the drain.`,
           `Lateness: the runner's backoff line's dueAt → its recovering line (the set goes out right after it), and → the daemon's turn/started of the recovery turn as the user client received it; ${toSet.length} recoveries decided during the soak; ${held} "global rate limit" skips.`,
+          `The runner is the bin executed itself, as users run it (README: dist/cli.js installed as codex-goal-recovery): its shebang \`${shebang}\` started \`${commandLine}\`.`,
           `RSS: /proc/PID/status VmRSS of the runner every ${RSS_EVERY_MS / 1000} s during the soak; the baseline is the mean of the first third, the figure the mean of the last third (${rssGrowth >= 0 ? '+' : ''}${(rssGrowth * 100).toFixed(1)}%).`,
         ],
       };

@@ -98,11 +98,15 @@ export class RunnerProcess {
    * developer's shell is dropped, and a test that needs another value passes it here (e.g.
    * `CODEX_GOAL_RECOVERY_RESYNC_S`) and says why in its header. A short resync saves the state
    * every second and so hides whatever the engine forgot to save when it decided (issue 8).
+   * `asBin`: dist/cli.js is executed itself, as a user's `codex-goal-recovery` is: its shebang
+   * starts `node` from PATH with the runtime flags the bin ships with (scripts/build.mjs);
+   * otherwise this test's Node runs the file (`node dist/cli.js`, without those flags).
    */
-  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}, opts: { asBin?: boolean } = {}) {
     const inherited = { ...process.env };
     for (const key of TUNING) delete inherited[key];
-    this.child = spawn(process.execPath, [CLI, 'watch', ...args, '--json'], {
+    const argv = [...(opts.asBin ? [] : [CLI]), 'watch', ...args, '--json'];
+    this.child = spawn(opts.asBin ? CLI : process.execPath, argv, {
       env: { ...inherited, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,

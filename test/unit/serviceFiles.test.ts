@@ -1,7 +1,9 @@
 // The service files in docs/service (README, "Run it as a service") run the runner as the README
 // says: the same install path, a `watch` command line the runner accepts (its command line is a
-// public contract), JSON lines for the journal or the log file. `.ci/verify-service.sh` has
-// systemd itself check the unit (`systemd-analyze --user verify`).
+// public contract), JSON lines for the journal or the log file, and Node started with the runner
+// bin's runtime flags (its shebang, scripts/build.mjs; test/integration/runnerBin.test.ts checks
+// the built file): they keep the runner's memory flat (docs/performance.md, "Soak").
+// `.ci/verify-service.sh` has systemd itself check the unit (`systemd-analyze --user verify`).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -10,6 +12,8 @@ import { parseCli } from '../../src/runner/args';
 
 const root = path.resolve(__dirname, '../../..');
 const INSTALLED = '.local/share/codex-goal-recovery/cli.js';
+/** What the runner's Node must be started with (docs/performance.md, "Soak"). */
+const NODE_FLAGS = '--single-threaded --optimize-for-size';
 
 /** The words after the installed cli.js in a command line. */
 function runnerArgs(commandLine: string): string[] {
@@ -26,7 +30,7 @@ test('the systemd user unit runs `watch --json` from the documented install path
   const unit = fs.readFileSync(path.join(root, 'docs/service/codex-goal-recovery.service'), 'utf8');
   const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1];
   assert.ok(exec, 'no ExecStart');
-  assert.match(exec, /^\/usr\/bin\/env node %h\//);
+  assert.ok(exec.startsWith(`/usr/bin/env node ${NODE_FLAGS} %h/`), exec);
   const args = parseCli(runnerArgs(exec), {});
   assert.equal(args.command, 'watch');
   assert.equal(args.command === 'watch' && args.json, true, 'not JSON lines for the journal');
@@ -42,7 +46,7 @@ test('the launchd agent runs the same command line, its JSON lines to a log file
   );
   assert.deepEqual(strings.slice(1, 3), ['/bin/sh', '-c'], 'not run through a shell that expands $HOME');
   const command = strings[3];
-  assert.match(command, /^exec node "\$HOME\/\.local\/share\/codex-goal-recovery\/cli\.js" /);
+  assert.ok(command.startsWith(`exec node ${NODE_FLAGS} "$HOME/${INSTALLED}" `), command);
   const args = parseCli(runnerArgs(command), {});
   assert.equal(args.command, 'watch');
   assert.equal(args.command === 'watch' && args.json, true);
