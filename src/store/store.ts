@@ -214,7 +214,7 @@ function checkWatch(id: string, watch: StoredWatch): void {
  * length): two different texts share one with a chance of about 1 in 10^16, so a save that finds
  * a watch's fingerprint unchanged takes it as unchanged.
  */
-export function fingerprint(json: string): number {
+function fingerprint(json: string): number {
   let a = 0x811c9dc5;
   let b = 0x9e3779b9 ^ json.length;
   for (let i = 0; i < json.length; i++) {
@@ -275,7 +275,8 @@ export class StateSerializer {
     const hinted = changed !== undefined;
     const ids: Iterable<string> = hinted ? changed : Object.keys(state.watches);
     const watches: Array<[string, string]> = [];
-    const taken: Array<string | number> = [];
+    /** What `known` takes for each of `watches`, once every one has been checked. */
+    const marks = new Map<string, string | number>();
     const removed = new Set<string>();
     for (const id of ids) {
       const watch = Object.hasOwn(state.watches, id) ? state.watches[id] : undefined;
@@ -290,10 +291,10 @@ export class StateSerializer {
       if (previous === mark) continue;
       checkWatch(id, watch);
       watches.push([id, json]);
-      taken.push(mark);
+      marks.set(id, mark);
     }
     if (!hinted) for (const id of this.known.keys()) if (!Object.hasOwn(state.watches, id)) removed.add(id);
-    watches.forEach(([id], i) => this.known.set(id, taken[i]));
+    for (const [id, mark] of marks) this.known.set(id, mark);
     for (const id of removed) this.known.delete(id);
     const pausedAt = JSON.stringify(state.pausedAt);
     const disarmed = JSON.stringify(state.disarmed);
@@ -334,11 +335,10 @@ export class StateSerializer {
     if (this.opts.keepJson) {
       for (const [id, json] of this.known) parts.push(`${JSON.stringify(id)}:${json as string}`);
     } else if (this.state) {
-      for (const id of this.known.keys()) {
+      for (const [id, mark] of this.known) {
         const watch = Object.hasOwn(this.state.watches, id) ? this.state.watches[id] : undefined;
         if (!watch) continue; // removed since it was taken in: its removal is the next save's
         const json = JSON.stringify(watch);
-        const mark = this.known.get(id);
         // Unchanged since its last save: checked then. Loaded and not saved since, or changed
         // since its last save (a compaction between saves): checked now.
         if (mark === null || mark !== fingerprint(json)) checkWatch(id, watch);
