@@ -1,5 +1,5 @@
-// One frozen copy of each state that is nothing but its kind: 10,000 watches `running` share
-// one object instead of holding one each.
+// One frozen copy of each state that is nothing but its kind, and of the empty list: 10,000
+// watches `running` share one object instead of holding one each.
 import type { WatchState } from './watch';
 
 const SHARED_STATES = new Map<string, WatchState>();
@@ -16,4 +16,16 @@ export function sharedState(state: WatchState): WatchState {
     SHARED_STATES.set(state.kind, shared);
   }
   return shared;
+}
+
+/**
+ * The empty list a new (or loaded) watch starts with, one for all (most watches never fail).
+ * Lists of a watch are replaced, never changed in place (so a list shared by copies of a state,
+ * as structuredClone makes them, is never changed through one of them); frozen, so a change in
+ * place would throw.
+ */
+const NONE: readonly never[] = Object.freeze([]);
+
+export function noEntries<T>(): T[] {
+  return NONE as unknown as T[];
 }

@@ -4,7 +4,7 @@
 // it imports nothing of theirs. The zod schemas are the single definition: the
 // TypeScript types are inferred from them, and the stores validate with them.
 import * as z from '../util/zod';
-import { sharedState } from './sharedState';
+import { noEntries, sharedState } from './sharedState';
 import { formatAge, formatClock, formatDuration } from './timeText';
 
 export { formatAge, formatClock, formatDuration } from './timeText';
@@ -169,6 +169,11 @@ export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 export const MarkerSchema = z.object({ status: GoalStatusSchema, offset: z.number().check(z.int(), z.nonnegative()) });
 export type Marker = z.infer<typeof MarkerSchema>;
 
+/**
+ * A watched thread. A field with a default (`_default`) may be left out of a stored record, which
+ * then means that value: the stores write a watch without the fields that hold their default (a
+ * watch that never failed is about half the size: src/store/watchRecord.ts), and read it back whole.
+ */
 export const WatchedThreadSchema = z.pipe(
   z.transform(dueFromOldState),
   z.object({
@@ -177,11 +182,11 @@ export const WatchedThreadSchema = z.pipe(
     /** When the engine armed the thread (saw its goal active), ms since the epoch. */
     armedAt: z.number(),
     /** Rollout size when armed: a user marker at or past this offset is newer than the arming. */
-    armOffset: z.nullable(z.number().check(z.int(), z.nonnegative())),
-    rolloutPath: z.nullable(z.string()),
+    armOffset: z._default(z.nullable(z.number().check(z.int(), z.nonnegative())), null),
+    rolloutPath: z._default(z.nullable(z.string()), null),
     /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
-    rolloutOffset: z.number().check(z.int(), z.nonnegative()),
-    lastMarker: z.nullable(MarkerSchema),
+    rolloutOffset: z._default(z.number().check(z.int(), z.nonnegative()), 0),
+    lastMarker: z._default(z.nullable(MarkerSchema), null),
     /**
      * Rollout offset of the model's own `update_goal {status: "blocked"}` call since the goal was
      * last set active: a block the model chose, even if its turn then failed. Never recovered.
@@ -192,21 +197,25 @@ export const WatchedThreadSchema = z.pipe(
      * its usage limit's key. Older than the arming: never recovered. Null: nothing had.
      */
     beforeArming: z._default(z.nullable(z.string()), null),
-    goal: z.nullable(GoalSnapshotSchema),
+    goal: z._default(z.nullable(GoalSnapshotSchema), null),
     /** Consecutive failed turns; a turn that completes successfully resets it. */
-    failures: z.number().check(z.int(), z.nonnegative()),
-    lastFailure: z.nullable(TurnFailureSchema),
+    failures: z._default(z.number().check(z.int(), z.nonnegative()), 0),
+    lastFailure: z._default(z.nullable(TurnFailureSchema), null),
     state: WatchStateSchema,
-    pending: z.nullable(PendingRecoverySchema),
+    pending: z._default(z.nullable(PendingRecoverySchema), null),
     /** Failed turns already recovered: at most one effective recovery per failed turn, ever. */
-    recovered: z.array(z.string()),
-    history: z.array(HistoryEntrySchema),
+    recovered: z._default(z.array(z.string()), []),
+    history: z._default(z.array(HistoryEntrySchema), []),
     updatedAt: z.number(),
   }),
 );
 export type WatchedThread = z.infer<typeof WatchedThreadSchema>;
 
-export const STATE_VERSION = 1;
+/**
+ * 2: watch records leave out the fields that hold their default (version 1 wrote every field; its
+ * records read as they are).
+ */
+export const STATE_VERSION = 2;
 export const PersistedStateSchema = z.object({
   version: z.literal(STATE_VERSION),
   /** The user paused auto-recovery for every thread (the extension's global intent marker). */
@@ -241,8 +250,8 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     state: sharedState({ kind: 'running' }),
     pending: null,
     // Most watches never fail: one frozen empty list for all, replaced by its own at the first entry.
-    recovered: NONE as unknown as string[],
-    history: NONE as unknown as HistoryEntry[],
+    recovered: noEntries(),
+    history: noEntries(),
     updatedAt: now,
   };
 }
@@ -315,13 +324,6 @@ export function isDisarmed(state: WatchState): boolean {
 export function needsAttention(state: WatchState): boolean {
   return state.kind === 'needsAttention' || state.kind === 'gaveUp';
 }
-
-/**
- * The empty list a new watch starts with, one for all (most watches never fail). Lists of a watch
- * are replaced, never changed in place (so a list shared by copies of a state, as structuredClone
- * makes them, is never changed through one of them).
- */
-const NONE: readonly never[] = Object.freeze([]);
 
 export function addHistory(w: WatchedThread, entry: HistoryEntry): void {
   const history = [...w.history, entry];

@@ -14,9 +14,9 @@
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import * as z from '../util/zod';
-import { PersistedStateSchema, WatchedThreadSchema, type PersistedState } from '../model/watch';
+import { PersistedStateSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
-import type { StateChanges } from './store';
+import { parseWatch, type StateChanges } from './store';
 
 export const JOURNAL_FORMAT = 1;
 
@@ -110,7 +110,7 @@ function apply(state: PersistedState, raw: unknown): string | null {
     return raw === undefined ? 'not JSON' : 'not a record';
   const record = raw as Record<string, unknown>;
   if ('watch' in record) {
-    const w = WatchedThreadSchema.safeParse(record.watch);
+    const w = parseWatch(record.watch, true); // just parsed: the record made whole is used as it is
     if (!w.success) {
       const issue = w.error.issues[0];
       const id = (record.watch as { threadId?: unknown } | null)?.threadId;

@@ -6,6 +6,7 @@ import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type Persiste
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
 import { compileFastCheck } from './fastCheck';
+import { storedWatch, wholeWatch } from './watchRecord';
 
 export interface LoadResult {
   state: PersistedState;
@@ -50,7 +51,11 @@ const OLDEST_VERSION = 1;
  * MIGRATIONS[n] turns a version-n document into a version-(n+1) one. When STATE_VERSION
  * goes to 2, add MIGRATIONS[1] here; every version from OLDEST_VERSION up must have one.
  */
-const MIGRATIONS: Readonly<Record<number, Migration>> = {};
+const MIGRATIONS: Readonly<Record<number, Migration>> = {
+  // Version 1 wrote every field of a watch; version 2 leaves out those at their default, and
+  // reads a whole record as it is.
+  1: (doc) => doc,
+};
 
 /** A stored document that can be used: the state, and the records of it that could not be. */
 export interface ParsedState {
@@ -75,15 +80,19 @@ type StoredWatch = PersistedState['watches'][string];
 const watchAsItIs = compileFastCheck(WatchedThreadSchema);
 
 /**
- * A stored watch record checked against `WatchedThreadSchema`. `owned`: the caller's own value
- * (just parsed from JSON): a record the schema accepts as it is is used as it is, checked by
- * the faster path; any other goes through zod (its copy, its defaults, its message).
+ * A stored watch record (fields at their default left out: ./watchRecord.ts) checked against
+ * `WatchedThreadSchema`. `owned`: the caller's own value (just parsed from JSON): the record made
+ * whole is used if the schema accepts it as it is, checked by the faster path; any other goes
+ * through zod (its copy, its defaults, its message).
  */
 export function parseWatch(
   value: unknown,
   owned: boolean,
 ): { success: true; data: StoredWatch } | { success: false; error: z.core.$ZodError } {
-  if (owned && watchAsItIs(value)) return { success: true, data: value as StoredWatch };
+  if (owned) {
+    const whole = wholeWatch(value);
+    if (watchAsItIs(whole)) return { success: true, data: whole as StoredWatch };
+  }
   return WatchedThreadSchema.safeParse(value);
 }
 
@@ -286,7 +295,7 @@ export class StateSerializer {
         continue;
       }
       if (watch.threadId !== id) throw new Error(`watches.${id}: its threadId is ${JSON.stringify(watch.threadId)}`);
-      const json = JSON.stringify(watch);
+      const json = storedWatch(watch);
       const mark = this.opts.keepJson ? json : fingerprint(json);
       if (previous === mark) continue;
       checkWatch(id, watch);
@@ -318,7 +327,7 @@ export class StateSerializer {
   loaded(state: PersistedState): void {
     this.known = new Map();
     const keepJson = this.opts.keepJson === true;
-    for (const id in state.watches) this.known.set(id, keepJson ? JSON.stringify(state.watches[id]) : null);
+    for (const id in state.watches) this.known.set(id, keepJson ? storedWatch(state.watches[id]) : null);
     this.pausedAt = JSON.stringify(state.pausedAt);
     this.disarmed = JSON.stringify(state.disarmed);
     this.state = state;
@@ -338,7 +347,7 @@ export class StateSerializer {
       for (const [id, mark] of this.known) {
         const watch = Object.hasOwn(this.state.watches, id) ? this.state.watches[id] : undefined;
         if (!watch) continue; // removed since it was taken in: its removal is the next save's
-        const json = JSON.stringify(watch);
+        const json = storedWatch(watch);
         // Unchanged since its last save: checked then. Loaded and not saved since, or changed
         // since its last save (a compaction between saves): checked now.
         if (mark === null || mark !== fingerprint(json)) checkWatch(id, watch);

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
 import { FakeClock } from '../support/fakeClock';
 import { failByEvents, healthyFleet } from '../support/fleet';
 import { rng } from '../support/random';
@@ -94,7 +94,9 @@ async function product(dir: string, threads: number, failing: number): Promise<F
   daemon.requests.length = 0;
   daemon.forgetSubscriptions();
   const heapBytes = (await heapAfterGc()) - heap0;
-  const state = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const stored = await readStateFile(file);
+  if (stored.kind !== 'state') throw new Error(`the state file did not read back: ${stored.kind}`);
+  const state = stored.state;
   // Everything: the whole snapshot written atomically (what a fold of the journal, or a clean
   // stop, writes).
   const saveMs = await timed(5, () => store.compact());

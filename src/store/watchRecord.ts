@@ -1,0 +1,90 @@
+// A watch as the stores write it, and as they read it back. A stored record leaves out every
+// field that holds the default `WatchedThreadSchema` gives it (null, 0, an empty list): a watch
+// that never failed is about half its whole JSON, and with 10,000 watches a load is mostly
+// `JSON.parse` of the file. Read back, a record is made whole again (each field it left out set
+// to that default) before it is checked, so the check sees what the engine will use. Both
+// functions are generated from the schema's own definition (its fields, their order, which have
+// a default and what it is): adding a field to the schema is all a new field needs.
+import type { $ZodType } from 'zod/v4/core';
+import { noEntries } from '../model/sharedState';
+import { WatchedThreadSchema, type WatchedThread } from '../model/watch';
+
+/** The parts of zod's (v4 core) definitions read here. */
+interface Def {
+  type: string;
+  shape?: Record<string, { _zod: { def: Def } }>;
+  out?: { _zod: { def: Def } };
+  defaultValue?: unknown;
+}
+
+/** A field of the record, and the value a stored record leaves out (null: none, always written). */
+interface Field {
+  key: string;
+  leftOut: null | { value: null | 0 | 'empty list' };
+}
+
+export function recordFields(schema: $ZodType): Field[] {
+  let def = schema._zod.def as unknown as Def;
+  if (def.type === 'pipe') def = def.out!._zod.def; // a preprocess (old state files), then the object
+  if (def.type !== 'object' || !def.shape) throw new Error('internal: a watch record is an object schema');
+  return Object.entries(def.shape).map(([key, field]) => {
+    const d = field._zod.def;
+    if (d.type !== 'default') return { key, leftOut: null };
+    const value = d.defaultValue;
+    if (value === null || value === 0) return { key, leftOut: { value } };
+    if (Array.isArray(value) && value.length === 0) return { key, leftOut: { value: 'empty list' } };
+    throw new Error(`internal: the default of ${key} (${JSON.stringify(value)}) is not one a record leaves out`);
+  });
+}
+
+const FIELDS = recordFields(WatchedThreadSchema);
+
+/**
+ * The JSON a store writes for `w`: its fields in the schema's order, less those at their
+ * default. `undefined` fields are left out too (as JSON.stringify does); the caller's check of
+ * the watch itself says what is wrong with such a watch.
+ */
+export const storedWatch: (w: WatchedThread) => string = generate(
+  'w',
+  [
+    'const o = {};',
+    ...FIELDS.map(({ key, leftOut }) => {
+      const v = `w[${JSON.stringify(key)}]`;
+      const set = `o[${JSON.stringify(key)}] = ${v};`;
+      if (leftOut === null) return set;
+      const isDefault =
+        leftOut.value === 'empty list' ? `(Array.isArray(${v}) && ${v}.length === 0)` : `${v} === ${leftOut.value}`;
+      return `if (!(${isDefault})) ${set}`;
+    }),
+    'return JSON.stringify(o);',
+  ].join('\n'),
+);
+
+/**
+ * A stored record made whole: a new object with every field of the schema in its order, each
+ * field the record left out set to its default (an empty list: the one shared frozen list), the
+ * others as the record has them (nested values not copied), unknown keys left out (zod would
+ * strip them). Anything but a plain object is returned as it is, for the check to refuse.
+ */
+export const wholeWatch: (record: unknown) => unknown = generate(
+  'v',
+  [
+    'if (typeof v !== "object" || v === null || Array.isArray(v)) return v;',
+    'return {',
+    ...FIELDS.map(({ key, leftOut }) => {
+      const v = `v[${JSON.stringify(key)}]`;
+      if (leftOut === null) return `${JSON.stringify(key)}: ${v},`;
+      const value = leftOut.value === 'empty list' ? 'NONE' : String(leftOut.value);
+      return `${JSON.stringify(key)}: ${v} === undefined ? ${value} : ${v},`;
+    }),
+    '};',
+  ].join('\n'),
+);
+
+function generate<F>(param: string, body: string): F {
+  // Every key in the code comes from the schema's definition, quoted by JSON.stringify; the
+  // defaults are null, 0 or the shared empty list (recordFields refuses any other).
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- generated from the schema's own definition (above)
+  const make = new Function('NONE', `return function (${param}) {\n${body}\n};`) as (none: unknown) => F;
+  return make(noEntries());
+}
