@@ -6,7 +6,7 @@ import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type Persiste
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
 import { compileFastCheck } from './fastCheck';
-import { storedWatch, wholeWatch } from './watchRecord';
+import { keyedRecord, storedWatch, wholeWatch, withThreadId } from './watchRecord';
 
 export interface LoadResult {
   state: PersistedState;
@@ -78,22 +78,26 @@ type StoredWatch = PersistedState['watches'][string];
 
 /** `WatchedThreadSchema`'s own answer for what it accepts unchanged, without its copy (./fastCheck.ts). */
 const watchAsItIs = compileFastCheck(WatchedThreadSchema);
+/** The same for a record made whole (./watchRecord.ts): an object with no key but the schema's own. */
+const wholeAsItIs = compileFastCheck(WatchedThreadSchema, { ownKeysOnly: true });
 
 /**
  * A stored watch record (fields at their default left out: ./watchRecord.ts) checked against
  * `WatchedThreadSchema`. `owned`: the caller's own value (just parsed from JSON): the record made
  * whole is used if the schema accepts it as it is, checked by the faster path; any other goes
- * through zod (its copy, its defaults, its message).
+ * through zod (its copy, its defaults, its message). `key`: the thread id a document keys it by
+ * (its `threadId` when it has none).
  */
 export function parseWatch(
   value: unknown,
   owned: boolean,
+  key?: string,
 ): { success: true; data: StoredWatch } | { success: false; error: z.core.$ZodError } {
   if (owned) {
-    const whole = wholeWatch(value);
-    if (watchAsItIs(whole)) return { success: true, data: whole as StoredWatch };
+    const whole = wholeWatch(value, key);
+    if (wholeAsItIs(whole)) return { success: true, data: whole as StoredWatch };
   }
-  return WatchedThreadSchema.safeParse(value);
+  return WatchedThreadSchema.safeParse(key === undefined ? value : withThreadId(value, key));
 }
 
 /**
@@ -151,7 +155,7 @@ export function parsePersisted(
   const watches = (inPlace ? records : {}) as PersistedState['watches'];
   for (const key of Object.keys(records)) {
     const name = (): string => `watch ${JSON.stringify(excerpt(key, 60))}`;
-    const w = key === '__proto__' ? null : parseWatch(records[key], owned);
+    const w = key === '__proto__' ? null : parseWatch(records[key], owned, key);
     if (w === null) dropped.push(`${name()}: not a usable thread id`);
     else if (!w.success) dropped.push(`${name()}: ${describeIssues(w.error.issues, 1)}`);
     else if (w.data.threadId !== key)
@@ -342,7 +346,7 @@ export class StateSerializer {
   document(version: number, extra: Record<string, string> = {}): string {
     const parts: string[] = [];
     if (this.opts.keepJson) {
-      for (const [id, json] of this.known) parts.push(`${JSON.stringify(id)}:${json as string}`);
+      for (const [id, json] of this.known) parts.push(keyedRecord(id, json as string));
     } else if (this.state) {
       for (const [id, mark] of this.known) {
         const watch = Object.hasOwn(this.state.watches, id) ? this.state.watches[id] : undefined;
@@ -351,7 +355,7 @@ export class StateSerializer {
         // Unchanged since its last save: checked then. Loaded and not saved since, or changed
         // since its last save (a compaction between saves): checked now.
         if (mark === null || mark !== fingerprint(json)) checkWatch(id, watch);
-        parts.push(`${JSON.stringify(id)}:${json}`);
+        parts.push(keyedRecord(id, json));
       }
     }
     const more = Object.entries(extra)

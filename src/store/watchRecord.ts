@@ -4,7 +4,8 @@
 // `JSON.parse` of the file. Read back, a record is made whole again (each field it left out set
 // to that default) before it is checked, so the check sees what the engine will use. Both
 // functions are generated from the schema's own definition (its fields, their order, which have
-// a default and what it is): adding a field to the schema is all a new field needs.
+// a default and what it is): adding a field to the schema is all a new field needs. In a
+// document, where each record is keyed by its thread id, the record leaves its `threadId` out too.
 import type { $ZodType } from 'zod/v4/core';
 import { noEntries } from '../model/sharedState';
 import { WatchedThreadSchema, type WatchedThread } from '../model/watch';
@@ -64,15 +65,17 @@ export const storedWatch: (w: WatchedThread) => string = generate(
  * A stored record made whole: a new object with every field of the schema in its order, each
  * field the record left out set to its default (an empty list: the one shared frozen list), the
  * others as the record has them (nested values not copied), unknown keys left out (zod would
- * strip them). Anything but a plain object is returned as it is, for the check to refuse.
+ * strip them); its `threadId`, if it has none, the key `id` it was stored under. Anything but a
+ * plain object is returned as it is, for the check to refuse.
  */
-export const wholeWatch: (record: unknown) => unknown = generate(
-  'v',
+export const wholeWatch: (record: unknown, id?: string) => unknown = generate(
+  'v, id',
   [
     'if (typeof v !== "object" || v === null || Array.isArray(v)) return v;',
     'return {',
     ...FIELDS.map(({ key, leftOut }) => {
       const v = `v[${JSON.stringify(key)}]`;
+      if (key === 'threadId') return `${JSON.stringify(key)}: ${v} === undefined ? id : ${v},`;
       if (leftOut === null) return `${JSON.stringify(key)}: ${v},`;
       const value = leftOut.value === 'empty list' ? 'NONE' : String(leftOut.value);
       return `${JSON.stringify(key)}: ${v} === undefined ? ${value} : ${v},`;
@@ -80,6 +83,22 @@ export const wholeWatch: (record: unknown) => unknown = generate(
     '};',
   ].join('\n'),
 );
+
+/**
+ * A record as a document holds it, keyed by its thread id (`"<id>":{…}`): `json` (storedWatch's,
+ * for the watch of `id`) without its `threadId`, which the key says.
+ */
+export function keyedRecord(id: string, json: string): string {
+  const key = JSON.stringify(id);
+  const prefix = `{"threadId":${key},`;
+  return json.startsWith(prefix) ? `${key}:{${json.slice(prefix.length)}` : `${key}:${json}`;
+}
+
+/** `record` with the `threadId` its key `id` gives, if it has none (for zod, which copies it anyway). */
+export function withThreadId(record: unknown, id: string): unknown {
+  if (typeof record !== 'object' || record === null || Array.isArray(record) || 'threadId' in record) return record;
+  return { threadId: id, ...record };
+}
 
 function generate<F>(param: string, body: string): F {
   // Every key in the code comes from the schema's definition, quoted by JSON.stringify; the

@@ -80,3 +80,13 @@ test('the same definitions written with zod/mini: a format the schema itself che
   assert.equal(o({ a: 1, c: 1 }), false);
   assert.equal(compileFastCheck(zm.email())('x'), false, 'a string format it does not know: zod decides');
 });
+
+test('ownKeysOnly: the top-level object is not searched for unknown keys; nested objects still are', () => {
+  const schema = zm.object({ a: zm.int(), b: zm.object({ c: zm.string() }) });
+  const closed = compileFastCheck(schema, { ownKeysOnly: true });
+  assert.equal(closed({ a: 1, b: { c: 'x' } }), true);
+  assert.equal(closed({ a: 1, b: { c: 'x' }, extra: 1 }), true, 'the caller built it with its own keys only');
+  assert.equal(closed({ a: 1, b: { c: 'x', extra: 1 } }), false, 'a nested unknown key: zod strips it');
+  assert.equal(closed({ a: 1.5, b: { c: 'x' } }), false);
+  assert.equal(compileFastCheck(schema)({ a: 1, b: { c: 'x' }, extra: 1 }), false, 'without the option');
+});

@@ -66,11 +66,12 @@ describe('globalState store', () => {
       m.get('codexGoalRecovery.state.corrupt.1970-01-01T00:00:00.042Z'),
       JSON.parse(JSON.stringify(value)),
     );
-    // What it stores: each watch without the fields that hold their default (src/store/watchRecord.ts).
+    // What it stores: each watch without the fields that hold their default, nor its thread id,
+    // which its key says (src/store/watchRecord.ts).
     assert.deepEqual(m.get(STATE_KEY), {
       version: STATE_VERSION,
       pausedAt: null,
-      watches: { good: { threadId: 'good', title: 'good', armedAt: 5, state: { kind: 'running' }, updatedAt: 5 } },
+      watches: { good: { title: 'good', armedAt: 5, state: { kind: 'running' }, updatedAt: 5 } },
       disarmed: { d: 42 },
     });
     assert.deepEqual(await new GlobalStateStore(m).load(), { state: r.state, problem: null });

@@ -12,7 +12,7 @@ import * as zm from 'zod/mini';
 import { emptyState, newWatch, STATE_VERSION, WatchedThreadSchema } from '../../src/model/watch';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { parsePersisted, parseWatch } from '../../src/store/store';
-import { recordFields, storedWatch, wholeWatch } from '../../src/store/watchRecord';
+import { keyedRecord, recordFields, storedWatch, wholeWatch, withThreadId } from '../../src/store/watchRecord';
 import { rng } from '../support/random';
 import { corrupt, samples } from '../support/watchSamples';
 
@@ -59,12 +59,18 @@ test('on random corruptions of stored records, a load accepts exactly what zod a
   const random = rng(2026);
   let accepted = 0;
   let rejected = 0;
-  const bases = samples().map((w) => JSON.parse(storedWatch(w)) as unknown);
+  // As a journal holds them (with their thread id), and as a document does (keyed by it).
+  const journal = samples().map((w) => JSON.parse(storedWatch(w)) as unknown);
+  const keyed = samples().map((w) => JSON.parse(`{${keyedRecord(w.threadId, storedWatch(w))}}`) as unknown);
   for (let i = 0; i < 6_000; i++) {
-    let v: unknown = bases[i % bases.length];
+    const inDocument = i % 2 === 1;
+    const key = inDocument ? 't-key' : undefined;
+    let v: unknown = inDocument ? Object.values(keyed[i % keyed.length] as object)[0] : journal[i % journal.length];
     for (let k = 1 + Math.floor(random() * 2); k > 0; k--) v = corrupt(v, random);
-    const ours = parseWatch(structuredClone(v), true);
-    const z = WatchedThreadSchema.safeParse(structuredClone(v));
+    const ours = parseWatch(structuredClone(v), true, key);
+    const z = WatchedThreadSchema.safeParse(
+      key === undefined ? structuredClone(v) : withThreadId(structuredClone(v), key),
+    );
     assert.equal(ours.success, z.success, JSON.stringify(v));
     if (ours.success && z.success) {
       accepted += 1;
@@ -123,7 +129,8 @@ test('the runner’s file store writes stored records to its snapshot and its jo
     await store.save(state, new Set(['t-fresh'])); // a journal record
     const snapshot = JSON.parse(fs.readFileSync(file, 'utf8')) as { version: number; watches: Record<string, object> };
     assert.equal(snapshot.version, STATE_VERSION);
-    assert.deepEqual(Object.keys(snapshot.watches['t-fresh']), ['threadId', 'title', 'armedAt', 'state', 'updatedAt']);
+    // In the snapshot, keyed by its thread id, a record leaves the id out; a journal record keeps it.
+    assert.deepEqual(Object.keys(snapshot.watches['t-fresh']), ['title', 'armedAt', 'state', 'updatedAt']);
     const journal = fs.readFileSync(`${file}.journal`, 'utf8').trim().split('\n');
     assert.deepEqual(JSON.parse(journal[1]), { watch: { ...JSON.parse(storedWatch(changed)) } });
     // A crash: the store is dropped without compact; the next one replays the journal.
@@ -133,6 +140,34 @@ test('the runner’s file store writes stored records to its snapshot and its jo
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a document keys each record by its thread id: the record leaves it out, and reads back with it', () => {
+  const w = samples()[2];
+  const entry = keyedRecord(w.threadId, storedWatch(w));
+  assert.ok(entry.startsWith(`"${w.threadId}":{"title":`), entry);
+  const doc = JSON.parse(`{"version":${STATE_VERSION},"pausedAt":null,"watches":{${entry}},"disarmed":{}}`) as unknown;
+  for (const owned of [true, false]) {
+    const parsed = parsePersisted(structuredClone(doc), Date.now, owned);
+    assert.ok(!('error' in parsed));
+    assert.deepEqual(parsed.dropped, []);
+    assert.deepEqual(parsed.state.watches[w.threadId], w, owned ? 'the faster path' : 'zod');
+  }
+  // A record that names another thread than its key is still left out.
+  const stray = {
+    version: STATE_VERSION,
+    pausedAt: null,
+    watches: { a: { threadId: 'b', title: 'b', armedAt: 1, state: { kind: 'running' }, updatedAt: 1 } },
+    disarmed: {},
+  };
+  for (const owned of [true, false]) {
+    const parsed = parsePersisted(structuredClone(stray), Date.now, owned);
+    assert.ok(!('error' in parsed));
+    assert.deepEqual(Object.keys(parsed.state.watches), []);
+    assert.match(parsed.dropped[0] ?? '', /watch "a": its threadId is "b"/);
+  }
+  // A watch whose JSON does not start with its own id is written as it is (the load then says so).
+  assert.equal(keyedRecord('a', '{"threadId":"b","title":"x"}'), '"a":{"threadId":"b","title":"x"}');
 });
 
 test('a default the record form cannot leave out is refused when the form is made', () => {
