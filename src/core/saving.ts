@@ -102,14 +102,17 @@ export class Saver {
    * holds every change made before any of them called. Resolves to whether the save succeeded
    * (a failure is announced as a warning, with what it held).
    */
-  persist(): Promise<boolean> {
+  persist(batch = false): Promise<boolean> {
     if (this.lazySave) {
       // This save covers what the lazy one would have.
       this.deps.clock.clearTimer(this.lazySave);
       this.lazySave = null;
     }
     if (this.queuedSave) return this.queuedSave;
-    const run = this.saving.run(() => this.saveNow());
+    const run = this.saving.run(async () => {
+      if (batch) await nextTurn();
+      return this.saveNow();
+    });
     this.queuedSave = run;
     return run;
   }
@@ -145,9 +148,14 @@ export class Saver {
     return failure === null;
   }
 
-  /** Announces soon: after the save that holds what was decided so far. */
+  /**
+   * Announces soon: after the save that holds what was decided so far. That save starts once the
+   * event loop has run what is ready now (the replies already received, and what they lead to):
+   * when thousands of threads are armed at once, one save holds what all of them decided in that
+   * turn, instead of one save for each (with 10,000, about two saves per thread on a fast disk).
+   */
   private commitSoon(): void {
-    void this.deps.track(this.persist());
+    void this.deps.track(this.persist(true));
   }
 
   /** A clean stop leaves one snapshot (a journal, if the store keeps one, folded into it). */
@@ -159,4 +167,9 @@ export class Saver {
       });
     });
   }
+}
+
+/** Resolves once the event loop has run what is ready now (I/O callbacks included). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
