@@ -175,7 +175,10 @@ const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
  * The cases the property names, and how many times each must be reached in a run of RUNS (200)
  * schedules, counted from what the daemon received and what reached the engine's socket (see
  * `Reached` in transportScenario.ts), scaled for other run counts. Below the minimum, the
- * generator no longer reaches what the property claims to test: the run fails.
+ * generator no longer reaches what the property claims to test: the run fails. Each minimum sits
+ * well below what 14 seeds reached (2026-12-02): the seed changes at every run, so a minimum close
+ * to the lowest of them failed now and then with nothing wrong (limiterAtLimit was reached 23–64
+ * times against a minimum of 25, now 12; pauseInBackoff 18–35 times against 15, now 10).
  */
 const MINIMUM_PER_200: Record<keyof Reached, number> = {
   approvalOnFailedTurn: 15,
@@ -184,12 +187,12 @@ const MINIMUM_PER_200: Record<keyof Reached, number> = {
   retryOnBlocked: 20,
   recoveredAfterRetry: 15,
   retryShown: 15,
-  pauseInBackoff: 15,
+  pauseInBackoff: 10,
   pauseInPrepared: 15,
   rejectedByDaemon: 150,
   mustGiveUp: 10,
   limiterChecked: 500,
-  limiterAtLimit: 25,
+  limiterAtLimit: 12,
 };
 
 describe('transport faults', () => {
