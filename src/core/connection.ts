@@ -169,9 +169,10 @@ export class Connection {
       try {
         threads = await session.readThreads(page);
       } catch (error) {
-        // Refused: read one by one, as before. Lost: the reconnect and its resync take over.
+        // Said in the log; refused: this connection reads each thread, as before. Lost: the
+        // reconnect and its resync take over.
+        core.readFailed('thread/list', error);
         if (error instanceof RpcError) this.noStatusPages.add(session);
-        else core.readFailed('thread/list', error);
         return;
       }
       if (threads === null) {
