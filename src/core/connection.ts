@@ -1,7 +1,7 @@
 // The connection to the daemon and the resync: connect (and reconnect with backoff when the
 // socket is missing or closes), then a full pass over the daemon's loaded threads, again every
 // `resyncMs` (what notifications missed, e.g. after a daemon restart).
-import type { DaemonSession } from '../protocol/daemon';
+import { type DaemonSession, RpcError, STATUS_PAGE } from '../protocol/daemon';
 import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
@@ -15,6 +15,8 @@ export class Connection {
   private reconnectTimer: TimerHandle | null = null;
   private resyncTimer: TimerHandle | null = null;
   private reconnectAttempt = 0;
+  /** Sessions whose daemon does not filter `thread/list` by id (0.169.0): statuses are read one by one. */
+  private readonly noStatusPages = new WeakSet<DaemonSession>();
 
   constructor(
     private readonly core: EngineCore,
@@ -137,6 +139,7 @@ export class Connection {
         this.looks.markUnloaded(w);
       }
     }
+    await this.readStatuses(session, ids);
     await Promise.all(ids.map((id) => core.inLane(id, () => this.looks.refresh(session, id))));
     // Then the goals of the Codex home that live in other Codex apps.
     try {
@@ -146,5 +149,42 @@ export class Connection {
     }
     core.hooks.reschedule();
     await core.persist();
+  }
+
+  /**
+   * The statuses of the loaded threads not subscribed yet (those the resync may arm), read in
+   * pages of `STATUS_PAGE` (measured: the live status `thread/read` gives, docs/daemon-behaviour.md
+   * (n)) instead of one `thread/read` each when the arming subscribes: a status that says a turn
+   * runs lets it resume at once. A status an event brought meanwhile is newer, and kept. Where
+   * the daemon does not filter by id (0.169.0), nothing is read here: the arming reads each thread.
+   */
+  private async readStatuses(session: DaemonSession, ids: readonly string[]): Promise<void> {
+    const core = this.core;
+    if (this.noStatusPages.has(session)) return;
+    const unsubscribed = ids.filter((id) => !core.liveOf(id).subscribed);
+    for (let from = 0; from < unsubscribed.length; from += STATUS_PAGE) {
+      const page = unsubscribed.slice(from, from + STATUS_PAGE);
+      const seqs = page.map((id) => core.liveOf(id).seq);
+      let threads;
+      try {
+        threads = await session.readThreads(page);
+      } catch (error) {
+        // Said in the log; refused: this connection reads each thread, as before. Lost: the
+        // reconnect and its resync take over.
+        core.readFailed('thread/list', error);
+        if (error instanceof RpcError) this.noStatusPages.add(session);
+        return;
+      }
+      if (threads === null) {
+        this.noStatusPages.add(session);
+        return;
+      }
+      const byId = new Map(threads.map((t) => [t.id, t]));
+      page.forEach((id, i) => {
+        const live = core.liveOf(id);
+        const thread = byId.get(id);
+        if (thread && live.seq === seqs[i] && !live.subscribed) live.status = thread.status;
+      });
+    }
   }
 }

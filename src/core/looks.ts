@@ -300,7 +300,8 @@ export class Looks {
     if (w?.goal?.status === 'active' && !running()) {
       // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
       // i.e. restarts work the user interrupted. Subscribe only while a turn runs: the thread's
-      // status says so, and only when it does not, its newest turn is read too.
+      // status says so (read here unless the resync's page of statuses, or an event since, says
+      // a turn runs), and only when it does not, its newest turn is read too.
       const seq = live.seq;
       const thread = await session.readThread(threadId);
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event

@@ -12,6 +12,8 @@ import {
   type RequestId,
   RpcError,
   type Resumed,
+  STATUS_PAGE,
+  type Thread,
   type ThreadPage,
 } from './daemon';
 import { daemonVersion } from '../model/codexVersion';
@@ -176,6 +178,23 @@ class JsonRpcDaemon implements DaemonSession {
     };
     const page = await this.call('thread/list', cursor ? { ...params, cursor } : params, ThreadListResultSchema);
     return { threads: page.data, nextCursor: page.nextCursor ?? null };
+  }
+
+  async readThreads(threadIds: readonly string[]): Promise<Thread[] | null> {
+    if (threadIds.length === 0) return [];
+    if (threadIds.length > STATUS_PAGE) throw new Error(`internal: ${threadIds.length} thread ids in one page`);
+    const page = await this.call(
+      'thread/list',
+      {
+        includedThreadIds: [...threadIds],
+        limit: threadIds.length,
+        sourceKinds: [...LISTED_SOURCES],
+        useStateDbOnly: true,
+      },
+      ThreadListResultSchema,
+    );
+    const asked = new Set(threadIds);
+    return page.data.every((t) => asked.has(t.id)) ? page.data : null;
   }
 
   async getGoal(threadId: string) {

@@ -46,6 +46,13 @@ export interface DaemonSession {
   listThreads(cursor: string | null, limit: number): Promise<ThreadPage>;
   getGoal(threadId: string): Promise<ThreadGoal | null>;
   readThread(threadId: string): Promise<Thread>;
+  /**
+   * These threads (at most `STATUS_PAGE`) in one `thread/list {includedThreadIds}`, each with its
+   * live status (measured: the status `thread/read` gives, docs/daemon-behaviour.md (n)). Null
+   * when the daemon does not filter by id (0.169.0 ignores the parameter and lists everything):
+   * read each thread instead. A thread the page leaves out (another source, archived) is not in it.
+   */
+  readThreads(threadIds: readonly string[]): Promise<Thread[] | null>;
   /** The newest turn of the thread, or null when it has none. */
   latestTurn(threadId: string): Promise<Turn | null>;
   /**
@@ -66,6 +73,9 @@ export interface DaemonSession {
 }
 
 export type Connector = (listener: DaemonListener) => Promise<DaemonSession>;
+
+/** The most thread ids one `thread/list {includedThreadIds}` may name (the daemon's limit). */
+export const STATUS_PAGE = 100;
 
 /** The daemon answered with an error. It may still have acted: decide from its state. */
 export class RpcError extends Error {

@@ -188,6 +188,8 @@ export class FakeDaemon {
   setError: { code: number; message: string } | null = null;
   /** When set, `thread/resume` fails with this message. */
   resumeError: string | null = null;
+  /** `thread/list` ignores `includedThreadIds` and lists everything, as 0.169.0 does (0.171.0 filters). */
+  listIgnoresIncludedIds = false;
   rateLimitResetSeconds: number | null = null;
   /** Refuse new connections (a daemon that is down). */
   down = false;
@@ -479,7 +481,13 @@ export class FakeDaemon {
         return reply({ data: [...this.threads.values()].filter((x) => x.loaded).map((x) => x.id), nextCursor: null });
       case 'thread/list': {
         // Newest update first (the order the engine asks for), `limit` a page, the cursor an offset.
-        const all = [...this.threads.values()].sort((a, b) => this.updatedAtOf(b) - this.updatedAtOf(a));
+        let all = [...this.threads.values()].sort((a, b) => this.updatedAtOf(b) - this.updatedAtOf(a));
+        const included: unknown = p.includedThreadIds;
+        if (Array.isArray(included) && !this.listIgnoresIncludedIds) {
+          // As 0.171.0: up to 100 ids (a larger list is refused), the same filter on every page.
+          if (included.length > 100) return fail(-32600, 'includedThreadIds: at most 100 thread ids');
+          all = all.filter((x) => included.includes(x.id));
+        }
         const from = typeof p.cursor === 'string' ? Number(p.cursor) : 0;
         const limit = typeof p.limit === 'number' ? p.limit : 50;
         const page = all.slice(from, from + limit);

@@ -465,6 +465,7 @@ export class FaultProxy {
           return goal;
         }),
       readThread: (threadId) => timing(session.readThread(threadId)),
+      readThreads: (threadIds) => timing(session.readThreads(threadIds)),
       latestTurn: (threadId) => timing(session.latestTurn(threadId)),
       resume: (threadId) => timing(session.resume(threadId)),
       setGoalActive: (threadId) => {
