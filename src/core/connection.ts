@@ -10,6 +10,10 @@ import type { HomeScan } from './homeScan';
 import type { Looks } from './looks';
 import { untestedVersionWarning } from '../model/codexVersion';
 import { errorText } from '../util/errorText';
+import { eachAtMost } from '../util/serial';
+
+/** How many threads a resync looks at side by side (a few requests in flight, not 10,000). */
+export const RESYNC_WIDTH = 32;
 
 export class Connection {
   private reconnectTimer: TimerHandle | null = null;
@@ -140,7 +144,7 @@ export class Connection {
       }
     }
     await this.readStatuses(session, ids);
-    await Promise.all(ids.map((id) => core.inLane(id, () => this.looks.refresh(session, id))));
+    await eachAtMost(ids, RESYNC_WIDTH, (id) => core.inLane(id, () => this.looks.refresh(session, id)));
     // Then the goals of the Codex home that live in other Codex apps.
     try {
       await this.home.scan(session, loaded);

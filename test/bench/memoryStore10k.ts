@@ -14,6 +14,8 @@ import { rng } from '../support/random';
 import { PollingReconciler } from './baselines/pollingReconciler';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import { STATUS_PAGE } from '../../src/protocol/daemon';
+import { RESYNC_WIDTH } from '../../src/core/connection';
+import { eachAtMost } from '../../src/util/serial';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
 interface Footprint {
@@ -137,7 +139,8 @@ async function product(dir: string, threads: number, failing: number): Promise<F
 /**
  * The CPU of the arming's requests alone: the statuses in pages of 100 (`thread/list
  * {includedThreadIds}`), then for every loaded thread the goal and the resume (with its newest
- * turn), through the same client and fake daemon, all at once, with no engine and no store. What
+ * turn), through the same client and fake daemon, as many at once as the resync has in flight
+ * (`RESYNC_WIDTH`), with no engine and no store. What
  * any arming that subscribes while a turn runs pays at the least.
  */
 async function requestsAlone(dir: string, threads: number): Promise<number> {
@@ -147,12 +150,10 @@ async function requestsAlone(dir: string, threads: number): Promise<number> {
   const ids = await session.listLoaded();
   for (let from = 0; from < ids.length; from += STATUS_PAGE)
     await session.readThreads(ids.slice(from, from + STATUS_PAGE));
-  await Promise.all(
-    ids.map(async (id) => {
-      await session.getGoal(id);
-      await session.resume(id);
-    }),
-  );
+  await eachAtMost(ids, RESYNC_WIDTH, async (id) => {
+    await session.getGoal(id);
+    await session.resume(id);
+  });
   const ms = cpuMs(cpu);
   await session.close();
   return ms;
@@ -257,7 +258,7 @@ export const memoryStore10k: Bench = {
         "Save: the product writes its snapshot atomically and durably (fsync of file and directory), and a write-ahead appends one fdatasync'd journal record; the baseline does a plain writeFileSync of everything every time; load: the product makes every record whole (a stored record leaves out the fields at their schema default: src/store/watchRecord.ts) and validates it (zod, or the faster path compiled from the same schema for a record zod would accept unchanged: src/store/fastCheck.ts) and replays its journal (empty here), the baseline only JSON.parses. A ratio below 1 there is the price of durability and validation.",
         'Load: measured once the engine (or the baseline) has stopped, for both (each still holding what it kept in memory, and the fleet); the median of 5 loads, each after a forced collection (a load happens once, as a process starts: the garbage of the load before it is no part of its cost).',
         "In VS Code the state goes to globalState (one JSON value in VS Code's storage), the same document as the file.",
-        "The arming's requests alone: the statuses in pages of 100 (thread/list {includedThreadIds}, as 0.171.0 answers it; 0.169.0 ignores the filter and the arming reads each thread), then thread/goal/get and thread/resume (with its newest turn) for every thread, all at once, through the same client and fake daemon, with no engine and no store: what an arming that subscribes while a turn runs (and knows the status first, so a resume never restarts work a person stopped) pays at the least, against the baseline's one thread/goal/get per thread.",
+        `The arming's requests alone: the statuses in pages of 100 (thread/list {includedThreadIds}, as 0.171.0 answers it; 0.169.0 ignores the filter and the arming reads each thread), then thread/goal/get and thread/resume (with its newest turn) for every thread, ${RESYNC_WIDTH} threads at a time (as the resync: RESYNC_WIDTH), through the same client and fake daemon, with no engine and no store: what an arming that subscribes while a turn runs (and knows the status first, so a resume never restarts work a person stopped) pays at the least, against the baseline's one thread/goal/get per thread.`,
       ],
     };
   },

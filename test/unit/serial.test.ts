@@ -1,8 +1,8 @@
 // The serialization primitive (src/util/serial.ts): order, isolation of failures, and lanes that
-// run side by side per key and are forgotten when idle.
+// run side by side per key and are forgotten when idle; work over many items, a few at a time.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Lanes, Serial } from '../../src/util/serial';
+import { eachAtMost, Lanes, Serial } from '../../src/util/serial';
 
 function gate(): { open: () => void; opened: Promise<void> } {
   let open = (): void => undefined;
@@ -64,5 +64,41 @@ describe('Lanes', () => {
     assert.deepEqual(log, ['a1', 'b1', 'a2']);
     assert.equal(lanes.size, 0);
     assert.equal(lanes.busy('a'), false);
+  });
+});
+
+describe('eachAtMost', () => {
+  test('never runs more than `width` at once, starts items in order, and does every one', async () => {
+    let running = 0;
+    let most = 0;
+    const started: number[] = [];
+    await eachAtMost([...Array(50).keys()], 4, async (i) => {
+      started.push(i);
+      running += 1;
+      most = Math.max(most, running);
+      for (let k = 0; k < (i % 3) + 1; k++) await new Promise((r) => setImmediate(r));
+      running -= 1;
+    });
+    assert.equal(most, 4);
+    assert.deepEqual(started, [...Array(50).keys()]);
+  });
+
+  test('rejects with the first failure, and starts nothing after it', async () => {
+    const started: number[] = [];
+    await assert.rejects(
+      eachAtMost([...Array(20).keys()], 3, async (i) => {
+        started.push(i);
+        await new Promise((r) => setImmediate(r));
+        if (i === 4) throw new Error(`item ${i} failed`);
+      }),
+      /item 4 failed/,
+    );
+    await new Promise((r) => setImmediate(r));
+    assert.ok(started.length < 20, `started ${started.length} of 20`);
+    assert.ok(Math.max(...started) <= 4 + 3, `nothing much after the failure: ${started.join(',')}`);
+  });
+
+  test('no items: resolves at once', async () => {
+    await eachAtMost([], 8, () => Promise.reject(new Error('never called')));
   });
 });
