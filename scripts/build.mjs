@@ -15,21 +15,29 @@ if (metaAt >= 0 && !metafile) throw new Error('--metafile needs a file name');
 // The extension's WebSocket never compresses (src/protocol/webSocketTransport.ts passes
 // perMessageDeflate: false, and ws aborts a handshake whose server enables an extension that was
 // not asked for): ws's permessage-deflate module is bundled as the one thing ws reads of it
-// there, its extension name; constructing it (compression asked for) fails loudly.
-const wsWithoutDeflate = {
-  name: 'ws-without-permessage-deflate',
-  setup(b) {
-    b.onResolve({ filter: /^\.\/permessage-deflate$/ }, (args) =>
-      /[\\/]node_modules[\\/]ws[\\/]lib$/.test(args.resolveDir)
-        ? { path: 'permessage-deflate', namespace: 'ws-without-deflate' }
-        : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'ws-without-deflate' }, () => ({
-      loader: 'js',
-      contents: `module.exports = class PerMessageDeflate {
+// there, its extension name; constructing it (compression asked for) fails loudly. ws's parser
+// and writer of the Sec-WebSocket-Extensions header (lib/extension.js) are used only once
+// compression is asked for (the writer, after constructing it) or a server answered with an
+// extension that was asked for (the parser): both fail loudly too.
+const WS_STUBS = {
+  'permessage-deflate': `module.exports = class PerMessageDeflate {
   static get extensionName() { return 'permessage-deflate'; }
   constructor() { throw new Error('WebSocket compression (permessage-deflate) is not in this bundle'); }
 };`,
+  extension: `const none = () => { throw new Error('WebSocket extensions are not in this bundle'); };
+module.exports = { format: none, parse: none };`,
+};
+const wsWithoutDeflate = {
+  name: 'ws-without-permessage-deflate',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/(permessage-deflate|extension)$/ }, (args) =>
+      /[\\/]node_modules[\\/]ws[\\/]lib$/.test(args.resolveDir)
+        ? { path: args.path.slice(2), namespace: 'ws-without-deflate' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'ws-without-deflate' }, (args) => ({
+      loader: 'js',
+      contents: WS_STUBS[args.path],
     }));
   },
 };

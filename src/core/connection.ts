@@ -14,6 +14,8 @@ import { eachAtMost } from '../util/serial';
 
 /** How many threads a resync looks at side by side (a few requests in flight, not 10,000). */
 export const RESYNC_WIDTH = 32;
+/** While a resync looks, it saves (then announces) after every so many threads, and at its end. */
+const RESYNC_SAVE_EVERY = 256;
 
 export class Connection {
   private reconnectTimer: TimerHandle | null = null;
@@ -144,7 +146,18 @@ export class Connection {
       }
     }
     await this.readStatuses(session, ids);
-    await eachAtMost(ids, RESYNC_WIDTH, (id) => core.inLane(id, () => this.looks.refresh(session, id)));
+    // What the looks decide is saved and announced every RESYNC_SAVE_EVERY threads, not at every
+    // turn of the event loop (a save between two looks holds what they decided, whoever asked).
+    const letGo = core.holdSaves();
+    let looked = 0;
+    try {
+      await eachAtMost(ids, RESYNC_WIDTH, async (id) => {
+        await core.inLane(id, () => this.looks.refresh(session, id));
+        if (++looked % RESYNC_SAVE_EVERY === 0) void core.track(core.persist());
+      });
+    } finally {
+      letGo();
+    }
     // Then the goals of the Codex home that live in other Codex apps.
     try {
       await this.home.scan(session, loaded);

@@ -159,6 +159,11 @@ export class EngineCore {
     return this.saver.persist();
   }
 
+  /** Holds the saves that can wait while a pass looks at many threads (Saver.hold); call the result to let go. */
+  holdSaves(): () => void {
+    return this.saver.hold();
+  }
+
   /** Schedules an evaluation of the thread after the work already queued for it. */
   touch(threadId: string): void {
     this.mark(threadId);

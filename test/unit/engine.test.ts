@@ -1139,6 +1139,38 @@ describe('engine: durable before announced', () => {
     assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 1);
   });
 
+  it('a resync over many threads saves every few hundred looks, not once per turn of the loop, and still announces each arming after the save that holds it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    const threads = 600;
+    for (let i = 1; i <= threads; i++)
+      daemon.addThread(`thread-${i}`, 'active', testTurn('turn-1', 'inProgress'), 'active');
+    /** For each save: how many decisions had been announced when it was asked for, and what it held. */
+    const saves: Array<{ announced: number; ids: Set<string> }> = [];
+    let announced = (): number => 0;
+    class CountingStore extends MemoryStore {
+      override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
+        saves.push({ announced: announced(), ids: new Set(Object.keys(state.watches)) });
+        await super.save(state, changed);
+      }
+    }
+    const h = await makeHarness({ dir, daemon, store: new CountingStore(), start: false });
+    harnesses.push(h);
+    announced = () => h.decisions.length;
+    await h.engine.start();
+    await h.settle();
+    assert.equal(h.engine.watches().filter((w) => w.state.kind === 'running').length, threads);
+    const armed = h.decisions.flatMap((d, i) => (d.type === 'armed' ? [{ i, threadId: d.threadId }] : []));
+    assert.equal(armed.length, threads, 'every arming is announced');
+    for (const { i, threadId } of armed)
+      assert.ok(
+        saves.some((save) => save.announced <= i && save.ids.has(threadId)),
+        `${threadId} was announced (decision ${i}) before a save held it`,
+      );
+    // One save per turn of the event loop made it about one save per 2 threads armed here.
+    assert.ok(saves.length <= 12, `${saves.length} saves to arm ${threads} threads`);
+  });
+
   it('a failing write-ahead save never sends the set; the recovery waits and tries again once the disk is back', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
