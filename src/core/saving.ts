@@ -122,6 +122,7 @@ export class Saver {
 
   private async saveNow(): Promise<boolean> {
     this.queuedSave = null;
+    this.heldSave = false; // this save holds whatever a hold kept back so far
     const started = this.deps.clock.now();
     const announce = this.outbox.splice(0);
     const views = this.viewsStale || announce.length > 0;
@@ -159,7 +160,10 @@ export class Saver {
    */
   private commitSoon(): void {
     if (this.holds > 0) {
+      // Saved by the pass's next save, and within LAZY_SAVE_MS whatever the pass does (a look
+      // may wait up to a request's timeout).
       this.heldSave = true;
+      this.persistSoon();
       return;
     }
     void this.deps.track(this.persist(true));
@@ -170,8 +174,9 @@ export class Saver {
    * many threads: what they decide is saved, then announced, by the pass's own saves (it calls
    * `persist` every so many threads, and at its end) or by any other save, instead of one save
    * per turn of the event loop (arming 10,000 threads 32 at a time: 1,300 saves, each with its
-   * fdatasync, against 40). Nothing is announced before it is saved. The returned function lets
-   * go (once); the last to let go saves what was held.
+   * fdatasync, against 40), or by a lazy save (`persistSoon`) at most LAZY_SAVE_MS later. Nothing
+   * is announced before it is saved. The returned function lets go (once); the last to let go
+   * saves what was held.
    */
   hold(): () => void {
     this.holds += 1;

@@ -1,0 +1,113 @@
+// The saver (src/core/saving.ts): what a pass's hold does to the saves that can wait. Held, an
+// announcement waits for the pass's own save, or for the lazy save a second later, whichever
+// comes first; it is never announced before the save that holds it. No engine: a fake clock and
+// a store in memory.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Decision } from '../../src/model/decision';
+import { Saver } from '../../src/core/saving';
+import { emptyState, newWatch, type PersistedState } from '../../src/model/watch';
+import { FakeClock } from '../support/fakeClock';
+import { MemoryStore } from '../support/memoryStore';
+
+const turns = async (n = 5): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+function saverWorld(): {
+  saver: Saver;
+  clock: FakeClock;
+  store: MemoryStore;
+  state: PersistedState;
+  /** Each announcement, with whether the store held its thread when it went out. */
+  said: Array<{ decision: Decision; saved: boolean }>;
+  arm: (threadId: string) => void;
+} {
+  const clock = new FakeClock();
+  const store = new MemoryStore();
+  const state = emptyState();
+  const said: Array<{ decision: Decision; saved: boolean }> = [];
+  const saver = new Saver({
+    store,
+    clock,
+    onDecision: (decision) =>
+      said.push({ decision, saved: 'threadId' in decision && store.saved.watches[decision.threadId!] !== undefined }),
+    state: () => state,
+    track: (p) => p,
+    stopped: () => false,
+  });
+  const arm = (threadId: string): void => {
+    state.watches[threadId] = newWatch(threadId, clock.now());
+    saver.emit({ type: 'armed', threadId, title: threadId });
+  };
+  return { saver, clock, store, state, said, arm };
+}
+
+describe('Saver.hold', () => {
+  test('unheld: an announcement goes out after the save of the next turn', async () => {
+    const { store, said, arm } = saverWorld();
+    arm('thread-1');
+    await turns();
+    assert.equal(store.saves, 1);
+    assert.deepEqual(
+      said.map((s) => [s.decision.type, s.saved]),
+      [['armed', true]],
+    );
+  });
+
+  test("held: announcements wait for the pass's save, which holds them all; nothing is saved per turn", async () => {
+    const { saver, store, said, arm } = saverWorld();
+    const letGo = saver.hold();
+    for (let i = 1; i <= 5; i++) {
+      arm(`thread-${i}`);
+      await turns();
+    }
+    assert.equal(store.saves, 0, 'saved while held');
+    assert.equal(said.length, 0, 'announced while held, before any save');
+    await saver.persist(); // the pass's own save
+    assert.equal(store.saves, 1);
+    assert.equal(said.length, 5);
+    assert.ok(
+      said.every((s) => s.saved),
+      'announced before the save that holds it',
+    );
+    letGo();
+    await turns();
+    assert.equal(store.saves, 1, 'nothing was held since the last save: no save at letting go');
+  });
+
+  test('held: the last to let go saves what was held, then announces it', async () => {
+    const { saver, store, said, arm } = saverWorld();
+    const first = saver.hold();
+    const second = saver.hold();
+    arm('thread-1');
+    await turns();
+    first();
+    first(); // letting go twice counts once
+    await turns();
+    assert.equal(store.saves, 0, 'saved while another pass still holds');
+    second();
+    await turns();
+    assert.equal(store.saves, 1);
+    assert.deepEqual(
+      said.map((s) => [s.decision.type, s.saved]),
+      [['armed', true]],
+    );
+  });
+
+  test('held: what waits is saved and announced a second later, whatever the pass does', async () => {
+    const { saver, clock, store, said, arm } = saverWorld();
+    saver.hold(); // a pass whose look waits on the daemon: never lets go here
+    arm('thread-1');
+    await clock.advance(999);
+    await turns();
+    assert.equal(said.length, 0, 'announced before the lazy save');
+    await clock.advance(1);
+    await turns();
+    assert.equal(store.saves, 1);
+    assert.deepEqual(
+      said.map((s) => [s.decision.type, s.saved]),
+      [['armed', true]],
+    );
+  });
+});
