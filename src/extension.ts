@@ -123,31 +123,9 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const status = new RecoveryStatusBar(`${VIEW_ID}.focus`);
   const countdown = new Countdown();
 
-  const render = () => {
-    const snap = service().snapshot();
-    const ticking = status.render(snap);
-    countdown.set(ticking);
-    view.message =
-      snap.connection.kind === 'disconnected'
-        ? `Not connected: ${snap.connection.detail}`
-        : snap.pausedAt !== null
-          ? 'Auto-recovery is paused: nothing is retried until you resume it.'
-          : undefined;
-    void vscode.commands.executeCommand('setContext', 'codexGoalRecovery.paused', snap.pausedAt !== null);
-    void vscode.commands.executeCommand(
-      'setContext',
-      'codexGoalRecovery.connected',
-      snap.connection.kind === 'connected',
-    );
-    void vscode.commands.executeCommand(
-      'setContext',
-      'codexGoalRecovery.noDaemon',
-      snap.connection.kind === 'disconnected',
-    );
-  };
   const onChange = () => {
     tree.refresh();
-    render();
+    countdown.set(status.render(service().snapshot()));
   };
 
   context.subscriptions.push(

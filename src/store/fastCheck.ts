@@ -10,8 +10,8 @@ import type { $ZodType } from 'zod/v4/core';
 /** A compiled check: `true` means the schema accepts `value` unchanged. */
 export type FastCheck = (value: unknown) => boolean;
 
-/** The parts of zod's (v4 core) definitions the check reads. */
-interface Def {
+/** The parts of zod's (v4 core) definitions read here (and by ./watchRecord.ts). */
+export interface Def {
   type: string;
   /** A format the schema itself checks (zod/mini's `z.int()` is a number of format `safeint`). */
   format?: string;
@@ -29,6 +29,8 @@ interface Def {
   in?: Schema;
   out?: Schema;
   transform?: (value: unknown, ctx: unknown) => unknown;
+  /** A `_default`'s value. */
+  defaultValue?: unknown;
 }
 interface CheckDef {
   check: string;
@@ -37,7 +39,7 @@ interface CheckDef {
   inclusive?: boolean;
   minimum?: number;
 }
-interface Schema {
+export interface Schema {
   _zod: { def: Def };
 }
 

@@ -9,14 +9,7 @@
 import type { $ZodType } from 'zod/v4/core';
 import { noEntries } from '../model/sharedState';
 import { WatchedThreadSchema, type WatchedThread } from '../model/watch';
-
-/** The parts of zod's (v4 core) definitions read here. */
-interface Def {
-  type: string;
-  shape?: Record<string, { _zod: { def: Def } }>;
-  out?: { _zod: { def: Def } };
-  defaultValue?: unknown;
-}
+import type { Def } from './fastCheck';
 
 /** A field of the record, and the value a stored record leaves out (null: none, always written). */
 interface Field {

@@ -1,10 +1,27 @@
-// What follows the state beside the tree's rows: the view's badge (goals that wait for a person)
-// and the context keys that show the palette's thread commands only when some row offers them
-// (package.json `menus.commandPalette`). Set again at every change, but sent only when they change.
+// What follows the state beside the tree's rows: the view's badge (goals that wait for a person),
+// its message (why nothing is retried now), and the context keys that show the palette's commands
+// only when they apply (package.json `menus.commandPalette`): Pause or Resume, Start Codex daemon,
+// and the thread commands some row offers. Set again at every change, but sent only when they change.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
 import { canPauseGoal, canRetryNow, isDisarmed } from '../model/watch';
 import { attentionBadge } from './rowText';
+
+/** The text above the rows: why nothing is retried now (no daemon, or paused by you); none otherwise. */
+export function viewMessage(snap: EngineSnapshot): string | undefined {
+  if (snap.connection.kind === 'disconnected') return vscode.l10n.t('Not connected: {0}', snap.connection.detail);
+  if (snap.pausedAt !== null) return vscode.l10n.t('Auto-recovery is paused: nothing is retried until you resume it.');
+  return undefined;
+}
+
+/** Context key → the pause and the connection, for Pause/Resume and Start Codex daemon in the palette. */
+export function stateKeys(snap: EngineSnapshot): Record<string, boolean> {
+  return {
+    'codexGoalRecovery.paused': snap.pausedAt !== null,
+    'codexGoalRecovery.connected': snap.connection.kind === 'connected',
+    'codexGoalRecovery.noDaemon': snap.connection.kind === 'disconnected',
+  };
+}
 
 /** Context key → whether some watched thread offers that command. */
 export function threadCommandKeys(snap: EngineSnapshot): Record<string, boolean> {
@@ -19,7 +36,7 @@ export function threadCommandKeys(snap: EngineSnapshot): Record<string, boolean>
   };
 }
 
-/** Keeps the view's badge and the palette's context keys in step with the service's state. */
+/** Keeps the view's badge, its message and the palette's context keys in step with the service's state. */
 export function followViewState(
   view: vscode.TreeView<unknown>,
   service: () => { snapshot(): EngineSnapshot },
@@ -35,7 +52,9 @@ export function followViewState(
       badge = key;
       view.badge = next;
     }
-    for (const [k, v] of Object.entries(threadCommandKeys(snap))) {
+    const message = viewMessage(snap);
+    if (message !== view.message) view.message = message;
+    for (const [k, v] of Object.entries({ ...stateKeys(snap), ...threadCommandKeys(snap) })) {
       if (sent.get(k) === v) continue;
       sent.set(k, v);
       void vscode.commands.executeCommand('setContext', k, v);

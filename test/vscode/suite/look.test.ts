@@ -12,7 +12,7 @@ import { maskSecrets } from '../../../src/commands/diagnostics';
 import { tooltip } from '../../../src/views/presentation';
 import { attentionBadge, heldBy, rowDescription, waitsForPerson } from '../../../src/views/rowText';
 import { RecoveryStatusBar } from '../../../src/views/statusBar';
-import { threadCommandKeys } from '../../../src/views/viewState';
+import { stateKeys, threadCommandKeys, viewMessage } from '../../../src/views/viewState';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
 const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
@@ -145,6 +145,34 @@ suite('the badge: goals that wait for a person', () => {
     assert.equal(keys['codexGoalRecovery.canRetry'], true);
     assert.equal(keys['codexGoalRecovery.canRearm'], false);
     assert.equal(keys['codexGoalRecovery.canWatch'], false);
+  });
+
+  test('Pause or Resume, and Start Codex daemon, follow the pause and the connection; the view says why nothing is retried', () => {
+    const connected = snapshot([backoff()]);
+    assert.deepEqual(stateKeys(connected), {
+      'codexGoalRecovery.paused': false,
+      'codexGoalRecovery.connected': true,
+      'codexGoalRecovery.noDaemon': false,
+    });
+    assert.equal(viewMessage(connected), undefined);
+    const paused = snapshot([backoff()], { pausedAt: NOW });
+    assert.equal(stateKeys(paused)['codexGoalRecovery.paused'], true);
+    assert.equal(viewMessage(paused), 'Auto-recovery is paused: nothing is retried until you resume it.');
+    const gone = snapshot([], {
+      connection: { kind: 'disconnected', detail: 'no socket at /tmp/x.sock', retryAt: NOW },
+    });
+    assert.deepEqual(stateKeys(gone), {
+      'codexGoalRecovery.paused': false,
+      'codexGoalRecovery.connected': false,
+      'codexGoalRecovery.noDaemon': true,
+    });
+    // Not connected says so first, paused or not.
+    assert.equal(viewMessage({ ...gone, pausedAt: NOW }), 'Not connected: no socket at /tmp/x.sock');
+    const connecting = snapshot([], { connection: { kind: 'connecting', detail: 'connecting' } });
+    assert.deepEqual(
+      [stateKeys(connecting)['codexGoalRecovery.connected'], stateKeys(connecting)['codexGoalRecovery.noDaemon']],
+      [false, false],
+    );
   });
 });
 
