@@ -1171,6 +1171,38 @@ describe('engine: durable before announced', () => {
     assert.ok(saves.length <= 12, `${saves.length} saves to arm ${threads} threads`);
   });
 
+  it('a crash in the middle of a resync that arms many threads: every arming announced was saved, and the restarted engine arms the rest, each announced once', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
+    const daemon = new FakeDaemon(dir);
+    const threads = 600;
+    for (let i = 1; i <= threads; i++)
+      daemon.addThread(`thread-${i}`, 'active', testTurn('turn-1', 'inProgress'), 'active');
+    const store = new MemoryStore();
+    const first = await makeHarness({ dir, daemon, store, start: false });
+    harnesses.push(first);
+    void first.engine.start();
+    // Dropped at the resync's first save of its armings (every 256 looks): the rest is only in memory.
+    await until(() => Object.keys(store.saved.watches).length > 0);
+    first.crash();
+    const saved = new Set(Object.keys(store.saved.watches));
+    assert.ok(saved.size > 0 && saved.size < threads, `crashed mid-arming: ${saved.size} of ${threads} saved`);
+    const announcedBefore = first.decisions.flatMap((d) => (d.type === 'armed' ? [d.threadId] : []));
+    for (const id of announcedBefore) assert.ok(saved.has(id), `${id} was announced, then lost in the crash`);
+
+    const second = await makeHarness({ dir, daemon, store });
+    harnesses.push(second);
+    await second.settle();
+    assert.equal(second.engine.watches().filter((w) => w.state.kind === 'running').length, threads);
+    const armedAgain = second.decisions.flatMap((d) => (d.type === 'armed' ? [d.threadId] : []));
+    assert.equal(new Set(armedAgain).size, armedAgain.length, 'an arming announced twice');
+    assert.deepEqual(
+      new Set(armedAgain),
+      new Set([...Array(threads).keys()].map((i) => `thread-${i + 1}`).filter((id) => !saved.has(id))),
+      'the restarted engine arms exactly what the crash lost',
+    );
+    assert.equal(Object.keys(store.saved.watches).length, threads);
+  });
+
   it('a failing write-ahead save never sends the set; the recovery waits and tries again once the disk is back', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
