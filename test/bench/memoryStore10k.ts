@@ -140,8 +140,8 @@ async function product(dir: string, threads: number, failing: number): Promise<F
  * The CPU of the arming's requests alone: the statuses in pages of 100 (`thread/list
  * {includedThreadIds}`), then for every loaded thread the goal and the resume (with its newest
  * turn), through the same client and fake daemon, as many at once as the resync has in flight
- * (`RESYNC_WIDTH`), with no engine and no store. What
- * any arming that subscribes while a turn runs pays at the least.
+ * (`RESYNC_WIDTH`), with no engine and no store. What any arming that subscribes while a turn
+ * runs pays at the least.
  */
 async function requestsAlone(dir: string, threads: number): Promise<number> {
   const { daemon } = healthyFleet(dir, threads);
