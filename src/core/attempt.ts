@@ -217,6 +217,10 @@ export class Attempts {
       await this.calledOff(p, error);
       return;
     }
+    // A leader stopped or blocked past its lease sends nothing: another engine may have recovered
+    // this very turn meanwhile. It is stepping down; the intent on disk is resolved from the
+    // daemon's state by whichever engine looks next. Checked with no `await` before the set.
+    if (core.fence() !== null) return;
     // What it announces is on disk already (the write-ahead: `recovering`, the intent): the set
     // goes out at once, and the line follows with the next save (waiting for one here would put
     // every save under way between the due time and the set).

@@ -28,6 +28,12 @@ export interface EngineDeps {
   onChange?: () => void;
   /** Called before each read of a rollout, with its file position and length (tests, diagnostics). */
   onRolloutRead?: (path: string, position: number, length: number) => void;
+  /**
+   * Null while this engine may act; else why not (src/leader/lease.ts: the lease of the process
+   * that leads ran out, or it no longer leads). Asked right before every write to the daemon,
+   * every save and every announcement, with no `await` in between; omitted, it always may.
+   */
+  fence?: () => string | null;
 }
 
 /** What the parts ask of one another, wired by the engine. */
@@ -73,10 +79,22 @@ export class EngineCore {
       state: () => this.state,
       track: (p) => this.track(p),
       stopped: () => this.stopped,
+      fence: () => this.fence(),
     });
   }
 
   /** The state the engine owns; replacing it (a load, a reset) re-reads which watches are scheduled. */
+  /** Null while this engine may act (EngineDeps.fence); else why not. */
+  fence(): string | null {
+    return this.deps.fence?.() ?? null;
+  }
+
+  /** Throws, saying why, when this engine may not act now (a person's command on a stale leader). */
+  mustLead(what: string): void {
+    const reason = this.fence();
+    if (reason !== null) throw new Error(`${what}: not done: ${reason}`);
+  }
+
   get state(): PersistedState {
     return this.current;
   }

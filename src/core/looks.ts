@@ -315,6 +315,7 @@ export class Looks {
       }
     }
     let resumed: Resumed;
+    if (core.fence() !== null) return null; // a stale leader writes nothing to the daemon
     try {
       resumed = await session.resume(threadId);
     } catch (error) {

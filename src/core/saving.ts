@@ -20,6 +20,8 @@ export interface SaverDeps {
   track: <T>(promise: Promise<T>) => Promise<T>;
   /** The engine is stopping: no lazy save is started any more. */
   stopped: () => boolean;
+  /** Null while this engine may save and announce; else why not (EngineDeps.fence). */
+  fence: () => string | null;
 }
 
 /** How long a save that can wait (`persistSoon`) waits for others to share it. */
@@ -133,6 +135,9 @@ export class Saver {
     this.dirty.clear();
     this.allDirty = false;
     let failure: Decision | null = null;
+    // A leader whose lease ran out saves nothing and announces nothing: another engine may be
+    // leading with the same store by now (src/leader/lease.ts). It is stepping down.
+    if (this.deps.fence() !== null) return false;
     try {
       await this.deps.store.save(this.deps.state(), changed);
       this.saveMs.push(Math.max(0, this.deps.clock.now() - started));
@@ -145,7 +150,9 @@ export class Saver {
         message: `could not save state to ${this.deps.store.location}: ${errorText(error)}`,
       };
     }
-    // Announced even when the save failed (with the warning saying so): never silently lost.
+    // Announced even when the save failed (with the warning saying so): never silently lost;
+    // but never by a leader that lost its lease while it saved.
+    if (this.deps.fence() !== null) return false;
     for (const d of announce) this.deliver(d);
     if (failure) this.deliver(failure);
     if (views) this.deps.onChange?.();
@@ -194,6 +201,7 @@ export class Saver {
 
   /** A clean stop leaves one snapshot (a journal, if the store keeps one, folded into it). */
   async compact(): Promise<void> {
+    if (this.deps.fence() !== null) return;
     await this.deps.store.compact?.().catch((error: unknown) => {
       this.deliver({
         type: 'warning',

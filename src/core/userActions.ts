@@ -207,6 +207,7 @@ export class UserActions {
         await core.persist();
       }
       let resumed: Resumed;
+      core.mustLead('Retry now');
       try {
         resumed = await session.resume(threadId);
       } catch (error) {
@@ -250,6 +251,7 @@ export class UserActions {
     const core = this.core;
     const session = core.session;
     if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
+    core.mustLead('Pause goal');
     const goal = await session.setGoalStatusAsUser(threadId, 'paused');
     const w = core.state.watches[threadId];
     if (w && goal) w.goal = goalSnapshot(goal);

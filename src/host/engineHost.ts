@@ -112,6 +112,7 @@ export class EngineHost implements RecoveryService, TermEngine {
       random: Math.random,
       onDecision: (d) => this.decided(d),
       onChange: () => this.changed(),
+      fence: () => this.events.fence(),
     });
   }
 

@@ -1,6 +1,8 @@
 // A window that does not run the engine: it shows the leader's state and sends the user's
-// commands to the leader.
+// commands to the leader. While the leader has not answered for a while (stopped or blocked:
+// src/leader/lease.ts) it shows that instead of the leader's last countdown.
 import type { LeaderView } from '../leader/electedEngine';
+import type { Quiet } from '../leader/election';
 import type { EngineSnapshot } from '../model/snapshot';
 import { emptySnapshot } from '../model/snapshot';
 import { Listeners } from './listeners';
@@ -11,6 +13,7 @@ export class FollowerHost implements RecoveryService {
   private cached: EngineSnapshot;
   private readonly listeners = new Listeners();
   private welcomedBy: { pid: number; who: string | null } | null = null;
+  private quiet: Quiet | null = null;
 
   /** `leader` hands over each snapshot parsed (the elected engine checks them, once). */
   constructor(
@@ -27,10 +30,17 @@ export class FollowerHost implements RecoveryService {
       this.cached = snapshot;
       this.listeners.fire();
     });
+    leader.onQuiet((quiet) => {
+      this.quiet = quiet;
+      this.listeners.fire();
+    });
   }
 
   snapshot(): EngineSnapshot {
-    return this.cached;
+    const q = this.quiet;
+    if (q === null) return this.cached;
+    // What the leader pushed last is stale: no countdown, and the reason instead.
+    return { ...this.cached, connection: { kind: 'unresponsive', detail: silentText(q) }, nextDueAt: null };
   }
 
   leaderInfo(): { pid: number; who: string | null } | null {
@@ -44,4 +54,10 @@ export class FollowerHost implements RecoveryService {
   async run(command: ServiceCommand, threadId?: string): Promise<void> {
     await this.leader.command(command, threadId, 30_000);
   }
+}
+
+/** "the engine (runner, pid 4711) has not answered for 12 s" */
+export function silentText(q: Quiet): string {
+  const who = q.leaderPid === null ? '' : ` (${q.leaderWho ?? 'engine'}, pid ${q.leaderPid})`;
+  return `the engine${who} has not answered for ${Math.floor(q.silentMs / 1000)} s`;
 }

@@ -7,7 +7,11 @@
 // again that `<name>.sock` is the same file (device and inode) it found dead and that connecting
 // to it is still refused; only then it removes it and links its own socket in its place. Only
 // lock holders ever remove a socket that is not their own, and only one that refuses connections,
-// so two candidates cannot both end up reachable at the path.
+// so two candidates cannot both end up reachable at the path. The one exception is a leader
+// found silent past its lease (lease.ts: a stopped process keeps its socket open, and its kernel
+// still accepts connections): a follower that heard nothing from it for the whole lease replaces
+// that very socket (`silentKey`) under the lock without asking it again; that leader's lease ran
+// out before the follower's wait did, so it acts no more, and steps down when it runs again.
 import type * as net from 'node:net';
 import type { Log } from './emitter';
 import { discard, listenCandidate, probe, removeIfSame, tryLink, type Candidate } from './exclusiveListen';
@@ -31,10 +35,12 @@ export interface AttemptContext {
   who: string | undefined;
   /** A stop or a newer start made this attempt moot. */
   superseded(): boolean;
+  /** The socket (`dev:ino`) of a leader this candidate found silent past its lease, or null. */
+  silentKey: string | null;
   /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
   lead(cand: Candidate): Promise<boolean>;
-  /** A live leader answered at the path: follow it over `socket`. */
-  follow(socket: net.Socket): void;
+  /** A live leader answered at the path (its socket file `key`): follow it over `socket`. */
+  follow(socket: net.Socket, key: string): void;
 }
 
 export async function attempt(ctx: AttemptContext): Promise<Outcome> {
@@ -49,9 +55,14 @@ export async function attempt(ctx: AttemptContext): Promise<Outcome> {
     }
     const st = await lstatOrNull(socketPath);
     if (st === null) return retryIn(randomBetween(5, 25));
+    if (fileKey(st) === ctx.silentKey) {
+      const r = await takeover(ctx, cand, fileKey(st), true);
+      if (r.leader) keep = true;
+      return r.outcome;
+    }
     const p = await probe(socketPath, ctx.connectTimeoutMs);
     if (p.kind === 'live') {
-      ctx.follow(p.socket);
+      ctx.follow(p.socket, fileKey(st));
       return DONE;
     }
     if (p.kind === 'gone') return retryIn(randomBetween(5, 25));
@@ -59,7 +70,7 @@ export async function attempt(ctx: AttemptContext): Promise<Outcome> {
       ctx.log(`leader election: the leader socket did not answer (${p.reason}); retrying in ${ctx.retryMs} ms`);
       return retryIn(ctx.retryMs);
     }
-    const r = await takeover(ctx, cand, fileKey(st));
+    const r = await takeover(ctx, cand, fileKey(st), false);
     if (r.leader) keep = true;
     return r.outcome;
   } finally {
@@ -67,11 +78,12 @@ export async function attempt(ctx: AttemptContext): Promise<Outcome> {
   }
 }
 
-/** Takes over a dead leader's socket `staleKey`, under the takeover lock. */
+/** Takes over a dead (or, `silent`, a silent) leader's socket `staleKey`, under the takeover lock. */
 async function takeover(
   ctx: AttemptContext,
   cand: Candidate,
   staleKey: string,
+  silent: boolean,
 ): Promise<{ outcome: Outcome; leader: boolean }> {
   const socketPath = ctx.socketPath;
   const lock = await ctx.lock.acquire();
@@ -84,15 +96,19 @@ async function takeover(
       return { outcome: retryIn(0), leader: false };
     }
     if (fileKey(st) !== staleKey) return { outcome: retryIn(0), leader: false }; // replaced: look again
-    const p = await probe(socketPath, ctx.connectTimeoutMs);
-    if (p.kind === 'live') {
-      ctx.follow(p.socket);
-      return { outcome: DONE, leader: false };
+    let why = 'silent past its lease';
+    if (!silent) {
+      const p = await probe(socketPath, ctx.connectTimeoutMs);
+      if (p.kind === 'live') {
+        ctx.follow(p.socket, staleKey);
+        return { outcome: DONE, leader: false };
+      }
+      if (p.kind === 'gone') return { outcome: retryIn(0), leader: false };
+      if (p.kind === 'busy') return { outcome: retryIn(ctx.retryMs), leader: false };
+      why = p.code;
     }
-    if (p.kind === 'gone') return { outcome: retryIn(0), leader: false };
-    if (p.kind === 'busy') return { outcome: retryIn(ctx.retryMs), leader: false };
     if (!(await removeIfSame(socketPath, staleKey, ctx.log))) return { outcome: retryIn(0), leader: false };
-    ctx.log(`leader election: removed the dead leader's socket ${socketPath} (${p.code})`);
+    ctx.log(`leader election: removed the ${silent ? 'silent' : 'dead'} leader's socket ${socketPath} (${why})`);
     if (await tryLink(cand, socketPath)) return { outcome: DONE, leader: await ctx.lead(cand) };
     return { outcome: retryIn(0), leader: false };
   } finally {

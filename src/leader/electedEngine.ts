@@ -1,10 +1,11 @@
 // One engine per daemon, whoever runs it: the term of office that a headless runner
 // (src/runner/role.ts) and a VS Code window (src/host/windowRole.ts) share, as thin hooks on it.
 //
-//  - leader: runs its engine, pushes the engine's snapshot to the followers (throttled), streams
-//    every decision to them in order (marked with who decided and which window notifies), and
-//    runs their commands (a window's Pause, Retry now; the runner's `pause`, `retry` ...) once the
-//    engine has loaded its state;
+//  - leader: runs its engine while its lease holds (lease.ts: `fence`, asked by the engine before
+//    every set, save and announcement; a leader stopped or blocked past it steps down), pushes
+//    the engine's snapshot to the followers (throttled), streams every decision to them in order
+//    (marked with who decided and which window notifies), and runs their commands (a window's
+//    Pause, Retry now; the runner's `pause`, `retry` ...) once the engine has loaded its state;
 //  - follower: runs nothing, keeps the leader's latest snapshot (parsed once, here) and hands the
 //    leader's decisions to its hooks; when the leader goes away the election makes a follower the
 //    leader, and its engine starts from its store merged with that snapshot (handover.ts);
@@ -19,7 +20,7 @@ import { DecisionSchema, type Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
 import { Serial } from '../util/serial';
 import { errorText } from '../util/errorText';
-import { LeaderElection, type LeaderElectionOptions } from './election';
+import { LeaderElection, type LeaderElectionOptions, type Quiet } from './election';
 import type { FollowerConnection } from './followerConnection';
 import { parseSnapshot } from './handover';
 import type { LeaderServer } from './leaderServer';
@@ -41,6 +42,11 @@ export interface TermEvents {
   changed(): void;
   /** A decision, once announced (durable). */
   decided(decision: Decision): void;
+  /**
+   * Null while this term may act; else why not (its lease ran out, it no longer leads). Asked
+   * right before every set, save and announcement, with no `await` in between.
+   */
+  fence(): string | null;
 }
 
 /** How this process leads: through the election, alone (no election possible), or a private daemon. */
@@ -61,6 +67,8 @@ export interface LeaderView {
   /** Every valid snapshot the leader pushes (the latest already received first). */
   onState(listener: (snapshot: EngineSnapshot) => void): () => void;
   command(command: ServiceCommand, threadId?: string, timeoutMs?: number): Promise<void>;
+  /** The leader has not answered for a while (null: it was heard again): a view says so. */
+  onQuiet(listener: (quiet: Quiet | null) => void): () => void;
 }
 
 /** Whether this process's window has the focus (windows only: the leader picks the one that notifies). */
@@ -213,9 +221,12 @@ export class ElectedEngine<E extends TermEngine> {
       if (server && this.engine === engine) server.broadcast(engine.snapshot());
     };
     const throttle = new Throttle(this.opts.broadcastMs ?? 100, broadcast);
+    const election = this.election;
     const engine: E = this.opts.makeEngine(seed, {
       changed: () => throttle.poke(),
       decided: (d) => this.decided(engine, server, d),
+      // The term's engine still saves when its term ends (its stop), unless the lease was lost.
+      fence: () => (server && election ? election.fence() : null),
     });
     this.engine = engine;
     this.throttle = throttle;
@@ -285,6 +296,11 @@ export class ElectedEngine<E extends TermEngine> {
         },
         command: async (command, threadId, timeoutMs) => {
           await conn.command(command, threadId === undefined ? [] : [threadId], timeoutMs);
+        },
+        onQuiet: (listener) => {
+          const off = this.election?.onQuiet(listener) ?? (() => undefined);
+          this.termOffs.push(off);
+          return off;
         },
       };
       view.welcomed.catch(() => undefined); // gone before its welcome: the election runs again

@@ -15,20 +15,28 @@
 //   electionLoop.ts     attempts until one decides, one election at a time
 //   pathWatch.ts        the leader's backstop: its path is still its own, else it steps down
 //   leaderServer.ts, followerConnection.ts (over messages.ts): the two ends of the socket
+//   lease.ts, tenure.ts the leader's lease, its term, beats and leader file: a silent leader is gone
 // This file holds the state: the role, the generation (bumped by start and stop: async work of
-// an older one gives up), the server or connection, and the events. A follower whose connection
-// closes runs the election again after a short random delay (50–250 ms).
+// an older one gives up), the server or connection, the lease and its term, and the events. A
+// follower whose connection closes runs the election again after a short random delay
+// (50–250 ms); one whose leader went silent past its lease takes its socket over at once. A
+// leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps down.
+import * as fs from 'node:fs';
 import type * as net from 'node:net';
 import { attempt, randomBetween, type AttemptContext } from './attempt';
 import { ElectionLoop } from './electionLoop';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
 import { relinquish, type Candidate } from './exclusiveListen';
-import { FollowerConnection } from './followerConnection';
+import { FollowerConnection, type Quiet } from './followerConnection';
 import type { LeaderServer } from './leaderServer';
+import { fileKey } from './files';
+import { LEASE_MS, RENEW_MS, seconds } from './lease';
+import { Tenure } from './tenure';
 import { PathWatch } from './pathWatch';
 import {
   checkSocketPathLength,
   ensurePrivateDir,
+  leaderFilePath,
   leaderSocketPath,
   sweepLeftovers,
   takeoverLockPath,
@@ -54,7 +62,11 @@ export interface LeaderElectionOptions {
   log?: Log;
   /** What kind of engine this is, told to followers in the welcome (e.g. "runner"). */
   who?: string;
+  /** The lease (lease.ts). Default LEASE_MS; a test of the lease itself may shorten it, and says why. */
+  leaseMs?: number;
 }
+
+export type { Quiet } from './followerConnection';
 
 export class LeaderElection {
   private readonly dirOption: string;
@@ -81,6 +93,13 @@ export class LeaderElection {
   private _server: LeaderServer | undefined;
   private serverKey: string | undefined;
   private _connection: FollowerConnection | undefined;
+  private readonly leaseMs: number;
+  private tenure: Tenure | undefined;
+  /** The highest term heard of as a follower: a new leader's term is above it. */
+  private seenTerm = 0;
+  /** The socket (`dev:ino`) of a leader found silent past its lease: the next attempt replaces it. */
+  private silentKey: string | null = null;
+  private readonly quietEmitter: Emitter<Quiet | null>;
 
   private readonly leaderEmitter: Emitter<LeaderServer>;
   private readonly followerEmitter: Emitter<FollowerConnection>;
@@ -103,6 +122,8 @@ export class LeaderElection {
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
     this.log = opts.log ?? (() => {});
     this.who = opts.who;
+    this.leaseMs = opts.leaseMs ?? LEASE_MS;
+    this.quietEmitter = new Emitter<Quiet | null>(this.log, 'onQuiet listener');
     this.leaderEmitter = new Emitter<LeaderServer>(this.log, 'onLeader listener');
     this.followerEmitter = new Emitter<FollowerConnection>(this.log, 'onFollower listener');
     this.roleEmitter = new Emitter<Role>(this.log, 'onRoleChange listener');
@@ -131,6 +152,39 @@ export class LeaderElection {
   /** The connection to the leader while follower (undefined between a leader's loss and the next election). */
   get connection(): FollowerConnection | undefined {
     return this._connection;
+  }
+
+  /** This leader's term while it leads (lease.ts). */
+  get term(): number | undefined {
+    return this._role === 'leader' ? this.tenure?.term : undefined;
+  }
+
+  /**
+   * Null while this instance leads within its lease; else why it may not act (a set, a save, an
+   * announcement). The first time it says no, the leader steps down. Synchronous and cheap: call
+   * it right before the act, with no `await` in between.
+   */
+  fence(): string | null {
+    const tenure = this.tenure;
+    if (this._role !== 'leader' || !tenure) return 'this engine no longer leads';
+    let reason = tenure.check();
+    if (reason === null && this.serverKey !== undefined) {
+      try {
+        if (fileKey(fs.lstatSync(this._socketPath!)) !== this.serverKey) reason = 'its socket path is another now';
+      } catch {
+        reason = 'its socket path was removed';
+      }
+    }
+    if (reason !== null) {
+      tenure.revoke(reason);
+      void this.stepDown(`lease lost: ${reason}`);
+    }
+    return reason;
+  }
+
+  /** A follower's leader has been silent for a while (null: it was heard again, or is gone). */
+  onQuiet(cb: (quiet: Quiet | null) => void): Unsubscribe {
+    return this.quietEmitter.on(cb);
   }
 
   /** Fires each time this instance becomes the leader, with its server. */
@@ -188,13 +242,21 @@ export class LeaderElection {
     this.electTimer = undefined;
     this.loop.wakeUp();
     this.stopWatch();
+    // Whether this leader may still touch its path: not once its lease ran out (another may be
+    // replacing it under the takeover lock right now).
+    const leaseHeld = this.tenure?.check() === null;
+    this.endTenure('stopped');
     // Report 'stopped' before letting go, so no observer ever sees two leaders at once.
     this.setRole('stopped');
     const server = this._server;
     const key = this.serverKey;
     this._server = undefined;
     this.serverKey = undefined;
-    if (server && key !== undefined) await relinquish(server, key, this._socketPath!, this.log);
+    if (server && key !== undefined) {
+      // A closed server refuses connections: its file is a dead leader's, replaced under the lock.
+      if (leaseHeld) await relinquish(server, key, this._socketPath!, this.log);
+      else await server.close();
+    }
     const conn = this._connection;
     this._connection = undefined;
     conn?.close();
@@ -232,8 +294,9 @@ export class LeaderElection {
       log: this.log,
       who: this.who,
       superseded: () => gen !== this.generation,
+      silentKey: this.silentKey,
       lead: (cand) => this.becomeLeader(gen, cand),
-      follow: (socket) => this.becomeFollower(gen, socket),
+      follow: (socket, key) => this.becomeFollower(gen, socket, key),
     };
   }
 
@@ -245,7 +308,25 @@ export class LeaderElection {
     }
     this._server = cand.server;
     this.serverKey = cand.key;
-    this.log(`leader election: leader (pid ${process.pid}) at ${this._socketPath}`);
+    this.silentKey = null;
+    this.endTenure('a new term');
+    const tenure = await Tenure.begin({
+      filePath: leaderFilePath(this.dir!, this.name),
+      seenTerm: this.seenTerm,
+      leaseMs: this.leaseMs,
+      who: this.who ?? 'engine',
+      socketKey: cand.key,
+      server: cand.server,
+      log: this.log,
+      lost: (reason) => void this.stepDown(`lease lost: ${reason}`),
+    });
+    if (gen !== this.generation || !this.running || this._server !== cand.server) {
+      tenure.end('stopped meanwhile');
+      return true;
+    }
+    this.tenure = tenure;
+    this.seenTerm = tenure.term;
+    this.log(`leader election: leader (pid ${process.pid}, term ${tenure.term}) at ${this._socketPath}`);
     this.startWatch(cand.key);
     void sweepLeftovers(this.dir!, this.name);
     this.setRole('leader');
@@ -253,16 +334,44 @@ export class LeaderElection {
     return true;
   }
 
-  private becomeFollower(gen: number, socket: net.Socket): void {
+  private becomeFollower(gen: number, socket: net.Socket, key: string): void {
     if (gen !== this.generation || !this.running) {
       socket.destroy();
       return;
     }
-    const conn = new FollowerConnection(socket, { log: this.log, commandTimeoutMs: this.commandTimeoutMs });
+    this.silentKey = null;
+    const conn = new FollowerConnection(socket, {
+      log: this.log,
+      commandTimeoutMs: this.commandTimeoutMs,
+      silence: { leaseMs: this.leaseMs, graceMs: RENEW_MS, quietMs: RENEW_MS * 2.5, everyMs: RENEW_MS / 2 },
+    });
     this._connection = conn;
+    const noteTerm = () => {
+      if (conn.term !== undefined && conn.term > this.seenTerm) this.seenTerm = conn.term;
+    };
+    void conn.welcomed.then(noteTerm, () => undefined);
+    conn.onQuiet((ms) => {
+      noteTerm();
+      this.quietEmitter.fire(ms === null ? null : conn.quietOf(ms));
+    });
+    conn.onSilent((ms) => {
+      if (this._connection !== conn || gen !== this.generation || !this.running) return;
+      noteTerm();
+      const who = conn.leaderPid !== undefined ? ` (${conn.leaderWho ?? 'engine'}, pid ${conn.leaderPid})` : '';
+      this.log(
+        `leader election: the leader${who} has not answered for ${seconds(ms)} s, past its ` +
+          `${seconds(this.leaseMs)} s lease (stopped or blocked); taking its place`,
+      );
+      this.silentKey = key;
+      this.quietEmitter.fire(conn.quietOf(ms));
+      this._connection = undefined;
+      conn.close();
+      this.scheduleElection(0);
+    });
     conn.onClose(() => {
       if (this._connection !== conn) return;
       this._connection = undefined;
+      this.quietEmitter.fire(null);
       if (gen !== this.generation || !this.running) return;
       this.log('leader election: lost the leader; electing again');
       this.scheduleElection(randomBetween(50, 250));
@@ -293,9 +402,15 @@ export class LeaderElection {
     this.watch = undefined;
   }
 
-  /** The path is no longer ours: stop leading (without touching the path) and elect again. */
+  /**
+   * Stop leading and elect again. The path is left as it is: it is another's already (the watch),
+   * or this leader's lease ran out and another may be replacing it under the takeover lock right
+   * now; a closed server's file refuses connections, and the takeover protocol removes it.
+   */
   private async stepDown(reason: string): Promise<void> {
+    if (this._role !== 'leader') return;
     this.log(`leader election: stepping down: ${reason}`);
+    this.endTenure('stepped down');
     this.stopWatch();
     const server = this._server;
     this._server = undefined;
@@ -303,6 +418,11 @@ export class LeaderElection {
     this.setRole('follower');
     await server?.close();
     this.scheduleElection(randomBetween(0, 100));
+  }
+
+  private endTenure(reason: string): void {
+    this.tenure?.end(reason);
+    this.tenure = undefined;
   }
 
   private setRole(role: Role): void {

@@ -70,7 +70,8 @@ export async function discard(cand: Candidate): Promise<void> {
 /** Removes `<name>.sock` if it is still `key`, then closes the server. */
 export async function relinquish(server: LeaderServer, key: string, socketPath: string, log: Log): Promise<void> {
   try {
-    // Nobody else removes a live leader's socket, so it cannot change between check and unlink.
+    // Nobody else removes the socket of a leader within its lease (lease.ts; a leader whose lease
+    // ran out does not call this), so it cannot change between check and unlink.
     // A server already closed (by its user) refuses connections: its file is left to the
     // takeover protocol, which may be removing it right now.
     const st = server.closed ? null : await lstatOrNull(socketPath);

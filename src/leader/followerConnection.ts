@@ -1,10 +1,13 @@
 // A follower's end of its connection to the leader (election.ts decides who is which). Keeps the
 // latest state, sends commands and matches their results; every pending command rejects with a
 // clear error on timeout or when the leader goes away. Malformed lines are reported through
-// `log` and skipped, never thrown.
+// `log` and skipped, never thrown. With `silence`, it watches the leader's silence (lease.ts): a
+// leader that beats and has said nothing for `leaseMs`, or no welcome within `leaseMs + graceMs`,
+// is silent (`onSilent`, once); a shorter silence is told to `onQuiet` as it grows, and its end.
 import type * as net from 'node:net';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
 import {
+  BEAT_VERSION,
   encodeMessage,
   LEADER_PROTOCOL_VERSION,
   LeaderMessageSchema,
@@ -31,6 +34,28 @@ export interface FollowerConnectionOptions {
   log?: Log;
   /** Default timeout of `command`. Default 30 s. */
   commandTimeoutMs?: number;
+  /** Watch the leader's silence (lease.ts); omitted, nothing is watched. */
+  silence?: SilenceOptions;
+}
+
+export interface SilenceOptions {
+  /** A leader that beats and is silent this long is gone. */
+  leaseMs: number;
+  /** Added to `leaseMs` before a leader that has not welcomed this follower yet is gone. */
+  graceMs: number;
+  /** A silence this long is told to `onQuiet` (a view says the engine has not answered). */
+  quietMs: number;
+  /** How often the silence is looked at. */
+  everyMs: number;
+}
+
+const monoNow = () => performance.now();
+
+/** The leader is silent: how long, and who it said it was. */
+export interface Quiet {
+  silentMs: number;
+  leaderPid: number | null;
+  leaderWho: string | null;
 }
 
 interface PendingCommand {
@@ -49,6 +74,15 @@ export class FollowerConnection {
   private _closed = false;
   private _leaderPid: number | undefined;
   private _leaderWho: string | undefined;
+  private _term: number | undefined;
+  /** The leader said it beats (its welcome's version). */
+  private beats = false;
+  private welcomedYet = false;
+  private lastHeard = monoNow();
+  private silenceTimer: NodeJS.Timeout | undefined;
+  private quiet = false;
+  private readonly silentEmitter: Emitter<number>;
+  private readonly quietEmitter: Emitter<number | null>;
   private latest: { snapshot: unknown } | undefined;
   private readonly stateEmitter: Emitter<unknown>;
   private readonly decisionEmitter: Emitter<DecisionMessage>;
@@ -68,6 +102,8 @@ export class FollowerConnection {
     this.stateEmitter = new Emitter<unknown>(this.log, 'state listener');
     this.decisionEmitter = new Emitter<DecisionMessage>(this.log, 'decision listener');
     this.closeEmitter = new Emitter<void>(this.log, 'close listener');
+    this.silentEmitter = new Emitter<number>(this.log, 'silent listener');
+    this.quietEmitter = new Emitter<number | null>(this.log, 'quiet listener');
     this.welcomed = new Promise<number>((resolve, reject) => {
       this.welcomeResolve = resolve;
       this.welcomeReject = reject;
@@ -78,7 +114,10 @@ export class FollowerConnection {
       (msg) => this.onMessage(msg),
       (reason) => this.log(`follower: dropped a line from the leader: ${reason}`),
     );
-    socket.on('data', (chunk: Buffer) => this.decoder.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      this.heard();
+      this.decoder.push(chunk);
+    });
     socket.on('error', (err) => this.log(`follower: leader socket error: ${err.message}`));
     socket.on('close', () => this.onSocketClose());
     if (socket.destroyed) {
@@ -86,6 +125,7 @@ export class FollowerConnection {
       return;
     }
     this.send({ type: 'hello', version: LEADER_PROTOCOL_VERSION, pid: process.pid });
+    if (opts.silence) this.watchSilence(opts.silence);
   }
 
   /** The leader's pid, once welcomed. */
@@ -98,8 +138,33 @@ export class FollowerConnection {
     return this._leaderWho;
   }
 
+  /** The leader's term, once welcomed (older leaders do not say), and as its beats say. */
+  get term(): number | undefined {
+    return this._term;
+  }
+
   get closed(): boolean {
     return this._closed;
+  }
+
+  /** Milliseconds since the leader last sent anything (or since the connection opened). */
+  silentForMs(): number {
+    return monoNow() - this.lastHeard;
+  }
+
+  /** A silence of `silentMs`, with who the leader said it was. */
+  quietOf(silentMs: number): Quiet {
+    return { silentMs, leaderPid: this._leaderPid ?? null, leaderWho: this._leaderWho ?? null };
+  }
+
+  /** `cb` runs once when the leader has been silent past its lease (with `silence` only). */
+  onSilent(cb: (silentMs: number) => void): Unsubscribe {
+    return this.silentEmitter.on(cb);
+  }
+
+  /** `cb` gets a growing silence (ms) past `quietMs` at each look, and null once the leader is heard again. */
+  onQuiet(cb: (silentMs: number | null) => void): Unsubscribe {
+    return this.quietEmitter.on(cb);
   }
 
   /** The latest state received, or undefined. */
@@ -203,12 +268,18 @@ export class FollowerConnection {
       case 'welcome':
         this._leaderPid = msg.leaderPid;
         this._leaderWho = msg.who;
+        this._term = msg.term;
+        this.welcomedYet = true;
+        this.beats = (msg.version ?? 0) >= BEAT_VERSION;
         if (msg.version !== undefined && msg.version !== LEADER_PROTOCOL_VERSION) {
           this.log(
             `follower: leader pid ${msg.leaderPid} speaks protocol ${msg.version}, this follower ${LEADER_PROTOCOL_VERSION}`,
           );
         }
         this.welcomeResolve?.(msg.leaderPid);
+        return;
+      case 'beat':
+        this._term = msg.term;
         return;
       case 'state':
         this.latest = { snapshot: msg.snapshot };
@@ -250,9 +321,51 @@ export class FollowerConnection {
     }
   }
 
+  private heard(): void {
+    this.lastHeard = monoNow();
+    if (this.quiet) {
+      this.quiet = false;
+      this.quietEmitter.fire(null);
+    }
+  }
+
+  private watchSilence(o: SilenceOptions): void {
+    let lookedAt = monoNow();
+    const look = () => {
+      if (this._closed) return;
+      const now = monoNow();
+      // A look that comes late means this process was stopped or blocked itself: what the leader
+      // sent meanwhile is still unread (timers run before the socket is read), so judge at the next.
+      const late = now - lookedAt > o.everyMs + 1_000;
+      lookedAt = now;
+      if (late) {
+        this.silenceTimer = setTimeout(look, o.everyMs);
+        this.silenceTimer.unref();
+        return;
+      }
+      const silent = this.silentForMs();
+      // A leader that does not beat (an older one) is never judged by its silence once welcomed.
+      const limit = !this.welcomedYet ? o.leaseMs + o.graceMs : this.beats ? o.leaseMs : Infinity;
+      if (silent > limit) {
+        this.silenceTimer = undefined;
+        this.silentEmitter.fire(silent);
+        return;
+      }
+      if (silent > o.quietMs && limit !== Infinity) {
+        this.quiet = true;
+        this.quietEmitter.fire(silent);
+      }
+      this.silenceTimer = setTimeout(look, o.everyMs);
+      this.silenceTimer.unref();
+    };
+    this.silenceTimer = setTimeout(look, o.everyMs);
+    this.silenceTimer.unref();
+  }
+
   private onSocketClose(): void {
     if (this._closed) return;
     this._closed = true;
+    clearTimeout(this.silenceTimer);
     this.decoder.end();
     this.welcomeReject?.(new Error('the connection to the leader closed before its welcome'));
     for (const [id, p] of this.pending) {
@@ -264,5 +377,7 @@ export class FollowerConnection {
     this.closeEmitter.clear();
     this.stateEmitter.clear();
     this.decisionEmitter.clear();
+    this.silentEmitter.clear();
+    this.quietEmitter.clear();
   }
 }

@@ -9,6 +9,7 @@ import { Emitter, type Log, type Unsubscribe } from './emitter';
 import {
   type DecisionMessage,
   encodeMessage,
+  BEAT_VERSION,
   LEADER_PROTOCOL_VERSION,
   FollowerMessageSchema,
   LineDecoder,
@@ -34,6 +35,8 @@ interface Peer {
   decoder: LineDecoder<FollowerMessage>;
   welcomed: boolean;
   pid: number | null;
+  /** The protocol version it said in its hello (it gets beats from BEAT_VERSION on). */
+  version: number;
   /** A state is waiting for the socket to drain. */
   stateDirty: boolean;
   helloTimer: NodeJS.Timeout | undefined;
@@ -67,6 +70,7 @@ export class LeaderServer {
   private closing: Promise<void> | undefined;
   private readonly followersEmitter: Emitter<number>;
   private focusListener: FocusListener | undefined;
+  private term: number | undefined;
 
   constructor(
     private readonly server: net.Server,
@@ -107,6 +111,18 @@ export class LeaderServer {
     return () => {
       if (this.focusListener === listener) this.focusListener = undefined;
     };
+  }
+
+  /** The leader's term, told in every welcome from now on (lease.ts). */
+  setTerm(term: number): void {
+    this.term = term;
+  }
+
+  /** Tells every follower that speaks beats that the leader is alive (at each renewal of its lease). */
+  beat(): void {
+    if (this._closed || this.term === undefined) return;
+    const line = encodeMessage({ type: 'beat', term: this.term });
+    for (const p of this.peers) if (p.welcomed && p.version >= BEAT_VERSION) this.writeLine(p, line);
   }
 
   /** Sends a decision to every follower, after whatever was sent before it. */
@@ -178,6 +194,7 @@ export class LeaderServer {
       socket,
       welcomed: false,
       pid: null,
+      version: 0,
       stateDirty: false,
       helloTimer: undefined,
       viewer: null,
@@ -218,12 +235,14 @@ export class LeaderServer {
       }
       peer.welcomed = true;
       peer.pid = msg.pid;
+      peer.version = msg.version;
       clearTimeout(peer.helloTimer);
       this.write(peer, {
         type: 'welcome',
         leaderPid: process.pid,
         version: LEADER_PROTOCOL_VERSION,
         ...(this.who ? { who: this.who } : {}),
+        ...(this.term !== undefined ? { term: this.term } : {}),
       });
       if (this.latest) this.sendState(peer);
       this.followersEmitter.fire(this.followerCount);

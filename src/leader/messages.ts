@@ -4,7 +4,8 @@
 //   follower → leader   {type:'hello', version, pid}
 //                       {type:'command', id, name, args}
 //                       {type:'focus', viewer, focused}  (a window: at once, then on every change)
-//   leader → follower   {type:'welcome', leaderPid, version?, who?}
+//   leader → follower   {type:'welcome', leaderPid, version?, who?, term?}
+//                       {type:'beat', term}               (every lease renewal: lease.ts; version 3+)
 //                       {type:'state', snapshot}         (pushed on every change; the latest only)
 //                       {type:'decision', at, decision, by, notify}  (every decision, in order)
 //                       {type:'result', id, ok, error?, value?}
@@ -18,8 +19,12 @@ import { excerpt, LineSplitter } from '../protocol/lineSplitter';
 /**
  * Version of this protocol; a leader and a follower of different versions log the mismatch.
  * 2: decisions and focus (a version-1 end drops those lines as malformed, and logs each).
+ * 3: the leader's beat and term (sent only to followers that said 3 or more; a follower of a
+ *    leader that says less watches no silence: it goes by the socket's close, as before).
  */
-export const LEADER_PROTOCOL_VERSION = 2;
+export const LEADER_PROTOCOL_VERSION = 3;
+/** The first version whose leader beats (lease.ts). */
+export const BEAT_VERSION = 3;
 
 /** Longest accepted line, in bytes, without the newline: 16 MiB. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -62,6 +67,13 @@ export const WelcomeSchema = z.object({
    * Optional: older leaders omit it.
    */
   who: z.optional(z.string().check(z.maxLength(200))),
+  /** The leader's term (lease.ts): one more than the term before it. Optional: older leaders omit it. */
+  term: z.optional(z.number().check(z.int(), z.nonnegative())),
+});
+/** The leader is alive: sent at every renewal of its lease (lease.ts). */
+export const BeatSchema = z.object({
+  type: z.literal('beat'),
+  term: z.number().check(z.int(), z.nonnegative()),
 });
 export const StateSchema = z.object({
   type: z.literal('state'),
@@ -89,6 +101,7 @@ export const DecisionMessageSchema = z.object({
 });
 export const LeaderMessageSchema = z.discriminatedUnion('type', [
   WelcomeSchema,
+  BeatSchema,
   StateSchema,
   DecisionMessageSchema,
   ResultSchema,

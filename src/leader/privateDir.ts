@@ -64,6 +64,11 @@ export function takeoverLockPath(dir: string, name: string): string {
   return path.join(dir, `${name}.takeover`);
 }
 
+/** `<dir>/<name>.leader`: who leads, its term, its last renewal (lease.ts). */
+export function leaderFilePath(dir: string, name: string): string {
+  return path.join(dir, `${name}.leader`);
+}
+
 /** `<dir>/.<pid><random>.s`: short, so that it fits wherever `<name>.sock` does. */
 export function tmpSocketPath(dir: string): string {
   return path.join(dir, `.${process.pid.toString(36)}${token()}.s`);

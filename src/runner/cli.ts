@@ -91,8 +91,9 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   );
   const role = new RunnerRole({
     election: election ? { dir: electionDir(env), name: election.name } : null,
-    makeEngine: (seed, onChange, onDecision) =>
+    makeEngine: (seed, onChange, onDecision, fence) =>
       new Engine(options, {
+        fence,
         connect: (listener) =>
           connectDaemon(args.target, listener, {
             clientVersion: VERSION,

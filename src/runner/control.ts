@@ -11,7 +11,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { FollowerConnection } from '../leader/followerConnection';
 import { electionDir, electionFor } from '../leader/naming';
-import { ensurePrivateDir, leaderSocketPath } from '../leader/privateDir';
+import { ensurePrivateDir, leaderFilePath, leaderSocketPath } from '../leader/privateDir';
+import { LEASE_MS, readLeaderFile } from '../leader/lease';
 import { parseSnapshot } from '../leader/handover';
 import type { EngineSnapshot } from '../model/snapshot';
 import type { SharedTarget } from './args';
@@ -97,10 +98,11 @@ export async function reachLeader(
     const pid = await Promise.race([
       conn.welcomed,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`the engine at ${socketPath} did not answer within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
+        timer = setTimeout(() => {
+          void silentLeaderText(dir, election.name, socketPath).then((silent) =>
+            reject(new Error(silent ?? `the engine at ${socketPath} did not answer within ${timeoutMs} ms`)),
+          );
+        }, timeoutMs);
       }),
     ]);
     return { kind: 'engine', leader: { who: conn.leaderWho ?? null, pid }, conn, socketPath };
@@ -109,6 +111,25 @@ export async function reachLeader(
     throw error;
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * What the leader file says of a leader that does not answer: "the engine (runner, pid 4711) has
+ * not answered for 12 s", from its last renewal (src/leader/lease.ts); null when the file is not
+ * that socket's.
+ */
+async function silentLeaderText(dir: string, name: string, socketPath: string): Promise<string | null> {
+  try {
+    const [file, st] = await Promise.all([readLeaderFile(leaderFilePath(dir, name)), fs.promises.lstat(socketPath)]);
+    if (!file || file.socket !== `${st.dev}:${st.ino}`) return null;
+    const silentS = Math.max(0, Math.floor((Date.now() - file.renewedAt) / 1000));
+    return (
+      `the engine (${file.who}, pid ${file.pid}) at ${socketPath} has not answered for ${silentS} s ` +
+      `(stopped or blocked: another engine takes its place once its ${LEASE_MS / 1000} s lease runs out)`
+    );
+  } catch {
+    return null;
   }
 }
 

@@ -27,9 +27,15 @@ export interface RunnerRoleOptions {
   election: { dir: string; name: string } | null;
   /**
    * Builds the engine for a new term as leader; `seed` is the previous leader's last snapshot.
-   * The engine reports its changes to `onChange` and its decisions to `onDecision`.
+   * The engine reports its changes to `onChange` and its decisions to `onDecision`, and asks
+   * `fence` before it acts (EngineDeps.fence: the lease of src/leader/lease.ts).
    */
-  makeEngine(seed: EngineSnapshot | null, onChange: () => void, onDecision: (d: Decision) => void): Engine;
+  makeEngine(
+    seed: EngineSnapshot | null,
+    onChange: () => void,
+    onDecision: (d: Decision) => void,
+    fence: () => string | null,
+  ): Engine;
   /** A decision of this runner's engine (the ones of another leader are not printed). */
   onDecision(decision: Decision): void;
   onRole(event: RoleEvent): void;
@@ -76,6 +82,7 @@ export class RunnerRole {
             seed,
             () => events.changed(),
             (d) => events.decided(d),
+            () => events.fence(),
           ),
         ),
       // A private daemon has nothing to tell: nobody else can watch it.

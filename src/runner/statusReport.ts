@@ -136,6 +136,8 @@ function connectionText(c: ConnectionState): string {
       return `connecting (${c.detail})`;
     case 'disconnected':
       return `disconnected (${c.detail})`;
+    case 'unresponsive':
+      return `no answer (${c.detail})`;
   }
 }
 

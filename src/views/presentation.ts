@@ -102,6 +102,11 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number, held
     ]);
   else if (held === 'noDaemon')
     rows.push([vscode.l10n.t('Held'), vscode.l10n.t('the daemon is not connected: it goes out once it is')]);
+  else if (held === 'silentEngine')
+    rows.push([
+      vscode.l10n.t('Held'),
+      vscode.l10n.t('the engine that leads is not answering: another takes its place once its lease runs out'),
+    ]);
   if (w.state.kind === 'elsewhere') {
     rows.push([vscode.l10n.t('Where'), ELSEWHERE_WHERE()]);
     rows.push([vscode.l10n.t('What you can do'), elsewhereTodo(w.state)]);

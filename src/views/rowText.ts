@@ -7,12 +7,13 @@ import type { EngineSnapshot } from '../model/snapshot';
 import { dueAt, formatDuration, isScheduled, waitsForLoad, type WatchedThread } from '../model/watch';
 import { clockTime } from './locale';
 
-/** What holds a scheduled recovery back: the user's global pause, or the daemon away. */
-export type Held = 'paused' | 'noDaemon' | null;
+/** What holds a scheduled recovery back: the user's global pause, the daemon away, or a silent engine. */
+export type Held = 'paused' | 'noDaemon' | 'silentEngine' | null;
 
 export function heldBy(w: WatchedThread, snap: Pick<EngineSnapshot, 'pausedAt' | 'connection'>): Held {
   if (!isScheduled(w.state)) return null;
   if (snap.pausedAt !== null) return 'paused';
+  if (snap.connection.kind === 'unresponsive') return 'silentEngine';
   return snap.connection.kind === 'connected' ? null : 'noDaemon';
 }
 
@@ -23,7 +24,12 @@ export function heldBy(w: WatchedThread, snap: Pick<EngineSnapshot, 'pausedAt' |
 export function rowDescription(w: WatchedThread, held: Held, now: number): string {
   const s = w.state;
   if (held !== null) {
-    const what = held === 'paused' ? vscode.l10n.t('paused') : vscode.l10n.t('no daemon');
+    const what =
+      held === 'paused'
+        ? vscode.l10n.t('paused')
+        : held === 'silentEngine'
+          ? vscode.l10n.t('engine silent')
+          : vscode.l10n.t('no daemon');
     if (s.kind === 'usageLimited' || (s.kind === 'waitingSlot' && s.held.kind === 'usageLimited'))
       return vscode.l10n.t('{0} · usage limit', what);
     const due = dueAt(w);

@@ -56,7 +56,9 @@ export class RecoveryStatusBar {
       this.item.text =
         snap.connection.kind === 'connecting'
           ? '$(loading~spin) Codex'
-          : `$(debug-disconnect) ${vscode.l10n.t('Codex: no daemon')}`;
+          : snap.connection.kind === 'unresponsive'
+            ? `$(warning) ${vscode.l10n.t('Codex: engine not answering')}`
+            : `$(debug-disconnect) ${vscode.l10n.t('Codex: no daemon')}`;
     } else if (paused) {
       this.item.text = `$(debug-pause) ${vscode.l10n.t('recovery paused')}`;
     } else if (snap.nextDueAt !== null) {

@@ -10,6 +10,7 @@ import { attentionBadge } from './rowText';
 /** The text above the rows: why nothing is retried now (no daemon, or paused by you); none otherwise. */
 export function viewMessage(snap: EngineSnapshot): string | undefined {
   if (snap.connection.kind === 'disconnected') return vscode.l10n.t('Not connected: {0}', snap.connection.detail);
+  if (snap.connection.kind === 'unresponsive') return snap.connection.detail;
   if (snap.pausedAt !== null) return vscode.l10n.t('Auto-recovery is paused: nothing is retried until you resume it.');
   return undefined;
 }

@@ -5,7 +5,8 @@
 // stdout, one JSON object per line (`t` is process.hrtime in ms: one clock for every process
 // on the machine, so the parent can order events across children):
 //   {ev:'role', role, t}        on every role change (and 'stopped' at the start)
-//   {ev:'sample', role, t}      every 20 ms
+//   {ev:'sample', role, acting, t}  every 20 ms; `acting`: leader and its fence lets it act
+//                               (src/leader/lease.ts), as the engine asks before a set
 //   {ev:'following', leaderPid, t}  welcomed by a leader, as a follower
 //   {ev:'state', snapshot, t}   a state received as a follower
 //   {ev:'result', id, ok, value?, error?}
@@ -14,6 +15,7 @@
 //   {cmd:'stop'}                          stop the election, then exit 0
 //   {cmd:'broadcast', snapshot}           as leader
 //   {cmd:'command', id, name, args}       as follower
+//   {cmd:'block', ms}                     blocks the event loop for `ms` (a busy extension host)
 // As leader it answers every command with {pid, name, args}.
 import * as readline from 'node:readline';
 import { LeaderElection } from '../../src/leader/election';
@@ -46,7 +48,10 @@ election.onFollower((conn) => {
   conn.onState((snapshot) => out({ ev: 'state', snapshot, t: now() }));
 });
 
-const sampler = setInterval(() => out({ ev: 'sample', role: election.role, t: now() }), 20);
+const sampler = setInterval(() => {
+  const acting = election.role === 'leader' && election.fence() === null;
+  out({ ev: 'sample', role: election.role, acting, t: now() });
+}, 20);
 
 const rl = readline.createInterface({ input: process.stdin });
 // The parent went away: leave cleanly rather than linger.
@@ -55,7 +60,7 @@ rl.on('close', () => {
   void election.stop().finally(() => process.exit(0));
 });
 rl.on('line', (line) => {
-  let msg: { cmd?: string; snapshot?: unknown; id?: number; name?: string; args?: unknown[] };
+  let msg: { cmd?: string; snapshot?: unknown; id?: number; name?: string; args?: unknown[]; ms?: number };
   try {
     msg = JSON.parse(line) as typeof msg;
   } catch {
@@ -69,6 +74,13 @@ rl.on('line', (line) => {
       out({ ev: 'role', role: election.role, t: now() });
       process.exit(0);
     });
+  } else if (msg.cmd === 'block') {
+    out({ ev: 'blocking', t: now() });
+    const until = now() + (msg.ms ?? 0);
+    while (now() < until) {
+      // a synchronous stretch: timers, sockets and the lease all wait
+    }
+    out({ ev: 'unblocked', t: now() });
   } else if (msg.cmd === 'broadcast') {
     election.server?.broadcast(msg.snapshot);
   } else if (msg.cmd === 'command') {

@@ -11,6 +11,7 @@ import { LeaderElection, type LeaderElectionOptions, type Role } from '../../src
 import { FollowerConnection, LeaderCommandError } from '../../src/leader/followerConnection';
 import type { LeaderServer } from '../../src/leader/leaderServer';
 import { encodeMessage, LineDecoder, FollowerMessageSchema, MAX_LINE_BYTES } from '../../src/leader/messages';
+import { LEASE_MS, RENEW_MS } from '../../src/leader/lease';
 
 const CHILD = path.resolve(__dirname, '..', 'support', 'leaderChild.js');
 const NAME = 'leader-test';
@@ -130,6 +131,7 @@ interface ChildEvent {
   value?: unknown;
   error?: string;
   message?: string;
+  acting?: boolean;
 }
 
 class Child {
@@ -188,6 +190,17 @@ class Child {
     }
   }
 
+  /** SIGSTOP (`stop`) or SIGCONT: the process keeps its sockets open, as Ctrl-Z leaves them. */
+  signal(sig: 'SIGSTOP' | 'SIGCONT'): number {
+    process.kill(this.proc.pid!, sig);
+    return now();
+  }
+
+  /** The times at which this process sampled itself leading with its fence open (it could act). */
+  actingAt(): number[] {
+    return this.events.filter((e) => e.ev === 'sample' && e.acting === true).map((e) => e.t!);
+  }
+
   roleChanges(): Array<{ role: string; t: number }> {
     return this.events.filter((e) => e.ev === 'role').map((e) => ({ role: e.role!, t: e.t! }));
   }
@@ -206,6 +219,10 @@ class Child {
         `${this.label}: leader sample at ${s.t} outside its intervals`,
       );
     }
+  }
+
+  logs(): string[] {
+    return this.events.filter((e) => e.ev === 'log').map((e) => e.message!);
   }
 
   transcript(): string {
@@ -243,13 +260,19 @@ test('(a) first in is leader, the second and third are followers; the leader cou
     assert.equal(a.election.role, 'leader');
     await waitUntil(() => server!.followerCount === 2, 2000, 'two followers');
     assert.equal(await b.election.connection!.welcomed, process.pid);
-    // Nothing left over but the socket.
-    assert.deepEqual(fs.readdirSync(dir), [`${NAME}.sock`]);
+    // Nothing left over but the socket and the leader file (its term: src/leader/lease.ts).
+    assert.deepEqual(fs.readdirSync(dir).sort(), [`${NAME}.leader`, `${NAME}.sock`]);
+    assert.equal(a.election.term, 1);
+    assert.equal(b.election.connection!.term, 1, "the follower knows the leader's term from its welcome");
   } finally {
     await stopAll([a.election, b.election, c.election]);
   }
   assert.equal(a.election.role, 'stopped');
-  assert.deepEqual(fs.readdirSync(dir), [], 'the last leader removes its socket');
+  assert.deepEqual(
+    fs.readdirSync(dir),
+    [`${NAME}.leader`],
+    'the last leader removes its socket; the leader file stays (the next term is above it)',
+  );
   // A stopped election can start again.
   try {
     await c.election.start();
@@ -488,6 +511,115 @@ test("(d) four processes start at once over a dead leader's socket: exactly one 
   }
 });
 
+// ---- (h) stalls: a leader stopped or blocked, its socket open -----------------------------------
+//
+// With the shipped lease (LEASE_MS, 5 s) and renewals (RENEW_MS, 1 s). A stopped process's kernel
+// still accepts connections on its socket, so nothing closes: only the lease tells. What must hold:
+// a follower takes over once the leader has been silent for the lease (not before: its silence
+// counts from the leader's last beat, at most RENEW_MS before the stall), and the woken or
+// unblocked leader never acts again: no sample of it leading with its fence open (what the engine
+// asks before every set, save and announcement) falls after the new leader took over. Then it
+// follows the new leader.
+
+async function stalledLeader(t: { diagnostic(m: string): void }, how: 'SIGSTOP' | 'block'): Promise<void> {
+  const dir = tempDir();
+  const a = new Child('a', dir);
+  const kids = [a];
+  try {
+    await waitChildRole(a, 'leader');
+    const b = new Child('b', dir);
+    kids.push(b);
+    await waitChildRole(b, 'follower');
+    await waitUntil(() => b.events.some((e) => e.ev === 'following'), 2000, 'b welcomed');
+    await sleep(1500); // a few beats
+    let stalledAt: number;
+    if (how === 'SIGSTOP') stalledAt = a.signal('SIGSTOP');
+    else {
+      a.send({ cmd: 'block', ms: LEASE_MS + 3000 });
+      await waitUntil(() => a.events.some((e) => e.ev === 'blocking'), 2000, 'a blocking');
+      stalledAt = a.events.find((e) => e.ev === 'blocking')!.t!;
+    }
+    await waitChildRole(b, 'leader', LEASE_MS + 4000);
+    const tookOver = b.roleChanges().find((r) => r.role === 'leader')!.t;
+    const after = tookOver - stalledAt;
+    t.diagnostic(`${how}: takeover ${after.toFixed(0)} ms after the stall (lease ${LEASE_MS} ms)`);
+    assert.ok(after >= LEASE_MS - RENEW_MS, `taken over ${after} ms after the stall: before the lease ran out`);
+    assert.ok(after < LEASE_MS + 2500, `taken over only ${after} ms after the stall`);
+    assert.ok(
+      b.logs().some((l) => /has not answered for .* past its 5\.0 s lease/.test(l)),
+      b.transcript(),
+    );
+    assert.equal(a.role, 'leader', 'the stalled leader could not even tell it lost');
+    if (how === 'SIGSTOP') {
+      await sleep(2000); // past the takeover: the woken one runs its timers, all of them late
+      a.signal('SIGCONT');
+    }
+    await waitChildRole(a, 'follower', 5000);
+    await waitUntil(
+      () => a.events.some((e) => e.ev === 'following' && e.leaderPid === b.proc.pid),
+      4000,
+      `a follows b\n${a.transcript()}`,
+    );
+    assert.ok(
+      a.logs().some((l) => /stepping down: lease lost: this engine did not run for/.test(l)),
+      a.transcript(),
+    );
+    const late = a.actingAt().filter((at) => at >= tookOver);
+    assert.deepEqual(late, [], `the stalled leader could act after the takeover at ${tookOver}`);
+    const acted = a.actingAt().filter((at) => at > stalledAt);
+    assert.deepEqual(acted, [], 'the stalled leader acted after its stall');
+    assert.ok(
+      b.actingAt().some((at) => at > tookOver),
+      'the new leader acts',
+    );
+    // The new term is above the old one.
+    const file = JSON.parse(fs.readFileSync(path.join(dir, `${NAME}.leader`), 'utf8')) as { term: number; pid: number };
+    assert.deepEqual([file.term, file.pid], [2, b.proc.pid]);
+  } finally {
+    for (const k of kids) {
+      if (k.alive) k.signal('SIGCONT');
+      k.kill();
+    }
+    await Promise.all(kids.map((k) => k.exited));
+  }
+}
+
+test('(h) the leader SIGSTOPped (Ctrl-Z): a follower takes over after the lease; woken, it acts no more and follows', async (t) => {
+  await stalledLeader(t, 'SIGSTOP');
+});
+
+test("(h) the leader's event loop blocked past the lease: a follower takes over; unblocked, it acts no more and follows", async (t) => {
+  await stalledLeader(t, 'block');
+});
+
+test('(h) a candidate that finds a silent leader (no welcome within the lease) takes its place; a live one is followed', async (t) => {
+  const dir = tempDir();
+  const a = new Child('a', dir);
+  const kids = [a];
+  try {
+    await waitChildRole(a, 'leader');
+    const stoppedAt = a.signal('SIGSTOP');
+    const b = new Child('b', dir);
+    kids.push(b);
+    await waitChildRole(b, 'leader', LEASE_MS + RENEW_MS + 4000);
+    const tookOver = b.roleChanges().find((r) => r.role === 'leader')!.t;
+    t.diagnostic(`a newcomer replaced a stopped leader ${(tookOver - stoppedAt).toFixed(0)} ms after the stop`);
+    assert.ok(tookOver - stoppedAt >= LEASE_MS, 'replaced before the lease ran out');
+    a.signal('SIGCONT');
+    await waitChildRole(a, 'follower', 5000);
+    assert.deepEqual(
+      a.actingAt().filter((at) => at > stoppedAt),
+      [],
+    );
+  } finally {
+    for (const k of kids) {
+      if (k.alive) k.signal('SIGCONT');
+      k.kill();
+    }
+    await Promise.all(kids.map((k) => k.exited));
+  }
+});
+
 // ---- (e) ------------------------------------------------------------------------------------
 
 test('(e) a stale socket file with no process: the newcomer becomes leader', async () => {
@@ -548,7 +680,7 @@ test('(e) a stale socket and a takeover lock left by a dead process: the newcome
       a.logs.some((l) => /broke a stale takeover lock/.test(l)),
       a.logs.join('\n'),
     );
-    assert.deepEqual(fs.readdirSync(dir).sort(), [`${NAME}.sock`]);
+    assert.deepEqual(fs.readdirSync(dir).sort(), [`${NAME}.leader`, `${NAME}.sock`]);
   } finally {
     await a.election.stop();
   }

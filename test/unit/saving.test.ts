@@ -22,11 +22,14 @@ function saverWorld(): {
   /** Each announcement, with whether the store held its thread when it went out. */
   said: Array<{ decision: Decision; saved: boolean }>;
   arm: (threadId: string) => void;
+  /** Why the saver may not act (the lease's fence), or null. */
+  fenced: { reason: string | null };
 } {
   const clock = new FakeClock();
   const store = new MemoryStore();
   const state = emptyState();
   const said: Array<{ decision: Decision; saved: boolean }> = [];
+  const fenced: { reason: string | null } = { reason: null };
   const saver = new Saver({
     store,
     clock,
@@ -35,13 +38,48 @@ function saverWorld(): {
     state: () => state,
     track: (p) => p,
     stopped: () => false,
+    fence: () => fenced.reason,
   });
   const arm = (threadId: string): void => {
     state.watches[threadId] = newWatch(threadId, clock.now());
     saver.emit({ type: 'armed', threadId, title: threadId });
   };
-  return { saver, clock, store, state, said, arm };
+  return { saver, clock, store, state, said, arm, fenced };
 }
+
+describe('Saver and the fence (src/leader/lease.ts)', () => {
+  test('a leader whose lease ran out saves nothing and announces nothing', async () => {
+    const { saver, store, said, arm, fenced } = saverWorld();
+    arm('thread-1');
+    await turns();
+    assert.equal(store.saves, 1);
+    fenced.reason = 'lease lost';
+    arm('thread-2');
+    await turns();
+    assert.equal(await saver.persist(), false);
+    await saver.compact();
+    assert.equal(store.saves, 1, 'saved past the fence');
+    assert.equal(store.saved.watches['thread-2'], undefined);
+    assert.deepEqual(
+      said.map((s) => s.decision.type === 'armed' && s.decision.threadId),
+      ['thread-1'],
+      'announced past the fence',
+    );
+  });
+
+  test('a lease lost while the save was written: saved, but not announced', async () => {
+    const { store, said, arm, fenced } = saverWorld();
+    const save = store.save.bind(store);
+    store.save = async (...args) => {
+      await save(...args);
+      fenced.reason = 'lease lost during the save';
+    };
+    arm('thread-1');
+    await turns();
+    assert.equal(store.saves, 1);
+    assert.equal(said.length, 0, 'announced by a leader that lost its lease during the save');
+  });
+});
 
 describe('Saver.hold', () => {
   test('unheld: an announcement goes out after the save of the next turn', async () => {
