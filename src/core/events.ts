@@ -4,7 +4,17 @@
 import type { DaemonListener, ThreadGoal } from '../protocol/daemon';
 import { describeErrorInfo } from './classify';
 import type { EngineCore } from './core';
-import type { LiveThread } from './live';
+import type { LiveThread, RateLimitNotice } from './live';
+
+/**
+ * How long before a goal's `usageLimited` update a rate-limit notification still counts as that
+ * limit's evidence. The daemon sends it just before the goal update on the same connection
+ * (measured: the frame right before it, in the same millisecond, docs/daemon-behaviour.md (o)),
+ * and every 429 sends one (all fields null when the provider sent no headers), so the one right
+ * before is the limit's own; the bound only keeps a notification from an older request, when
+ * this one sent none to this connection (a thread it is not subscribed to), from counting.
+ */
+export const LIMIT_NOTICE_MS = 5_000;
 import { goalSnapshot } from './reads';
 
 export interface EventSinks {
@@ -16,6 +26,8 @@ export interface EventSinks {
 
 /** The listener of one connection: events of an older connection (another generation) are dropped. */
 export function daemonListener(core: EngineCore, generation: number, sinks: EventSinks): DaemonListener {
+  /** The latest `account/rateLimits/updated` on this connection (a reconnect starts with none). */
+  let latestLimits: RateLimitNotice | null = null;
   const bump = (threadId: string): LiveThread => {
     const live = core.liveOf(threadId);
     live.seq += 1;
@@ -25,7 +37,12 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
   };
   const handlers: DaemonListener = {
     goalUpdated: (threadId, goal) => {
-      bump(threadId);
+      const live = bump(threadId);
+      // The limit's evidence: the notification right before this update. A later update of the
+      // same limit (another client's resume re-sends the goal) keeps it; any other status drops it.
+      if (goal.status !== 'usageLimited') live.limitNotice = null;
+      else if (latestLimits !== null && core.now() - latestLimits.at <= LIMIT_NOTICE_MS)
+        live.limitNotice = latestLimits;
       const w = core.state.watches[threadId];
       if (w) w.goal = goalSnapshot(goal);
       else if (goal.status === 'active') sinks.seenActive.set(threadId, goal); // it may block before the engine looks
@@ -92,6 +109,9 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.approvals?.delete(requestId);
       core.touch(threadId);
     },
+    rateLimitsUpdated: (snapshot) => {
+      latestLimits = { snapshot, at: core.now() };
+    },
     protocolProblem: (message) => core.emit({ type: 'warning', message: `protocol: ${message}` }),
     closed: (reason) => sinks.closed(reason),
   };
@@ -111,6 +131,7 @@ function onlyWhile(l: DaemonListener, current: () => boolean): DaemonListener {
     error: (...a) => current() && l.error(...a),
     serverRequest: (...a) => current() && l.serverRequest(...a),
     serverRequestResolved: (...a) => current() && l.serverRequestResolved(...a),
+    rateLimitsUpdated: (...a) => current() && l.rateLimitsUpdated(...a),
     protocolProblem: (...a) => current() && l.protocolProblem(...a),
     closed: (...a) => current() && l.closed(...a),
   };

@@ -1,6 +1,12 @@
 // What the engine knows of a thread right now, from the daemon's events and reads.
 // Never persisted: after a restart or a reconnect it is read again.
-import type { RequestId, ThreadStatus, Turn } from '../protocol/daemon';
+import type { RateLimitSnapshot, RequestId, ThreadStatus, Turn } from '../protocol/daemon';
+
+/** An `account/rateLimits/updated` and when it arrived (ms). */
+export interface RateLimitNotice {
+  snapshot: RateLimitSnapshot;
+  at: number;
+}
 
 export interface LiveThread {
   /** Last known thread status, or null when not known on this connection. */
@@ -25,6 +31,11 @@ export interface LiveThread {
    * later turn ends, so a blocked goal needs no re-read. A turn read before subscribing may be stale.
    */
   turnFromEvent: boolean;
+  /**
+   * The rate limits the daemon sent on this connection just before it told that the goal turned
+   * `usageLimited` (`events.ts`): the evidence of when that limit resets. Null: none came.
+   */
+  limitNotice: RateLimitNotice | null;
 }
 
 export function newLive(): LiveThread {
@@ -39,6 +50,7 @@ export function newLive(): LiveThread {
     loaded: true,
     needsLook: false,
     turnFromEvent: false,
+    limitNotice: null,
   };
 }
 

@@ -16,12 +16,13 @@ import {
   keepsOnUnload,
   pendingOutcome,
   resumesRetry,
-  usageDue,
   type Verdict,
 } from './policy';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
+import { type LimitReading, readLimit } from './rateLimits';
 import { resetFromMessage } from './usageReset';
+import { usagePlan } from './usagePlan';
 
 export class Looks {
   /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
@@ -170,33 +171,35 @@ export class Looks {
     }
   }
 
-  /** A new usage limit: resumed after its reset (read from the daemon, else from the error), plus a margin. */
+  /**
+   * A new usage limit: resumed after its reset plus a margin, the reset from the best source
+   * (the daemon's rate-limit update that came with it, the account's read, the message's
+   * minute), or, when a source says no reset clears it, a person's call (`usagePlan`).
+   */
   private async usageLimit(session: DaemonSession, w: WatchedThread, key: string): Promise<void> {
     const core = this.core;
     const live = core.liveOf(w.threadId);
+    const notice = live.limitNotice && readLimit([live.limitNotice.snapshot], live.limitNotice.at);
+    let read: LimitReading | null = null;
+    if (notice === null) read = await this.readLimits(session, w.threadId);
     const now = core.now();
-    let resetsAt: number | null = null;
-    try {
-      resetsAt = await session.rateLimitResetAt();
-    } catch (error) {
-      if (error instanceof ConnectionLostError) throw error;
-      core.emit({
-        type: 'warning',
-        threadId: w.threadId,
-        message: `could not read the rate limits (${errorText(error)}); using the reset time in the error message, if any`,
-      });
+    const message = live.turn?.error ? resetFromMessage(live.turn.error.message, now) : null;
+    const plan = usagePlan({ notice, read, message }, now, core.options);
+    if (plan.act === 'attention') {
+      w.lastFailure = { turnId: key, message: plan.message, code: plan.code, httpStatus: 429, at: now, dueAt: null };
+      core.emit({ type: 'attention', threadId: w.threadId, reason: plan.message });
+      return core.setState(w, { kind: 'needsAttention', code: plan.code, message: plan.message });
     }
-    if (resetsAt === null && live.turn?.error) resetsAt = resetFromMessage(live.turn.error.message, now);
-    const due = usageDue(now, resetsAt, core.options);
+    const due = plan.dueAt;
     w.lastFailure = {
       turnId: key,
-      message: 'usage limit reached',
+      message: `usage limit reached; reset from ${plan.source}`,
       code: 'usageLimitExceeded',
       httpStatus: 429,
       at: now,
       dueAt: due,
     };
-    core.setState(w, { kind: 'usageLimited', resetsAt });
+    core.setState(w, { kind: 'usageLimited', resetsAt: plan.resetsAt });
     core.emit({
       type: 'backoff',
       threadId: w.threadId,
@@ -206,6 +209,21 @@ export class Looks {
       delayMs: due - now,
       error: 'usageLimitExceeded',
     });
+  }
+
+  /** `account/rateLimits/read` (fails without a Codex account: said, and the message is used). */
+  private async readLimits(session: DaemonSession, threadId: string): Promise<LimitReading | null> {
+    try {
+      return readLimit(await session.readRateLimits(), this.core.now());
+    } catch (error) {
+      if (error instanceof ConnectionLostError) throw error;
+      this.core.emit({
+        type: 'warning',
+        threadId,
+        message: `could not read the rate limits (${errorText(error)}); using the reset time in the error message, if any`,
+      });
+      return null;
+    }
   }
 
   /** After a crash, a reconnect or an error reply: did the set take effect? The daemon's state says. */

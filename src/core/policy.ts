@@ -15,6 +15,7 @@ import {
 import { classifyFailure, describeErrorInfo } from './classify';
 import { isThreadActive, type LiveThread, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
+import { isUntimedCode } from './rateLimits';
 
 /** What is known of a watch when it is decided. Nothing here is changed. */
 export interface Facts {
@@ -148,6 +149,15 @@ function usageLimited(f: Facts): Verdict {
   // Armed by a person while this usage limit stopped the goal: older than the arming, never resumed.
   if (key === w.beforeArming) return failedBeforeArming('usageLimitExceeded', live.turn);
   if (w.recovered.includes(key)) return blockedAgain(w, 'this usage limit was resumed already');
+  // A limit no reset clears (out of credits, a spend cap), found before: a person's call.
+  if (w.lastFailure?.turnId === key && isUntimedCode(w.lastFailure.code))
+    return w.state.kind === 'needsAttention'
+      ? { act: 'keep', why: w.lastFailure.message }
+      : {
+          act: 'settle',
+          state: { kind: 'needsAttention', code: w.lastFailure.code, message: w.lastFailure.message },
+          why: w.lastFailure.message,
+        };
   if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
     if (isScheduledFor(w.state, 'usageLimited', key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
     return {

@@ -1,5 +1,7 @@
-// When a usage limit resets. The daemon's rate-limit read needs an account; without one
-// the reset is only in the turn's error message, as local clock text, e.g.
+// When a usage limit resets, by the turn's error message: the last source, after the daemon's
+// `account/rateLimits/updated` and `account/rateLimits/read` (src/core/rateLimits.ts). The message
+// names the reset as local clock text rounded DOWN to the minute (measured: a reset at 20:37:57
+// reads 8:37 PM), e.g.
 //   "… or try again at 9:08 AM."   "… or try again at Jul 9th, 2026 1:47 AM."
 //   "… or try again at Aug 10, 2026, 11:12 AM."
 
@@ -7,7 +9,15 @@ const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', '
 const PATTERN =
   /try again at\s+(?:([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([AaPp][Mm])?/;
 
-/** The reset time (ms since the epoch, local time of this machine) named in a message, or null. */
+const MINUTE = 60_000;
+
+/**
+ * The latest the reset named in a message can be (ms since the epoch, local time of this
+ * machine), or null: the end of the minute it names, as the reset lies somewhere within it and
+ * a goal must never be resumed before it. A time of day alone is today's when it names this
+ * minute or one at most a minute past (a reset seconds away in the same clock minute), and
+ * tomorrow's only when it is more than a minute past.
+ */
 export function resetFromMessage(message: string, now: number): number | null {
   const m = PATTERN.exec(message);
   if (!m) return null;
@@ -23,11 +33,10 @@ export function resetFromMessage(message: string, now: number): number | null {
     const month = MONTHS.indexOf(monthName.toLowerCase());
     if (month < 0) return null;
     const at = new Date(Number(year), month, Number(day), hour, minute, 0, 0).getTime();
-    return Number.isFinite(at) ? at : null;
+    return Number.isFinite(at) ? at + MINUTE : null;
   }
-  // A time of day alone: its next occurrence.
   const at = new Date(now);
   at.setHours(hour, minute, 0, 0);
-  if (at.getTime() <= now) at.setDate(at.getDate() + 1);
-  return at.getTime();
+  if (now - at.getTime() > MINUTE) at.setDate(at.getDate() + 1);
+  return at.getTime() + MINUTE;
 }

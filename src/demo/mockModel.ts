@@ -141,14 +141,19 @@ export async function startMockModel(): Promise<MockModel> {
         );
         return;
       case 'usageLimit':
-        sendJson(res, 429, {
-          error: {
-            type: 'usage_limit_reached',
-            message: 'mock: You have hit your usage limit.',
-            plan_type: 'plus',
-            resets_at: opts.resetsAt ?? Math.floor(Date.now() / 1000) + 60,
+        sendJson(
+          res,
+          429,
+          {
+            error: {
+              type: 'usage_limit_reached',
+              message: 'mock: You have hit your usage limit.',
+              plan_type: 'plus',
+              resets_at: opts.resetsAt ?? Math.floor(Date.now() / 1000) + 60,
+            },
           },
-        });
+          { ...opts.rateLimitHeaders },
+        );
         return;
       case 'dropStream': {
         startSse(res);

@@ -22,7 +22,9 @@
  *   http400             HTTP 400 JSON `{"error":{"type":"invalid_request_error",…}}`.
  *   http429             Plain rate limit: HTTP 429 `rate_limit_exceeded`, header retry-after: 1.
  *   usageLimit          HTTP 429 `{"error":{"type":"usage_limit_reached","resets_at":<unix s>}}`,
- *                       resets_at = opts.resetsAt (unix seconds) or now + 60 s.
+ *                       resets_at = opts.resetsAt (unix seconds) or now + 60 s; with
+ *                       opts.rateLimitHeaders, the provider's rate-limit headers as well
+ *                       (`rateLimitHeaders()` below makes them), as ChatGPT's 429 carries them.
  *   dropStream          200 + `response.created`, then the socket is destroyed (no completion).
  *   responseFailed      200 + `response.created`, then `response.failed` with
  *                       error {code:"server_error"}.
@@ -69,6 +71,8 @@ export const ALL_MOCK_MODES: readonly MockMode[] = [
 export interface MockModeOptions {
   /** usageLimit: unix seconds of the reset (default now + 60). */
   resetsAt?: number;
+  /** usageLimit: headers the 429 carries besides its JSON body (none by default): `rateLimitHeaders()`. */
+  rateLimitHeaders?: Readonly<Record<string, string>>;
   /** approval: file the exec_command touches (default /tmp/codex-mock-approval). */
   file?: string;
   /** slow: milliseconds before the answer (default 10 000). */
@@ -117,3 +121,40 @@ export const FUNCTION_CALL_MODES: ReadonlySet<MockMode> = new Set<MockMode>([
   'approval',
   'healthyThenComplete',
 ]);
+
+/** One rate-limit window as a provider's headers describe it. */
+export interface HeaderWindow {
+  usedPercent: number;
+  /** The window's length (300: the 5-hour window; 10080: the weekly one). */
+  windowMinutes?: number;
+  /** Unix seconds of the reset. */
+  resetAt?: number;
+}
+
+/**
+ * The rate-limit headers ChatGPT's Codex backend sends, as the codex binary (0.169.0, 0.171.0)
+ * parses them (`x-codex-{primary,secondary}-{used-percent,window-minutes,reset-at}`,
+ * `x-codex-rate-limit-reached-type`, `x-codex-credits-*`).
+ */
+export function rateLimitHeaders(limits: {
+  primary?: HeaderWindow;
+  secondary?: HeaderWindow;
+  reachedType?: string;
+  credits?: { hasCredits: boolean; unlimited: boolean; balance?: string };
+}): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const slot of ['primary', 'secondary'] as const) {
+    const w = limits[slot];
+    if (!w) continue;
+    headers[`x-codex-${slot}-used-percent`] = String(w.usedPercent);
+    if (w.windowMinutes !== undefined) headers[`x-codex-${slot}-window-minutes`] = String(w.windowMinutes);
+    if (w.resetAt !== undefined) headers[`x-codex-${slot}-reset-at`] = String(w.resetAt);
+  }
+  if (limits.reachedType !== undefined) headers['x-codex-rate-limit-reached-type'] = limits.reachedType;
+  if (limits.credits) {
+    headers['x-codex-credits-has-credits'] = String(limits.credits.hasCredits);
+    headers['x-codex-credits-unlimited'] = String(limits.credits.unlimited);
+    if (limits.credits.balance !== undefined) headers['x-codex-credits-balance'] = limits.credits.balance;
+  }
+  return headers;
+}

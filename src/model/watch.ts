@@ -431,7 +431,7 @@ export function describeErrorCode(code: string): string {
       return 'server overloaded';
     case 'other':
       return 'error';
-    default:
+    default: // e.g. creditsDepleted, spendCapReached, unknownUsageLimit (src/core/rateLimits.ts)
       return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
   }
 }

@@ -26,6 +26,8 @@ import {
   OPT_OUT_NOTIFICATIONS,
   RateLimitsResultSchema,
   type RateLimitsResult,
+  type RateLimitSnapshot,
+  RateLimitsUpdatedSchema,
   ServerRequestParamsSchema,
   ServerRequestResolvedSchema,
   ThreadIdSchema,
@@ -233,8 +235,8 @@ class JsonRpcDaemon implements DaemonSession {
     return (await this.call('thread/goal/set', { threadId, status, origin: 'user' }, GoalResultSchema)).goal;
   }
 
-  async rateLimitResetAt(): Promise<number | null> {
-    return soonestReset(await this.call('account/rateLimits/read', {}, RateLimitsResultSchema));
+  async readRateLimits(): Promise<RateLimitSnapshot[]> {
+    return allSnapshots(await this.call('account/rateLimits/read', {}, RateLimitsResultSchema));
   }
 
   request(method: string, params: object): Promise<unknown> {
@@ -370,24 +372,16 @@ class JsonRpcDaemon implements DaemonSession {
         return read(ErrorNotificationSchema, (p) => l.error(p.threadId, p.turnId ?? null, p.error, p.willRetry));
       case 'serverRequest/resolved':
         return read(ServerRequestResolvedSchema, (p) => l.serverRequestResolved(p.threadId, p.requestId));
+      case 'account/rateLimits/updated':
+        return read(RateLimitsUpdatedSchema, (p) => l.rateLimitsUpdated(p.rateLimits));
       default:
         return; // not read by the engine
     }
   }
 }
 
-/** The reset time (ms) to wait for: the latest reset among exhausted windows, else the soonest known. */
-export function soonestReset(result: RateLimitsResult): number | null {
-  const snapshots = [result.rateLimits, ...Object.values(result.rateLimitsByLimitId ?? {})];
-  const exhausted: number[] = [];
-  const any: number[] = [];
-  for (const snapshot of snapshots) {
-    for (const window of [snapshot?.primary, snapshot?.secondary]) {
-      if (window?.resetsAt == null) continue;
-      any.push(window.resetsAt * 1000);
-      if (window.usedPercent >= 100) exhausted.push(window.resetsAt * 1000);
-    }
-  }
-  if (exhausted.length) return Math.max(...exhausted);
-  return any.length ? Math.min(...any) : null;
+/** Every snapshot of a read: the single view, then each limit id's. */
+export function allSnapshots(result: RateLimitsResult): RateLimitSnapshot[] {
+  const all = [result.rateLimits, ...Object.values(result.rateLimitsByLimitId ?? {})];
+  return all.filter((s): s is RateLimitSnapshot => s != null);
 }

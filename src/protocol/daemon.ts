@@ -1,9 +1,9 @@
 // The daemon as the engine sees it: a session of typed calls, and the events it
 // delivers. The JSON-RPC client implements it; the engine depends only on this.
 import type { GoalStatus } from '../model/watch';
-import type { Thread, ThreadGoal, ThreadStatus, Turn, TurnError } from './schema';
+import type { RateLimitSnapshot, Thread, ThreadGoal, ThreadStatus, Turn, TurnError } from './schema';
 
-export type { Thread, ThreadGoal, ThreadStatus, Turn, TurnError };
+export type { RateLimitSnapshot, Thread, ThreadGoal, ThreadStatus, Turn, TurnError };
 export type RequestId = string | number;
 
 /** Events, delivered in wire order, synchronously; a reply is handled after every earlier event. */
@@ -19,6 +19,11 @@ export interface DaemonListener {
   /** A server-to-client request (an approval, user input). Never answered by this client. */
   serverRequest(threadId: string | null, requestId: RequestId, method: string): void;
   serverRequestResolved(threadId: string, requestId: RequestId): void;
+  /**
+   * `account/rateLimits/updated`: the account's rate limits changed (no thread named). Sent just
+   * before a goal turns `usageLimited`, to the connections subscribed to its thread.
+   */
+  rateLimitsUpdated(snapshot: RateLimitSnapshot): void;
   /** A frame or message that could not be read; the connection keeps serving. */
   protocolProblem(message: string): void;
   /** The connection ended; every call still waiting rejects with `ConnectionLostError`. */
@@ -65,8 +70,8 @@ export interface DaemonSession {
   setGoalActive(threadId: string): Promise<ThreadGoal | null>;
   /** `origin: "user"`: only when a person pressed a button that says so. */
   setGoalStatusAsUser(threadId: string, status: GoalStatus): Promise<ThreadGoal | null>;
-  /** The soonest known rate-limit reset (ms since the epoch), or null when unknown. */
-  rateLimitResetAt(): Promise<number | null>;
+  /** `account/rateLimits/read`: every snapshot it gives (the single view, then each limit id's). */
+  readRateLimits(): Promise<RateLimitSnapshot[]>;
   /** Any other call, unvalidated: for actions a person asked for explicitly (and for tests). */
   request(method: string, params: object): Promise<unknown>;
   close(): Promise<void>;

@@ -110,10 +110,25 @@ export const ResumeResultSchema = z.object({
   thread: ThreadSchema,
   initialTurnsPage: z.optional(z.nullable(TurnsListResultSchema)),
 });
-const RateLimitWindowSchema = z.optional(
-  z.nullable(z.object({ usedPercent: z.catch(z.number(), 0), resetsAt: z.optional(z.nullable(z.number())) })),
-);
-const RateLimitSnapshotSchema = z.object({ primary: RateLimitWindowSchema, secondary: RateLimitWindowSchema });
+const RateLimitWindowSchema = z.object({
+  usedPercent: z.catch(z.number(), 0),
+  /** The window's length: tells a 5-hour window from a weekly one (the slot does not). */
+  windowDurationMins: z.optional(z.nullable(z.catch(z.nullable(z.number()), null))),
+  /** Unix seconds. */
+  resetsAt: z.optional(z.nullable(z.number())),
+});
+export type RateLimitWindow = z.infer<typeof RateLimitWindowSchema>;
+const RateLimitSnapshotSchema = z.object({
+  limitId: z.optional(z.nullable(z.catch(z.nullable(z.string()), null))),
+  primary: z.optional(z.nullable(RateLimitWindowSchema)),
+  secondary: z.optional(z.nullable(RateLimitWindowSchema)),
+  /** e.g. "rate_limit_reached", "workspace_owner_credits_depleted" (a string: unknown values are kept). */
+  rateLimitReachedType: z.optional(z.nullable(z.catch(z.nullable(z.string()), null))),
+  spendControlReached: z.optional(z.nullable(z.catch(z.nullable(z.boolean()), null))),
+});
+export type RateLimitSnapshot = z.infer<typeof RateLimitSnapshotSchema>;
+/** `account/rateLimits/updated {rateLimits}`: one snapshot, sparse. */
+export const RateLimitsUpdatedSchema = z.object({ rateLimits: RateLimitSnapshotSchema });
 export const RateLimitsResultSchema = z.object({
   rateLimits: z.optional(z.nullable(RateLimitSnapshotSchema)),
   rateLimitsByLimitId: z.optional(z.nullable(z.record(z.string(), z.optional(z.nullable(RateLimitSnapshotSchema))))),

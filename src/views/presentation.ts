@@ -133,6 +133,10 @@ function whatYouCanDo(w: WatchedThread): string | null {
     case 'failedBeforeArming':
       return BEFORE_ARMING_TODO();
     case 'needsAttention':
+      if (w.state.code === 'creditsDepleted')
+        return vscode.l10n.t('add credits to the account or workspace, then resume the goal in Codex');
+      if (w.state.code === 'spendCapReached')
+        return vscode.l10n.t('raise the spend cap (or ask the workspace owner), then resume the goal in Codex');
       return vscode.l10n.t('look at the error in Codex and fix its cause, then resume the goal there');
     case 'gaveUp':
       return vscode.l10n.t('Retry now tries once more; or look at the error in Codex');

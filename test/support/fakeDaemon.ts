@@ -114,6 +114,20 @@ export function testGoal(threadId: string, status: GoalStatus): FakeGoal {
   };
 }
 
+/** `account/rateLimits/updated`'s snapshot as the real daemon sends it for a 429 without rate-limit headers. */
+export const NULL_SNAPSHOT = {
+  limitId: 'codex',
+  limitName: null,
+  normalModelSlug: null,
+  primary: null,
+  secondary: null,
+  credits: null,
+  individualLimit: null,
+  spendControlReached: null,
+  planType: null,
+  rateLimitReachedType: null,
+};
+
 export function testTurn(id: string, status: string, codexErrorInfo: unknown = 'internalServerError'): FakeTurn {
   return {
     id,
@@ -385,12 +399,24 @@ export class FakeDaemon {
    */
   failWithEvents(
     id: string,
-    opts: { codexErrorInfo?: unknown; retryFirst?: boolean; phase?: 'goal' | 'turn' | 'both'; goal?: GoalStatus } = {},
+    opts: {
+      codexErrorInfo?: unknown;
+      retryFirst?: boolean;
+      phase?: 'goal' | 'turn' | 'both';
+      goal?: GoalStatus;
+      /**
+       * A usage limit: the snapshot the provider's 429 headers made (default: none, all fields
+       * null, as the real daemon sends it for a 429 without them: §o), and the turn's message.
+       */
+      rateLimits?: Record<string, unknown>;
+      message?: string;
+    } = {},
   ): void {
     const t = this.thread(id);
     const info = opts.codexErrorInfo ?? 'internalServerError';
     const phase = opts.phase ?? 'both';
     const turnId = t.turn.id;
+    const usage = info === 'usageLimitExceeded';
     if (phase !== 'turn') {
       if (opts.retryFirst) {
         this.notifySubscribed(id, 'error', {
@@ -404,13 +430,20 @@ export class FakeDaemon {
           },
         });
       }
-      t.goal = testGoal(id, opts.goal ?? (info === 'usageLimitExceeded' ? 'usageLimited' : 'blocked'));
+      // §o: every usage-limit 429 sends `account/rateLimits/updated` to the connections subscribed
+      // to the thread, just before the goal turns usageLimited.
+      if (usage)
+        this.notifySubscribed(id, 'account/rateLimits/updated', {
+          rateLimits: { ...NULL_SNAPSHOT, ...opts.rateLimits },
+        });
+      t.goal = testGoal(id, opts.goal ?? (usage ? 'usageLimited' : 'blocked'));
       t.status = { type: 'systemError' };
       this.notify('thread/goal/updated', { threadId: id, turnId, goal: t.goal });
       this.notify('thread/status/changed', { threadId: id, status: t.status });
     }
     if (phase !== 'goal') {
       t.turn = testTurn(turnId, 'failed', info);
+      if (opts.message !== undefined && t.turn.error) t.turn.error.message = opts.message;
       this.notifySubscribed(id, 'error', { threadId: id, turnId, willRetry: false, error: t.turn.error });
       this.notifySubscribed(id, 'turn/completed', { threadId: id, turn: t.turn });
     }

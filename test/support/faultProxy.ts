@@ -473,7 +473,7 @@ export class FaultProxy {
         return timing(session.setGoalActive(threadId));
       },
       setGoalStatusAsUser: (threadId, status) => timing(session.setGoalStatusAsUser(threadId, status)),
-      rateLimitResetAt: () => timing(session.rateLimitResetAt()),
+      readRateLimits: () => timing(session.readRateLimits()),
       request: (method, params) => timing(session.request(method, params)),
       close: () => session.close(),
     };

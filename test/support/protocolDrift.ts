@@ -88,6 +88,7 @@ export const READS: readonly Read[] = [
   notification('turn/completed', 'TurnNotificationSchema'),
   notification('error', 'ErrorNotificationSchema'),
   notification('serverRequest/resolved', 'ServerRequestResolvedSchema'),
+  notification('account/rateLimits/updated', 'RateLimitsUpdatedSchema'),
   ...schemas.SERVER_REQUEST_METHODS.map((m): Read => ({
     ...read(m, 'request', 'ServerRequestParamsSchema'),
     fallback: 'threadId null: no thread is held',

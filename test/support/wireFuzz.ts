@@ -14,6 +14,7 @@ import { startSession } from '../../src/protocol/client';
 import type {
   DaemonListener,
   DaemonSession,
+  RateLimitSnapshot,
   RequestId,
   Thread,
   ThreadGoal,
@@ -63,6 +64,9 @@ export class RecordingListener implements DaemonListener {
   }
   serverRequestResolved(threadId: string, requestId: RequestId): void {
     this.events.push(['serverRequestResolved', threadId, requestId]);
+  }
+  rateLimitsUpdated(snapshot: RateLimitSnapshot): void {
+    this.events.push(['rateLimitsUpdated', snapshot.primary?.resetsAt ?? null, snapshot.rateLimitReachedType ?? null]);
   }
   protocolProblem(message: string): void {
     this.problems.push(message);

@@ -69,13 +69,20 @@ test('imports only point down the layer table', () => {
 
 test('the decision table imports nothing that does I/O', () => {
   const policy = path.join(src, 'core', 'policy.ts');
-  const allowed = ['../model/watch', './classify', './live', './options'];
+  const allowed = ['../model/watch', './classify', './live', './options', './rateLimits'];
   assert.deepEqual(
     imports(policy).filter((s) => !allowed.includes(s)),
     [],
-    'policy.ts imports beyond the pure model, classification, live facts and options',
+    'policy.ts imports beyond the pure model, classification, live facts, options and rate-limit readings',
   );
-  for (const pure of ['classify.ts', 'live.ts', 'options.ts']) {
+  // The usage-limit row (usagePlan.ts) asks the table and the rate-limit readings, nothing else.
+  const plan = path.join(src, 'core', 'usagePlan.ts');
+  assert.deepEqual(
+    imports(plan).filter((s) => !['./options', './policy', './rateLimits'].includes(s)),
+    [],
+    'usagePlan.ts imports beyond the table, options and rate-limit readings',
+  );
+  for (const pure of ['classify.ts', 'live.ts', 'options.ts', 'rateLimits.ts']) {
     const own = imports(path.join(src, 'core', pure)).filter((s) => !s.startsWith('../model/'));
     for (const spec of own)
       assert.match(
@@ -84,11 +91,17 @@ test('the decision table imports nothing that does I/O', () => {
         `${pure} imports ${spec} for more than types`,
       );
   }
-  const code = fs
-    .readFileSync(policy, 'utf8')
-    .replace(/\/\*[\s\S]*?\*\//g, '')
-    .replace(/\/\/.*$/gm, '');
-  assert.doesNotMatch(code, /\bawait\b|Date\.now\(|performance\.now\(|node:/, 'no await, no clock, no node API');
+  for (const file of [policy, plan, path.join(src, 'core', 'rateLimits.ts')]) {
+    const code = fs
+      .readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/\/\/.*$/gm, '');
+    assert.doesNotMatch(
+      code,
+      /\bawait\b|Date\.now\(|performance\.now\(|node:/,
+      `${file}: no await, no clock, no node API`,
+    );
+  }
 });
 
 test('no file in src/ is far above 400 lines', () => {

@@ -244,6 +244,23 @@ const ROWS: Row[] = [
     expect: { act: 'settle', kind: 'usageLimited' },
   },
   {
+    name: 'a usage limit found to be one no reset clears (out of credits) → needsAttention, never a schedule',
+    goal: 'usageLimited',
+    watch: {
+      lastFailure: {
+        turnId: 't1',
+        message: 'out of credits',
+        code: 'creditsDepleted',
+        httpStatus: 429,
+        at: NOW,
+        dueAt: null,
+      },
+      state: { kind: 'running' },
+    },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'settle', kind: 'needsAttention' },
+  },
+  {
     name: 'usage-limited again on a limit resumed once already → needsAttention, never twice',
     goal: 'usageLimited',
     watch: { recovered: ['t1'] },

@@ -12,6 +12,7 @@ export const IGNORE_EVENTS: DaemonListener = {
   error: () => undefined,
   serverRequest: () => undefined,
   serverRequestResolved: () => undefined,
+  rateLimitsUpdated: () => undefined,
   protocolProblem: () => undefined,
   closed: () => undefined,
 };

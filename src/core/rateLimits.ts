@@ -1,0 +1,92 @@
+// What the daemon's rate-limit snapshots say about a usage limit: when it resets, or that no
+// reset clears it. Pure. The snapshots come from `account/rateLimits/updated` (sent just before
+// the goal turns `usageLimited`, on the connections subscribed to the thread, when the provider's
+// 429 carried the `x-codex-*` rate-limit headers: docs/daemon-behaviour.md (o)) or from
+// `account/rateLimits/read` (needs a Codex account).
+import type { RateLimitSnapshot, RateLimitWindow } from '../protocol/schema';
+
+/** What a reading tells: the reset to wait for, or a limit that no timer clears. */
+export type LimitReading =
+  { kind: 'reset'; at: number; windowMins: number | null } | { kind: 'untimed'; code: UntimedCode; message: string };
+
+/** Limits no reset time clears: a person must act (add credits, raise the cap). */
+export const UNTIMED_CODES = ['creditsDepleted', 'spendCapReached', 'unknownUsageLimit'] as const;
+export type UntimedCode = (typeof UNTIMED_CODES)[number];
+
+export function isUntimedCode(code: string): code is UntimedCode {
+  return (UNTIMED_CODES as readonly string[]).includes(code);
+}
+
+/** The one `rateLimitReachedType` a reset clears; every other (and any unknown one) does not. */
+const TIMED_TYPE = 'rate_limit_reached';
+
+/**
+ * The reading of some snapshots received at `arrivedAt` (ms), or null when they tell nothing
+ * (no exhausted window, or one whose reset is unknown and unbounded). A reached type other than
+ * `rate_limit_reached`, or a spend control reached, wins: it never clears on a timer. Windows are
+ * told apart by their length (`windowDurationMins`), not by their slot: some accounts carry the
+ * weekly window as `primary`, or have no `secondary`. Among exhausted windows (used >= 100 %),
+ * the latest reset wins; an exhausted window with no reset is bounded by its length.
+ */
+export function readLimit(snapshots: readonly RateLimitSnapshot[], arrivedAt: number): LimitReading | null {
+  for (const s of snapshots) {
+    const type = s.rateLimitReachedType ?? null;
+    if (type !== null && type !== TIMED_TYPE) return untimed(type);
+    if (s.spendControlReached === true) return untimed('spend_control_reached');
+  }
+  const windows = new Map<string, { at: number | null; mins: number | null }>();
+  for (const s of snapshots) {
+    for (const [slot, w] of [
+      ['primary', s.primary],
+      ['secondary', s.secondary],
+    ] as const) {
+      if (!w || w.usedPercent < 100) continue;
+      const key = `${s.limitId ?? 'codex'}/${w.windowDurationMins ?? slot}`;
+      const at = resetOf(w, arrivedAt);
+      const seen = windows.get(key);
+      // The same window twice (one length in both slots): the later reset, an unknown one first.
+      const later = seen === undefined || seen.at === null || at === null ? null : Math.max(seen.at, at);
+      windows.set(key, { at: seen === undefined ? at : later, mins: w.windowDurationMins ?? null });
+    }
+  }
+  let best: { at: number; mins: number | null } | null = null;
+  for (const w of windows.values()) {
+    if (w.at === null) return null; // an exhausted window whose reset is unknown: not this source's to say
+    if (best === null || w.at > best.at) best = { at: w.at, mins: w.mins };
+  }
+  return best && { kind: 'reset', at: best.at, windowMins: best.mins };
+}
+
+/** An exhausted window's reset (ms): its `resetsAt`, else at most its length after the snapshot. */
+function resetOf(w: RateLimitWindow, arrivedAt: number): number | null {
+  if (w.resetsAt != null) return w.resetsAt * 1000;
+  return w.windowDurationMins != null ? arrivedAt + w.windowDurationMins * 60_000 : null;
+}
+
+function untimed(type: string): LimitReading {
+  if (/credits_depleted$/.test(type))
+    return {
+      kind: 'untimed',
+      code: 'creditsDepleted',
+      message: `out of credits (${type}): no reset clears it; add credits, then resume the goal`,
+    };
+  if (/usage_limit_reached$|^spend_control/.test(type))
+    return {
+      kind: 'untimed',
+      code: 'spendCapReached',
+      message: `spend cap reached (${type}): no reset clears it; raise the cap, then resume the goal`,
+    };
+  return {
+    kind: 'untimed',
+    code: 'unknownUsageLimit',
+    message: `usage limit of a kind no reset is known to clear (${type}): resume the goal when it is lifted`,
+  };
+}
+
+/** A window's length in words: "5-hour", "weekly", "90-minute". */
+export function windowWords(mins: number | null): string {
+  if (mins === null) return 'rate-limit';
+  if (mins === 10_080) return 'weekly';
+  if (mins % 1440 === 0) return `${mins / 1440}-day`;
+  return mins % 60 === 0 ? `${mins / 60}-hour` : `${mins}-minute`;
+}

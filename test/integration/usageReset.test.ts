@@ -1,0 +1,104 @@
+// A usage limit on the real daemon resumes at its real reset (docs/daemon-behaviour.md (o)). The
+// engine in-process on the daemon's control socket, shipped options (usageMarginMs 60 s). The
+// mock model answers a 429 `usage_limit_reached`: (a) with the provider's rate-limit headers, a
+// reset a few seconds away: the daemon sends `account/rateLimits/updated` with it, and the goal is
+// resumed exactly once, right after the exact reset plus the margin; (b) without headers, a reset
+// seconds away in the same clock minute: only the message's minute is known, and the goal is
+// resumed once by that minute's end plus the margin, never before the reset, not tomorrow.
+// Judged from the daemon's record: the rollout's automatic activation and when it was written.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { codexBuilds } from '../../src/demo/codexBinary';
+import { rateLimitHeaders } from '../../src/demo/mockModes';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { connectDaemon } from '../../src/protocol/client';
+import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
+import { DaemonLab } from '../support/daemonLab';
+import { RealEngine } from '../support/realEngine';
+import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
+
+const T = 60_000;
+const MARGIN = DEFAULT_OPTIONS.usageMarginMs;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const codex of codexBuilds())
+  describe(`A usage limit resumes at its real reset (real daemon), codex ${codex.version}`, () => {
+    let lab: DaemonLab;
+    let real: RealEngine;
+
+    before(async () => {
+      lab = await DaemonLab.start(codex);
+      real = await RealEngine.start((listener) =>
+        connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
+      );
+    });
+
+    after(async () => {
+      await real?.close();
+      await lab?.close();
+    });
+
+    /** A goal that runs into the usage limit (reset at `resetAt`), then is resumed: when, and how often. */
+    async function limitedThenResumed(name: string, resetAt: number, headers: boolean) {
+      const user = await lab.user();
+      const resetS = Math.ceil(resetAt / 1000);
+      lab.mock.setMode('usageLimit', {
+        resetsAt: resetS,
+        ...(headers
+          ? {
+              rateLimitHeaders: rateLimitHeaders({
+                primary: { usedPercent: 100, windowMinutes: 300, resetAt: resetS },
+                secondary: { usedPercent: 20, windowMinutes: 10080, resetAt: resetS + 600_000 },
+              }),
+            }
+          : {}),
+      });
+      const t = await lab.goal(name);
+      const failed = await waitTurnCompleted(user, t.threadId, 'failed', T, t.goalSetSeq);
+      const failedTurnId = String(failed.params.turn.id);
+      await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'usageLimited', 'usageLimited');
+      const w = structuredClone(real.engine.watch(t.threadId)!); // as scheduled
+      lab.mock.setMode('goalComplete');
+      const seq = user.lastSeq;
+      await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq);
+      await real.settle();
+      const record = await daemonRecord(user, t.threadId, String(t.thread.path));
+      assertOneRecoveryPerFailedTurn(record);
+      const activations = record.automaticAfter.get(failedTurnId) ?? [];
+      assert.equal(activations.length, 1, `activations: ${JSON.stringify(activations)}`);
+      return { w, at: activations[0].at, dueAt: w.lastFailure!.dueAt! };
+    }
+
+    it(
+      'with the rate-limit headers: resumed exactly once, right after the exact reset',
+      { timeout: 5 * T },
+      async () => {
+        const resetAt = Math.ceil((Date.now() + 5_000) / 1000) * 1000;
+        const { w, at, dueAt } = await limitedThenResumed('usage limit with headers', resetAt, true);
+        assert.equal(w.state.kind === 'usageLimited' && w.state.resetsAt, resetAt, 'not the exact reset');
+        assert.equal(dueAt, resetAt + MARGIN);
+        assert.ok(at >= resetAt + MARGIN, `resumed ${resetAt + MARGIN - at} ms before the reset plus margin`);
+        assert.ok(at < resetAt + MARGIN + 5_000, `resumed ${at - resetAt - MARGIN} ms after the reset plus margin`);
+      },
+    );
+
+    it(
+      'without headers, a reset in the same clock minute: resumed by that minute’s end plus margin, not tomorrow',
+      {
+        timeout: 6 * T,
+      },
+      async () => {
+        // Start where the reset, 6 s away, falls in the same clock minute.
+        while (Date.now() % 60_000 > 45_000) await sleep(250);
+        const resetAt = Math.ceil((Date.now() + 6_000) / 1000) * 1000;
+        const minuteEnd = Math.floor(resetAt / 60_000) * 60_000 + 60_000;
+        const { at, dueAt } = await limitedThenResumed('usage limit without headers', resetAt, false);
+        assert.equal(dueAt, minuteEnd + MARGIN, `due ${dueAt - Date.now()} ms from now`);
+        assert.ok(at >= resetAt, 'resumed before the reset');
+        assert.ok(
+          at >= minuteEnd + MARGIN && at < minuteEnd + MARGIN + 5_000,
+          `resumed at ${new Date(at).toISOString()}`,
+        );
+      },
+    );
+  });

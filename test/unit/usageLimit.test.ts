@@ -1,0 +1,204 @@
+// A usage limit resumes at its real reset: the rate-limit snapshots read (windows told apart by
+// their length, not their slot), the plan from the best source (the daemon's update, the read,
+// the message's minute), a limit no reset clears (never scheduled), and the engine against the
+// strict fake daemon, which sends `account/rateLimits/updated` before the goal update, only to
+// the connections subscribed to the thread, as the real daemon does (docs/daemon-behaviour.md (o)).
+// Shipped defaults (usageMarginMs 60 s, maxDelayMs 30 min).
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { dueAt } from '../../src/model/watch';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { readLimit } from '../../src/core/rateLimits';
+import { usagePlan } from '../../src/core/usagePlan';
+import type { RateLimitSnapshot } from '../../src/protocol/schema';
+import { FakeDaemon } from '../support/fakeDaemon';
+import { makeHarness, type Harness } from '../support/engineHarness';
+
+const NOW = new Date(2026, 10, 30, 20, 46, 50).getTime();
+const MARGIN = DEFAULT_OPTIONS.usageMarginMs;
+const s = (sec: number) => Math.floor(sec / 1000);
+const win = (usedPercent: number, windowDurationMins: number | null, resetsAt: number | null) => ({
+  usedPercent,
+  windowDurationMins,
+  resetsAt: resetsAt === null ? null : s(resetsAt),
+});
+const snap = (over: Partial<RateLimitSnapshot>): RateLimitSnapshot => ({
+  limitId: 'codex',
+  primary: null,
+  secondary: null,
+  rateLimitReachedType: null,
+  spendControlReached: null,
+  ...over,
+});
+const HOUR = 3_600_000;
+
+describe('what the rate-limit snapshots say', () => {
+  it('the exhausted window resets: 5-hour primary, weekly secondary not exhausted', () => {
+    const r = readLimit(
+      [snap({ primary: win(100, 300, NOW + HOUR), secondary: win(40, 10080, NOW + 100 * HOUR) })],
+      NOW,
+    );
+    assert.deepEqual(r, { kind: 'reset', at: NOW + HOUR, windowMins: 300 });
+  });
+
+  it('the weekly window in the primary slot, secondary null: told by its length', () => {
+    const r = readLimit([snap({ primary: win(100, 10080, NOW + 50 * HOUR), secondary: null })], NOW);
+    assert.deepEqual(r, { kind: 'reset', at: NOW + 50 * HOUR, windowMins: 10080 });
+  });
+
+  it('slots swapped, both exhausted: the latest reset wins, whatever its slot', () => {
+    const r = readLimit(
+      [snap({ primary: win(100, 10080, NOW + 50 * HOUR), secondary: win(100, 300, NOW + HOUR) })],
+      NOW,
+    );
+    assert.deepEqual(r, { kind: 'reset', at: NOW + 50 * HOUR, windowMins: 10080 });
+  });
+
+  it('a sliding reset of a window not started (now + 7 days, 0 %) is not the limit', () => {
+    const r = readLimit(
+      [snap({ primary: win(100, 300, NOW + HOUR), secondary: win(0, 10080, NOW + 168 * HOUR) })],
+      NOW,
+    );
+    assert.deepEqual(r, { kind: 'reset', at: NOW + HOUR, windowMins: 300 });
+    assert.equal(readLimit([snap({ secondary: win(0, 10080, NOW + 168 * HOUR) })], NOW), null);
+  });
+
+  it('a 429 without headers (every field null) says nothing', () => {
+    assert.equal(readLimit([snap({})], NOW), null);
+  });
+
+  it('an exhausted window with no reset is bounded by its length; with no length either, nothing is known', () => {
+    assert.deepEqual(readLimit([snap({ primary: win(100, 300, null) })], NOW), {
+      kind: 'reset',
+      at: NOW + 5 * HOUR,
+      windowMins: 300,
+    });
+    assert.equal(readLimit([snap({ primary: win(100, null, null), secondary: win(100, 300, NOW + HOUR) })], NOW), null);
+  });
+
+  it('credits depleted, a spend cap, an unknown reached type: no reset clears them', () => {
+    const depleted = snap({
+      primary: win(100, 300, NOW + HOUR),
+      rateLimitReachedType: 'workspace_owner_credits_depleted',
+    });
+    assert.equal(readLimit([depleted], NOW)?.kind, 'untimed');
+    assert.deepEqual(
+      ['workspace_member_credits_depleted', 'workspace_owner_usage_limit_reached', 'something_new'].map((t) => {
+        const r = readLimit([snap({ rateLimitReachedType: t })], NOW);
+        return r?.kind === 'untimed' ? r.code : r;
+      }),
+      ['creditsDepleted', 'spendCapReached', 'unknownUsageLimit'],
+    );
+    const cap = readLimit([snap({ spendControlReached: true })], NOW);
+    assert.equal(cap?.kind === 'untimed' && cap.code, 'spendCapReached');
+    // The one type a reset clears.
+    const timed = readLimit(
+      [snap({ primary: win(100, 300, NOW + HOUR), rateLimitReachedType: 'rate_limit_reached' })],
+      NOW,
+    );
+    assert.equal(timed?.kind, 'reset');
+  });
+});
+
+describe('when a usage limit is resumed (usagePlan)', () => {
+  const reset = (at: number) => ({ kind: 'reset' as const, at, windowMins: 300 });
+  it('the notification first, then the read, then the message: never before the reset', () => {
+    const plan = usagePlan(
+      { notice: reset(NOW + 8_000), read: reset(NOW + HOUR), message: NOW + 10_000 },
+      NOW,
+      DEFAULT_OPTIONS,
+    );
+    assert.deepEqual([plan.act, plan.act === 'resume' && plan.dueAt], ['resume', NOW + 8_000 + MARGIN]);
+    const fromRead = usagePlan({ notice: null, read: reset(NOW + HOUR), message: NOW + 10_000 }, NOW, DEFAULT_OPTIONS);
+    assert.equal(fromRead.act === 'resume' && fromRead.dueAt, NOW + HOUR + MARGIN);
+  });
+
+  it('a reset already past tells nothing: the next source speaks', () => {
+    const plan = usagePlan({ notice: reset(NOW - 1), read: null, message: NOW + 10_000 }, NOW, DEFAULT_OPTIONS);
+    assert.equal(plan.act === 'resume' && plan.dueAt, NOW + 10_000 + MARGIN);
+    const none = usagePlan({ notice: null, read: null, message: null }, NOW, DEFAULT_OPTIONS);
+    assert.equal(none.act === 'resume' && none.dueAt, NOW + DEFAULT_OPTIONS.maxDelayMs);
+  });
+
+  it('a limit no reset clears is never scheduled, whatever the message says', () => {
+    const notice = readLimit([snap({ rateLimitReachedType: 'workspace_owner_credits_depleted' })], NOW);
+    const plan = usagePlan({ notice, read: null, message: NOW + 10_000 }, NOW, DEFAULT_OPTIONS);
+    assert.deepEqual([plan.act, plan.act === 'attention' && plan.code], ['attention', 'creditsDepleted']);
+  });
+});
+
+describe('a usage limit on the engine (strict fake daemon, fake clock, shipped defaults)', () => {
+  const harnesses: Harness[] = [];
+  after(async () => {
+    for (const h of harnesses) await h.cleanup();
+  });
+  async function armed(): Promise<Harness> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-usage-'));
+    const daemon = new FakeDaemon(dir);
+    daemon.addThread('thread-1');
+    const h = await makeHarness({ dir, daemon });
+    harnesses.push(h);
+    assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
+    return h;
+  }
+  /** The clock text the real daemon puts in the message: the reset rounded down to the minute. */
+  const clockText = (at: number) =>
+    new Date(at).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit', hour12: true });
+  const limit = (h: Harness, resetAt: number, rateLimits?: Record<string, unknown>) =>
+    h.daemon.failWithEvents('thread-1', {
+      codexErrorInfo: 'usageLimitExceeded',
+      message: `You’ve hit your usage limit. … or try again at ${clockText(resetAt)}.`,
+      ...(rateLimits ? { rateLimits } : {}),
+    });
+
+  it('with the rate-limit update: resumed once, right after the exact reset (hours away), never before', async () => {
+    const h = await armed();
+    const resetAt = Math.ceil((h.clock.now() + 3 * HOUR + 17_000) / 1000) * 1000;
+    limit(h, resetAt, { primary: win(100, 300, resetAt), secondary: win(30, 10080, resetAt + 100 * HOUR) });
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.deepEqual(w.state, { kind: 'usageLimited', resetsAt: resetAt });
+    assert.equal(dueAt(w), resetAt + MARGIN);
+    await h.advance(resetAt + MARGIN - 1 - h.clock.now());
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'resumed before the reset plus margin');
+    await h.advance(1);
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+    await h.advance(DEFAULT_OPTIONS.resyncMs * 3);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'resumed twice');
+  });
+
+  it('without headers, a reset seconds away in the same clock minute: resumed at that minute’s end plus margin, not tomorrow', async () => {
+    const h = await armed();
+    // 8 s before the reset, both in one clock minute.
+    const minuteStart = Math.ceil(h.clock.now() / 60_000) * 60_000;
+    await h.advance(minuteStart + 50_000 - h.clock.now());
+    const resetAt = minuteStart + 58_000;
+    limit(h, resetAt);
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind, 'usageLimited');
+    assert.equal(dueAt(w), minuteStart + 60_000 + MARGIN, `due ${dueAt(w)! - h.clock.now()} ms from now`);
+    await h.advance(minuteStart + 60_000 + MARGIN - h.clock.now());
+    assert.equal(h.daemon.count('thread/goal/set'), 1);
+  });
+
+  it('out of credits (the update says so): needs attention, told once, never scheduled', async () => {
+    const h = await armed();
+    const resetAt = h.clock.now() + HOUR;
+    limit(h, resetAt, {
+      primary: win(100, 300, resetAt),
+      rateLimitReachedType: 'workspace_owner_credits_depleted',
+      credits: { hasCredits: false, unlimited: false, balance: '0' },
+    });
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.state.kind === 'needsAttention' && w.state.code, 'creditsDepleted');
+    assert.equal(dueAt(w), null);
+    assert.ok(h.decisions.some((d) => d.type === 'attention' && d.threadId === 'thread-1'));
+    await h.advance(DEFAULT_OPTIONS.maxDelayMs + 2 * HOUR);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'resumed a limit no reset clears');
+  });
+});
