@@ -103,6 +103,7 @@ export class EngineHost implements RecoveryService, TermEngine {
           ...(this.journalPath !== undefined && { journalPath: this.journalPath }),
           info: (line) => this.io.log.info(line),
           onProblem: (message) => this.io.log.warn(message),
+          guard: { fence: () => this.events.fence(), term: () => this.events.term() },
         }),
         this.seed,
         (taken) =>

@@ -47,6 +47,8 @@ export interface TermEvents {
    * right before every set, save and announcement, with no `await` in between.
    */
   fence(): string | null;
+  /** This term's number while it leads through the election (lease.ts), else null: stamped into saves. */
+  term(): number | null;
 }
 
 /** How this process leads: through the election, alone (no election possible), or a private daemon. */
@@ -227,6 +229,7 @@ export class ElectedEngine<E extends TermEngine> {
       decided: (d) => this.decided(engine, server, d),
       // The term's engine still saves when its term ends (its stop), unless the lease was lost.
       fence: () => (server && election ? election.fence() : null),
+      term: () => (server && election ? (election.term ?? null) : null),
     });
     this.engine = engine;
     this.throttle = throttle;

@@ -91,9 +91,9 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   );
   const role = new RunnerRole({
     election: election ? { dir: electionDir(env), name: election.name } : null,
-    makeEngine: (seed, onChange, onDecision, fence) =>
+    makeEngine: (seed, onChange, onDecision, guard) =>
       new Engine(options, {
-        fence,
+        fence: () => guard.fence(),
         connect: (listener) =>
           connectDaemon(args.target, listener, {
             clientVersion: VERSION,
@@ -105,7 +105,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
               ),
           }),
         target,
-        store: new HandoverStore(new JsonFileStore(args.statePath), seed, (taken) =>
+        store: new HandoverStore(new JsonFileStore(args.statePath, { guard }), seed, (taken) =>
           out(
             args.json
               ? JSON.stringify({ ts: new Date().toISOString(), type: 'handover', threads: taken })

@@ -16,6 +16,7 @@ import { runCommand } from '../core/commands';
 import { ElectedEngine, type TermEngine } from '../leader/electedEngine';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
+import type { WriteGuard } from '../store/guard';
 import { leaderText } from './control';
 
 /** What the runner tells about its role (printed like a decision: one line, or one JSON object). */
@@ -27,14 +28,15 @@ export interface RunnerRoleOptions {
   election: { dir: string; name: string } | null;
   /**
    * Builds the engine for a new term as leader; `seed` is the previous leader's last snapshot.
-   * The engine reports its changes to `onChange` and its decisions to `onDecision`, and asks
-   * `fence` before it acts (EngineDeps.fence: the lease of src/leader/lease.ts).
+   * The engine reports its changes to `onChange` and its decisions to `onDecision`; it and its
+   * store ask `guard` before they act or write (EngineDeps.fence, src/store/guard.ts: the lease
+   * of src/leader/lease.ts, and the term stamped into the state).
    */
   makeEngine(
     seed: EngineSnapshot | null,
     onChange: () => void,
     onDecision: (d: Decision) => void,
-    fence: () => string | null,
+    guard: WriteGuard,
   ): Engine;
   /** A decision of this runner's engine (the ones of another leader are not printed). */
   onDecision(decision: Decision): void;
@@ -82,7 +84,7 @@ export class RunnerRole {
             seed,
             () => events.changed(),
             (d) => events.decided(d),
-            () => events.fence(),
+            { fence: () => events.fence(), term: () => events.term() },
           ),
         ),
       // A private daemon has nothing to tell: nobody else can watch it.

@@ -35,6 +35,7 @@ import {
   type StateStore,
 } from './store';
 import { errorText } from '../util/errorText';
+import { checkFence, checkTerm, type WriteGuard } from './guard';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -68,6 +69,11 @@ export interface GlobalStateStoreOptions {
    * the journal existed) and says so here once.
    */
   onProblem?: (message: string) => void;
+  /**
+   * Asked before every write that lands; its term is stamped into the value (./guard.ts). Every
+   * window of a profile shares globalState and the journal: a stale leader window must not write.
+   */
+  guard?: WriteGuard;
 }
 
 /** What a journal file at a path holds, read without changing anything. */
@@ -127,8 +133,10 @@ export class GlobalStateStore implements StateStore {
     this.onProblem = opts.onProblem ?? (() => undefined);
     this.writer = this.journalPath ? new JournalWriter(this.journalPath) : null;
     this.journaling = this.writer !== null;
+    this.guard = opts.guard;
   }
 
+  private readonly guard: WriteGuard | undefined;
   private readonly info: (line: string) => void;
   private readonly onProblem: (message: string) => void;
 
@@ -259,7 +267,7 @@ export class GlobalStateStore implements StateStore {
         this.snapshotChars = JSON.stringify(raw).length;
       }
     } else if (dropped) {
-      await this.memento.update(STATE_KEY, JSON.parse(this.serializer.document(state.version)));
+      await this.put(JSON.parse(this.serializer.document(state.version)));
     }
     const n = Object.keys(state.watches).length;
     this.info(
@@ -285,19 +293,21 @@ export class GlobalStateStore implements StateStore {
       );
     }
     return this.enqueue(async () => {
-      if (!this.journaling) return this.memento.update(STATE_KEY, JSON.parse(document));
+      if (!this.journaling) return this.put(JSON.parse(document));
       const fold =
         this.generation === null ||
         this.writer!.bytes + Buffer.byteLength(lines) > Math.max(this.minFoldBytes, this.snapshotChars);
       if (fold) {
         // The lines go to the journal first: it is kept (as .prev) until the fold after this one,
         // so the changes survive if the workbench loses the new snapshot.
+        checkFence(this.guard);
         if (this.generation !== null) await this.writer!.append(lines).catch((err: unknown) => this.journalFailed(err));
         return this.fold(document);
       }
       const generation = this.generation!;
+      checkFence(this.guard);
       const [, appended] = await Promise.all([
-        this.memento.update(STATE_KEY, withGeneration(document, generation)),
+        this.put(withGeneration(document, generation)),
         this.writer!.append(lines).then(
           () => true,
           (err: unknown) => this.journalFailed(err),
@@ -314,12 +324,26 @@ export class GlobalStateStore implements StateStore {
   }
 
   /**
+   * The state to globalState, stamped with this writer's term, unless the guard says no or the
+   * value there is a newer term's (another window took over while this one was stopped).
+   */
+  private put(value: unknown): Promise<void> {
+    if (this.guard) {
+      checkTerm(this.guard, termOf(this.memento.get<unknown>(STATE_KEY)), 'globalState');
+      checkFence(this.guard);
+      const term = this.guard.term();
+      if (term !== null) (value as Record<string, unknown>).term = term;
+    }
+    return Promise.resolve(this.memento.update(STATE_KEY, value));
+  }
+
+  /**
    * Writes `document` to globalState with a new generation, then starts a new journal for it; the
    * one it replaces is kept as `.prev` (see the header).
    */
   private async fold(document: string): Promise<void> {
     const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
-    await this.memento.update(STATE_KEY, withGeneration(document, generation));
+    await this.put(withGeneration(document, generation));
     this.generation = generation;
     this.snapshotChars = document.length;
     if (!this.journaling) return;
@@ -371,6 +395,12 @@ export class GlobalStateStore implements StateStore {
 }
 
 /** The snapshot value: the state's document with the journal generation it belongs to. */
+/** A stored value's term (./guard.ts), or null. */
+function termOf(value: unknown): number | null {
+  const term = (value as { term?: unknown } | null | undefined)?.term;
+  return typeof term === 'number' && Number.isSafeInteger(term) ? term : null;
+}
+
 function withGeneration(document: string, generation: string): unknown {
   const value = JSON.parse(document) as Record<string, unknown>;
   value.journal = generation;

@@ -18,6 +18,7 @@ import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
 import { JournalWriter, journalLines, replayJournal, syncDir, type Replayed } from './journal';
 import { excerpt } from '../protocol/lineSplitter';
+import { checkFence, checkTerm, termOnDisk, type WriteGuard } from './guard';
 import {
   describeDropped,
   parsePersisted,
@@ -41,6 +42,8 @@ export interface JsonFileStoreOptions {
   now?: () => number;
   /** The journal is folded once larger than the snapshot and this; default 1 MiB. */
   minFoldBytes?: number;
+  /** Asked before every write that lands; its term is stamped into snapshots (./guard.ts). */
+  guard?: WriteGuard;
 }
 
 /** One save (or compaction) waiting to be written. */
@@ -176,6 +179,7 @@ export class JsonFileStore implements StateStore {
   /** The journal generation of the snapshot on disk; null: the next save writes a snapshot. */
   private generation: string | null = null;
   private snapshotBytes = 0;
+  private readonly guard: WriteGuard | undefined;
 
   constructor(
     readonly path: string,
@@ -188,6 +192,7 @@ export class JsonFileStore implements StateStore {
     this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
     this.now = opts.now ?? Date.now;
     this.journal = new JournalWriter(this.journalPath);
+    this.guard = opts.guard;
   }
 
   /**
@@ -293,7 +298,10 @@ export class JsonFileStore implements StateStore {
 
   private nextSnapshot(version: number): { document: string; generation: string } {
     const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
-    return { document: this.serializer.document(version, { journal: JSON.stringify(generation) }), generation };
+    const term = this.guard?.term() ?? null;
+    const extra: Record<string, string> = { journal: JSON.stringify(generation) };
+    if (term !== null) extra.term = String(term);
+    return { document: this.serializer.document(version, extra), generation };
   }
 
   private enqueue(lines: string, fold: Job['fold']): Promise<void> {
@@ -308,6 +316,8 @@ export class JsonFileStore implements StateStore {
    * then the journal lines of the jobs after it, in one append and one fdatasync.
    */
   private async pump(): Promise<void> {
+    // Never settles before the caller has kept it in `writing` (a refused write throws at once).
+    await Promise.resolve();
     try {
       while (this.queue.length > 0) {
         const jobs = this.queue;
@@ -330,7 +340,10 @@ export class JsonFileStore implements StateStore {
             .slice(fold ? from + 1 : 0)
             .map((j) => j.lines)
             .join('');
-          if (lines !== '') await this.journal.append(lines);
+          if (lines !== '') {
+            checkFence(this.guard);
+            await this.journal.append(lines);
+          }
           for (const j of jobs) j.resolve();
         } catch (err) {
           // The journal may end in a torn record now: the next save writes a whole snapshot.
@@ -356,6 +369,10 @@ export class JsonFileStore implements StateStore {
         await fh.sync();
       } finally {
         await fh.close();
+      }
+      if (this.guard) {
+        checkTerm(this.guard, await termOnDisk(this.path), `state file ${this.path}`);
+        checkFence(this.guard); // the last word before the rename: no await in between
       }
       await fsp.rename(tmp, this.path);
     } catch (err) {

@@ -1,0 +1,62 @@
+// What keeps a stale leader's late save off the disk (src/leader/lease.ts). A leader stopped or
+// blocked past its lease may wake in the middle of a save (a snapshot's fsync can take a while),
+// after another engine took over and saved to the same store (two runners on the default state
+// file; two windows on one globalState). So a store given a guard asks it right before each write
+// that lands (the snapshot's rename, a journal append, the globalState update), with no `await`
+// in between, and stamps its term into the snapshot; it never replaces a snapshot whose term is
+// newer than its own.
+import { promises as fsp } from 'node:fs';
+
+export interface WriteGuard {
+  /** Null while the writer may write; else why not (its lease ran out, it no longer leads). */
+  fence(): string | null;
+  /** The writer's term, or null (no election: a private daemon, or none could run). */
+  term(): number | null;
+}
+
+/** A save refused because its writer may not write any more. */
+export class FencedError extends Error {
+  constructor(reason: string) {
+    super(`not saved: ${reason}`);
+    this.name = 'FencedError';
+  }
+}
+
+/** Throws FencedError when the guard says no. */
+export function checkFence(guard: WriteGuard | undefined): void {
+  const reason = guard?.fence() ?? null;
+  if (reason !== null) throw new FencedError(reason);
+}
+
+/** Throws FencedError when the stored document's term is newer than the writer's. */
+export function checkTerm(guard: WriteGuard | undefined, stored: number | null, where: string): void {
+  const mine = guard?.term() ?? null;
+  if (mine !== null && stored !== null && stored > mine) {
+    throw new FencedError(`${where} was written by a newer term (${stored}) than this engine's (${mine})`);
+  }
+}
+
+/**
+ * The term a stored document names, from its head (a snapshot writes `"term"` among its first
+ * fields, before the watches: StateSerializer.document); null when it names none.
+ */
+export function termInHead(head: string): number | null {
+  const end = head.indexOf('"watches"');
+  const m = /"term":(\d{1,15})[,}]/.exec(end < 0 ? head : head.slice(0, end));
+  return m ? Number(m[1]) : null;
+}
+
+/** The term the snapshot at `path` names in its head, or null (none, or no file). */
+export async function termOnDisk(path: string): Promise<number | null> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(path, 'r');
+    const buf = Buffer.alloc(512);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return termInHead(buf.subarray(0, bytesRead).toString('utf8'));
+  } catch {
+    return null;
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
