@@ -6,6 +6,7 @@ import { idleCost } from './idleCost';
 import { memoryStore10k } from './memoryStore10k';
 import { rolloutBench } from './rollout';
 import { soakBench } from './soak';
+import { stallTakeover } from './stallTakeover';
 import { timerPrecision } from './timerPrecision';
 import type { Bench } from './types';
 import { writeAheadBench } from './writeAhead';
@@ -17,6 +18,7 @@ export const BENCHES: Bench[] = [
   writeAheadBench,
   activationBench,
   endToEndBench,
+  stallTakeover,
   idleCost,
   homeScanBench,
   timerPrecision,
