@@ -76,6 +76,8 @@ export interface CodeServer {
   folder: string;
   userDataDir: string;
   extensionsDir: string;
+  /** The extension hosts' os.tmpdir() (their TMPDIR). */
+  tmpDir: string;
   /** A workbench URL with more payload entries (extensionTestsPath, extensionEnvironment, …). */
   workbenchUrl(payload?: Array<[string, string]>): string;
   /** A local path as the vscode-remote:// URI the workbench understands. */
@@ -233,6 +235,7 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
       folder,
       userDataDir,
       extensionsDir,
+      tmpDir,
       workbenchUrl,
       remoteUri,
       logTail,

@@ -1,6 +1,8 @@
 // Several VS Code windows on one Codex daemon, in a real VS Code (code-server + Chromium):
 // each window has its own extension host; exactly one runs the engine. Exactly one recovery per
-// failed turn; when the leader's window closes, another takes over; a disarm survives a reload.
+// failed turn; when the leader's extension host stalls (stopped past the engine's 5 s lease, its
+// sockets open) the other window says so, takes over and recovers, and the woken one follows;
+// when the leader's window closes, another takes over; a disarm survives a reload.
 //
 // The daemon is the judge (test/support/daemonJudge.ts): recoveries and "no set" are counted from
 // its record, the rollout's automatic activations per failed turn, not from turns or the tree. A
@@ -30,6 +32,8 @@ import {
 } from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { LeaderFileSchema } from '../../../src/leader/lease';
 import { extensionLogFiles, extensionLogLines } from '../exthost';
 import { engineLookedAfter, openLabWindow, type LabWindow } from './labWindow';
 import type { Workbench } from './workbench';
@@ -149,6 +153,55 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       assert.deepEqual(await shown(), [0, 1], 'notifications in the first and the second window');
       const r = await judge(t.threadId);
       assertNoAutomaticSet(r);
+    }));
+
+  it('the window that runs the engine stalls (its extension host stopped past the lease): the other says so, takes over and recovers once; woken, it follows', () =>
+    second.guard('ui-stall', async () => {
+      // The leading extension host, from the election's leader file (src/leader/lease.ts): the
+      // election directory is under XDG_RUNTIME_DIR, else the extension hosts' temp directory.
+      const uid = process.getuid?.() ?? 'user';
+      const dir = process.env.XDG_RUNTIME_DIR?.trim()
+        ? path.join(process.env.XDG_RUNTIME_DIR.trim(), 'codex-goal-recovery')
+        : path.join(first.server.tmpDir, `codex-goal-recovery-${uid}`);
+      const leaderFile = fs.readdirSync(dir).find((n) => n.endsWith('.leader'));
+      assert.ok(leaderFile, `no leader file in ${dir}`);
+      const leader = LeaderFileSchema.parse(JSON.parse(fs.readFileSync(path.join(dir, leaderFile), 'utf8')));
+      assert.equal(leader.who, 'VS Code window');
+      process.kill(leader.pid, 'SIGSTOP');
+      let stopped = true;
+      try {
+        lab.mock.setMode('http500');
+        const t = await lab.goal('Recovered after a stall');
+        // The follower says the engine is not answering (no stale countdown), then takes over.
+        const notAnswering = (wb: Workbench) =>
+          wb.waitForStatusBarText(STATUS, (x) => /engine not answering/.test(x), T).then(() => wb);
+        const follower = await Promise.any([notAnswering(first), notAnswering(second)]);
+        await user.waitFor(
+          about(t.threadId, 'turn/completed', (p) => p.turn?.status === 'failed'),
+          T,
+          t.goalSetSeq,
+        );
+        lab.mock.setMode('goalComplete');
+        const complete = await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
+        await waitTurnCompleted(user, t.threadId, 'completed', T, complete.seq);
+        await follower.waitForTreeRows(VIEW, (r) => r.includes('Recovered after a stall, complete'), T);
+        // Woken: its lease ran out while it was stopped; it acts no more and follows.
+        process.kill(leader.pid, 'SIGCONT');
+        stopped = false;
+        const woken = follower === first ? second : first;
+        await woken.openViewContainer('Codex Goal Recovery');
+        await woken.waitForTreeRows(VIEW, (r) => r.includes('Recovered after a stall, complete'), T);
+        await engineLookedAfter(follower, Date.now() + MAX_DELAY_MS);
+        const r = await judge(t.threadId);
+        assert.equal(r.failed.length, 1, `one failed turn: ${JSON.stringify(r.turns)}`);
+        assertOneRecoveryPerFailedTurn(r);
+        assert.deepEqual(statuses(r), ['completed', 'failed']);
+        const now = LeaderFileSchema.parse(JSON.parse(fs.readFileSync(path.join(dir, leaderFile), 'utf8')));
+        assert.notEqual(now.pid, leader.pid, 'the stalled window leads again');
+        assert.ok(now.term > leader.term, `term ${now.term} after ${leader.term}`);
+      } finally {
+        if (stopped) process.kill(leader.pid, 'SIGCONT');
+      }
     }));
 
   it('takes over when the window that runs the engine closes', () =>
