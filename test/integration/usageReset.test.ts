@@ -4,7 +4,9 @@
 // reset a few seconds away: the daemon sends `account/rateLimits/updated` with it, and the goal is
 // resumed exactly once, right after the exact reset plus the margin; (b) without headers, a reset
 // seconds away in the same clock minute: only the message's minute is known, and the goal is
-// resumed once by that minute's end plus the margin, never before the reset, not tomorrow.
+// resumed once by that minute's end plus the margin, never before the reset, not tomorrow; (c) the
+// workspace out of credits (the reached type the daemon passes on from the headers): no reset
+// clears it, so the goal needs attention and is never resumed on a timer.
 // Judged from the daemon's record: the rollout's automatic activation and when it was written.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +17,7 @@ import { connectDaemon } from '../../src/protocol/client';
 import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
 import { DaemonLab } from '../support/daemonLab';
 import { RealEngine } from '../support/realEngine';
-import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
+import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 
 const T = 60_000;
 const MARGIN = DEFAULT_OPTIONS.usageMarginMs;
@@ -79,6 +81,34 @@ for (const codex of codexBuilds())
         assert.equal(dueAt, resetAt + MARGIN);
         assert.ok(at >= resetAt + MARGIN, `resumed ${resetAt + MARGIN - at} ms before the reset plus margin`);
         assert.ok(at < resetAt + MARGIN + 5_000, `resumed ${at - resetAt - MARGIN} ms after the reset plus margin`);
+      },
+    );
+
+    it(
+      'out of credits (a reached type no reset clears): needs attention, never resumed',
+      { timeout: 2 * T },
+      async () => {
+        const user = await lab.user();
+        lab.mock.setMode('usageLimit', {
+          rateLimitHeaders: rateLimitHeaders({
+            primary: { usedPercent: 100, windowMinutes: 300, resetAt: Math.ceil(Date.now() / 1000) + 5 },
+            reachedType: 'workspace_owner_credits_depleted',
+            credits: { hasCredits: false, unlimited: false, balance: '0' },
+          }),
+        });
+        const t = await lab.goal('usage limit, out of credits');
+        await waitTurnCompleted(user, t.threadId, 'failed', T, t.goalSetSeq);
+        await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'needsAttention', 'needsAttention');
+        const w = real.engine.watch(t.threadId)!;
+        assert.deepEqual(
+          { kind: w.state.kind, code: w.state.kind === 'needsAttention' && w.state.code, due: w.lastFailure?.dueAt },
+          { kind: 'needsAttention', code: 'creditsDepleted', due: null },
+        );
+        // Past the reset the window named (5 s), and once the engine has nothing left to do.
+        await sleep(6_000);
+        await real.settle();
+        assertNoAutomaticSet(await daemonRecord(user, t.threadId, String(t.thread.path)), 'resumed out of credits');
+        assert.equal(real.engine.watch(t.threadId)!.state.kind, 'needsAttention');
       },
     );
 
