@@ -42,6 +42,13 @@
 //  - --base-delay 2 --max-delay 2 (test 2): due 1–2 s after the failure; the intent is written
 //    about 200 ms before the set (the prepare lead): the window the stop is aimed into;
 //  - --verbose (output only): the election's diagnostics, where the step-down is said.
+// Tried by hand (each fault reverted after): no fence before the set (src/core/attempt.ts `send`):
+// test 2 red on both builds (the woken leader's set reaches the daemon first, the new leader's then
+// shows as an activation after the recovery turn); `fence()` always null (src/leader/election.ts):
+// test 2 red on both builds in 6 rounds (on 0.169.0 only in a run of 3: when the woken leader's
+// renewal timer runs before its due timer, it steps down before it could send); `Lease.check` never
+// expiring: red only on the step-down line (the woken leader still sends nothing: the fence's
+// socket-path check and the path watch stop it; the daemon's record stays clean).
 // Seeded (the stop point in the backoff, the wake-up's delay): replay with CGR_FAULT_SEED=<seed>;
 // CGR_STALL_ROUNDS sets test 2's rounds (default 3); CGR_FAULT_VERBOSE=1 prints every runner's lines.
 import { after, afterEach, before, describe, it } from 'node:test';
