@@ -10,6 +10,7 @@
 // Everything else is read again from the daemon by the engine, as after any restart.
 import { EngineSnapshotSchema, type EngineSnapshot } from '../model/snapshot';
 import { RECOVERED_LIMIT, type PersistedState, type WatchedThread } from '../model/watch';
+import type { ClosableStore } from '../core/saving';
 import type { LoadResult, StateStore } from '../store/store';
 
 /** The leader's last snapshot, if the value is one (a follower receives it as unknown JSON). */
@@ -59,7 +60,7 @@ export class HandoverStore implements StateStore {
   private snapshot: EngineSnapshot | null;
 
   constructor(
-    private readonly inner: StateStore,
+    private readonly inner: ClosableStore,
     snapshot: EngineSnapshot | null,
     private readonly onTaken?: (taken: string[]) => void,
   ) {
@@ -89,5 +90,10 @@ export class HandoverStore implements StateStore {
 
   async compact(): Promise<void> {
     await this.inner.compact?.();
+  }
+
+  /** Lets go of the files `inner` holds open, writing nothing (a stale leader's stop). */
+  async close(): Promise<void> {
+    await this.inner.close?.();
   }
 }

@@ -87,6 +87,8 @@ export class RunnerProcess {
   signalCode: NodeJS.Signals | null = null;
   /** False once the process has exited, whether by itself or by a signal. */
   running = true;
+  /** SIGSTOPped by `freeze()` and not yet continued by `thaw()`. */
+  frozen = false;
   private readonly exited: Promise<number | null>;
   /** Its stdout and stderr are closed: every line it wrote has been read. */
   private readonly drained: Promise<void>;
@@ -160,6 +162,31 @@ export class RunnerProcess {
     return this.waitFor((d) => d.type === 'connection' && d.state === 'connected', timeoutMs, 'connection');
   }
 
+  /**
+   * SIGSTOP to the runner's own PID: it is stopped as Ctrl-Z, a debugger or a paused VM stops it,
+   * its sockets and files left open. Returns when it was sent. `thaw()` continues it; `kill()` and
+   * the clean stops continue it first.
+   */
+  freeze(): number {
+    if (!this.running) throw new Error(`runner ${this.child.pid} is not running: cannot SIGSTOP it`);
+    process.kill(this.child.pid!, 'SIGSTOP');
+    this.frozen = true;
+    return Date.now();
+  }
+
+  /** SIGCONT to the runner's own PID (a no-op when it is not frozen). Returns when it was sent. */
+  thaw(): number {
+    if (this.frozen && this.running) {
+      try {
+        process.kill(this.child.pid!, 'SIGCONT');
+      } catch {
+        // already gone
+      }
+    }
+    this.frozen = false;
+    return Date.now();
+  }
+
   /** SIGINT: the runner saves its state and exits 0. Resolves once every line it wrote is read. */
   async stop(): Promise<number | null> {
     return this.stopWith('SIGINT');
@@ -167,6 +194,7 @@ export class RunnerProcess {
 
   /** Ends it with `sig` (SIGINT, SIGTERM, SIGHUP: each a clean stop). Resolves once every line it wrote is read. */
   async stopWith(sig: 'SIGINT' | 'SIGTERM' | 'SIGHUP'): Promise<number | null> {
+    this.thaw();
     if (this.running) this.signal(sig);
     const code = await this.exited;
     await this.linesRead();
@@ -175,6 +203,8 @@ export class RunnerProcess {
 
   /** SIGKILL: a crash, no chance to save. Resolves once every line it wrote is read. */
   async kill(): Promise<void> {
+    // Continued first, so that nothing is left stopped whatever happens to the SIGKILL.
+    this.thaw();
     if (this.running) this.signal('SIGKILL');
     await this.exited;
     await this.linesRead();

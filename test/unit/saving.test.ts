@@ -3,12 +3,17 @@
 // comes first; it is never announced before the save that holds it. No engine: a fake clock and
 // a store in memory.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import type { Decision } from '../../src/model/decision';
 import { Saver } from '../../src/core/saving';
 import { emptyState, newWatch, type PersistedState } from '../../src/model/watch';
 import { FakeClock } from '../support/fakeClock';
 import { MemoryStore } from '../support/memoryStore';
+import { HandoverStore } from '../../src/leader/handover';
+import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const turns = async (n = 5): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -78,6 +83,49 @@ describe('Saver and the fence (src/leader/lease.ts)', () => {
     await turns();
     assert.equal(store.saves, 1);
     assert.equal(said.length, 0, 'announced by a leader that lost its lease during the save');
+  });
+
+  // Found by test/faults/stalls.test.ts: a runner woken after its lease ran out dropped its engine
+  // with the journal still open, and Node closed the descriptor on garbage collection with a
+  // warning on the runner's stderr. The fenced stop writes nothing, but lets go of the journal.
+  test("a stale leader's stop writes nothing and leaves no journal open (the runner's file store)", async (t) => {
+    if (process.platform !== 'linux') return t.skip('reads /proc/self/fd');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-saver-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'state.json');
+    const store = new HandoverStore(new JsonFileStore(file), null);
+    const state = (await store.load()).state;
+    const fenced: { reason: string | null } = { reason: null };
+    const saver = new Saver({
+      store,
+      clock: new FakeClock(),
+      onDecision: () => undefined,
+      state: () => state,
+      track: (p) => p,
+      stopped: () => false,
+      fence: () => fenced.reason,
+    });
+    const journalOpen = () =>
+      fs.readdirSync('/proc/self/fd').some((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === `${file}.journal`;
+        } catch {
+          return false;
+        }
+      });
+    for (const id of ['thread-1', 'thread-2']) {
+      state.watches[id] = newWatch(id, 0);
+      saver.mark(id);
+      assert.equal(await saver.persist(), true);
+    }
+    assert.ok(journalOpen(), 'the second save did not append to the journal: nothing to check');
+    const journal = fs.readFileSync(`${file}.journal`, 'utf8');
+    const snapshot = fs.readFileSync(file, 'utf8');
+    fenced.reason = 'lease lost';
+    await saver.compact();
+    assert.equal(journalOpen(), false, 'the journal is still open after the stale leader stopped');
+    assert.equal(fs.readFileSync(`${file}.journal`, 'utf8'), journal, 'the stale leader wrote its journal');
+    assert.equal(fs.readFileSync(file, 'utf8'), snapshot, 'the stale leader wrote its snapshot');
   });
 });
 
