@@ -9,14 +9,8 @@ import { Serial } from '../util/serial';
 import type { Clock, TimerHandle } from './clock';
 import { errorText } from '../util/errorText';
 
-/**
- * A store that may hold a file open between saves (the runner's journal: JsonFileStore.close lets
- * go of it without writing anything).
- */
-export type ClosableStore = StateStore & { close?(): Promise<void> };
-
 export interface SaverDeps {
-  store: ClosableStore;
+  store: StateStore;
   clock: Clock;
   onDecision: (decision: Decision) => void;
   onChange?: () => void;

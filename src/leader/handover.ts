@@ -10,7 +10,6 @@
 // Everything else is read again from the daemon by the engine, as after any restart.
 import { EngineSnapshotSchema, type EngineSnapshot } from '../model/snapshot';
 import { RECOVERED_LIMIT, type PersistedState, type WatchedThread } from '../model/watch';
-import type { ClosableStore } from '../core/saving';
 import type { LoadResult, StateStore } from '../store/store';
 
 /** The leader's last snapshot, if the value is one (a follower receives it as unknown JSON). */
@@ -60,7 +59,7 @@ export class HandoverStore implements StateStore {
   private snapshot: EngineSnapshot | null;
 
   constructor(
-    private readonly inner: ClosableStore,
+    private readonly inner: StateStore,
     snapshot: EngineSnapshot | null,
     private readonly onTaken?: (taken: string[]) => void,
   ) {

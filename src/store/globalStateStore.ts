@@ -317,6 +317,12 @@ export class GlobalStateStore implements StateStore {
     });
   }
 
+  /** Waits for what is being written, then lets go of the journal file (nothing is folded). */
+  async close(): Promise<void> {
+    await this.chain.catch(() => undefined);
+    await this.writer?.close();
+  }
+
   /** Folds the journal into a new snapshot (a clean stop calls it). */
   compact(): Promise<void> {
     if (!this.journaling) return this.chain;

@@ -38,6 +38,12 @@ export interface StateStore {
    * it after its last save. Optional: a store that writes whole states has nothing to fold.
    */
   compact?(): Promise<void>;
+  /**
+   * Lets go of the files it holds open between saves (a journal), writing nothing: a stale
+   * leader's engine, dropped with its lease run out (src/store/guard.ts), calls it instead of
+   * `compact`. Optional: a store that holds nothing open has nothing to let go of.
+   */
+  close?(): Promise<void>;
   /** Where the state lives, for messages (a file path, or a description). */
   readonly location: string;
 }

@@ -136,6 +136,33 @@ describe('write guard: the globalState store', () => {
   });
 });
 
+describe('closing a store without writing (a stale leader dropped)', () => {
+  it('the globalState store lets go of its journal and writes nothing', async (t) => {
+    if (process.platform !== 'linux') return t.skip('reads /proc/self/fd');
+    const journalPath = path.join(path.dirname(tempFile()), 'state.journal');
+    const m = new Memento();
+    const store = new GlobalStateStore(m, { journalPath, guard: guard(1) });
+    await store.load();
+    await store.save(stateWith('a'));
+    await store.save(stateWith('a', 'b'));
+    const open = () =>
+      fs.readdirSync('/proc/self/fd').some((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === journalPath;
+        } catch {
+          return false;
+        }
+      });
+    assert.equal(open(), true, 'the journal is open between saves');
+    const value = JSON.stringify(m.get(STATE_KEY));
+    const journal = fs.readFileSync(journalPath, 'utf8');
+    await store.close();
+    assert.equal(open(), false, 'the journal is still open');
+    assert.equal(JSON.stringify(m.get(STATE_KEY)), value);
+    assert.equal(fs.readFileSync(journalPath, 'utf8'), journal);
+  });
+});
+
 describe('termInHead', () => {
   it('reads the term before the watches only', () => {
     assert.equal(termInHead('{"version":2,"journal":"g","term":12,"pausedAt":null,"watches":{}}'), 12);
