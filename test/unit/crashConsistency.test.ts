@@ -45,7 +45,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { MAX_PREPARE_MS } from '../../src/core/schedule';
-import { CrashWorld, type CrashPhase } from '../support/crashWorld';
+import { CrashWorld, type CrashPhase, type StallPhase } from '../support/crashWorld';
 import { rng } from '../support/random';
 
 const RUNS = Math.max(1, Number(process.env.CGR_CRASH_RUNS ?? 500) || 500);
@@ -65,7 +65,8 @@ type Step =
   | { k: 'answer'; t: number }
   | { k: 'command'; name: 'pauseAll' | 'resumeAll' | 'disarm' | 'rearm' | 'retryNow'; t: number }
   | { k: 'advance'; ms: number }
-  | { k: 'toDue'; offsetMs: number };
+  | { k: 'toDue'; offsetMs: number }
+  | { k: 'stall'; offsetMs: number | null; rounds: number; takeoverMs: number; extraMs: number; shared: boolean };
 
 const thread = fc.nat({ max: MAX_THREADS - 1 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -111,6 +112,19 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     weight: 9,
     arbitrary: fc.record({ k: fc.constant('toDue' as const), offsetMs: fc.constantFrom(-1_000, -200, -150, 0, 0, 50) }),
   },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('stall' as const),
+      // Where the engine stops: now, or near its next due time (inside its preparation, between
+      // its write-ahead save and its set, just after it).
+      offsetMs: fc.constantFrom(null, -1_000, -200, -150, -100, -100, -50, -50, -10, 0, 50),
+      rounds: fc.nat({ max: 6 }),
+      takeoverMs: fc.constantFrom(1, 300, 1_000),
+      extraMs: fc.constantFrom(0, 50, 1_000, 20_000, 60_000, 300_000),
+      shared: fc.boolean(),
+    }),
+  },
 );
 const crashArb: fc.Arbitrary<Crash> = fc.option(fc.record({ rounds: fc.nat({ max: 5 }), reached: fc.boolean() }), {
   freq: 6,
@@ -124,6 +138,9 @@ const runArb = fc.record({
 });
 
 const phases = new Map<CrashPhase, number>();
+const stallPhases = new Map<StallPhase, number>();
+let stalls = 0;
+let ranFrozen = 0;
 const endings = new Map<string, number>();
 let crashes = 0;
 let sets = 0;
@@ -192,6 +209,12 @@ async function apply(world: CrashWorld, step: Step, lastRounds: number): Promise
       await world.advance(Math.max(0, due - world.clock.now() + step.offsetMs), lastRounds);
       return 'toDue';
     }
+    case 'stall': {
+      const due = step.offsetMs === null ? null : world.engine.nextDueAt();
+      if (due !== null) await world.advance(Math.max(0, due - world.clock.now() + step.offsetMs!), step.rounds);
+      await world.stall(step.takeoverMs, step.extraMs, step.shared);
+      return 'stall';
+    }
   }
 }
 
@@ -226,7 +249,7 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
             await world.boot();
             for (const { step, crash } of steps) {
               const applied = await apply(world, step, crash ? crash.rounds : 6);
-              if (applied !== null && step.k !== 'advance' && step.k !== 'toDue')
+              if (applied !== null && step.k !== 'advance' && step.k !== 'toDue' && step.k !== 'stall')
                 await world.run(crash ? crash.rounds : 6);
               world.throwIfBroken();
               if (crash && applied !== null) {
@@ -238,6 +261,9 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
             await drain(world);
             for (const ending of world.verifyLiveness()) endings.set(ending, (endings.get(ending) ?? 0) + 1);
             for (const p of world.phases) phases.set(p, (phases.get(p) ?? 0) + 1);
+            for (const p of world.stallPhases) stallPhases.set(p, (stallPhases.get(p) ?? 0) + 1);
+            stalls += steps.filter((s) => s.step.k === 'stall').length;
+            ranFrozen += world.ranFrozen;
             sets += world.sets.length;
           } finally {
             world.close();
@@ -258,6 +284,11 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
       .map(([p, n]) => `${p}: ${n}`)
       .join('; ');
     console.log(`# crashes: ${crashes}; automatic sets: ${sets}; phases cut: ${table}`);
+    const stallTable = [...stallPhases.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([p, n]) => `${p}: ${n}`)
+      .join('; ');
+    console.log(`# stalls: ${stalls}; ${stallTable}; a frozen engine wrote or saved (a late file read): ${ranFrozen}`);
     console.log(`# how the goals ended: ${[...endings.entries()].map(([e, n]) => `${e}: ${n}`).join('; ')}`);
     // Each phase of a recovery is cut by crashes often enough to mean something (per 500 runs;
     // scaled down for shorter replays).
@@ -276,5 +307,20 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
       );
     }
     assert.ok(sets >= Math.floor(250 * scale), `only ${sets} automatic sets over the runs`);
+    // Each phase of a stall is reached often enough to mean something (per 500 runs, likewise).
+    const stallMinimum: Array<[StallPhase, number]> = [
+      ['stalled with a recovery due inside the freeze', 40],
+      ['stalled between its write-ahead save and its set', 25],
+      ['woke with a set due before its renewal', 25],
+      ['the new engine recovered what the stalled one had due', 40],
+      ['woke to queued notifications', 150],
+      ['stepped down, its stop saved nothing', 200],
+    ];
+    for (const [phase, n] of stallMinimum) {
+      assert.ok(
+        (stallPhases.get(phase) ?? 0) >= Math.floor(n * scale),
+        `the stalls reached "${phase}" ${stallPhases.get(phase) ?? 0} times; at least ${Math.floor(n * scale)} wanted`,
+      );
+    }
   });
 });
