@@ -3,7 +3,10 @@
 // die, its connection closes, whatever it had not written to disk is gone) and a new engine
 // starts from what its store durably holds. The store models fsync: a save is durable once its
 // promise resolves; one still being written when the crash comes may or may not have reached
-// the disk (drawn at random).
+// the disk (drawn at random). A life can also stall (`stall`): frozen past its lease while a
+// second engine takes over from its last snapshot, then woken and dropped once it stepped down.
+// Every life leads by a real Lease on the fake clock, renewed by a timer of its own; the
+// engine's fence is that lease.
 //
 // The world is the judge, from the daemon's side: every automatic `thread/goal/set` is checked
 // the moment it arrives (before the daemon applies it) against what the world knows — the
@@ -443,8 +446,8 @@ export class CrashWorld {
       );
     };
     const push = (): void => {
-      // What a leader pushes to its followers (its snapshot, at every change and decision): the
-      // start of the next leader's term.
+      // What a leader pushes to its followers (its snapshot, at every change and decision; the
+      // views' change follows every save, after its decisions): the start of the next leader's term.
       if (life.alive && !life.stale) life.lastSnapshot = life.engine.snapshot();
     };
     life.engine = new Engine(this.options, {
@@ -459,7 +462,6 @@ export class CrashWorld {
           return;
         }
         if (life.alive) life.decisions.push({ d, at: this.clock.now() });
-        push();
       },
       onChange: push,
     });

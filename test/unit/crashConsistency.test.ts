@@ -13,29 +13,49 @@
 // the person pauses or resumes the goal in Codex, an approval is asked and answered, the
 // person's commands here (pause and resume auto-recovery, disarm, re-arm, retry now), time
 // passes (by a fixed amount, or to just before, at or just after the engine's next due time),
-// and after any step, sometimes, a crash (after 0–5 turns of the event loop, so inside an
-// attempt, a save or a set on the wire, as well as between them).
+// the engine stalls (below), and after any step, sometimes, a crash (after 0–5 turns of the
+// event loop, so inside an attempt, a save or a set on the wire, as well as between them).
 //
-// Checked at every crash (CrashWorld.checkAnnounced): durable before announced — whatever the
-// dead engine announced (armed, backoff, recovered, gave-up, disarmed, pause) is on the disk it
-// left, or superseded there by something later.
+// Every engine leads by a real lease (src/leader/lease.ts on the fake monotonic clock, renewed
+// every RENEW_MS by a timer of its own, as src/leader/tenure.ts) and its fence is that lease.
+// A stall (CrashWorld.stall: SIGSTOP, a blocked event loop), now or near the next due time
+// (inside the preparation, between the write-ahead save and the set, just after): the engine's
+// timers stop, the daemon's lines to it queue up unread, its saves land but it hears of them
+// later. 1 ms–1 s after its lease ran out by itself (no renewal ran), a second engine takes over
+// as production builds one: its own store (fresh, or the same one) in a HandoverStore with the
+// stalled leader's last snapshot, its own lease; it connects to the same daemon and runs for the
+// rest of the freeze (0–300 s). Then the stalled engine wakes: its overdue timers fire first, in
+// order (its renewal finds the lease gone: it is stopped, as the ElectedEngine stops it), then
+// its saves complete, then its queued lines are read; it is dropped, and the new engine goes on
+// as the world's engine (later crashes crash it).
+//
+// Checked at every crash and at the end of every stall (CrashWorld.checkAnnounced): durable
+// before announced — whatever the dead (or stalled) engine announced (armed, backoff, recovered,
+// gave-up, disarmed, pause) is on the disk it left, or superseded there by something later.
+// Checked during and after every stall: the stalled engine sends no set and no resume, starts no
+// save and announces nothing once its lease ran out (CrashWorld.tap, the store's onSave,
+// onDecision), and its renewal at the wake finds the lease gone.
 // Checked at every automatic set, the moment the daemon receives it (CrashWorld.judge):
 //   safety — only on a goal blocked by a transient failure of its newest turn; never on one the
 //   model blocked, a person paused, or that is complete; never while auto-recovery is paused,
 //   the thread disarmed or an approval pending; never twice for one failed turn, across every
-//   crash; never without the intent (pending) on disk; never before the due time on disk, nor
-//   before the earliest due time any crash left on disk (unless the person pressed Retry now),
-//   nor sooner after the failure than the shortest backoff.
+//   crash and stall, from either engine; never without the intent (pending) on disk; never before
+//   the due time on disk, nor before the earliest due time any crash or takeover started from
+//   (unless the person pressed Retry now), nor sooner after the failure than the shortest backoff.
 // Checked after the last step, once the engine has had time to act (CrashWorld.verifyLiveness):
 //   liveness — every transient failure of a goal that nothing superseded (no person, no newer
 //   turn, no give-up after more than maxAttempts failures) was recovered, no later than its due
 //   time (or the restart, or the person's resume) plus one resync interval plus the limiter's
-//   spacing for the threads of the run. A goal whose arming was not on disk at a crash, and
-//   that the restarted engine then never adopted (it saw it already blocked), is the documented
-//   old-block rule: counted as its own case.
+//   spacing for the threads of the run (the restart: a crash's or a takeover's). A goal whose
+//   arming was not on disk at a crash (nor in what a takeover started from), and that the new
+//   engine then never adopted (it saw it already blocked), is the documented old-block rule:
+//   counted as its own case.
 // The phases the crashes cut (arming not durable, failure not recorded, backoff durable, intent
-// on disk but set not applied, set applied but not confirmed on disk, ...) are counted over the
-// whole run, printed, and each must be reached a stated number of times.
+// on disk but set not applied, set applied but not confirmed on disk, ...) and those the stalls
+// reach (a recovery due inside the freeze, stalled between the write-ahead save and the set, a
+// set due before the renewal at the wake, the new engine recovered what the stalled one had due,
+// queued lines at the wake, stepped down and stopped) are counted over the whole run, printed,
+// and each must be reached a stated number of times.
 //
 // CGR_CRASH_SEED replays a run; CGR_CRASH_RUNS sets the number of runs (default 500).
 import { after, describe, it } from 'node:test';
