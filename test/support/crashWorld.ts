@@ -3,7 +3,10 @@
 // die, its connection closes, whatever it had not written to disk is gone) and a new engine
 // starts from what its store durably holds. The store models fsync: a save is durable once its
 // promise resolves; one still being written when the crash comes may or may not have reached
-// the disk (drawn at random).
+// the disk (drawn at random). A life can also stall (`stall`): frozen past its lease while a
+// second engine takes over from its last snapshot, then woken and dropped once it stepped down.
+// Every life leads by a real Lease on the fake clock, renewed by a timer of its own; the
+// engine's fence is that lease.
 //
 // The world is the judge, from the daemon's side: every automatic `thread/goal/set` is checked
 // the moment it arrives (before the daemon applies it) against what the world knows — the
@@ -13,12 +16,18 @@
 import { Engine } from '../../src/core/engine';
 import type { Clock, TimerHandle } from '../../src/core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
+import { HandoverStore, mergeLeaderSnapshot } from '../../src/leader/handover';
+import { Lease, LEASE_MS, RENEW_MS } from '../../src/leader/lease';
 import type { Decision } from '../../src/model/decision';
-import { emptyState, type PersistedState, type WatchedThread } from '../../src/model/watch';
+import type { EngineSnapshot } from '../../src/model/snapshot';
+import { dueAt, emptyState, scheduledOf, type PersistedState, type WatchedThread } from '../../src/model/watch';
 import { startSession } from '../../src/protocol/client';
 import type { Connector } from '../../src/protocol/daemon';
+import { LineMessageReader, LineMessageWriter } from '../../src/protocol/lineFraming';
+import type { Transport } from '../../src/protocol/transport';
 import type { LoadResult, StateStore } from '../../src/store/store';
 import * as fs from 'node:fs';
+import { PassThrough } from 'node:stream';
 import { FakeClock } from './fakeClock';
 import {
   FakeDaemon,
@@ -30,12 +39,30 @@ import {
   type WireMessage,
 } from './fakeDaemon';
 
-/** A clock for one life: its timers die with it. */
+/** A timer that fell due while its life was frozen: it fires when the life wakes. */
+interface Overdue {
+  handle: TimerHandle;
+  callback: () => void;
+  quiet: boolean;
+}
+
+/**
+ * A clock for one life: its timers die with it. Frozen (a stalled process: SIGSTOP, a blocked
+ * event loop), its timers that fall due fire nothing; they fire, in the order they fell due, when
+ * the life wakes. A `quiet` timer (the lease's renewal) sets nothing in motion for the world to
+ * wait for: `busy.fired` counts only the others, so the driver need not let the engine react to
+ * every renewal.
+ */
 export class ScopedClock implements Clock {
   private readonly handles = new Set<TimerHandle>();
   private dead = false;
+  private frozen = false;
+  private overdue: Overdue[] = [];
 
-  constructor(private readonly base: FakeClock) {}
+  constructor(
+    private readonly base: FakeClock,
+    private readonly busy: { fired: number } = { fired: 0 },
+  ) {}
 
   now(): number {
     return this.base.now();
@@ -44,11 +71,17 @@ export class ScopedClock implements Clock {
     return this.base.elapsed();
   }
 
-  setTimer(callback: () => void, delayMs: number): TimerHandle {
+  setTimer(callback: () => void, delayMs: number, quiet = false): TimerHandle {
     if (this.dead) return { id: -1 };
     const handle = this.base.setTimer(() => {
       this.handles.delete(handle);
-      if (!this.dead) callback();
+      if (this.dead) return;
+      if (this.frozen) {
+        this.overdue.push({ handle, callback, quiet });
+        return;
+      }
+      if (!quiet) this.busy.fired += 1;
+      callback();
     }, delayMs);
     this.handles.add(handle);
     return handle;
@@ -57,12 +90,40 @@ export class ScopedClock implements Clock {
   clearTimer(handle: TimerHandle): void {
     this.handles.delete(handle);
     this.base.clearTimer(handle);
+    this.overdue = this.overdue.filter((o) => o.handle.id !== handle.id);
   }
 
   kill(): void {
     this.dead = true;
     for (const h of this.handles) this.base.clearTimer(h);
     this.handles.clear();
+    this.overdue = [];
+  }
+
+  /** The process stops: no timer of it fires until `wake`. */
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  /** The timers that fell due while frozen, in order: how many come before the first quiet one. */
+  overdueBeforeQuiet(): { total: number; beforeQuiet: number } {
+    const q = this.overdue.findIndex((o) => o.quiet);
+    return { total: this.overdue.length, beforeQuiet: q === -1 ? this.overdue.length : q };
+  }
+
+  /**
+   * The process runs again: the timers that fell due meanwhile fire first, one at a time in the
+   * order they fell due (a timer cleared by an earlier one does not fire), with `between` (the
+   * microtasks) after each, as Node runs its timers phase before it reads any socket.
+   */
+  async wake(between: () => Promise<void>): Promise<void> {
+    this.frozen = false;
+    for (let next = this.overdue.shift(); next; next = this.overdue.shift()) {
+      if (this.dead) return;
+      if (!next.quiet) this.busy.fired += 1;
+      next.callback();
+      await between();
+    }
   }
 }
 
@@ -70,8 +131,12 @@ export class ScopedClock implements Clock {
 export class DurableStore implements StateStore {
   readonly location = 'durable memory store';
   durable: PersistedState;
+  /** Called at every save, before anything is written (the world judges who saves when). */
+  onSave: (() => void) | null = null;
   private writing: PersistedState | null = null;
   private dead = false;
+  /** Frozen: saves reach the disk, but their completions wait for `release` (the process is stopped). */
+  private held: (() => void)[] | null = null;
 
   constructor(durable: PersistedState = emptyState()) {
     this.durable = structuredClone(durable);
@@ -83,6 +148,7 @@ export class DurableStore implements StateStore {
 
   /** Taken at the call (like a serializer), durable one macrotask later (like an fsync). */
   save(state: PersistedState): Promise<void> {
+    this.onSave?.();
     const copy = structuredClone(state);
     if (this.dead) return new Promise<void>(() => undefined); // the process is gone: never answers
     this.writing = copy;
@@ -91,7 +157,8 @@ export class DurableStore implements StateStore {
         if (this.dead) return;
         this.durable = copy;
         if (this.writing === copy) this.writing = null;
-        resolve();
+        if (this.held) this.held.push(resolve);
+        else resolve();
       }),
     );
   }
@@ -102,6 +169,93 @@ export class DurableStore implements StateStore {
     this.writing = null;
     this.dead = true;
     return structuredClone(this.durable);
+  }
+
+  /** The process stops: what it is writing reaches the disk, but it hears of it only after `release`. */
+  freeze(): void {
+    this.held ??= [];
+  }
+
+  /** The process runs again: the saves that completed meanwhile resolve, in order. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const resolve of held) resolve();
+  }
+}
+
+/**
+ * What a connection delivers to its engine, gated: while its process is frozen the daemon's lines
+ * (and the end of the connection) queue up unread, as in a stopped process's socket buffer; `open`
+ * delivers them in order. What the engine writes goes through `tap` first.
+ */
+class Gate {
+  readonly inbox = new PassThrough();
+  private ended = false;
+  private held: Array<{ chunk: Buffer | string } | { end: true } | { close: string }> | null = null;
+  private readonly closeCallbacks: ((reason: string) => void)[] = [];
+
+  constructor(readonly c: FakeConnection) {
+    c.toClient.on('data', (chunk: Buffer | string) => {
+      if (this.held) this.held.push({ chunk });
+      else this.inbox.write(chunk);
+    });
+    c.toClient.on('end', () => {
+      if (this.held) this.held.push({ end: true });
+      else this.end();
+    });
+    c.onClose((reason) => {
+      if (this.held) this.held.push({ close: reason });
+      else for (const cb of this.closeCallbacks.splice(0)) cb(reason);
+    });
+  }
+
+  transport(tap: (line: string) => boolean): Transport {
+    class TappedWriter extends LineMessageWriter {
+      protected override send(text: string, done: (err?: Error | null) => void): void {
+        if (tap(text)) super.send(text, done);
+        else done(); // dropped: the judge refused it (the run fails)
+      }
+    }
+    return {
+      reader: new LineMessageReader(this.inbox),
+      writer: new TappedWriter(this.c.fromClient),
+      describe: 'fake daemon (gated)',
+      onClose: (cb) => {
+        if (this.c.closedReason !== null && !this.held) cb(this.c.closedReason);
+        else this.closeCallbacks.push(cb);
+      },
+      close: () => {
+        this.c.close('closed by client');
+        return Promise.resolve();
+      },
+    };
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.inbox.end();
+  }
+
+  freeze(): void {
+    this.held ??= [];
+  }
+
+  /** Lines queued while frozen. */
+  get queued(): number {
+    return this.held?.filter((h) => 'chunk' in h).length ?? 0;
+  }
+
+  open(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const h of held) {
+      if ('chunk' in h) {
+        if (!this.ended) this.inbox.write(h.chunk);
+      } else if ('end' in h) this.end();
+      else for (const cb of this.closeCallbacks.splice(0)) cb(h.close);
+    }
   }
 }
 
@@ -114,6 +268,46 @@ export type CrashPhase =
   | 'set applied, not confirmed on disk'
   | 'recovered and confirmed'
   | 'nothing to recover';
+
+/** What a stall reached (counted over the runs, like the crash phases). */
+export type StallPhase =
+  | 'stalled with a recovery due inside the freeze'
+  | 'stalled between its write-ahead save and its set'
+  | 'woke with a set due before its renewal'
+  | 'woke to queued notifications'
+  | 'the new engine recovered what the stalled one had due'
+  | 'stepped down, its stop saved nothing';
+
+/** One engine's life: from its start to its crash, its stall's end, or the end of the run. */
+interface Life {
+  name: string;
+  engine: Engine;
+  store: DurableStore;
+  scoped: ScopedClock;
+  lease: Lease;
+  gates: Gate[];
+  /** What it announced, with the world time it did. */
+  decisions: Array<{ d: Decision; at: number }>;
+  /** Not crashed nor dropped. */
+  alive: boolean;
+  /** Another engine took over (why its lease ran out): nothing may come from this one any more. */
+  stale: string | null;
+  /** Stalled (after the few turns it finishes first): it must not run at all. */
+  frozen: boolean;
+  /** The snapshot it last pushed to its followers. */
+  lastSnapshot: EngineSnapshot | null;
+  /** Its stop (after it stepped down) completed. */
+  stopped: boolean;
+  /** Why its renewal found the lease gone. */
+  lostLease: string | null;
+  /** When its lease was last renewed (monotonic ms), as its renewal timer saw it. */
+  renewedAt: number;
+}
+
+/** Lets the microtasks queued so far run (and those they queue), as between two timers. */
+async function microtasks(): Promise<void> {
+  for (let i = 0; i < 64; i++) await Promise.resolve();
+}
 
 interface Facts {
   id: string;
@@ -157,18 +351,25 @@ export class CrashWorld {
   readonly sets: SetRecord[] = [];
   readonly phases: CrashPhase[] = [];
   readonly log: string[] = [];
+  /** What the stalls reached, counted like the crash phases. */
+  readonly stallPhases: StallPhase[] = [];
   violation: Error | null = null;
   engine!: Engine;
-  private store!: DurableStore;
-  private scoped!: ScopedClock;
-  private connections: FakeConnection[] = [];
-  private alive = false;
+  /** The engine of the world now (the leader); a stalled one is dropped once it woke. */
+  private life!: Life;
+  private lives = 0;
+  /** Timers fired that set something in motion (not a renewal): the driver lets the engine react to those. */
+  private readonly busy = { fired: 0 };
   /** What the live engine announced, with the world time it did. */
-  decisions: Array<{ d: Decision; at: number }> = [];
+  get decisions(): Array<{ d: Decision; at: number }> {
+    return this.life.decisions;
+  }
   paused = false;
-  /** When the person resumed auto-recovery, and when an engine restarted after a crash. */
+  /** When the person resumed auto-recovery, and when an engine restarted after a crash or took over. */
   private readonly resumeTimes: number[] = [];
   private readonly restartTimes: number[] = [];
+  /** Failed turns a stalled engine had due within its freeze (`threadId/turnId`): who recovers them. */
+  private readonly dueAtStall = new Set<string>();
 
   constructor(
     readonly dir: string,
@@ -178,48 +379,156 @@ export class CrashWorld {
     this.daemon.before = (m) => this.judge(m);
   }
 
-  // ---- lives ------------------------------------------------------------------
+  // ---- lives ----------------------------------------------------------------------------
 
-  async boot(state: PersistedState = emptyState()): Promise<void> {
-    this.store = new DurableStore(state);
-    this.scoped = new ScopedClock(this.clock);
-    this.connections = [];
-    this.decisions = [];
-    this.alive = true;
+  /**
+   * A new engine life: its own timers (a ScopedClock), its store, its connections (gated, so a
+   * stall can freeze them) and its lease (src/leader/lease.ts, on the fake monotonic clock),
+   * renewed every RENEW_MS by a timer of its own, as src/leader/tenure.ts does; the engine's
+   * fence is the lease. `snapshot`: the life takes over from a leader, starting from its store
+   * merged with that leader's last snapshot (HandoverStore), as production builds a takeover.
+   */
+  async boot(state: PersistedState = emptyState(), snapshot: EngineSnapshot | null = null): Promise<void> {
+    const store = new DurableStore(state);
+    const scoped = new ScopedClock(this.clock, this.busy);
+    const lease = new Lease(LEASE_MS, () => this.clock.elapsed());
+    const life: Life = {
+      name: `engine ${++this.lives}`,
+      engine: null as unknown as Engine,
+      store,
+      scoped,
+      lease,
+      gates: [],
+      decisions: [],
+      alive: true,
+      stale: null,
+      frozen: false,
+      lastSnapshot: null,
+      stopped: false,
+      lostLease: null,
+      renewedAt: this.clock.elapsed(),
+    };
+    this.life = life;
+    store.onSave = () => {
+      if (life.frozen) this.ranFrozen += 1;
+      if (life.stale) this.fail(`${life.name} saved after its lease ran out: ${this.sinceRenewal(life)}`);
+    };
+    const renew = (): void => {
+      if (!life.alive) return;
+      if (!lease.renew()) {
+        // The tenure's `lost`: the election steps down and the ElectedEngine stops the engine
+        // (a Serial: the stop starts a microtask later).
+        life.lostLease = lease.check() ?? 'lost';
+        this.busy.fired += 1;
+        if (life !== this.stalled) this.fail(`${life.name} lost its lease without a stall: ${life.lostLease}`);
+        void Promise.resolve().then(() =>
+          life.engine.stop().then(
+            () => void (life.stopped = true),
+            () => void (life.stopped = true),
+          ),
+        );
+        return;
+      }
+      life.renewedAt = this.clock.elapsed();
+      scoped.setTimer(renew, RENEW_MS, true);
+    };
+    scoped.setTimer(renew, RENEW_MS, true);
     const connect: Connector = async (listener) => {
-      const c = this.daemon.accept();
-      this.connections.push(c);
-      return startSession(c.transport(), listener, { clientVersion: 'crash-test', requestTimeoutMs: 60_000 });
+      const gate = new Gate(this.daemon.accept());
+      life.gates.push(gate);
+      return startSession(
+        gate.transport((line) => this.tap(life, line)),
+        listener,
+        {
+          clientVersion: 'crash-test',
+          requestTimeoutMs: 60_000,
+        },
+      );
     };
-    const life = { alive: true };
-    this.engine = new Engine(this.options, {
+    const push = (): void => {
+      // What a leader pushes to its followers (its snapshot, at every change and decision; the
+      // views' change follows every save, after its decisions): the start of the next leader's term.
+      if (life.alive && !life.stale) life.lastSnapshot = life.engine.snapshot();
+    };
+    life.engine = new Engine(this.options, {
       connect,
-      store: this.store,
-      clock: this.scoped,
+      store: snapshot ? new HandoverStore(store, snapshot) : store,
+      clock: scoped,
       random: this.random,
+      fence: () => lease.check(),
       onDecision: (d) => {
-        if (life.alive) this.decisions.push({ d, at: this.clock.now() });
+        if (life.stale) {
+          this.fail(`${life.name} announced ${JSON.stringify(d)} after its lease ran out: ${this.sinceRenewal(life)}`);
+          return;
+        }
+        if (life.alive) life.decisions.push({ d, at: this.clock.now() });
       },
+      onChange: push,
     });
-    const engine = this.engine;
-    this.kill = () => {
-      life.alive = false;
-      void engine; // dropped: never stopped
-    };
-    await this.engine.start();
+    this.engine = life.engine;
+    await life.engine.start();
     await this.settle();
   }
 
-  private kill: () => void = () => undefined;
+  /** Every line an engine writes, before the daemon reads it: false drops it (the run fails). */
+  private tap(life: Life, line: string): boolean {
+    if (!life.stale && !life.frozen) return true;
+    let m: WireMessage;
+    try {
+      m = JSON.parse(line) as WireMessage;
+    } catch {
+      return true;
+    }
+    if (life.frozen) this.ranFrozen += 1;
+    if (!life.stale || (m.method !== 'thread/goal/set' && m.method !== 'thread/resume')) return true;
+    return this.fail(
+      `${life.name} sent ${m.method} ${JSON.stringify(m.params ?? {})} after its lease ran out: ${this.sinceRenewal(life)}`,
+    );
+  }
+
+  /**
+   * What a frozen engine did all the same: a rollout read (real file I/O, which the freeze cannot
+   * hold) that completed after the freeze lets it run on until its next held input. Counted
+   * (kept rare by the freeze's wait); bound by the same rules: nothing after its lease ran out.
+   */
+  ranFrozen = 0;
+
+  private sinceRenewal(life: Life): string {
+    return `${this.clock.elapsed() - life.renewedAt} ms after its last renewal (lease ${LEASE_MS} ms; ${life.stale ?? 'no takeover yet'})`;
+  }
+
+  /** The stalled life, from its freeze until it is dropped. */
+  private stalled: Life | null = null;
+
+  /** Ends a life without stop(): its timers die, its connections close, its saves stop. */
+  private drop(life: Life, why: string): void {
+    life.alive = false;
+    life.scoped.kill();
+    for (const g of life.gates) {
+      g.c.close(why);
+      g.open();
+    }
+  }
 
   /** The process dies: nothing of it runs again; a new engine starts from the disk. */
   async crash(reached: boolean): Promise<CrashPhase[]> {
-    this.alive = false;
-    this.kill();
-    this.scoped.kill();
-    for (const c of this.connections) c.close('EOF (the engine crashed)');
-    const disk = this.store.crash(reached);
-    this.checkAnnounced(disk);
+    const life = this.life;
+    this.drop(life, 'EOF (the engine crashed)');
+    const disk = life.store.crash(reached);
+    this.checkAnnounced(life, disk);
+    const now = this.clock.now();
+    const found = this.cut(disk);
+    this.phases.push(...found);
+    this.log.push(
+      `crash of ${life.name} at +${this.at()} s (${reached ? 'the save under way reached the disk' : 'the save under way was lost'}): ${found.join(', ') || 'no threads'}`,
+    );
+    this.restartTimes.push(now);
+    await this.boot(disk);
+    return found;
+  }
+
+  /** What the state a new engine starts from holds of each thread: the phase it cut. */
+  private cut(disk: PersistedState): CrashPhase[] {
     const now = this.clock.now();
     const found: CrashPhase[] = [];
     for (const f of this.facts.values()) {
@@ -233,12 +542,107 @@ export class CrashWorld {
         if (known === undefined || due < known) f.durableDue.set(w.lastFailure.turnId, due);
       }
     }
-    this.phases.push(...found);
+    return found;
+  }
+
+  /**
+   * A stall of the engine (SIGSTOP, a blocked event loop) for longer than its lease: its timers
+   * stop, what the daemon sends it queues up unread, its saves under way reach the disk but it
+   * hears of them only when it runs again. `takeoverMs` after its lease ran out (its last renewal
+   * plus LEASE_MS) a second engine takes over as production builds one: its own store (a fresh
+   * one, or `shared`: the same file, as two runners with one state path) merged with the stalled
+   * leader's last snapshot, a lease of its own; it connects to the same daemon and runs for
+   * `extraMs`. Then the stalled engine wakes: its overdue timers fire first (its renewal finds
+   * the lease gone), then its saves complete, then its queued lines are read; it is stopped as
+   * the ElectedEngine stops it, and dropped. The new engine goes on as the world's engine.
+   * Anything the stalled engine sends to the daemon (a set, a resume), saves or announces after
+   * its lease ran out is a violation (`tap`, the store's `onSave`, `onDecision`).
+   */
+  async stall(takeoverMs: number, extraMs: number, shared: boolean): Promise<StallPhase[]> {
+    const a = this.life;
+    const found: StallPhase[] = [];
+    this.stalled = a;
+    a.scoped.freeze();
+    a.store.freeze();
+    for (const g of a.gates) g.freeze();
+    // What was already running finishes up to its next held input (a reply, a save, a timer):
+    // the process stops a little later, with no time passing. Its rollout reads are real file
+    // I/O, which nothing holds: they are given a few real milliseconds to complete first.
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 6; i++) await new Promise((resolve) => setImmediate(resolve));
+      if (round < 2) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    a.frozen = true;
+    const lastRenewal = a.renewedAt;
+    const takeoverAt = lastRenewal + LEASE_MS + Math.max(1, takeoverMs);
+    const wakeAt = takeoverAt + extraMs;
+    const wakeWall = this.clock.now() + (wakeAt - this.clock.elapsed());
+    let dueInside = false;
+    for (const w of a.engine.watches()) {
+      const scheduled = scheduledOf(w.state);
+      const due = dueAt(w);
+      const failed = scheduled?.kind === 'backoff' ? scheduled.failedTurnId : w.lastFailure?.turnId;
+      if (w.state.kind === 'recovering' || (due !== null && due <= wakeWall)) {
+        dueInside = true;
+        this.dueAtStall.add(`${w.threadId}/${w.state.kind === 'recovering' ? w.state.failedTurnId : failed}`);
+      }
+    }
+    if (dueInside) found.push('stalled with a recovery due inside the freeze');
     this.log.push(
-      `crash at +${this.at()} s (${reached ? 'the save under way reached the disk' : 'the save under way was lost'}): ${found.join(', ') || 'no threads'}`,
+      `+${this.at()} s ${a.name} stalls (its last renewal ${Math.round((this.clock.elapsed() - lastRenewal) / 100) / 10} s ago; the takeover ${Math.round((takeoverAt - this.clock.elapsed()) / 100) / 10} s from now, ${shared ? 'on the same store' : 'with its own store'}; it wakes ${Math.round(extraMs / 100) / 10} s after the takeover)`,
     );
-    this.restartTimes.push(now);
-    await this.boot(disk);
+    await this.advance(takeoverAt - this.clock.elapsed());
+    // The takeover: the lease ran out (nothing renewed it). From now on nothing may come from A.
+    a.stale = `engine ${this.lives + 1} took over at +${this.at()} s, ${this.clock.elapsed() - lastRenewal} ms after its last renewal`;
+    const diskA = structuredClone(a.store.durable);
+    if (
+      [...this.facts.values()].some(
+        (f) => this.phaseOf(f, diskA.watches[f.id]) === 'write-ahead durable, set not applied',
+      )
+    )
+      found.push('stalled between its write-ahead save and its set');
+    const own = shared ? diskA : emptyState();
+    const snapshot = a.lastSnapshot;
+    // What the new engine starts from: the arming it does not hold is the old-block rule's case.
+    this.cut(snapshot ? mergeLeaderSnapshot(own, snapshot).state : own);
+    this.log.push(
+      `+${this.at()} s takeover by engine ${this.lives + 1} (${a.name} silent; ${snapshot ? `its last snapshot: ${snapshot.watches.length} watches` : 'no snapshot'})`,
+    );
+    this.restartTimes.push(this.clock.now());
+    await this.boot(own, snapshot);
+    await this.advance(Math.max(0, wakeAt - this.clock.elapsed()));
+    // A wakes: its overdue timers first, then its saves' completions, then its sockets.
+    const { beforeQuiet } = a.scoped.overdueBeforeQuiet();
+    if (beforeQuiet > 0 && a.engine.watches().some((w) => w.state.kind === 'recovering'))
+      found.push('woke with a set due before its renewal');
+    if (a.gates.some((g) => g.queued > 0)) found.push('woke to queued notifications');
+    this.log.push(`+${this.at()} s ${a.name} wakes`);
+    a.frozen = false;
+    await this.daemon.checking(async () => {
+      await a.scoped.wake(microtasks);
+      await microtasks();
+      a.store.release();
+      await microtasks();
+      for (const g of a.gates) g.open();
+      // Its stop may wait for a rollout read (real file I/O): a few real milliseconds at most.
+      for (let i = 0; i < 30 && !a.stopped; i++) {
+        await this.settle();
+        if (i >= 5) await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    });
+    if (!a.lostLease)
+      this.fail(
+        `${a.name} woke and its renewal did not find the lease gone (it did not step down): ${this.sinceRenewal(a)}`,
+      );
+    else if (a.stopped) found.push('stepped down, its stop saved nothing');
+    this.log.push(
+      `+${this.at()} s ${a.name} ${a.stopped ? 'stopped' : 'stepping down'}: ${a.lostLease ?? 'lease held'}`,
+    );
+    this.drop(a, 'the stalled engine stepped down');
+    this.checkAnnounced(a, a.store.crash(false));
+    this.stalled = null;
+    this.stallPhases.push(...found);
+    await this.settle();
     return found;
   }
 
@@ -246,13 +650,13 @@ export class CrashWorld {
    * Durable before announced: everything the dead engine announced is on the disk it left
    * (or was superseded there by something later).
    */
-  private checkAnnounced(disk: PersistedState): void {
+  private checkAnnounced(life: Life, disk: PersistedState): void {
     const last = new Map<string, { d: Decision; at: number }>();
-    for (const e of this.decisions) {
+    for (const e of life.decisions) {
       const d = e.d;
       if (!('threadId' in d) || d.threadId === undefined) continue;
       const w = disk.watches[d.threadId];
-      const what = `the engine announced ${JSON.stringify(d)} before the crash, but the disk`;
+      const what = `${life.name} announced ${JSON.stringify(d)} before it ended, but the disk`;
       switch (d.type) {
         case 'armed':
           if (!w || w.state.kind === 'notAdopted') this.fail(`${what} holds no armed watch of ${d.threadId}`);
@@ -281,7 +685,7 @@ export class CrashWorld {
       if (e.d.type === 'disarmed' && !disarmedOnDisk && (disk.watches[id]?.updatedAt ?? 0) < e.at)
         this.fail(`the engine announced ${JSON.stringify(e.d)} before the crash, but the disk does not hold it`);
     }
-    const pause = [...this.decisions].reverse().find((e) => 'threadId' in e.d && e.d.threadId === '*');
+    const pause = [...life.decisions].reverse().find((e) => 'threadId' in e.d && e.d.threadId === '*');
     if (pause && (pause.d.type === 'skipped') !== (disk.pausedAt !== null))
       this.fail(
         `the engine announced ${JSON.stringify(pause.d)} before the crash, but the disk says pausedAt ${disk.pausedAt}`,
@@ -306,15 +710,14 @@ export class CrashWorld {
 
   /** Ends the world: the live engine is dropped like a crash, every connection closed. */
   close(): void {
-    this.alive = false;
-    this.kill();
-    this.scoped.kill();
+    this.drop(this.life, 'test over');
+    if (this.stalled) this.drop(this.stalled, 'test over');
     this.daemon.disconnect('test over');
   }
 
   /** What the engine's store holds on disk now. */
   disk(): PersistedState {
-    return this.store.durable;
+    return this.life.store.durable;
   }
 
   // ---- time -------------------------------------------------------------------
@@ -328,7 +731,7 @@ export class CrashWorld {
         while (this.clock.fireDue()) {
           /* every timer due now, as the loop turns */
         }
-        if (this.alive) await this.engine.idle();
+        if (this.life.alive && !this.life.frozen) await this.engine.idle();
       }
     });
   }
@@ -360,11 +763,14 @@ export class CrashWorld {
       const next = this.clock.nextIn();
       if (next === null || this.clock.elapsed() + next > end) break;
       const atEnd = this.clock.elapsed() + next === end;
+      const fired = this.busy.fired;
       this.clock.step(next);
       if (atEnd && lastRounds < 6) {
         await this.run(lastRounds);
         return;
       }
+      // Only a lease renewal (or a frozen engine's timer, kept for its wake): nothing to react to.
+      if (this.busy.fired === fired) continue;
       await this.settle();
       this.throwIfBroken();
     }
@@ -619,7 +1025,7 @@ export class CrashWorld {
     if (this.paused) return this.fail(`${what}: the person paused auto-recovery`);
     if (f.disarmed) return this.fail(`${what}: the person disarmed the thread`);
     if (f.approvals.size > 0) return this.fail(`${what}: an approval is pending`);
-    const w = this.store.durable.watches[id];
+    const w = this.disk().watches[id];
     if (!w || w.pending?.failedTurnId !== turnId)
       return this.fail(`${what}: its intent is not on disk (durable pending: ${JSON.stringify(w?.pending ?? null)})`);
     const due = w.lastFailure?.turnId === turnId ? w.lastFailure.dueAt : null;
@@ -633,6 +1039,8 @@ export class CrashWorld {
     if (!retried && earliest !== undefined && now < earliest)
       return this.fail(`${what}: sent ${earliest - now} ms before the due time a crash left on disk`);
     this.effective.add(`${id}/${turnId}`);
+    if (this.dueAtStall.delete(`${id}/${turnId}`))
+      this.stallPhases.push('the new engine recovered what the stalled one had due');
     f.cause = null;
     this.sets.push({ threadId: id, failedTurnId: turnId, at: now, due: due });
     this.log.push(

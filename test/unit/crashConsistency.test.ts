@@ -13,29 +13,49 @@
 // the person pauses or resumes the goal in Codex, an approval is asked and answered, the
 // person's commands here (pause and resume auto-recovery, disarm, re-arm, retry now), time
 // passes (by a fixed amount, or to just before, at or just after the engine's next due time),
-// and after any step, sometimes, a crash (after 0–5 turns of the event loop, so inside an
-// attempt, a save or a set on the wire, as well as between them).
+// the engine stalls (below), and after any step, sometimes, a crash (after 0–5 turns of the
+// event loop, so inside an attempt, a save or a set on the wire, as well as between them).
 //
-// Checked at every crash (CrashWorld.checkAnnounced): durable before announced — whatever the
-// dead engine announced (armed, backoff, recovered, gave-up, disarmed, pause) is on the disk it
-// left, or superseded there by something later.
+// Every engine leads by a real lease (src/leader/lease.ts on the fake monotonic clock, renewed
+// every RENEW_MS by a timer of its own, as src/leader/tenure.ts) and its fence is that lease.
+// A stall (CrashWorld.stall: SIGSTOP, a blocked event loop), now or near the next due time
+// (inside the preparation, between the write-ahead save and the set, just after): the engine's
+// timers stop, the daemon's lines to it queue up unread, its saves land but it hears of them
+// later. 1 ms–1 s after its lease ran out by itself (no renewal ran), a second engine takes over
+// as production builds one: its own store (fresh, or the same one) in a HandoverStore with the
+// stalled leader's last snapshot, its own lease; it connects to the same daemon and runs for the
+// rest of the freeze (0–300 s). Then the stalled engine wakes: its overdue timers fire first, in
+// order (its renewal finds the lease gone: it is stopped, as the ElectedEngine stops it), then
+// its saves complete, then its queued lines are read; it is dropped, and the new engine goes on
+// as the world's engine (later crashes crash it).
+//
+// Checked at every crash and at the end of every stall (CrashWorld.checkAnnounced): durable
+// before announced — whatever the dead (or stalled) engine announced (armed, backoff, recovered,
+// gave-up, disarmed, pause) is on the disk it left, or superseded there by something later.
+// Checked during and after every stall: the stalled engine sends no set and no resume, starts no
+// save and announces nothing once its lease ran out (CrashWorld.tap, the store's onSave,
+// onDecision), and its renewal at the wake finds the lease gone.
 // Checked at every automatic set, the moment the daemon receives it (CrashWorld.judge):
 //   safety — only on a goal blocked by a transient failure of its newest turn; never on one the
 //   model blocked, a person paused, or that is complete; never while auto-recovery is paused,
 //   the thread disarmed or an approval pending; never twice for one failed turn, across every
-//   crash; never without the intent (pending) on disk; never before the due time on disk, nor
-//   before the earliest due time any crash left on disk (unless the person pressed Retry now),
-//   nor sooner after the failure than the shortest backoff.
+//   crash and stall, from either engine; never without the intent (pending) on disk; never before
+//   the due time on disk, nor before the earliest due time any crash or takeover started from
+//   (unless the person pressed Retry now), nor sooner after the failure than the shortest backoff.
 // Checked after the last step, once the engine has had time to act (CrashWorld.verifyLiveness):
 //   liveness — every transient failure of a goal that nothing superseded (no person, no newer
 //   turn, no give-up after more than maxAttempts failures) was recovered, no later than its due
 //   time (or the restart, or the person's resume) plus one resync interval plus the limiter's
-//   spacing for the threads of the run. A goal whose arming was not on disk at a crash, and
-//   that the restarted engine then never adopted (it saw it already blocked), is the documented
-//   old-block rule: counted as its own case.
+//   spacing for the threads of the run (the restart: a crash's or a takeover's). A goal whose
+//   arming was not on disk at a crash (nor in what a takeover started from), and that the new
+//   engine then never adopted (it saw it already blocked), is the documented old-block rule:
+//   counted as its own case.
 // The phases the crashes cut (arming not durable, failure not recorded, backoff durable, intent
-// on disk but set not applied, set applied but not confirmed on disk, ...) are counted over the
-// whole run, printed, and each must be reached a stated number of times.
+// on disk but set not applied, set applied but not confirmed on disk, ...) and those the stalls
+// reach (a recovery due inside the freeze, stalled between the write-ahead save and the set, a
+// set due before the renewal at the wake, the new engine recovered what the stalled one had due,
+// queued lines at the wake, stepped down and stopped) are counted over the whole run, printed,
+// and each must be reached a stated number of times.
 //
 // CGR_CRASH_SEED replays a run; CGR_CRASH_RUNS sets the number of runs (default 500).
 import { after, describe, it } from 'node:test';
@@ -45,7 +65,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { MAX_PREPARE_MS } from '../../src/core/schedule';
-import { CrashWorld, type CrashPhase } from '../support/crashWorld';
+import { CrashWorld, type CrashPhase, type StallPhase } from '../support/crashWorld';
 import { rng } from '../support/random';
 
 const RUNS = Math.max(1, Number(process.env.CGR_CRASH_RUNS ?? 500) || 500);
@@ -65,7 +85,8 @@ type Step =
   | { k: 'answer'; t: number }
   | { k: 'command'; name: 'pauseAll' | 'resumeAll' | 'disarm' | 'rearm' | 'retryNow'; t: number }
   | { k: 'advance'; ms: number }
-  | { k: 'toDue'; offsetMs: number };
+  | { k: 'toDue'; offsetMs: number }
+  | { k: 'stall'; offsetMs: number | null; rounds: number; takeoverMs: number; extraMs: number; shared: boolean };
 
 const thread = fc.nat({ max: MAX_THREADS - 1 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -111,6 +132,19 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     weight: 9,
     arbitrary: fc.record({ k: fc.constant('toDue' as const), offsetMs: fc.constantFrom(-1_000, -200, -150, 0, 0, 50) }),
   },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('stall' as const),
+      // Where the engine stops: now, or near its next due time (inside its preparation, between
+      // its write-ahead save and its set, just after it).
+      offsetMs: fc.constantFrom(null, -1_000, -200, -150, -100, -100, -50, -50, -10, 0, 50),
+      rounds: fc.nat({ max: 6 }),
+      takeoverMs: fc.constantFrom(1, 300, 1_000),
+      extraMs: fc.constantFrom(0, 50, 1_000, 20_000, 60_000, 300_000),
+      shared: fc.boolean(),
+    }),
+  },
 );
 const crashArb: fc.Arbitrary<Crash> = fc.option(fc.record({ rounds: fc.nat({ max: 5 }), reached: fc.boolean() }), {
   freq: 6,
@@ -124,6 +158,9 @@ const runArb = fc.record({
 });
 
 const phases = new Map<CrashPhase, number>();
+const stallPhases = new Map<StallPhase, number>();
+let stalls = 0;
+let ranFrozen = 0;
 const endings = new Map<string, number>();
 let crashes = 0;
 let sets = 0;
@@ -192,6 +229,12 @@ async function apply(world: CrashWorld, step: Step, lastRounds: number): Promise
       await world.advance(Math.max(0, due - world.clock.now() + step.offsetMs), lastRounds);
       return 'toDue';
     }
+    case 'stall': {
+      const due = step.offsetMs === null ? null : world.engine.nextDueAt();
+      if (due !== null) await world.advance(Math.max(0, due - world.clock.now() + step.offsetMs!), step.rounds);
+      await world.stall(step.takeoverMs, step.extraMs, step.shared);
+      return 'stall';
+    }
   }
 }
 
@@ -226,7 +269,7 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
             await world.boot();
             for (const { step, crash } of steps) {
               const applied = await apply(world, step, crash ? crash.rounds : 6);
-              if (applied !== null && step.k !== 'advance' && step.k !== 'toDue')
+              if (applied !== null && step.k !== 'advance' && step.k !== 'toDue' && step.k !== 'stall')
                 await world.run(crash ? crash.rounds : 6);
               world.throwIfBroken();
               if (crash && applied !== null) {
@@ -238,6 +281,9 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
             await drain(world);
             for (const ending of world.verifyLiveness()) endings.set(ending, (endings.get(ending) ?? 0) + 1);
             for (const p of world.phases) phases.set(p, (phases.get(p) ?? 0) + 1);
+            for (const p of world.stallPhases) stallPhases.set(p, (stallPhases.get(p) ?? 0) + 1);
+            stalls += steps.filter((s) => s.step.k === 'stall').length;
+            ranFrozen += world.ranFrozen;
             sets += world.sets.length;
           } finally {
             world.close();
@@ -258,6 +304,11 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
       .map(([p, n]) => `${p}: ${n}`)
       .join('; ');
     console.log(`# crashes: ${crashes}; automatic sets: ${sets}; phases cut: ${table}`);
+    const stallTable = [...stallPhases.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([p, n]) => `${p}: ${n}`)
+      .join('; ');
+    console.log(`# stalls: ${stalls}; ${stallTable}; a frozen engine wrote or saved (a late file read): ${ranFrozen}`);
     console.log(`# how the goals ended: ${[...endings.entries()].map(([e, n]) => `${e}: ${n}`).join('; ')}`);
     // Each phase of a recovery is cut by crashes often enough to mean something (per 500 runs;
     // scaled down for shorter replays).
@@ -276,5 +327,20 @@ describe('crash consistency (fake daemon, fake clock, shipped defaults)', () => 
       );
     }
     assert.ok(sets >= Math.floor(250 * scale), `only ${sets} automatic sets over the runs`);
+    // Each phase of a stall is reached often enough to mean something (per 500 runs, likewise).
+    const stallMinimum: Array<[StallPhase, number]> = [
+      ['stalled with a recovery due inside the freeze', 40],
+      ['stalled between its write-ahead save and its set', 25],
+      ['woke with a set due before its renewal', 25],
+      ['the new engine recovered what the stalled one had due', 40],
+      ['woke to queued notifications', 150],
+      ['stepped down, its stop saved nothing', 200],
+    ];
+    for (const [phase, n] of stallMinimum) {
+      assert.ok(
+        (stallPhases.get(phase) ?? 0) >= Math.floor(n * scale),
+        `the stalls reached "${phase}" ${stallPhases.get(phase) ?? 0} times; at least ${Math.floor(n * scale)} wanted`,
+      );
+    }
   });
 });
