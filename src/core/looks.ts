@@ -20,7 +20,7 @@ import {
 } from './policy';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
-import { type LimitReading, readLimit } from './rateLimits';
+import { type LimitReading, readLimit, untimedFromMessage } from './rateLimits';
 import { resetFromMessage } from './usageReset';
 import { usagePlan } from './usagePlan';
 
@@ -183,8 +183,10 @@ export class Looks {
     let read: LimitReading | null = null;
     if (notice === null) read = await this.readLimits(session, w.threadId);
     const now = core.now();
-    const message = live.turn?.error ? resetFromMessage(live.turn.error.message, now) : null;
-    const plan = usagePlan({ notice, read, message }, now, core.options);
+    const text = live.turn?.error?.message ?? null;
+    const message = text !== null ? resetFromMessage(text, now) : null;
+    const messageLimit = text !== null ? untimedFromMessage(text) : null;
+    const plan = usagePlan({ notice, read, message, messageLimit }, now, core.options);
     if (plan.act === 'attention') {
       w.lastFailure = { turnId: key, message: plan.message, code: plan.code, httpStatus: 429, at: now, dueAt: null };
       core.emit({ type: 'attention', threadId: w.threadId, reason: plan.message });

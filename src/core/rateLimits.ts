@@ -83,6 +83,28 @@ function untimed(type: string): LimitReading {
   };
 }
 
+/**
+ * What the turn's error message alone says of a limit no reset clears, for when no rate-limit
+ * snapshot reached the engine (it was not subscribed to the thread yet: the update goes only to
+ * subscribed connections). The texts are Codex's own (0.169.0 and 0.171.0, docs/daemon-behaviour.md
+ * (o)): "Your workspace is out of credits. …", "You hit your spend cap set … ". Null otherwise.
+ */
+export function untimedFromMessage(message: string): LimitReading | null {
+  if (/\bout of credits\b/i.test(message))
+    return {
+      kind: 'untimed',
+      code: 'creditsDepleted',
+      message: 'out of credits: no reset clears it; add credits, then resume the goal',
+    };
+  if (/\bspend cap\b/i.test(message))
+    return {
+      kind: 'untimed',
+      code: 'spendCapReached',
+      message: 'spend cap reached: no reset clears it; raise the cap, then resume the goal',
+    };
+  return null;
+}
+
 /** A window's length in words: "5-hour", "weekly", "90-minute". */
 export function windowWords(mins: number | null): string {
   if (mins === null) return 'rate-limit';

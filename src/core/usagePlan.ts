@@ -13,6 +13,8 @@ export interface UsageSources {
   readonly read: LimitReading | null;
   /** The latest the reset named in the turn's error message can be (`resetFromMessage`). */
   readonly message: number | null;
+  /** A limit no reset clears, as the error message alone names it (`untimedFromMessage`), or null. */
+  readonly messageLimit?: LimitReading | null;
 }
 
 export type UsagePlan =
@@ -40,6 +42,8 @@ export function usagePlan(s: UsageSources, now: number, options: Readonly<Engine
         source: `${from} (${windowWords(reading.windowMins)} window)`,
       };
   }
+  if (s.messageLimit?.kind === 'untimed')
+    return { act: 'attention', code: s.messageLimit.code, message: s.messageLimit.message };
   if (s.message !== null && s.message > now)
     return {
       act: 'resume',

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { dueAt } from '../../src/model/watch';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { readLimit } from '../../src/core/rateLimits';
+import { untimedFromMessage, readLimit } from '../../src/core/rateLimits';
 import { usagePlan } from '../../src/core/usagePlan';
 import type { RateLimitSnapshot } from '../../src/protocol/schema';
 import { FakeDaemon } from '../support/fakeDaemon';
@@ -127,6 +127,38 @@ describe('when a usage limit is resumed (usagePlan)', () => {
     const notice = readLimit([snap({ rateLimitReachedType: 'workspace_owner_credits_depleted' })], NOW);
     const plan = usagePlan({ notice, read: null, message: NOW + 10_000 }, NOW, DEFAULT_OPTIONS);
     assert.deepEqual([plan.act, plan.act === 'attention' && plan.code], ['attention', 'creditsDepleted']);
+  });
+});
+
+describe('the message alone, when no rate-limit snapshot reached the engine (it was not subscribed yet)', () => {
+  it("Codex's texts for credits and spend caps are limits no reset clears; a time is not one", () => {
+    const code = (m: string) => {
+      const r = untimedFromMessage(m);
+      return r?.kind === 'untimed' ? r.code : r;
+    };
+    assert.deepEqual(
+      [
+        'Your workspace is out of credits. Add credits to continue.',
+        'Your workspace is out of credits. Ask your workspace owner to refill in order to continue.',
+        'You hit your spend cap set in your workspace. Increase your spend cap to continue.',
+        'You hit your spend cap set by the owner of your workspace. Ask an owner to increase your spend cap to continue.',
+        "You've hit your usage limit. Upgrade to Pro or try again at 8:46 PM.",
+      ].map(code),
+      ['creditsDepleted', 'creditsDepleted', 'spendCapReached', 'spendCapReached', null],
+    );
+  });
+
+  it('usagePlan: the message naming credits wins over its missing time (never the maximum delay)', () => {
+    const messageLimit = untimedFromMessage('Your workspace is out of credits. Add credits to continue.');
+    const plan = usagePlan({ notice: null, read: null, message: null, messageLimit }, NOW, DEFAULT_OPTIONS);
+    assert.deepEqual([plan.act, plan.act === 'attention' && plan.code], ['attention', 'creditsDepleted']);
+    // A snapshot that names a reset still comes first.
+    const fromNotice = usagePlan(
+      { notice: { kind: 'reset', at: NOW + HOUR, windowMins: 300 }, read: null, message: null, messageLimit },
+      NOW,
+      DEFAULT_OPTIONS,
+    );
+    assert.equal(fromNotice.act, 'resume');
   });
 });
 
