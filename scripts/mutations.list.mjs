@@ -287,7 +287,8 @@ export const MUTATIONS = [
   },
   {
     id: 'no-fence-before-set-property',
-    invariant: 'a leader stopped or blocked past its lease never sends a set (the crash-consistency property with stalls)',
+    invariant:
+      'a leader stopped or blocked past its lease never sends a set (the crash-consistency property with stalls)',
     fault: 'the recovery does not ask the lease before its thread/goal/set',
     file: ATTEMPT,
     find: '    if (core.fence() !== null) return;\n',
@@ -309,7 +310,7 @@ export const MUTATIONS = [
   {
     id: 'snapshot-renamed-past-fence',
     invariant: "a stale leader's late save never lands (the lease asked right before the snapshot's rename)",
-    fault: "the JSON file store renames a snapshot without asking the lease again after its fsync",
+    fault: 'the JSON file store renames a snapshot without asking the lease again after its fsync',
     file: 'src/store/jsonFileStore.ts',
     find: '        checkFence(this.guard); // the last word before the rename: no await in between',
     replace: '        // (no check)',

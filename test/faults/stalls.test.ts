@@ -63,6 +63,7 @@ import { type UserClient } from '../../src/demo/userClient';
 import { LEASE_MS, RENEW_MS } from '../../src/leader/lease';
 import { DaemonLab } from '../support/daemonLab';
 import {
+  endRunners,
   RunnerProcess,
   runCli,
   savedWatches,
@@ -118,7 +119,7 @@ for (const codex of codexBuilds())
       let lab: DaemonLab;
       let user: UserClient<Json>;
       let dir: string;
-      let runners: Runner[] = [];
+      const runners: Runner[] = [];
       let stateFiles = 0;
       const random = seededRandom(SEED);
 
@@ -128,14 +129,8 @@ for (const codex of codexBuilds())
         dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault9-'));
       });
 
-      afterEach(async (t) => {
-        if (VERBOSE)
-          for (const r of runners)
-            process.stdout.write(`# runner ${r.child.pid} (${t.name}):\n${r.transcript().replace(/^/gm, '#   ')}\n`);
-        // Continued before they are killed (RunnerProcess.kill): nothing is left stopped.
-        for (const r of runners) await r.kill();
-        runners = [];
-      });
+      // Continued before they are killed (RunnerProcess.kill): nothing is left stopped.
+      afterEach((t) => endRunners(runners, t.name, VERBOSE));
 
       after(async () => {
         for (const r of runners) await r.kill();

@@ -47,7 +47,14 @@ import { type UserClient } from '../../src/demo/userClient';
 import { DaemonLab } from '../support/daemonLab';
 import { readStateFile } from '../../src/store/jsonFileStore';
 import type { PersistedState } from '../../src/model/watch';
-import { CLI, RunnerProcess, settleAndStop, settled as settledOn, type RunnerDecision } from '../support/runnerProcess';
+import {
+  CLI,
+  endRunners,
+  RunnerProcess,
+  settleAndStop,
+  settled as settledOn,
+  type RunnerDecision,
+} from '../support/runnerProcess';
 import { faultSeed } from '../support/rolloutGoals';
 import { assertOneRecoveryPerFailedTurn as assertOnePerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import { rng as seededRandom } from '../support/random';
@@ -73,7 +80,7 @@ const ENGINE_LINES = new Set([
 let lab: DaemonLab;
 let user: UserClient<Json>;
 let dir: string;
-let runners: RunnerProcess[] = [];
+const runners: RunnerProcess[] = [];
 let stateFiles = 0;
 const takeovers: { toLeaderMs: number; toConnectedMs: number }[] = [];
 /** A killed leader started again on its own file, alone: from the SIGKILL to its lines. */
@@ -87,13 +94,7 @@ before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-fault6-'));
 });
 
-afterEach(async (t) => {
-  if (process.env.CGR_FAULT_VERBOSE)
-    for (const r of runners)
-      process.stdout.write(`# runner ${r.child.pid} (${t.name}):\n${r.transcript().replace(/^/gm, '#   ')}\n`);
-  for (const r of runners) await r.kill();
-  runners = [];
-});
+afterEach((t) => endRunners(runners, t.name, process.env.CGR_FAULT_VERBOSE !== undefined));
 
 after(async () => {
   for (const r of runners) await r.kill();

@@ -350,3 +350,14 @@ export async function settled(
 function sleepMs(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
+
+/**
+ * The end of a test with runners: each one's lines printed when `verbose` (a test's diagnostics),
+ * then every one killed (continued first if stopped: RunnerProcess.kill), and the list emptied.
+ */
+export async function endRunners(runners: RunnerProcess[], testName: string, verbose: boolean): Promise<void> {
+  if (verbose)
+    for (const r of runners)
+      process.stdout.write(`# runner ${r.child.pid} (${testName}):\n${r.transcript().replace(/^/gm, '#   ')}\n`);
+  for (const r of runners.splice(0)) await r.kill();
+}
