@@ -12,35 +12,6 @@ if (metaAt >= 0 && !metafile) throw new Error('--metafile needs a file name');
 // zod looks at `navigator.userAgent` (for Cloudflare Workers) when it loads; in Node there is no
 // navigator, and VS Code's extension host logs a deprecation warning when an extension touches the
 // global. The bundle sees `undefined` instead.
-// The extension's WebSocket never compresses (src/protocol/webSocketTransport.ts passes
-// perMessageDeflate: false, and ws aborts a handshake whose server enables an extension that was
-// not asked for): ws's permessage-deflate module is bundled as the one thing ws reads of it
-// there, its extension name; constructing it (compression asked for) fails loudly. ws's parser
-// and writer of the Sec-WebSocket-Extensions header (lib/extension.js) are used only once
-// compression is asked for (the writer, after constructing it) or a server answered with an
-// extension that was asked for (the parser): both fail loudly too.
-const WS_STUBS = {
-  'permessage-deflate': `module.exports = class PerMessageDeflate {
-  static get extensionName() { return 'permessage-deflate'; }
-  constructor() { throw new Error('WebSocket compression (permessage-deflate) is not in this bundle'); }
-};`,
-  extension: `const none = () => { throw new Error('WebSocket extensions are not in this bundle'); };
-module.exports = { format: none, parse: none };`,
-};
-const wsWithoutDeflate = {
-  name: 'ws-without-permessage-deflate',
-  setup(b) {
-    b.onResolve({ filter: /^\.\/(permessage-deflate|extension)$/ }, (args) =>
-      /[\\/]node_modules[\\/]ws[\\/]lib$/.test(args.resolveDir)
-        ? { path: args.path.slice(2), namespace: 'ws-without-deflate' }
-        : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'ws-without-deflate' }, (args) => ({
-      loader: 'js',
-      contents: WS_STUBS[args.path],
-    }));
-  },
-};
 // The runner's bin (package.json `bin`, the README's `install -m 0755 dist/cli.js`) starts Node
 // with --single-threaded (no V8 background threads, whose freed compiler memory stays in glibc's
 // per-thread malloc arenas) and --optimize-for-size (V8 collects its old generation at a smaller
@@ -64,10 +35,7 @@ const [extension] = await Promise.all([
     entryPoints: ['src/extension.ts'],
     outfile: 'dist/extension.js',
     external: ['vscode'],
-    // The extension is a WebSocket client only: ws's own module (lib/websocket.js, the class that
-    // `require('ws')` returns) without the index that also loads its server and stream helpers.
-    alias: { ws: './node_modules/ws/lib/websocket.js' },
-    plugins: [wsWithoutDeflate],
+    // Its WebSocket is the product's own client (src/protocol/webSocketClient.ts): no `ws` inside.
     minify: release,
     metafile: metafile !== undefined,
   }),

@@ -1,10 +1,27 @@
 /**
  * One JSON message per WebSocket frame: `--listen ws://…` and the daemon's control socket.
  */
-import type { WebSocket, RawData } from 'ws';
 import type { DataCallback, Disposable } from 'vscode-jsonrpc/node';
 import { FramedMessageReader, FramedMessageWriter, noop } from './framedMessages';
 import { EXCERPT_CHARS } from './lineSplitter';
+
+/** A frame's data as a WebSocket hands it over (ours: a Buffer; the `ws` package may split it). */
+type RawData = Buffer | ArrayBuffer | Buffer[];
+
+/**
+ * What the framing needs of a WebSocket: the product's client (webSocketClient.ts) or, in tests,
+ * the `ws` package's. Their events: 'message' (data, isBinary), 'error', 'close'.
+ */
+export interface FrameSocket {
+  readonly readyState: number;
+  on(event: 'message', listener: (data: RawData) => void): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  removeListener(event: 'message', listener: (data: RawData) => void): unknown;
+  removeListener(event: 'close' | 'error', listener: (err: Error) => void): unknown;
+  send(data: string, opts: { binary: boolean }, done: (err?: Error) => void): void;
+  close(code: number, reason: string): void;
+}
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -35,7 +52,7 @@ export class WebSocketMessageReader extends FramedMessageReader {
    * Subscribes to the socket at once: ws may deliver frames that arrived together with the
    * upgrade response before the owner gets to call listen(); those are buffered, not lost.
    */
-  constructor(private readonly ws: WebSocket) {
+  constructor(private readonly ws: FrameSocket) {
     super();
     const onMessage = (data: RawData) => {
       if (this.early) {
@@ -133,7 +150,7 @@ export class WebSocketMessageWriter extends FramedMessageWriter {
   };
   private readonly onWsClose = () => this.fireCloseOnce();
 
-  constructor(private readonly ws: WebSocket) {
+  constructor(private readonly ws: FrameSocket) {
     super();
     this.ws.on('error', this.onWsError);
     this.ws.on('close', this.onWsClose);

@@ -2,7 +2,7 @@
  * A WebSocket connection to an app-server: over the daemon's Unix socket, or to a loopback
  * `ws://` URL. Connect failures are told apart (no socket, stale socket, refused, timed out).
  */
-import WebSocket from 'ws';
+import { WebSocketClient as WebSocket } from './webSocketClient';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
 import {
   CloseSignal,
@@ -24,13 +24,10 @@ export function openWebSocket(
   return new Promise<Transport>((resolve, reject) => {
     let ws: WebSocket;
     try {
+      // No compression, no redirects; the reader checks UTF-8 per frame and drops a bad frame.
       ws = new WebSocket(address, {
         maxPayload: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-        perMessageDeflate: false,
         handshakeTimeout: timeoutMs,
-        followRedirects: false,
-        // The reader checks UTF-8 per frame and drops a bad frame; ws would close the connection.
-        skipUTF8Validation: true,
       });
     } catch (e) {
       reject(new TransportError('refused', `cannot connect to ${describe}: ${(e as Error).message}`, { cause: e }));
