@@ -76,6 +76,9 @@ function blocked(f: Facts): Verdict {
   if (w.modelBlockOffset !== null)
     return { act: 'settle', state: { kind: 'modelBlocked' }, why: 'the model blocked the goal itself' };
   const turn = live.turn;
+  // Held by the recovery budget, the newest turn not known yet (a restart's first look, its read
+  // overtaken by an event): nothing new, so kept; passing through turnEnding would say it again.
+  if (!turn && w.state.kind === 'budgetSpent') return { act: 'keep', why: budgetWhy(w.state) };
   // Codex marks the goal blocked before the turn completes (measured): its end decides.
   if (!turn || turn.status === 'inProgress')
     return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the failed turn has not ended yet' };
