@@ -17,7 +17,7 @@ export const MUTATIONS = [
     id: 'elsewhere-told-again',
     invariant: 'a failure in another Codex app is told once per failed turn, also across a crash and a restart',
     fault: 'every look at a goal stopped in another Codex app announces its failure again',
-    file: POLICY,
+    file: 'src/core/elsewherePolicy.ts',
     find: '    announce: !known,',
     replace: '    announce: true,',
     guard: {

@@ -43,6 +43,7 @@ export const POLICY_LIMITS = {
   baseDelaySeconds: { min: 0.1, max: 3_600 },
   maxDelaySeconds: { min: 0.1, max: 86_400 },
   maxAttempts: { min: 1, max: 100 },
+  recoveryBudget: { min: 1, max: 200 },
   resyncIntervalSeconds: { min: 1, max: 3_600 },
 } as const;
 
@@ -82,6 +83,7 @@ export function readSettings(
       baseDelayMs,
       maxDelayMs: Math.max(baseDelayMs, ms('maxDelaySeconds', DEFAULT_OPTIONS.maxDelayMs)),
       maxAttempts: Math.floor(machineNumber(config, 'maxAttempts', DEFAULT_OPTIONS.maxAttempts)),
+      recoveryBudget: Math.floor(machineNumber(config, 'recoveryBudget', DEFAULT_OPTIONS.recoveryBudget)),
       autoArm: machineBoolean(config, 'autoArm', DEFAULT_OPTIONS.autoArm),
       recoverUsageLimited: machineBoolean(config, 'recoverUsageLimited', DEFAULT_OPTIONS.recoverUsageLimited),
       resyncMs: ms('resyncIntervalSeconds', DEFAULT_OPTIONS.resyncMs),

@@ -1,7 +1,15 @@
 // The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
 // intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
 // state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
-import { addHistory, dueAt, scheduledOf, type ScheduledState, type WatchedThread } from '../model/watch';
+import {
+  addHistory,
+  countRecovery,
+  dueAt,
+  scheduledOf,
+  type ScheduledState,
+  uncountRecovery,
+  type WatchedThread,
+} from '../model/watch';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
@@ -30,6 +38,8 @@ interface Prepared {
   failedTurnId: string;
   expectedStatus: 'blocked' | 'usageLimited';
   attempt: number;
+  /** Its write-ahead's time, once written (the recovery budget's count). */
+  sentAt: number | null;
   timer: TimerHandle | null;
 }
 
@@ -74,6 +84,7 @@ export class Attempts {
     for (const p of this.prepared.values()) {
       if (p.timer) core.deps.clock.clearTimer(p.timer);
       if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
+      if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
       if (p.w.state.kind === 'recovering') core.setState(p.w, p.scheduled, true);
       core.mark(p.w.threadId);
       this.hooks.done(p.w.threadId);
@@ -105,6 +116,7 @@ export class Attempts {
       failedTurnId: backoff ? scheduled.failedTurnId : (w.lastFailure?.turnId ?? ''),
       expectedStatus: backoff ? 'blocked' : 'usageLimited',
       attempt: backoff ? scheduled.attempt : 1,
+      sentAt: null,
       timer: null,
     };
     try {
@@ -121,8 +133,15 @@ export class Attempts {
       live.turn = turn;
       await readMarkers(core, w);
       this.check(p);
-      // Write-ahead: the intent is on disk before the set can take effect.
+      // Write-ahead: the intent is on disk before the set can take effect. The set is counted
+      // against the recovery budget with it, before anyone knows whether it takes effect: a set
+      // whose reply is lost, or that a crash cuts short, may have started a turn all the same
+      // (and cost it), so counting only confirmed recoveries could let a flapping goal past its
+      // budget; a crash cannot lose the count, which is on disk with the intent. A set called off
+      // before it went out gives its count back (`calledOff`, `withdrawAll`).
       w.pending = { failedTurnId: p.failedTurnId, attempt: p.attempt, sentAt: core.now() };
+      p.sentAt = w.pending.sentAt;
+      countRecovery(w, p.sentAt);
       core.setState(w, {
         kind: 'recovering',
         attempt: p.attempt,
@@ -183,6 +202,7 @@ export class Attempts {
     // take that turn for this set's effect, and confirm a recovery that never happened over it).
     const withdrawn = w.pending?.failedTurnId === failedTurnId;
     if (withdrawn) w.pending = null;
+    if (p.sentAt !== null) uncountRecovery(w, p.sentAt);
     this.hooks.giveBack();
     if (w.state.kind === 'recovering') core.setState(w, p.scheduled, true);
     const f = w.lastFailure;

@@ -141,6 +141,7 @@ export class Engine {
         autoArm: core.options.autoArm,
         recoverUsageLimited: core.options.recoverUsageLimited,
         resyncMs: core.options.resyncMs,
+        recoveryBudget: core.options.recoveryBudget,
       },
       nextDueAt: this.nextDueAt(),
       watches: this.watches() as WatchedThread[],

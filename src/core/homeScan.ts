@@ -10,7 +10,7 @@
 import { newWatch, type WatchedThread } from '../model/watch';
 import { type DaemonSession, RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
-import { elsewhere, type ElsewhereVerdict } from './policy';
+import { elsewhere, type ElsewhereVerdict } from './elsewherePolicy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
 
 /** Threads per `thread/list` page: the first look reads far back; later ones stop at the mark, mostly on page one. */

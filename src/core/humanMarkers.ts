@@ -65,6 +65,8 @@ export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<v
     if (marker.offset < w.armOffset) continue; // older than the arming
     const now = core.now();
     if (marker.status === 'active') {
+      // A person set the goal active again after its recovery budget was spent: afresh.
+      if (w.state.kind === 'budgetSpent') w.recoveries = [];
       if (w.state.kind === 'userIntent') {
         w.armedAt = now;
         w.armOffset = marker.offset;

@@ -6,18 +6,9 @@ import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type T
 import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
-import { backOff, confirmRecovered, giveUp, takeOver } from './outcomes';
-import {
-  adopts,
-  adoptsFromElsewhere,
-  decide,
-  type ElsewhereState,
-  type Facts,
-  keepsOnUnload,
-  pendingOutcome,
-  resumesRetry,
-  type Verdict,
-} from './policy';
+import { backOff, confirmRecovered, giveUp, holdForBudget, takeOver } from './outcomes';
+import { adoptsFromElsewhere, type ElsewhereState, resumesRetry } from './elsewherePolicy';
+import { adopts, decide, type Facts, keepsOnUnload, overBudget, pendingOutcome, type Verdict } from './policy';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
 import { type LimitReading, readLimit, untimedFromMessage } from './rateLimits';
@@ -201,6 +192,8 @@ export class Looks {
       at: now,
       dueAt: due,
     };
+    const spent = overBudget(w, core.options, now);
+    if (spent) return holdForBudget(core, w, spent);
     core.setState(w, { kind: 'usageLimited', resetsAt: plan.resetsAt });
     core.emit({
       type: 'backoff',

@@ -8,6 +8,14 @@ export interface EngineOptions {
   /** Consecutive failed recoveries before giving up ("needs attention"). */
   maxAttempts: number;
   /**
+   * Automatic recoveries of one goal in a rolling 24 h before it waits for a person
+   * (`budgetSpent`). Shipped: 12, twice what one outage can take with the shipped backoff (6
+   * attempts, the last within 31.5 min of the failure): a goal gets through two outages that
+   * outlast every attempt, or a dozen short ones, in a day; a provider that fails it all day long
+   * costs at most 12 extra turns (12 times its context as input) per goal per day, not 6 an outage.
+   */
+  recoveryBudget: number;
+  /**
    * Global limiter: this many recoveries at once, then one per `limiterIntervalMs`. Shipped: 3,
    * then one per 5 s. A stampede stays spread (100 goals blocked by one outage: 3 at once, then
    * one every 5 s, about 8 min for all), and the sustained rate (6 per 30 s) keeps up with a
@@ -41,6 +49,7 @@ export const DEFAULT_OPTIONS: EngineOptions = {
   baseDelayMs: 30_000,
   maxDelayMs: 30 * 60_000,
   maxAttempts: 6,
+  recoveryBudget: 12,
   limiterBurst: 3,
   limiterIntervalMs: 5_000,
   resyncMs: 60_000,

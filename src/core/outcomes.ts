@@ -4,6 +4,7 @@ import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
+import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 
 /**
  * One more consecutive failure of `failedTurnId` (a failed turn, or a rejected set): a backoff of
@@ -14,6 +15,13 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   w.failures += 1;
   core.mark(w.threadId);
   if (w.failures > core.options.maxAttempts) return giveUp(core, w, failedTurnId);
+  const spent = overBudget(w, core.options, now);
+  if (spent) {
+    // Counted (due now, were it not for the budget): the table keeps it here until a person acts.
+    if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = now;
+    else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: now };
+    return holdForBudget(core, w, spent);
+  }
   const delayMs = jitteredDelay(
     { baseMs: core.options.baseDelayMs, capMs: core.options.maxDelayMs },
     w.failures,
@@ -45,6 +53,15 @@ export function takeOver(core: EngineCore, w: WatchedThread, goal: 'blocked' | '
       : { kind: 'usageLimited', resetsAt: null },
   );
   core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
+}
+
+/**
+ * The recovery budget is spent (the table's `overBudget`): no set until a person's Retry now or
+ * re-arm; said once (the state is saved before the decision is delivered, and the table keeps it).
+ */
+export function holdForBudget(core: EngineCore, w: WatchedThread, spent: BudgetSpentState): void {
+  core.setState(w, spent);
+  core.emit({ type: 'attention', threadId: w.threadId, reason: budgetWhy(spent) });
 }
 
 /** `maxAttempts` recoveries in a row failed again: a person must look (once). */

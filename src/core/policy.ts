@@ -5,13 +5,7 @@
 // fresh reads. Each row names the seed scenario (shared/seed/operator_test.go.txt) or the
 // measured daemon behaviour (docs/daemon-behaviour.md) it comes from; docs/architecture.md shows
 // the states it chooses, test/unit/policy.test.ts has one case per row.
-import {
-  describeErrorCode,
-  type GoalStatus,
-  type TurnFailure,
-  type WatchedThread,
-  type WatchState,
-} from '../model/watch';
+import { budgetUse, describeErrorCode, type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
 import { classifyFailure, describeErrorInfo } from './classify';
 import { isThreadActive, type LiveThread, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
@@ -82,6 +76,9 @@ function blocked(f: Facts): Verdict {
   if (w.modelBlockOffset !== null)
     return { act: 'settle', state: { kind: 'modelBlocked' }, why: 'the model blocked the goal itself' };
   const turn = live.turn;
+  // Held by the recovery budget, the newest turn not known yet (a restart's first look, its read
+  // overtaken by an event): nothing new, so kept; passing through turnEnding would say it again.
+  if (!turn && w.state.kind === 'budgetSpent') return { act: 'keep', why: budgetWhy(w.state) };
   // Codex marks the goal blocked before the turn completes (measured): its end decides.
   if (!turn || turn.status === 'inProgress')
     return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the failed turn has not ended yet' };
@@ -109,10 +106,13 @@ function blocked(f: Facts): Verdict {
   // Counted before (a restart, an unload, an attempt called off): it keeps its stored due time.
   if (w.lastFailure?.turnId === turn.id && w.lastFailure.dueAt !== null) {
     if (w.state.kind === 'gaveUp') return { act: 'keep', why: 'gave up on this failure' };
+    if (w.state.kind === 'budgetSpent') return { act: 'keep', why: budgetWhy(w.state) };
     if (isScheduledFor(w.state, 'backoff', turn.id))
       return { act: 'keep', why: 'its recovery is due', scheduled: turn.id };
     if (w.failures > f.options.maxAttempts)
       return { act: 'giveUp', failedTurnId: turn.id, why: `${f.options.maxAttempts} recoveries failed again` };
+    const spent = overBudget(w, f.options, f.now);
+    if (spent) return { act: 'settle', state: spent, why: budgetWhy(spent), attention: true };
     return {
       act: 'settle',
       state: { kind: 'backoff', attempt: w.failures, failedTurnId: turn.id },
@@ -159,7 +159,10 @@ function usageLimited(f: Facts): Verdict {
           why: w.lastFailure.message,
         };
   if (w.lastFailure?.turnId === key && w.lastFailure.dueAt !== null) {
+    if (w.state.kind === 'budgetSpent') return { act: 'keep', why: budgetWhy(w.state) };
     if (isScheduledFor(w.state, 'usageLimited', key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
+    const spent = overBudget(w, f.options, f.now);
+    if (spent) return { act: 'settle', state: spent, why: budgetWhy(spent), attention: true };
     return {
       act: 'settle',
       state: { kind: 'usageLimited', resetsAt: null },
@@ -187,6 +190,30 @@ function blockedAgain(w: Readonly<WatchedThread>, why: string): Verdict {
     why,
     attention: w.state.kind !== 'needsAttention',
   };
+}
+
+export type BudgetSpentState = Extract<WatchState, { kind: 'budgetSpent' }>;
+
+/**
+ * The recovery budget: a recovery about to be scheduled (a failure counted, a usage limit's resume
+ * planned, a failure due again after a restart) waits for a person once `recoveryBudget` automatic
+ * sets of this goal went out in the rolling 24 h (each counted at its write-ahead: src/core/attempt.ts).
+ * Null: within the budget. A recovery already scheduled goes ahead (the veto keeps it): it was
+ * within the budget when scheduled, and the count grows only by this goal's own sets, each of
+ * which is scheduled through here; a person's Retry now schedules one past the budget.
+ */
+export function overBudget(
+  w: Readonly<WatchedThread>,
+  options: Readonly<EngineOptions>,
+  now: number,
+): BudgetSpentState | null {
+  const { used, until } = budgetUse(w, now);
+  if (used < options.recoveryBudget || until === null) return null;
+  return { kind: 'budgetSpent', used, limit: options.recoveryBudget, until };
+}
+
+export function budgetWhy(s: BudgetSpentState): string {
+  return `the recovery budget is spent: ${s.used} of ${s.limit} automatic recoveries in 24 h; Retry now or re-arm`;
 }
 
 /**
@@ -241,124 +268,6 @@ export function adopts(seenStatus: string, options: Readonly<EngineOptions>): bo
   return seenStatus === 'active' && options.autoArm;
 }
 
-/** The state of a goal outside the daemon (`elsewhere`). */
-export type ElsewhereState = Extract<WatchState, { kind: 'elsewhere' }>;
-
-/** What the look at the Codex home knows of a goal in a thread the daemon has not loaded. */
-export interface ElsewhereFacts {
-  /** The watch's state, if the engine knows the thread already. */
-  readonly previous: Readonly<WatchState> | null;
-  readonly goal: GoalStatus;
-  /** Its newest turn: read only for a stopped goal (null: none read, or none yet). */
-  readonly turn: Readonly<LiveThread['turn']>;
-  /** The failed turn the watch already knows (and told about), if any. */
-  readonly knownFailure: string | null;
-  /** Failed turns recovered already. */
-  readonly recovered: readonly string[];
-  readonly now: number;
-}
-
-export type ElsewhereVerdict =
-  /** The engine watches the thread in the daemon: its own rows decide, not these. */
-  | { act: 'leave'; why: string }
-  /** Nothing to show any more (paused, complete, over budget there): the watch goes. */
-  | { act: 'forget'; why: string }
-  /**
-   * Show it `elsewhere`. `failure`: the failed turn that stopped it (undefined: unchanged);
-   * `announce`: a failed turn not told about yet (said once, per the notifications setting).
-   */
-  | { act: 'show'; state: ElsewhereState; failure?: TurnFailure | null; announce: boolean; why: string };
-
-/**
- * A goal in a thread another Codex app holds (measured, docs/daemon-behaviour.md (k)): the
- * daemon reads it but cannot run it, a set from the daemon only writes the state DB, and a
- * resume is refused while that app holds the thread. So it is shown, never set or resumed;
- * a stopped goal says why, and a failure a retry can get past offers "Retry now", which loads
- * the thread into the daemon when the other app has let go.
- */
-export function elsewhere(f: ElsewhereFacts): ElsewhereVerdict {
-  const prev = f.previous;
-  if (prev && prev.kind !== 'elsewhere') return { act: 'leave', why: 'watched in the daemon' };
-  const since = prev?.since ?? f.now;
-  const seenActive = (prev?.seenActive ?? false) || f.goal === 'active';
-  const retryAsked = prev?.retryAsked ?? null;
-  const state = (retryable: boolean): ElsewhereState => ({
-    kind: 'elsewhere',
-    since,
-    goal: f.goal,
-    seenActive,
-    retryable,
-    ...(retryAsked ? { retryAsked } : {}),
-  });
-  switch (f.goal) {
-    case 'paused':
-    case 'complete':
-    case 'budgetLimited':
-      return { act: 'forget', why: `the goal is ${f.goal} in another Codex app` };
-    case 'active':
-      return { act: 'show', state: state(false), failure: null, announce: false, why: 'running in another Codex app' };
-    case 'blocked':
-    case 'usageLimited':
-      break;
-  }
-  const turn = f.turn;
-  // Codex blocks the goal before its turn ends: the end decides (at the next look).
-  if (!turn || turn.status === 'inProgress')
-    return { act: 'show', state: state(false), announce: false, why: 'the failed turn has not ended yet' };
-  if (turn.status !== 'failed')
-    return {
-      act: 'show',
-      state: state(false),
-      failure: null,
-      announce: false,
-      why: `stopped there after a ${turn.status} turn (not a failure)`,
-    };
-  const info = turn.error?.codexErrorInfo ?? null;
-  const message = turn.error?.message ?? 'turn failed';
-  const { code, httpStatus } = describeErrorInfo(info);
-  const kind = classifyFailure(info, message).kind;
-  const retryable = kind !== 'permanent' && !f.recovered.includes(turn.id);
-  const failure: TurnFailure = { turnId: turn.id, message, code, httpStatus, at: f.now, dueAt: null };
-  const known = f.knownFailure === turn.id;
-  return {
-    act: 'show',
-    state: state(retryable),
-    ...(known ? {} : { failure }),
-    announce: !known,
-    why: `${describeErrorCode(code)} in another Codex app (${message})`,
-  };
-}
-
-/**
- * A thread shown `elsewhere` is now loaded in the daemon (a person opened it in a client of the
- * daemon): the daemon's rows take over. Armed if its goal is active, or if it was seen active
- * there before it stopped (the block is not an old one: the usual adoption rule); else left
- * unadopted, as an old block (TestOldBlocked).
- */
-export function adoptsFromElsewhere(
-  state: ElsewhereState,
-  goal: GoalStatus,
-  options: Readonly<EngineOptions>,
-): boolean {
-  if (!options.autoArm) return false;
-  return goal === 'active' || (state.seenActive && (goal === 'blocked' || goal === 'usageLimited'));
-}
-
-/**
- * A goal shown `elsewhere`, loaded in the daemon now, for which the person pressed Retry now and
- * the engine stopped before it saved the takeover (the load took effect): the takeover is carried
- * out, for the very failed turn the person retried, if the goal is still stopped by it.
- */
-export function resumesRetry(
-  state: ElsewhereState,
-  goal: GoalStatus,
-  failedTurnId: string | null,
-): goal is 'blocked' | 'usageLimited' {
-  const asked = state.retryAsked;
-  if (!asked || failedTurnId !== asked.failedTurnId) return false;
-  return goal === 'blocked' || goal === 'usageLimited';
-}
-
 /** States that stay as they are when the daemon unloads the thread: nothing there waits for it. */
 export function keepsOnUnload(state: WatchState): boolean {
   return UNLOAD_KEEPS.has(state.kind);
@@ -372,6 +281,7 @@ const UNLOAD_KEEPS = new Set<WatchState['kind']>([
   'notAdopted',
   'failedBeforeArming',
   'gaveUp',
+  'budgetSpent',
   'needsAttention',
   'unloaded',
   'elsewhere',

@@ -92,6 +92,7 @@ export class UserActions {
       // reads back to it), but what stopped the goal by now stays the person's to resume.
       delete core.state.disarmed[threadId];
       armFromActivation(w, core.now());
+      w.recoveries = []; // a person's arming: the recovery budget starts afresh
       w.failures = 0;
       w.lastFailure = null;
       w.pending = null;
@@ -148,6 +149,7 @@ export class UserActions {
       // while the thread was disarmed (never read then) is not taken for a failure to recover,
       // and a person's marker since the activation still speaks for them.
       armFromActivation(w, core.now());
+      w.recoveries = []; // a person's re-arm: the recovery budget starts afresh
       core.setState(w, { kind: 'running' });
       core.mark(threadId);
     }
@@ -168,6 +170,14 @@ export class UserActions {
       core.setState(w, scheduled, true); // no longer held for a slot: due now
     } else if (w.state.kind === 'gaveUp' && w.lastFailure) {
       core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId: w.lastFailure.turnId });
+    } else if (w.state.kind === 'budgetSpent' && w.lastFailure) {
+      // One recovery past the budget, the person's (counted with the others at its write-ahead).
+      core.setState(
+        w,
+        w.goal?.status === 'usageLimited'
+          ? { kind: 'usageLimited', resetsAt: null }
+          : { kind: 'backoff', attempt: Math.max(1, w.failures), failedTurnId: w.lastFailure.turnId },
+      );
     }
     if (w.lastFailure) w.lastFailure.dueAt = now;
     core.mark(threadId);

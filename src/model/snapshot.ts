@@ -39,6 +39,8 @@ export const EngineSnapshotSchema = z.object({
       autoArm: z.boolean(),
       recoverUsageLimited: z.boolean(),
       resyncMs: z.number(),
+      /** Automatic recoveries per goal in a rolling 24 h (absent from an older leader). */
+      recoveryBudget: z.optional(z.number()),
     }),
   ),
   /** The soonest time the engine will act, or null. */

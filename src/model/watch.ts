@@ -5,8 +5,11 @@
 // TypeScript types are inferred from them, and the stores validate with them.
 import * as z from '../util/zod';
 import { noEntries, sharedState } from './sharedState';
+import { describeErrorCode } from './errorCodeText';
 import { formatAge, formatClock, formatDuration } from './timeText';
 
+export { budgetUse, countRecovery, recoveriesIn, uncountRecovery } from './budget';
+export { describeErrorCode } from './errorCodeText';
 export { formatAge, formatClock, formatDuration } from './timeText';
 
 export const GOAL_STATUSES = ['active', 'paused', 'blocked', 'usageLimited', 'budgetLimited', 'complete'] as const;
@@ -109,6 +112,11 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('needsAttention'), code: z.string(), message: z.string() }),
   /** `maxAttempts` consecutive recoveries failed again. */
   z.object({ kind: z.literal('gaveUp'), attempts: z.number().check(z.int()) }),
+  /**
+   * A recovery would be due, but `used` automatic recoveries in the rolling 24 h reached the budget
+   * (`limit`): a person's Retry now (or re-arm) next. `until`: when the oldest counted one leaves the window.
+   */
+  z.object({ kind: z.literal('budgetSpent'), used: z.number().check(z.int()), limit: z.number(), until: z.number() }),
   /** Already blocked (or otherwise stopped) when the engine first saw it: never adopted. */
   z.object({ kind: z.literal('notAdopted'), status: GoalStatusSchema }),
   /**
@@ -206,6 +214,8 @@ export const WatchedThreadSchema = z.pipe(
     /** Failed turns already recovered: at most one effective recovery per failed turn, ever. */
     recovered: z._default(z.array(z.string()), []),
     history: z._default(z.array(HistoryEntrySchema), []),
+    /** When each automatic set went out (its write-ahead), the last 24 h of them: the recovery budget. */
+    recoveries: z._default(z.array(z.number()), []),
     updatedAt: z.number(),
   }),
 );
@@ -252,6 +262,7 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     // Most watches never fail: one frozen empty list for all, replaced by its own at the first entry.
     recovered: noEntries(),
     history: noEntries(),
+    recoveries: noEntries(),
     updatedAt: now,
   };
 }
@@ -288,14 +299,15 @@ export function isScheduled(state: WatchState): boolean {
 }
 
 /**
- * Whether "Retry now" applies: a recovery is scheduled, the engine gave up on a failure, or the
+ * Whether "Retry now" applies: a recovery is scheduled, the engine gave up on a failure (or its
+ * recovery budget was spent when one fell due), or the
  * daemon has not loaded a thread whose failure is not recovered yet (after a daemon restart it
  * loads none): the retry loads it first.
  */
 export function canRetryNow(w: WatchedThread): boolean {
   const k = w.state.kind;
   if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot') return true;
-  if (k === 'gaveUp') return w.lastFailure !== null;
+  if (k === 'gaveUp' || k === 'budgetSpent') return w.lastFailure !== null;
   if (k === 'elsewhere') return w.state.retryable;
   return waitsForLoad(w);
 }
@@ -322,7 +334,7 @@ export function isDisarmed(state: WatchState): boolean {
 
 /** States a person should look at. */
 export function needsAttention(state: WatchState): boolean {
-  return state.kind === 'needsAttention' || state.kind === 'gaveUp';
+  return state.kind === 'needsAttention' || state.kind === 'gaveUp' || state.kind === 'budgetSpent';
 }
 
 export function addHistory(w: WatchedThread, entry: HistoryEntry): void {
@@ -384,6 +396,8 @@ export function describeState(
       return `needs attention: ${describeErrorCode(state.code)}`;
     case 'gaveUp':
       return `gave up after ${state.attempts} tries`;
+    case 'budgetSpent':
+      return `recovery budget spent: ${state.used} of ${state.limit} in 24 h · next allowed ${formatClock(state.until, now)}`;
     case 'notAdopted':
       return `not adopted (already ${state.status} when first seen)`;
     case 'failedBeforeArming':
@@ -406,32 +420,4 @@ function describeElsewhere(
   if (!failure) return `${what} in another Codex app`;
   const age = `${formatAge(now - failure.at)} ago`;
   return `${what} in another Codex app · ${describeErrorCode(failure.code)}, ${age}`;
-}
-
-/** Words for a `codexErrorInfo` label. */
-export function describeErrorCode(code: string): string {
-  switch (code) {
-    case 'contextWindowExceeded':
-      return 'context window full';
-    case 'recoveredOnce':
-      return 'stopped again after its recovery';
-    case 'usageLimitExceeded':
-      return 'usage limit';
-    case 'unauthorized':
-      return 'not signed in';
-    case 'badRequest':
-      return 'request rejected';
-    case 'sessionBudgetExceeded':
-      return 'session budget exceeded';
-    case 'modelNotFound':
-      return 'model not found';
-    case 'internalServerError':
-      return 'server error';
-    case 'serverOverloaded':
-      return 'server overloaded';
-    case 'other':
-      return 'error';
-    default: // e.g. creditsDepleted, spendCapReached, unknownUsageLimit (src/core/rateLimits.ts)
-      return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
-  }
 }

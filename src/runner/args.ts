@@ -1,6 +1,7 @@
 // The headless runner's command line: a public contract that outside checks rely on.
 //   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
-//                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json] [--verbose]
+//                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
+//                             [--recovery-budget N] [--json] [--verbose]
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
 // (the whole text and the exit codes: USAGE below; the README, "The runner")
@@ -13,7 +14,8 @@ import { errorText } from '../util/errorText';
 
 export const USAGE = `Usage:
   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
-                            [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N] [--json] [--verbose]
+                            [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
+                            [--recovery-budget N] [--json] [--verbose]
   codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]
@@ -29,6 +31,8 @@ watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTER
   --base-delay S     backoff base in seconds, fractions allowed (default 30)
   --max-delay S      backoff cap in seconds (default 1800)
   --max-attempts N   consecutive failed recoveries before giving up (default 6)
+  --recovery-budget N  automatic recoveries per goal in a rolling 24 h, then it waits for a
+                     person: retry, or disarm and rearm (default 12)
   --json             one JSON object per line for every decision (a fatal error too: type "fatal")
   --verbose          also election diagnostics and other debug lines (type "debug" under --json)
 status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
@@ -38,7 +42,7 @@ pause   Pauses auto-recovery for every thread, in the engine that leads (resume:
 arm     Watches THREAD from now on (a goal the engine did not adopt); an older failure is never recovered.
 disarm  Stops recovering THREAD until rearm.
 rearm   Arms THREAD again after a disarm (or a person's pause of its goal).
-retry   Makes THREAD's scheduled (or given-up) recovery due now.
+retry   Makes THREAD's scheduled (given-up, budget-spent) recovery due now.
         These talk to whichever engine leads for the daemon (the target flags as for watch; --stdio
         has no election: nothing can reach a private daemon's engine). --json: one object.
 
@@ -53,6 +57,7 @@ export interface WatchArgs {
   baseDelayMs?: number;
   maxDelayMs?: number;
   maxAttempts?: number;
+  recoveryBudget?: number;
   json: boolean;
   verbose: boolean;
 }
@@ -124,6 +129,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
               'base-delay': { type: 'string' },
               'max-delay': { type: 'string' },
               'max-attempts': { type: 'string' },
+              'recovery-budget': { type: 'string' },
               json: { type: 'boolean' },
               verbose: { type: 'boolean' },
               help: { type: 'boolean', short: 'h' },
@@ -168,6 +174,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
     baseDelayMs: seconds(v['base-delay'], '--base-delay'),
     maxDelayMs: seconds(v['max-delay'], '--max-delay'),
     maxAttempts: whole(v['max-attempts'], '--max-attempts'),
+    recoveryBudget: whole(v['recovery-budget'], '--recovery-budget'),
     json: v.json === true,
     verbose: v.verbose === true,
   };

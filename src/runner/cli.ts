@@ -57,6 +57,7 @@ export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.
   if (args.baseDelayMs !== undefined) options.baseDelayMs = args.baseDelayMs;
   if (args.maxDelayMs !== undefined) options.maxDelayMs = args.maxDelayMs;
   if (args.maxAttempts !== undefined) options.maxAttempts = args.maxAttempts;
+  if (args.recoveryBudget !== undefined) options.recoveryBudget = args.recoveryBudget;
   if (options.maxDelayMs < options.baseDelayMs) options.maxDelayMs = options.baseDelayMs;
   // Not flags (the command line is a fixed contract): tuning for tests and demos.
   const resync = Number(env.CODEX_GOAL_RECOVERY_RESYNC_S);

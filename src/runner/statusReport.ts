@@ -4,7 +4,7 @@
 // the README ("status"). The keys `paused` and `watches` are those `status --json` always had: outside
 // checks read them, so they keep their meaning (a superset, never a rename).
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
-import { describeState, needsAttention, type PersistedState, type WatchedThread } from '../model/watch';
+import { budgetUse, describeState, needsAttention, type PersistedState, type WatchedThread } from '../model/watch';
 import { leaderText, type LeaderInfo } from './control';
 
 /** The policy in force in the engine that leads (the snapshot's `policy`). */
@@ -25,6 +25,8 @@ export interface StatusReport {
   policy: StatusPolicy | null;
   /** Consecutive failed recoveries before giving up, in the leader; null from the state file. */
   maxAttempts: number | null;
+  /** Automatic recoveries per goal in a rolling 24 h, in the leader; null from the state file or an older leader. */
+  recoveryBudget: number | null;
   /** Auto-recovery paused for every thread (since `pausedAt`). */
   paused: boolean;
   pausedAt: number | null;
@@ -52,6 +54,7 @@ export function reportFromSnapshot(snapshot: EngineSnapshot, leader: LeaderInfo)
     note: null,
     policy: snapshot.policy ?? null,
     maxAttempts: snapshot.policy?.maxAttempts ?? snapshot.maxAttempts,
+    recoveryBudget: snapshot.policy?.recoveryBudget ?? null,
     paused: snapshot.pausedAt !== null,
     pausedAt: snapshot.pausedAt,
     connection: snapshot.connection,
@@ -78,6 +81,7 @@ export function reportFromStateFile(
     note,
     policy: null,
     maxAttempts: null,
+    recoveryBudget: null,
     paused: pausedAt !== null,
     pausedAt,
     connection: null,
@@ -111,7 +115,8 @@ export function statusText(report: StatusReport, now: number): string {
   for (const w of report.watches) {
     const failures = w.failures > 0 ? ` · ${w.failures} consecutive failure${w.failures === 1 ? '' : 's'}` : '';
     const recovered = w.recovered.length > 0 ? ` · recovered ${w.recovered.length}×` : '';
-    lines.push(`${w.threadId}  ${stateText(w, now, report.maxAttempts)}${failures}${recovered}  "${w.title}"`);
+    const budget = budgetText(w, now, report.recoveryBudget);
+    lines.push(`${w.threadId}  ${stateText(w, now, report.maxAttempts)}${failures}${recovered}${budget}  "${w.title}"`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -126,6 +131,14 @@ function stateText(w: WatchedThread, now: number, maxAttempts: number | null): s
   return w.state.kind === 'backoff'
     ? text.replace(` · attempt ${w.state.attempt}/0`, ` · attempt ${w.state.attempt}`)
     : text;
+}
+
+/** " · budget 3/12 used" for a goal recovered automatically in the last 24 h (the limit, when known). */
+function budgetText(w: WatchedThread, now: number, limit: number | null): string {
+  const { used } = budgetUse(w, now);
+  if (used === 0) return '';
+  const of = limit ?? (w.state.kind === 'budgetSpent' ? w.state.limit : null);
+  return of !== null ? ` · budget ${used}/${of} used` : ` · ${used} automatic recoveries in 24 h`;
 }
 
 function connectionText(c: ConnectionState): string {
@@ -151,6 +164,7 @@ export function policyText(p: StatusPolicy): string {
   return [
     `backoff ${seconds(p.baseDelayMs)} to ${seconds(p.maxDelayMs)}`,
     `gives up after ${p.maxAttempts} failed recoveries`,
+    ...(p.recoveryBudget !== undefined ? [`at most ${p.recoveryBudget} automatic recoveries per goal in 24 h`] : []),
     p.autoArm ? 'arms active goals by itself' : 'arms only goals you arm (autoArm off)',
     p.recoverUsageLimited ? 'resumes usage-limited goals at their reset' : 'leaves usage-limited goals alone',
     `resync every ${seconds(p.resyncMs)}`,

@@ -1,6 +1,7 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import * as vscode from 'vscode';
 import {
+  budgetUse,
   canPauseGoal,
   canRetryNow,
   describeErrorCode,
@@ -32,6 +33,7 @@ const ICONS: Record<WatchStateKind, [string, string?]> = {
   interrupted: ['debug-stop'],
   needsAttention: ['warning', 'list.warningForeground'],
   gaveUp: ['error', 'list.errorForeground'],
+  budgetSpent: ['dashboard', 'list.warningForeground'],
   notAdopted: ['circle-large-outline'],
   failedBeforeArming: ['eye', 'charts.yellow'],
   unloaded: ['cloud-offline'],
@@ -64,7 +66,13 @@ export function contextValue(w: WatchedThread): string {
  * short row leaves out: the goal, the last error, the next try and what holds it, the attempts,
  * what a person can do.
  */
-export function tooltip(w: WatchedThread, now: number, maxAttempts: number, held: Held = null): vscode.MarkdownString {
+export function tooltip(
+  w: WatchedThread,
+  now: number,
+  maxAttempts: number,
+  held: Held = null,
+  recoveryBudget: number | null = null,
+): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escape(w.title)}**\n\n`);
   // Held (paused, or the daemon away), the state in full would count down: say what holds it instead.
@@ -120,9 +128,24 @@ export function tooltip(w: WatchedThread, now: number, maxAttempts: number, held
       vscode.l10n.t('Consecutive failures'),
       vscode.l10n.t('{0} (gives up after {1})', w.failures, maxAttempts),
     ]);
+  const budget = budgetRow(w, now, recoveryBudget);
+  if (budget) rows.push([vscode.l10n.t('Recoveries in 24 h'), budget]);
   rows.push([vscode.l10n.t('Thread'), w.threadId]);
   md.appendMarkdown(rows.map(([k, v]) => `${k}: ${escape(v)}`).join('  \n'));
   return md;
+}
+
+/**
+ * The recovery budget, once the goal was recovered automatically in the last 24 h: "3 of 12", and
+ * when it is spent, when the next is allowed ("12 of 12 · next allowed at 14:05").
+ */
+function budgetRow(w: WatchedThread, now: number, limit: number | null): string | null {
+  const s = w.state;
+  if (s.kind === 'budgetSpent')
+    return vscode.l10n.t('{0} of {1} · next allowed at {2}', s.used, s.limit, clockTime(s.until, now));
+  const { used } = budgetUse(w, now);
+  if (used === 0) return null;
+  return limit !== null ? vscode.l10n.t('{0} of {1}', used, limit) : String(used);
 }
 
 /** What a person can do about a state the short row only names. */
@@ -140,6 +163,10 @@ function whatYouCanDo(w: WatchedThread): string | null {
       return vscode.l10n.t('look at the error in Codex and fix its cause, then resume the goal there');
     case 'gaveUp':
       return vscode.l10n.t('Retry now tries once more; or look at the error in Codex');
+    case 'budgetSpent':
+      return vscode.l10n.t(
+        'Retry now recovers it once more, past the budget; Disarm then Re-arm starts its budget afresh; or look at why it keeps failing in Codex',
+      );
     case 'userIntent':
     case 'disarmed':
       return vscode.l10n.t('Re-arm thread: the engine watches it again');

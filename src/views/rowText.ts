@@ -76,6 +76,8 @@ export function rowDescription(w: WatchedThread, held: Held, now: number): strin
       return vscode.l10n.t('needs attention');
     case 'gaveUp':
       return vscode.l10n.t('gave up · {0} tries', s.attempts);
+    case 'budgetSpent':
+      return vscode.l10n.t('budget spent');
     case 'notAdopted':
       return vscode.l10n.t('not adopted');
     case 'failedBeforeArming':
@@ -92,14 +94,16 @@ export function rowDescription(w: WatchedThread, held: Held, now: number): strin
 
 /**
  * The goals that wait for a person (the view's badge): a failure re-activation cannot fix, a goal
- * the engine gave up on, a failure older than the arming (resume it in Codex), a failed goal on a
- * thread the daemon has not loaded (Retry now loads it), and a goal stopped in another Codex app.
+ * the engine gave up on (or whose recovery budget is spent), a failure older than the arming
+ * (resume it in Codex), a failed goal on a thread the daemon has not loaded (Retry now loads it),
+ * and a goal stopped in another Codex app.
  */
 export function waitsForPerson(w: WatchedThread): boolean {
   const s = w.state;
   switch (s.kind) {
     case 'needsAttention':
     case 'gaveUp':
+    case 'budgetSpent':
     case 'failedBeforeArming':
       return true;
     case 'unloaded':

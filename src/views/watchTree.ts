@@ -58,7 +58,7 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
     const held = heldBy(w, snap);
     item.description = rowDescription(w, held, now);
     item.iconPath = held === 'paused' ? stateIcon('paused') : stateIcon(w.state.kind);
-    item.tooltip = tooltip(w, now, snap.maxAttempts, held);
+    item.tooltip = tooltip(w, now, snap.maxAttempts, held, snap.policy?.recoveryBudget ?? null);
     item.contextValue = contextValue(w);
     item.accessibilityInformation = { label: `${w.title}, ${item.description}` };
     return item;

@@ -140,6 +140,7 @@ describe('the one status shape', () => {
     'note',
     'policy',
     'maxAttempts',
+    'recoveryBudget',
     'paused',
     'pausedAt',
     'connection',
@@ -184,9 +185,30 @@ describe('the one status shape', () => {
     assert.deepEqual([none.paused, none.watches, none.attention], [false, [], []]);
   });
 
+  it("shows the recovery budget used in 24 h per goal: 'budget 3/12 used' (of the leader's budget), and only then", () => {
+    const used = { ...backoff, recoveries: [NOW - 3_000, NOW - 2_000, NOW - 1_000] };
+    const old = { ...watch('c', { kind: 'running' }), recoveries: [NOW - 25 * 3600_000] };
+    const snap = snapshot([used, old]);
+    snap.policy = { ...snap.policy!, recoveryBudget: 12 };
+    const r = reportFromSnapshot(snap, { who: 'runner', pid: 42 });
+    assert.equal(r.recoveryBudget, 12);
+    const text = statusText(r, NOW);
+    assert.match(text, /^a {2}retry in 0:20 · attempt 1\/3 · 1 consecutive failure · budget 3\/12 used {2}"goal a"$/m);
+    assert.match(text, /^c {2}running {2}"goal c"$/m, 'a recovery older than 24 h counted');
+    assert.match(text, /at most 12 automatic recoveries per goal in 24 h/);
+    // From the state file the budget is not known: the count alone.
+    const state = emptyState();
+    state.watches.a = used;
+    assert.match(
+      statusText(reportFromStateFile(state, '/s.json', SOCKET, 'x'), NOW),
+      / · 3 automatic recoveries in 24 h/,
+    );
+  });
+
   it('exits 1 when a goal needs attention or the engine gave up, from either source', () => {
     const cases: [WatchState, 0 | 1][] = [
       [{ kind: 'gaveUp', attempts: 3 }, 1],
+      [{ kind: 'budgetSpent', used: 12, limit: 12, until: NOW + 60_000 }, 1],
       [{ kind: 'needsAttention', code: 'contextWindowExceeded', message: 'full' }, 1],
       [{ kind: 'disarmed', at: NOW }, 0],
       [{ kind: 'complete' }, 0],

@@ -27,7 +27,7 @@ import {
   type ElsewhereFacts,
   type ElsewhereState,
   type ElsewhereVerdict,
-} from '../../src/core/policy';
+} from '../../src/core/elsewherePolicy';
 import { canRetryNow, describeState, type GoalStatus, type WatchState } from '../../src/model/watch';
 import type { Decision } from '../../src/model/decision';
 import type { Turn } from '../../src/protocol/daemon';

@@ -10,6 +10,7 @@ import {
   decide,
   type Facts,
   keepsOnUnload,
+  overBudget,
   pendingOutcome,
   usageDue,
   type Verdict,
@@ -54,6 +55,10 @@ const counted = (turnId: string, dueAt = NOW + 5_000) => ({
   failures: 1,
   lastFailure: { turnId, message: 'boom', code: 'internalServerError', httpStatus: null, at: NOW - 1, dueAt },
 });
+
+/** The shipped budget's worth of automatic recoveries, one a minute up to `last`. */
+const spentBudget = (last = NOW - 60_000): number[] =>
+  Array.from({ length: DEFAULT_OPTIONS.recoveryBudget }, (_, i) => last - i * 60_000).reverse();
 
 const ROWS: Row[] = [
   // The user's own word.
@@ -198,6 +203,51 @@ const ROWS: Row[] = [
     live: { turn: failed('t1') },
     expect: { act: 'settle', kind: 'backoff' },
   },
+  // The recovery budget (shipped: 12 automatic recoveries per goal in a rolling 24 h).
+  {
+    name: 'a counted failure due again, the budget spent in the last 24 h → budgetSpent, said once',
+    watch: { ...counted('t1'), state: { kind: 'unloaded' }, recoveries: spentBudget() },
+    live: { turn: failed('t1') },
+    expect: { act: 'settle', kind: 'budgetSpent', attention: true },
+  },
+  {
+    name: 'a counted failure due again, the budget spent more than 24 h ago (the window rolled) → backoff',
+    watch: { ...counted('t1'), state: { kind: 'unloaded' }, recoveries: spentBudget(NOW - 24 * 3600_000) },
+    live: { turn: failed('t1') },
+    expect: { act: 'settle', kind: 'backoff' },
+  },
+  {
+    name: 'budgetSpent already → kept, never scheduled (a person acts next)',
+    watch: { ...counted('t1'), state: { kind: 'budgetSpent', used: 12, limit: 12, until: NOW }, recoveries: [] },
+    live: { turn: failed('t1') },
+    expect: { act: 'keep' },
+  },
+  {
+    name: "budgetSpent, the newest turn not known yet (a restart's first look) → kept, not said again",
+    watch: { ...counted('t1'), state: { kind: 'budgetSpent', used: 12, limit: 12, until: NOW }, recoveries: [] },
+    live: { turn: null },
+    expect: { act: 'keep' },
+  },
+  {
+    name: "a recovery scheduled past the budget (a person's Retry now) → kept, its recovery due",
+    watch: { ...counted('t1'), state: { kind: 'backoff', attempt: 1, failedTurnId: 't1' }, recoveries: spentBudget() },
+    live: { turn: failed('t1') },
+    expect: { act: 'keep', scheduled: 't1' },
+  },
+  {
+    name: 'a usage limit resumed later, the budget spent → budgetSpent, said once',
+    goal: 'usageLimited',
+    watch: { ...counted('t1'), state: { kind: 'unloaded' }, recoveries: spentBudget() },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'settle', kind: 'budgetSpent', attention: true },
+  },
+  {
+    name: 'a usage limit whose budget is spent, shown → kept',
+    goal: 'usageLimited',
+    watch: { ...counted('t1'), state: { kind: 'budgetSpent', used: 12, limit: 12, until: NOW }, recoveries: [] },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'keep' },
+  },
   {
     name: 'a counted failure past maxAttempts → gave up',
     watch: { ...counted('t1'), failures: DEFAULT_OPTIONS.maxAttempts + 1, state: { kind: 'running' } },
@@ -304,6 +354,30 @@ describe('the decision table', () => {
       { turnId: v.failure.turnId, code: v.failure.code, httpStatus: v.failure.httpStatus, at: v.failure.at },
       { turnId: 't1', code: 'httpConnectionFailed', httpStatus: 503, at: NOW },
     );
+  });
+});
+
+describe('the recovery budget (overBudget)', () => {
+  test('spent at the budget: how many, of what, and when the oldest leaves the window', () => {
+    const w = { ...newWatch(T, NOW), recoveries: spentBudget() };
+    const first = w.recoveries[0];
+    assert.deepEqual(overBudget(w, DEFAULT_OPTIONS, NOW), {
+      kind: 'budgetSpent',
+      used: 12,
+      limit: 12,
+      until: first + 24 * 3600_000,
+    });
+    assert.equal(overBudget({ ...w, recoveries: w.recoveries.slice(1) }, DEFAULT_OPTIONS, NOW), null, 'one short');
+    assert.equal(overBudget(w, DEFAULT_OPTIONS, first + 24 * 3600_000), null, 'the oldest left the window');
+  });
+
+  test('the veto lets a recovery scheduled past the budget go out: the table keeps it', () => {
+    const watch = {
+      ...counted('t1'),
+      state: { kind: 'backoff', attempt: 1, failedTurnId: 't1' },
+      recoveries: spentBudget(),
+    } as const;
+    assert.equal(veto(facts({ watch, live: { turn: failed('t1') } }), 'blocked', 't1', false), null);
   });
 });
 
@@ -421,6 +495,7 @@ describe('the other rows', () => {
 
   test('an unload leaves alone what waits for nothing, and shows what waited for the thread', () => {
     assert.equal(keepsOnUnload({ kind: 'gaveUp', attempts: 6 }), true);
+    assert.equal(keepsOnUnload({ kind: 'budgetSpent', used: 12, limit: 12, until: 1 }), true);
     assert.equal(keepsOnUnload({ kind: 'disarmed', at: 1 }), true);
     assert.equal(keepsOnUnload({ kind: 'backoff', attempt: 1, failedTurnId: 't' }), false);
     assert.equal(keepsOnUnload({ kind: 'running' }), false);
