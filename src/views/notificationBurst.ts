@@ -12,15 +12,17 @@
 // within 2 s of each other; goals given up one by one, spread by the backoff's jitter and the
 // limiter (one recovery per 5 s), are separate events, told one by one as before. A burst shown
 // is closed: a decision after it starts a new burst, never changes a notification already shown.
+// The leader sends a whole burst to one window (src/leader/notifyTarget.ts, `BurstTarget`).
 import type { NotificationLevel } from '../config/settings';
 import type { Decision } from '../model/decision';
+import { needsPerson, NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../model/notice';
 import type { EngineSnapshot } from '../model/snapshot';
 import { canRetryNow } from '../model/watch';
 
 /** How long the first decision of a burst is held, and how long each new one extends it (ms). */
-export const BURST_HOLD_MS = 2_000;
+export const BURST_HOLD_MS = NOTICE_HOLD_MS;
 /** The longest a burst stays open, from its first decision (ms). */
-export const BURST_MAX_MS = 10_000;
+export const BURST_MAX_MS = NOTICE_MAX_MS;
 
 /** A monotonic clock and a timer (the window passes `performance.now` and `setTimeout`). */
 export interface BurstTimers {
@@ -120,7 +122,7 @@ export class BurstNotifier {
     if (level === 'none') return;
     const t = this.io.t.bind(this.io);
     const title = (threadId: string) => snap.watches.find((w) => w.threadId === threadId)?.title ?? threadId;
-    if (d.type === 'gave-up' || d.type === 'attention') {
+    if (needsPerson(d)) {
       const text =
         d.type === 'gave-up'
           ? t('Codex Goal Recovery gave up on "{0}" after {1} tries.', title(d.threadId), d.attempts)
