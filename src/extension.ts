@@ -89,7 +89,8 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   // Machine state is never synced; no preference lives in globalState.
   context.globalState.setKeysForSync([]);
 
-  const notifier = new Notifier(() => settings.notifications);
+  // "Show" on a burst's notification reveals the Watched goals view (VS Code's `<view>.focus`).
+  const notifier = new Notifier(() => settings.notifications, `${VIEW_ID}.focus`);
   // globalState's own writes reach the disk only some time after they resolve (and in code-server
   // in the browser): the engine's crash journal sits beside it on this machine's disk.
   const journalPath =
@@ -101,7 +102,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     {
       log,
       decided: (d) => decided.fire(d),
-      // Only in the window the leader picked: the focused one (whichever engine leads).
+      // Only in the window the leader picked: the focused one (whichever engine leads); one per burst.
       notify: (d, snap) => notifier.decided(d, snap),
       focus: {
         focused: () => vscode.window.state.focused,
@@ -130,6 +131,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
 
   context.subscriptions.push(
     decided,
+    notifier,
     view,
     tree,
     status,

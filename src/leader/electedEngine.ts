@@ -25,7 +25,7 @@ import type { FollowerConnection } from './followerConnection';
 import { parseSnapshot } from './handover';
 import type { LeaderServer } from './leaderServer';
 import type { DecisionMessage } from './messages';
-import { notifyTarget, type WindowFocus } from './notifyTarget';
+import { BurstTarget, type BurstTiming, type WindowFocus } from './notifyTarget';
 
 /** What a term runs: an engine (the runner's Engine, or a window's EngineHost around one). */
 export interface TermEngine {
@@ -106,6 +106,8 @@ export interface ElectedEngineOptions<E extends TermEngine> {
   log?: (message: string) => void;
   /** How often a leader pushes its snapshot at most. Default 100 ms. */
   broadcastMs?: number;
+  /** How close decisions must come to go to one window as one burst. Default model/notice.ts's. */
+  notifyBurst?: BurstTiming;
 }
 
 export class ElectedEngine<E extends TermEngine> {
@@ -127,12 +129,15 @@ export class ElectedEngine<E extends TermEngine> {
   /** This process as a window that may show notifications (its id is told with its focus). */
   private readonly self: WindowFocus = { viewer: randomUUID(), focused: false, focusedSeq: 0 };
   private focusSeq = 0;
+  /** Keeps the window picked for a burst of decisions that need a person. */
+  private readonly burstTarget: BurstTarget;
   private offFocus: (() => void) | null = null;
   private fatalReject: ((error: Error) => void) | null = null;
   /** Rejects when an engine cannot start after a takeover (its store cannot be read, ...). */
   readonly fatal: Promise<never>;
 
   constructor(private readonly opts: ElectedEngineOptions<E>) {
+    this.burstTarget = new BurstTarget(undefined, opts.notifyBurst);
     this.fatal = new Promise<never>((_, reject) => {
       this.fatalReject = reject;
     });
@@ -262,7 +267,7 @@ export class ElectedEngine<E extends TermEngine> {
   private decided(engine: E, server: LeaderServer | null, d: Decision): void {
     const at = Date.now();
     const by = { who: this.opts.who, pid: process.pid };
-    const notify = this.engine === engine ? this.notifyViewer() : null;
+    const notify = this.engine === engine ? this.notifyViewer(d) : null;
     this.opts.onDecision(d, { ...by, self: true }, at);
     if (notify === this.self.viewer) this.opts.notify?.(d);
     if (server && this.engine === engine && server.followerCount > 0) {
@@ -336,10 +341,10 @@ export class ElectedEngine<E extends TermEngine> {
     this.windows.set(viewer, known);
   }
 
-  /** The window that shows this leader's next notification (itself first, when it is a window). */
-  private notifyViewer(): string | null {
+  /** The window that shows this decision as a notification (itself first, when it is a window). */
+  private notifyViewer(d: Decision): string | null {
     const candidates = this.opts.focus ? [this.self, ...this.windows.values()] : [...this.windows.values()];
-    return notifyTarget(candidates);
+    return this.burstTarget.target(candidates, d);
   }
 
   /** Ends the current term (stopping its engine) and starts a new one. */

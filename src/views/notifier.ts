@@ -1,37 +1,46 @@
-// Notifications only where they earn it: a goal that gives up or needs attention (with
-// Retry now / Open rollout), and, when the setting asks for it, routine recoveries.
+// Notifications only where they earn it: goals that give up or need attention, one notification
+// per burst (a single goal with Retry now / Open rollout; several as "12 goals need attention"
+// with Show / Don't show again: notificationBurst.ts), and, when the setting asks for it, routine
+// recoveries. Only in the window the leader picked (src/leader/notifyTarget.ts).
 import * as vscode from 'vscode';
-import type { NotificationLevel } from '../config/settings';
+import { SECTION, type NotificationLevel } from '../config/settings';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
-import { canRetryNow } from '../model/watch';
+import { BurstNotifier, realTimers, type BurstTimers } from './notificationBurst';
 
 export class Notifier {
-  constructor(private readonly level: () => NotificationLevel) {}
+  private readonly burst: BurstNotifier;
+
+  constructor(
+    level: () => NotificationLevel,
+    /** The command that reveals the Watched goals view. */
+    showCommand: string,
+    timers: BurstTimers = realTimers,
+  ) {
+    this.burst = new BurstNotifier(
+      {
+        level,
+        t: (message, ...args) => vscode.l10n.t(message, ...args),
+        warn: (text, buttons) => vscode.window.showWarningMessage(text, ...buttons),
+        info: (text) => void vscode.window.showInformationMessage(text),
+        run: (command, arg) => void vscode.commands.executeCommand(command, ...(arg ? [arg] : [])),
+        // "none" is the one value that stops these (`attention` and `all` both show them), for
+        // this user on every workspace: the user's settings, not the workspace's.
+        silence: () =>
+          void vscode.workspace
+            .getConfiguration(SECTION)
+            .update('notifications', 'none', vscode.ConfigurationTarget.Global),
+      },
+      showCommand,
+      timers,
+    );
+  }
 
   decided(d: Decision, snap: EngineSnapshot): void {
-    const level = this.level();
-    if (level === 'none') return;
-    const title = (threadId: string) => snap.watches.find((w) => w.threadId === threadId)?.title ?? threadId;
-    if (d.type === 'gave-up' || d.type === 'attention') {
-      const text =
-        d.type === 'gave-up'
-          ? vscode.l10n.t('Codex Goal Recovery gave up on "{0}" after {1} tries.', title(d.threadId), d.attempts)
-          : vscode.l10n.t('"{0}" needs attention: {1}', title(d.threadId), d.reason);
-      const w = snap.watches.find((x) => x.threadId === d.threadId);
-      const retry = vscode.l10n.t('Retry now');
-      const open = vscode.l10n.t('Open rollout');
-      const actions = d.type === 'gave-up' || (w && canRetryNow(w)) ? [retry, open] : [open];
-      void vscode.window.showWarningMessage(text, ...actions).then((choice) => {
-        if (choice === retry)
-          void vscode.commands.executeCommand('codexGoalRecovery.retryNow', { threadId: d.threadId });
-        if (choice === open)
-          void vscode.commands.executeCommand('codexGoalRecovery.openRollout', { threadId: d.threadId });
-      });
-    } else if (d.type === 'recovered' && level === 'all') {
-      void vscode.window.showInformationMessage(
-        vscode.l10n.t('Codex Goal Recovery re-activated "{0}" (attempt {1}).', title(d.threadId), d.attempt),
-      );
-    }
+    this.burst.decided(d, snap);
+  }
+
+  dispose(): void {
+    this.burst.dispose();
   }
 }

@@ -172,6 +172,7 @@ function member(
 }
 
 const gaveUp = (threadId: string): Decision => ({ type: 'gave-up', threadId, attempts: 6, failedTurnId: 't1' });
+const id = (d: Decision): string => ('threadId' in d && d.threadId) || d.type;
 
 describe('the elected engine', () => {
   it("one leads, the other follows with the leader's snapshot; a follower's command runs on the leader only once its engine has loaded", async () => {
@@ -240,10 +241,12 @@ describe('the elected engine', () => {
   it('every decision reaches every follower in order, marked with who decided; exactly one window notifies: the focused one, else the one focused last', async () => {
     const election = { dir: tempDir(), name: 'e3' };
     const focus = { A: new Focus(false), B: new Focus(true), C: new Focus(false) };
-    const a = member('A', election, { focus: focus.A });
+    // Every decision its own burst here (a burst keeps its window: the next test).
+    const notifyBurst = { holdMs: 0, maxMs: 0 };
+    const a = member('A', election, { focus: focus.A, notifyBurst });
     await a.elected.start();
-    const b = member('B', election, { focus: focus.B });
-    const c = member('C', election, { focus: focus.C });
+    const b = member('B', election, { focus: focus.B, notifyBurst });
+    const c = member('C', election, { focus: focus.C, notifyBurst });
     await b.elected.start();
     await c.elected.start();
     await b.leader!.welcomed;
@@ -287,6 +290,34 @@ describe('the elected engine', () => {
       a.decisions.map((x) => x.by.self),
       [true, true, true, true],
     );
+  });
+
+  it('one burst, one window: the focus moving mid-burst sends the rest of it to the same window, the next burst to the focused one', async () => {
+    const election = { dir: tempDir(), name: 'e3b' };
+    const focus = { B: new Focus(true), C: new Focus(false) };
+    const runner = member('runner', election, { notifyBurst: { holdMs: 600, maxMs: 5_000 } });
+    await runner.elected.start();
+    const b = member('B', election, { focus: focus.B });
+    const c = member('C', election, { focus: focus.C });
+    await b.elected.start();
+    await c.elected.start();
+    await b.leader!.welcomed;
+    await c.leader!.welcomed;
+    await sleep(50); // the focus reports reach the leader
+    const engine = runner.engines[0];
+    const notified = () => ({ B: b.notified.map(id), C: c.notified.map(id) });
+    engine.decide(gaveUp('th-1'));
+    focus.B.set(false);
+    focus.C.set(true);
+    await sleep(50);
+    engine.decide(gaveUp('th-2'));
+    engine.decide({ type: 'recovered', threadId: 'th-r', attempt: 1, failedTurnId: 't1', how: 'set' });
+    await until('both windows have them', () => [b, c].every((m) => m.decisions.length >= 3));
+    await sleep(700); // the burst is over
+    engine.decide(gaveUp('th-3'));
+    await until('both windows have it', () => [b, c].every((m) => m.decisions.length >= 4));
+    await sleep(30);
+    assert.deepEqual(notified(), { B: ['th-1', 'th-2'], C: ['th-r', 'th-3'] }, 'a burst split across windows');
   });
 
   it('a runner leading: the focused window notifies; with no window following, nobody does', async () => {

@@ -1,0 +1,15 @@
+// Which decisions a person is told about in a notification, and how close together they must come
+// to share one (one notification per burst): the window that shows them coalesces them
+// (src/views/notificationBurst.ts), and the leader keeps the window it picked for the whole burst
+// (src/leader/notifyTarget.ts), so that one burst is never split across windows.
+import type { Decision } from './decision';
+
+/** How long the first decision of a burst is held, and how long each new one extends it (ms). */
+export const NOTICE_HOLD_MS = 2_000;
+/** The longest a burst stays open, from its first decision (ms). */
+export const NOTICE_MAX_MS = 10_000;
+
+/** A decision that needs a person: a goal given up on, or one that needs attention. */
+export function needsPerson(d: Decision): d is Extract<Decision, { type: 'gave-up' | 'attention' }> {
+  return d.type === 'gave-up' || d.type === 'attention';
+}
