@@ -67,24 +67,25 @@ export class WebSocketClient extends EventEmitter {
       'Sec-WebSocket-Key': key,
     };
     const unix = /^ws\+unix:\/\/(.+):(\/.*)$/.exec(address);
-    let path: string;
+    // Where to connect, in the request's own options as `ws` gives them: VS Code's extension host
+    // wraps http.request (its proxy support) and leaves a request with a `socketPath` alone, and
+    // one to a loopback host direct; the connection itself is made here, by net.connect (no pool).
+    let target: http.RequestOptions;
     let to: net.NetConnectOpts;
-    /** The Host header: `localhost` over a Unix socket, as `ws` sends it. */
-    let host = 'localhost';
     if (unix) {
+      target = { socketPath: unix[1], path: unix[2] };
       to = { path: unix[1] };
-      path = unix[2];
     } else {
       const url = new URL(address);
       if (url.protocol !== 'ws:') throw new Error(`not a ws:// or ws+unix:// address: ${address}`);
-      to = { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port || 80) }; // [::1] → ::1
-      host = url.host;
-      path = `${url.pathname}${url.search}`;
+      const host = url.hostname.replace(/^\[(.*)\]$/, '$1'); // [::1] → ::1
+      const port = Number(url.port || 80);
+      target = { host, port, path: `${url.pathname}${url.search}` };
+      to = { host, port };
     }
-    // The connection made here, by net.connect (no agent, no pool): one socket per client.
     const req = http.request({
-      path,
-      headers: { Host: host, ...headers },
+      ...target,
+      headers,
       timeout: opts.handshakeTimeout,
       createConnection: () => net.connect(to),
     });

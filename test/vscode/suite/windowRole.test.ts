@@ -4,6 +4,7 @@
 // election directory. The one replaced part is the engine (the window's `makeEngine`): these are
 // tests of what a window does with its role (the views' service, the log, the notifications),
 // not of recovery, which the integration and UI suites prove against the real daemon.
+import { NOTICE_HOLD_MS } from '../../../src/model/notice';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -150,9 +151,12 @@ suite('the window on the elected engine (a fake engine)', () => {
       assert.deepEqual(a.decided, [d]);
       assert.deepEqual(b.decided, []);
 
-      // The focus moves to the leader's window: it notifies, the follower does not.
+      // The focus moves to the leader's window: once the burst of the first decision is over (it
+      // stays in the window that got its first decision for NOTICE_HOLD_MS: src/model/notice.ts),
+      // the next decision's notification is the leader's, and the follower shows none.
       b.focus.set(false);
       a.focus.set(true);
+      await new Promise((r) => setTimeout(r, NOTICE_HOLD_MS + 500));
       const e: Decision = { type: 'gave-up', threadId: 'th-2', attempts: 6, failedTurnId: 't' };
       a.engines[0].decide(e, {});
       await until('B has the second decision', () => b.lines.some((l) => l.includes('gave up th-2')));
