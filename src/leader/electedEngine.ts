@@ -25,6 +25,7 @@ import type { FollowerConnection } from './followerConnection';
 import { parseSnapshot } from './handover';
 import type { LeaderServer } from './leaderServer';
 import type { DecisionMessage } from './messages';
+import type { Term } from '../store/guard';
 import { BurstTarget, type BurstTiming, type WindowFocus } from './notifyTarget';
 
 /** What a term runs: an engine (the runner's Engine, or a window's EngineHost around one). */
@@ -47,8 +48,8 @@ export interface TermEvents {
    * right before every set, save and announcement, with no `await` in between.
    */
   fence(): string | null;
-  /** This term's number while it leads through the election (lease.ts), else null: stamped into saves. */
-  term(): number | null;
+  /** This term while it leads through the election (lease.ts), else null: stamped into saves. */
+  term(): Term | null;
 }
 
 /** How this process leads: through the election, alone (no election possible), or a private daemon. */
@@ -234,7 +235,10 @@ export class ElectedEngine<E extends TermEngine> {
       decided: (d) => this.decided(engine, server, d),
       // The term's engine still saves when its term ends (its stop), unless the lease was lost.
       fence: () => (server && election ? election.fence() : null),
-      term: () => (server && election ? (election.term ?? null) : null),
+      term: () => {
+        const n = server && election ? election.term : undefined;
+        return n === undefined || !this.opts.election ? null : { n, of: this.opts.election.name };
+      },
     });
     this.engine = engine;
     this.throttle = throttle;

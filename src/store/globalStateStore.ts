@@ -35,7 +35,7 @@ import {
   type StateStore,
 } from './store';
 import { errorText } from '../util/errorText';
-import { checkFence, checkTerm, type WriteGuard } from './guard';
+import { checkFence, checkTerm, parseTerm, termText, type Term, type WriteGuard } from './guard';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -338,7 +338,7 @@ export class GlobalStateStore implements StateStore {
       checkTerm(this.guard, termOf(this.memento.get<unknown>(STATE_KEY)), 'globalState');
       checkFence(this.guard);
       const term = this.guard.term();
-      if (term !== null) (value as Record<string, unknown>).term = term;
+      if (term !== null) (value as Record<string, unknown>).term = termText(term);
     }
     return Promise.resolve(this.memento.update(STATE_KEY, value));
   }
@@ -402,9 +402,8 @@ export class GlobalStateStore implements StateStore {
 
 /** The snapshot value: the state's document with the journal generation it belongs to. */
 /** A stored value's term (./guard.ts), or null. */
-function termOf(value: unknown): number | null {
-  const term = (value as { term?: unknown } | null | undefined)?.term;
-  return typeof term === 'number' && Number.isSafeInteger(term) ? term : null;
+function termOf(value: unknown): Term | null {
+  return parseTerm((value as { term?: unknown } | null | undefined)?.term);
 }
 
 function withGeneration(document: string, generation: string): unknown {

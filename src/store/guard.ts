@@ -11,7 +11,26 @@ export interface WriteGuard {
   /** Null while the writer may write; else why not (its lease ran out, it no longer leads). */
   fence(): string | null;
   /** The writer's term, or null (no election: a private daemon, or none could run). */
-  term(): number | null;
+  term(): Term | null;
+}
+
+/**
+ * A term of one election (`of`: its name, one per daemon). Terms of different elections are not
+ * comparable: one store (the window's globalState, the runner's default state file) may be written
+ * by the engines of several daemons, one after another.
+ */
+export interface Term {
+  n: number;
+  of: string;
+}
+
+/** How a term is stamped into the state: "5@<election>". */
+export const termText = (t: Term): string => `${t.n}@${t.of}`;
+
+/** A stamped term read back, or null (none, or not one). */
+export function parseTerm(value: unknown): Term | null {
+  const m = typeof value === 'string' ? /^(\d{1,15})@([A-Za-z0-9_-]{1,64})$/.exec(value) : null;
+  return m ? { n: Number(m[1]), of: m[2] } : null;
 }
 
 /** A save refused because its writer may not write any more. */
@@ -28,11 +47,11 @@ export function checkFence(guard: WriteGuard | undefined): void {
   if (reason !== null) throw new FencedError(reason);
 }
 
-/** Throws FencedError when the stored document's term is newer than the writer's. */
-export function checkTerm(guard: WriteGuard | undefined, stored: number | null, where: string): void {
+/** Throws FencedError when the stored document's term is a newer one of the writer's own election. */
+export function checkTerm(guard: WriteGuard | undefined, stored: Term | null, where: string): void {
   const mine = guard?.term() ?? null;
-  if (mine !== null && stored !== null && stored > mine) {
-    throw new FencedError(`${where} was written by a newer term (${stored}) than this engine's (${mine})`);
+  if (mine !== null && stored !== null && stored.of === mine.of && stored.n > mine.n) {
+    throw new FencedError(`${where} was written by a newer term (${stored.n}) than this engine's (${mine.n})`);
   }
 }
 
@@ -40,14 +59,14 @@ export function checkTerm(guard: WriteGuard | undefined, stored: number | null, 
  * The term a stored document names, from its head (a snapshot writes `"term"` among its first
  * fields, before the watches: StateSerializer.document); null when it names none.
  */
-export function termInHead(head: string): number | null {
+export function termInHead(head: string): Term | null {
   const end = head.indexOf('"watches"');
-  const m = /"term":(\d{1,15})[,}]/.exec(end < 0 ? head : head.slice(0, end));
-  return m ? Number(m[1]) : null;
+  const m = /"term":"([^"]{1,90})"[,}]/.exec(end < 0 ? head : head.slice(0, end));
+  return m ? parseTerm(m[1]) : null;
 }
 
 /** The term the snapshot at `path` names in its head, or null (none, or no file). */
-export async function termOnDisk(path: string): Promise<number | null> {
+export async function termOnDisk(path: string): Promise<Term | null> {
   let fh: fsp.FileHandle | undefined;
   try {
     fh = await fsp.open(path, 'r');

@@ -18,7 +18,7 @@ import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
 import { JournalWriter, journalLines, replayJournal, syncDir, type Replayed } from './journal';
 import { excerpt } from '../protocol/lineSplitter';
-import { checkFence, checkTerm, termOnDisk, type WriteGuard } from './guard';
+import { checkFence, checkTerm, termOnDisk, termText, type WriteGuard } from './guard';
 import {
   describeDropped,
   parsePersisted,
@@ -300,7 +300,7 @@ export class JsonFileStore implements StateStore {
     const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
     const term = this.guard?.term() ?? null;
     const extra: Record<string, string> = { journal: JSON.stringify(generation) };
-    if (term !== null) extra.term = String(term);
+    if (term !== null) extra.term = JSON.stringify(termText(term));
     return { document: this.serializer.document(version, extra), generation };
   }
 

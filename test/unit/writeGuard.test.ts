@@ -26,11 +26,11 @@ function tempFile(): string {
 }
 
 /** A guard for `term`; `closes`: the number of fence checks it answers before it closes (a stall). */
-function guard(term: number, closes = Infinity): WriteGuard & { asked: number } {
+function guard(term: number, closes = Infinity, of = 'daemon-a'): WriteGuard & { asked: number } {
   const g = {
     asked: 0,
     fence: () => (++g.asked > closes ? 'the lease ran out' : null),
-    term: () => term,
+    term: () => ({ n: term, of }),
   };
   return g;
 }
@@ -49,8 +49,8 @@ describe('write guard: the JSON file store', () => {
     await store.save(stateWith('a'));
     await store.compact();
     const text = fs.readFileSync(file, 'utf8');
-    assert.equal(termInHead(text), 7);
-    assert.ok(text.indexOf('"term":7') < text.indexOf('"watches"'), 'the term comes before the watches');
+    assert.deepEqual(termInHead(text), { n: 7, of: 'daemon-a' });
+    assert.ok(text.indexOf('"term":"7@daemon-a"') < text.indexOf('"watches"'), 'the term comes before the watches');
   });
 
   it('a closed fence: the save is refused and nothing is written', async () => {
@@ -113,16 +113,21 @@ describe('write guard: the globalState store', () => {
     const store = new GlobalStateStore(m, { guard: g });
     await store.load();
     await store.save(stateWith('a'));
-    assert.equal(m.get<{ term?: number }>(STATE_KEY)?.term, 2);
+    assert.equal(m.get<{ term?: string }>(STATE_KEY)?.term, '2@daemon-a');
     g.fence = () => 'the lease ran out';
     await assert.rejects(store.save(stateWith('a', 'b')), /not saved: the lease ran out/);
     assert.deepEqual(Object.keys(m.get<{ watches: object }>(STATE_KEY)!.watches), ['a']);
     // Another window took over (term 5) and wrote globalState; the stale one's fence reopens
     // (only the term can tell now).
-    await m.update(STATE_KEY, { ...m.get<object>(STATE_KEY), term: 5 });
+    await m.update(STATE_KEY, { ...m.get<object>(STATE_KEY), term: '5@daemon-a' });
     g.fence = () => null;
     await assert.rejects(store.save(stateWith('x')), /globalState was written by a newer term \(5\)/);
-    assert.equal(m.get<{ term?: number }>(STATE_KEY)?.term, 5);
+    assert.equal(m.get<{ term?: string }>(STATE_KEY)?.term, '5@daemon-a');
+    // The term of another daemon's election is not a newer one of this election: one window's
+    // globalState is written by the engines of every daemon it was pointed at, one after another.
+    await m.update(STATE_KEY, { ...m.get<object>(STATE_KEY), term: '9@daemon-b' });
+    await store.save(stateWith('y'));
+    assert.equal(m.get<{ term?: string }>(STATE_KEY)?.term, '2@daemon-a');
   });
 
   it('an older term read back loads as any state (the term is not part of it)', async () => {
@@ -165,8 +170,11 @@ describe('closing a store without writing (a stale leader dropped)', () => {
 
 describe('termInHead', () => {
   it('reads the term before the watches only', () => {
-    assert.equal(termInHead('{"version":2,"journal":"g","term":12,"pausedAt":null,"watches":{}}'), 12);
-    assert.equal(termInHead('{"version":2,"pausedAt":null,"watches":{"t":{"title":"\\"term\\":99,"}}}'), null);
+    assert.deepEqual(termInHead('{"version":2,"journal":"g","term":"12@d-1","pausedAt":null,"watches":{}}'), {
+      n: 12,
+      of: 'd-1',
+    });
+    assert.equal(termInHead('{"version":2,"pausedAt":null,"watches":{"t":{"title":"\\"term\\":\\"9@x\\","}}}'), null);
     assert.equal(termInHead('{"version":2,"journal":"g","pausedAt":null,"watches":{}}'), null);
   });
 });
