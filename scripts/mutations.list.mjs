@@ -324,8 +324,8 @@ export const MUTATIONS = [
     invariant: "a newer term's state is never replaced by an older term's late save",
     fault: 'the stores do not compare terms',
     file: 'src/store/guard.ts',
-    find: '  if (mine !== null && stored !== null && stored > mine) {',
-    replace: '  if (mine !== null && stored !== null && stored > mine * 1e6) {',
+    find: '  if (mine !== null && stored !== null && stored.of === mine.of && stored.n > mine.n) {',
+    replace: '  if (mine !== null && stored !== null && stored.of === mine.of && stored.n > mine.n * 1e6) {',
     guard: {
       file: 'test/unit/writeGuard.test.ts',
       name: "a newer term's snapshot is never replaced by an older term's late save",
