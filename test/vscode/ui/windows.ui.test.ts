@@ -167,11 +167,17 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       assert.ok(leaderFile, `no leader file in ${dir}`);
       const leader = LeaderFileSchema.parse(JSON.parse(fs.readFileSync(path.join(dir, leaderFile), 'utf8')));
       assert.equal(leader.who, 'VS Code window');
+      // The goal is armed by the leader while it runs (a goal first seen already stopped is never
+      // adopted): its first answer takes 8 s; the leader is stopped meanwhile, and the next request
+      // of the goal fails (the new leader has the watch from the stopped one's last snapshot).
+      lab.mock.setMode('slow', { delayMs: 8_000 });
+      const t = await lab.goal('Recovered after a stall');
+      await second.openViewContainer('Codex Goal Recovery');
+      await second.waitForTreeRows(VIEW, (r) => r.includes('Recovered after a stall, running'), T);
       process.kill(leader.pid, 'SIGSTOP');
       let stopped = true;
       try {
         lab.mock.setMode('http500');
-        const t = await lab.goal('Recovered after a stall');
         // The follower says the engine is not answering (no stale countdown), then takes over.
         const notAnswering = (wb: Workbench) =>
           wb.waitForStatusBarText(STATUS, (x) => /engine not answering/.test(x), T).then(() => wb);
@@ -195,7 +201,11 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
         const r = await judge(t.threadId);
         assert.equal(r.failed.length, 1, `one failed turn: ${JSON.stringify(r.turns)}`);
         assertOneRecoveryPerFailedTurn(r);
-        assert.deepEqual(statuses(r), ['completed', 'failed']);
+        assert.deepEqual(
+          statuses(r),
+          ['completed', 'completed', 'failed'],
+          'the slow turn, the failed one, the recovery',
+        );
         const now = LeaderFileSchema.parse(JSON.parse(fs.readFileSync(path.join(dir, leaderFile), 'utf8')));
         assert.notEqual(now.pid, leader.pid, 'the stalled window leads again');
         assert.ok(now.term > leader.term, `term ${now.term} after ${leader.term}`);
