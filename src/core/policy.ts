@@ -169,6 +169,10 @@ function usageLimited(f: Facts): Verdict {
       why: 'its resume is due',
     };
   }
+  // Codex marks the goal usage-limited before its turn completes (measured: daemon-behaviour (o)):
+  // the turn's end carries the message that names the reset, the last source when nothing else does.
+  if (live.turn?.status === 'inProgress')
+    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };
   return { act: 'readReset', key, why: 'a new usage limit' };
 }
 

@@ -373,7 +373,7 @@ export function describeState(
     case 'waitingSlot':
       return `waiting for a recovery slot · next in ${formatDuration(Math.max(0, state.slotAt - now))}`;
     case 'turnEnding':
-      return 'blocked · waiting for its turn to end';
+      return 'stopped · waiting for its turn to end';
     case 'recovering':
       return 'recovering…';
     case 'usageLimited':

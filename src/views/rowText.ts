@@ -53,7 +53,9 @@ export function rowDescription(w: WatchedThread, held: Held, now: number): strin
     case 'waitingSlot':
       return vscode.l10n.t('queued · {0}', formatDuration(Math.max(0, s.slotAt - now)));
     case 'turnEnding':
-      return vscode.l10n.t('blocked · turn ending');
+      return w.goal?.status === 'usageLimited'
+        ? vscode.l10n.t('usage limit · turn ending')
+        : vscode.l10n.t('blocked · turn ending');
     case 'recovering':
       return vscode.l10n.t('recovering…');
     case 'usageLimited':

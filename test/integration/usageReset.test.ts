@@ -44,6 +44,14 @@ for (const codex of codexBuilds())
     async function limitedThenResumed(name: string, resetAt: number, headers: boolean) {
       const user = await lab.user();
       const resetS = Math.ceil(resetAt / 1000);
+      // The engine must be subscribed to the thread when the limit comes, or the daemon's
+      // rate-limit update never reaches it (daemon-behaviour (o): the mock answers a 429 in 50 ms,
+      // before the engine has resumed a thread it just armed): a slow first answer keeps the goal
+      // running until the engine has armed it; the continuation turn then meets the limit.
+      lab.mock.setMode('slow', { delayMs: 2_000 });
+      const t = await lab.goal(name);
+      await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'running', 'the arming');
+      await real.engine.idle();
       lab.mock.setMode('usageLimit', {
         resetsAt: resetS,
         ...(headers
@@ -55,14 +63,15 @@ for (const codex of codexBuilds())
             }
           : {}),
       });
-      const t = await lab.goal(name);
       const failed = await waitTurnCompleted(user, t.threadId, 'failed', T, t.goalSetSeq);
       const failedTurnId = String(failed.params.turn.id);
       await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'usageLimited', 'usageLimited');
       const w = structuredClone(real.engine.watch(t.threadId)!); // as scheduled
       lab.mock.setMode('goalComplete');
       const seq = user.lastSeq;
-      await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq);
+      await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq).catch((error: unknown) => {
+        throw new Error(`${String(error)}\nas scheduled: ${JSON.stringify(w)}\n${real.decisionLog()}`);
+      });
       await real.settle();
       const record = await daemonRecord(user, t.threadId, String(t.thread.path));
       assertOneRecoveryPerFailedTurn(record);
@@ -75,7 +84,7 @@ for (const codex of codexBuilds())
       'with the rate-limit headers: resumed exactly once, right after the exact reset',
       { timeout: 5 * T },
       async () => {
-        const resetAt = Math.ceil((Date.now() + 5_000) / 1000) * 1000;
+        const resetAt = Math.ceil((Date.now() + 8_000) / 1000) * 1000;
         const { w, at, dueAt } = await limitedThenResumed('usage limit with headers', resetAt, true);
         assert.equal(w.state.kind === 'usageLimited' && w.state.resetsAt, resetAt, 'not the exact reset');
         assert.equal(dueAt, resetAt + MARGIN);
@@ -118,9 +127,9 @@ for (const codex of codexBuilds())
         timeout: 6 * T,
       },
       async () => {
-        // Start where the reset, 6 s away, falls in the same clock minute.
-        while (Date.now() % 60_000 > 45_000) await sleep(250);
-        const resetAt = Math.ceil((Date.now() + 6_000) / 1000) * 1000;
+        // Start where the reset, 8 s away, falls in the same clock minute.
+        while (Date.now() % 60_000 > 44_000) await sleep(250);
+        const resetAt = Math.ceil((Date.now() + 8_000) / 1000) * 1000;
         const minuteEnd = Math.floor(resetAt / 60_000) * 60_000 + 60_000;
         const { at, dueAt } = await limitedThenResumed('usage limit without headers', resetAt, false);
         assert.equal(dueAt, minuteEnd + MARGIN, `due ${dueAt - Date.now()} ms from now`);

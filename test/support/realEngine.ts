@@ -40,6 +40,11 @@ export class RealEngine {
     return r;
   }
 
+  /** Every decision so far, a line each (for a failure's message). */
+  decisionLog(): string {
+    return this.decisions.map((d) => JSON.stringify(d)).join('\n');
+  }
+
   async until(check: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!check()) {

@@ -280,6 +280,12 @@ const ROWS: Row[] = [
     expect: { act: 'readReset' },
   },
   {
+    name: 'a new usage limit whose turn has not ended (Codex limits the goal first) → turnEnding: its end names the reset',
+    goal: 'usageLimited',
+    live: { turn: turn('t1', 'inProgress') },
+    expect: { act: 'settle', kind: 'turnEnding' },
+  },
+  {
     name: 'a usage limit scheduled → kept, its resume due',
     goal: 'usageLimited',
     watch: { ...counted('t1'), state: { kind: 'usageLimited', resetsAt: null } },

@@ -90,7 +90,7 @@ describe('waiting states', () => {
     await h.settle();
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.state.kind, 'turnEnding');
-    assert.equal(describeState(w, h.clock.now(), DEFAULT_OPTIONS.maxAttempts), 'blocked · waiting for its turn to end');
+    assert.equal(describeState(w, h.clock.now(), DEFAULT_OPTIONS.maxAttempts), 'stopped · waiting for its turn to end');
     h.daemon.failWithEvents('thread-1', { phase: 'turn' });
     await h.settle();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
