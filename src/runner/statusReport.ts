@@ -4,7 +4,8 @@
 // the README ("status"). The keys `paused` and `watches` are those `status --json` always had: outside
 // checks read them, so they keep their meaning (a superset, never a rename).
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
-import { budgetUse, describeState, needsAttention, type PersistedState, type WatchedThread } from '../model/watch';
+import { budgetUse, needsAttention, type PersistedState, type WatchedThread } from '../model/watch';
+import { describeState } from '../model/stateText';
 import { leaderText, type LeaderInfo } from './control';
 
 /** The policy in force in the engine that leads (the snapshot's `policy`). */

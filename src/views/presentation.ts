@@ -5,12 +5,12 @@ import {
   canPauseGoal,
   canRetryNow,
   describeErrorCode,
-  describeState,
   dueAt,
   waitsForLoad,
   type WatchedThread,
   type WatchStateKind,
 } from '../model/watch';
+import { describeState } from '../model/stateText';
 import { clockTime, count } from './locale';
 import { rowDescription, type Held } from './rowText';
 

@@ -1,7 +1,7 @@
 // A tree row's description: the state first, and short enough for a 300 px sidebar ("retry 0:42",
 // "paused · retry 14:05", "needs attention"). The details (error, times, attempts, what a person
 // can do) are in the row's tooltip (presentation.ts). The runner keeps its longer words
-// (describeState in src/model/watch.ts).
+// (describeState in src/model/stateText.ts).
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
 import { dueAt, formatDuration, isScheduled, waitsForLoad, type WatchedThread } from '../model/watch';

@@ -29,7 +29,7 @@ import { controlSocketPath, startDaemon } from '../../src/demo/managedDaemon';
 import { startMockModel } from '../../src/demo/mockModel';
 import { type MockModel } from '../../src/demo/mockModes';
 import { UserClient } from '../../src/demo/userClient';
-import { describeState } from '../../src/model/watch';
+import { describeState } from '../../src/model/stateText';
 import { connectDaemon } from '../../src/protocol/client';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';

@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
-import { describeState } from '../../src/model/watch';
+import { describeState } from '../../src/model/stateText';
 import { FakeClock } from '../support/fakeClock';
 import { FakeDaemon, goalEventLine, intentLine, type FakeTurn, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';

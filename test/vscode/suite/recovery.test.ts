@@ -19,7 +19,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
 import type { Decision } from '../../../src/model/decision';
-import { describeState } from '../../../src/model/watch';
+import { describeState } from '../../../src/model/stateText';
 import { codexBinary } from '../../../src/demo/codexBinary';
 import { makeCodexHome } from '../../../src/demo/codexHome';
 import { controlSocketPath, seedDaemonPackage, stopDaemon } from '../../../src/demo/managedDaemon';
