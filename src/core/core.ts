@@ -42,6 +42,8 @@ export interface CoreHooks {
   reschedule(): void;
   /** Looks at a thread now, in its lane: an event or a command changed something. */
   evaluate(session: DaemonSession, threadId: string): Promise<void>;
+  /** A response completed on a thread: its provider answers (an outage's probe, src/core/probes.ts). */
+  answered(threadId: string): void;
 }
 
 export class EngineCore {
@@ -60,7 +62,7 @@ export class EngineCore {
   generation = 0;
   readonly live = new Map<string, LiveThread>();
   readonly saver: Saver;
-  hooks: CoreHooks = { reschedule: () => undefined, evaluate: () => Promise.resolve() };
+  hooks: CoreHooks = { reschedule: () => undefined, evaluate: () => Promise.resolve(), answered: () => undefined };
   private readonly lanes = new Lanes<string>();
   /** Threads with an evaluation queued in their lane, not started yet (one is enough). */
   private readonly queued = new Set<string>();
@@ -141,8 +143,9 @@ export class EngineCore {
    */
   setState(w: WatchedThread, state: WatchState, quiet = false): void {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
-    // The timer depends only on due times: other changes need no look at every watch.
-    const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null;
+    // The timer depends only on due times, and on whether an outage's probe is still out (any
+    // move of a goal with a failure counted): other changes need no look at every watch.
+    const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null || w.failures > 0;
     w.state = sharedState(state);
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     w.updatedAt = Math.max(w.updatedAt, this.now());

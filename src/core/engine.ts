@@ -58,6 +58,11 @@ export class Engine {
     core.hooks = {
       reschedule: () => this.schedule.reschedule(),
       evaluate: (session, threadId) => this.looks.evaluate(session, threadId),
+      answered: (threadId) => {
+        if (!this.schedule.probes.answered(threadId)) return;
+        this.schedule.reschedule();
+        core.saver.persistSoon();
+      },
     };
   }
 

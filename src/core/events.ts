@@ -85,8 +85,10 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.approvals = null;
       const w = core.state.watches[threadId];
       if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
+      if (turn.status === 'completed') core.hooks.answered(threadId);
       core.touch(threadId);
     },
+    responseCompleted: (threadId) => core.hooks.answered(threadId),
     error: (threadId, _turnId, error, willRetry) => {
       const live = bump(threadId);
       live.retrying = willRetry ? error.message || describeErrorInfo(error.codexErrorInfo).code : null;
@@ -129,6 +131,7 @@ function onlyWhile(l: DaemonListener, current: () => boolean): DaemonListener {
     turnStarted: (...a) => current() && l.turnStarted(...a),
     turnCompleted: (...a) => current() && l.turnCompleted(...a),
     error: (...a) => current() && l.error(...a),
+    responseCompleted: (...a) => current() && l.responseCompleted(...a),
     serverRequest: (...a) => current() && l.serverRequest(...a),
     serverRequestResolved: (...a) => current() && l.serverRequestResolved(...a),
     rateLimitsUpdated: (...a) => current() && l.rateLimitsUpdated(...a),

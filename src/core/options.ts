@@ -40,6 +40,11 @@ export interface EngineOptions {
    * that nothing happened to the thread meanwhile. 0: everything starts at the due time.
    */
   prepareMs: number;
+  /**
+   * One outage, one probe (src/core/outage.ts). Always on in the product: off only in the bench's
+   * `outage-cost` baseline, which measures today's per-goal schedule beside it.
+   */
+  groupOutages: boolean;
   /** Reconnect backoff after the daemon's socket is missing or closes. */
   reconnectBaseMs: number;
   reconnectMaxMs: number;
@@ -57,6 +62,7 @@ export const DEFAULT_OPTIONS: EngineOptions = {
   recoverUsageLimited: true,
   autoArm: true,
   prepareMs: 200,
+  groupOutages: true,
   reconnectBaseMs: 500,
   reconnectMaxMs: 30_000,
 };

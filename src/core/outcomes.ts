@@ -4,6 +4,7 @@ import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
+import { followProbe } from './outage';
 import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 
 /**
@@ -14,7 +15,10 @@ import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string, error: string, now: number): void {
   w.failures += 1;
   core.mark(w.threadId);
-  if (w.failures > core.options.maxAttempts) return giveUp(core, w, failedTurnId);
+  if (w.failures > core.options.maxAttempts) {
+    followTheProbe(core, w, now); // first: once the probe's state moves, no one waits for it
+    return giveUp(core, w, failedTurnId);
+  }
   const spent = overBudget(w, core.options, now);
   if (spent) {
     // Counted (due now, were it not for the budget): the table keeps it here until a person acts.
@@ -31,8 +35,44 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   // The one place the due time lives: the failure's record.
   if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
   else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due };
+  followTheProbe(core, w, now); // first: once the probe's state moves, no one waits for it
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
   core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
+}
+
+/**
+ * `probe` failed again (counted: backed off, or given up): the goals that waited for it take its
+ * step (outage.ts `followProbe`), so the group is tried again together, one probe first, and
+ * gives up together (one burst of notifications). Their own recoveries never went out, so nothing
+ * of theirs is counted against the recovery budget.
+ */
+function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): void {
+  const probeDue = probe.lastFailure?.dueAt ?? now;
+  // Who waits, found before any state moves (a move looks again at who still waits).
+  const waiting: [WatchedThread, string][] = [];
+  for (const w of core.scheduledWatches())
+    if (w.state.kind === 'waitingProbe' && w.state.probe === probe.threadId && w.lastFailure !== null)
+      waiting.push([w, w.state.held.failedTurnId]);
+  for (const [w, failedTurnId] of waiting) {
+    const step = followProbe(w, probe.failures, probeDue);
+    w.failures = step.failures;
+    core.mark(w.threadId);
+    if (w.failures > core.options.maxAttempts) {
+      giveUp(core, w, failedTurnId);
+      continue;
+    }
+    if (w.lastFailure) w.lastFailure.dueAt = step.dueAt;
+    core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
+    core.emit({
+      type: 'backoff',
+      threadId: w.threadId,
+      attempt: w.failures,
+      failedTurnId,
+      dueAt: step.dueAt,
+      delayMs: step.dueAt - now,
+      error: `its outage's probe (${probe.threadId}) failed again`,
+    });
+  }
 }
 
 /**

@@ -343,6 +343,7 @@ function isScheduledFor(state: WatchState, kind: 'backoff' | 'usageLimited', key
     case 'recovering':
       return state.failedTurnId === key;
     case 'waitingSlot':
+    case 'waitingProbe':
       return isScheduledFor(state.held, kind, key);
     default:
       return false;

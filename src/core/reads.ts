@@ -65,6 +65,7 @@ export function applyThread(w: WatchedThread, thread: Thread): void {
     w.rolloutPath = thread.path;
     if (w.armOffset === null) w.rolloutOffset = 0;
   }
+  if (thread.modelProvider && thread.model) w.runsOn = `${thread.modelProvider}/${thread.model}`;
   const title = thread.name || thread.preview || w.goal?.objective;
   if (title) w.title = title.length > 120 ? `${title.slice(0, 117)}…` : title;
 }

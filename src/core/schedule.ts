@@ -1,13 +1,15 @@
 // The schedule: one timer at the soonest due time (no polling), a recovery prepared a little
-// ahead of it, and the hand-off to the global limiter (a burst, then one per interval). A
-// recovery that is due but held by the limiter shows as `waitingSlot`, with when its turn is
-// expected, instead of a countdown stuck at zero.
+// ahead of it, the probe of an outage first (probes.ts), and the hand-off to the global limiter
+// (a burst, then one per interval). A recovery that is due but held by the limiter shows as
+// `waitingSlot`, with when its turn is expected, instead of a countdown stuck at zero; one held
+// for its outage's probe shows as `waitingProbe`.
 import { dueAt, scheduledOf, type WatchedThread } from '../model/watch';
 import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
+import { Probes } from './probes';
 
 /** However slow the store, a recovery is not prepared more than this early. */
 export const MAX_PREPARE_MS = 2_000;
@@ -23,6 +25,8 @@ export class Schedule {
   private dueNotBeforeMono = 0;
   /** Threads whose recovery attempt is under way: not due again until it ends. */
   private readonly attempting = new Set<string>();
+  /** One outage, one probe: the goals of a group wait for the one out first (outage.ts). */
+  readonly probes: Probes;
 
   constructor(
     private readonly core: EngineCore,
@@ -31,6 +35,7 @@ export class Schedule {
     private readonly start: (threadId: string, notBeforeMono: number) => void,
   ) {
     this.limiter = newLimiter(core.options);
+    this.probes = new Probes(core, (threadId) => this.attempting.has(threadId));
   }
 
   /** New settings: a new limiter if its policy changed; due times already set stay. */
@@ -60,6 +65,7 @@ export class Schedule {
     // Without a session nothing can be sent: a due timer would only fire and re-arm itself at
     // once (a busy loop while the daemon is away). Connecting reschedules.
     if (core.stopped || !core.session) return;
+    this.probes.releaseOrphans();
     const now = core.now();
     const next = this.nextAction(this.prepareLead());
     if (next === null) return;
@@ -85,11 +91,14 @@ export class Schedule {
     this.release();
   }
 
-  /** Nothing is held for a slot any more (paused, stopping): each recovery shows as scheduled. */
+  /**
+   * Nothing is held for a slot or a probe any more (paused, stopping): each recovery shows as
+   * scheduled (the next due pass holds again what still waits).
+   */
   release(): void {
     let released = 0;
     for (const w of this.core.scheduledWatches()) {
-      if (w.state.kind !== 'waitingSlot') continue;
+      if (w.state.kind !== 'waitingSlot' && w.state.kind !== 'waitingProbe') continue;
       this.core.setState(w, w.state.held, true);
       released += 1;
     }
@@ -110,8 +119,21 @@ export class Schedule {
         const d = dueAt(w);
         return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
       })
-      .sort((a, b) => dueAt(a)! - dueAt(b)!);
+      .sort((a, b) => dueAt(a)! - dueAt(b)! || (a.threadId < b.threadId ? -1 : 1));
+    /** The probe of each group this pass started (or found out), and how many wait for it. */
+    const probes = new Map<string, { probe: string; waiting: number }>();
     for (const [i, w] of due.entries()) {
+      // One outage, one probe: a due recovery whose group has a probe out waits for its verdict,
+      // without a limiter slot.
+      const group = this.probes.groupOf(w);
+      if (group !== null) {
+        const out = probes.get(group) ?? this.found(probes, group);
+        if (out !== null) {
+          this.probes.hold(w, out.probe);
+          out.waiting += 1;
+          continue;
+        }
+      }
       // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
       // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
       const mono = clock.elapsed();
@@ -131,9 +153,28 @@ export class Schedule {
       }
       this.limitedUntil = null;
       this.attempting.add(w.threadId);
+      if (group !== null) {
+        probes.set(group, { probe: w.threadId, waiting: 0 });
+        this.probes.started(w, group);
+      }
       this.start(w.threadId, notBeforeMono);
     }
+    if (probes.size > 0) core.changed();
     this.reschedule();
+  }
+
+  private probeBound(probe: string): number | null {
+    const until = this.probes.waitedUntil(probe);
+    return until === null ? null : until + this.prepareLead();
+  }
+
+  /** The probe a group has out already (none started this pass), noted for the rest of the pass. */
+  private found(probes: Map<string, { probe: string; waiting: number }>, group: string) {
+    const probe = this.probes.probeOf(group);
+    if (probe === null) return null;
+    const out = { probe, waiting: 0 };
+    probes.set(group, out);
+    return out;
   }
 
   /**
@@ -170,7 +211,9 @@ export class Schedule {
     if (this.core.state.pausedAt !== null) return null;
     let soonest: number | null = null;
     for (const w of this.core.scheduledWatches()) {
-      const due = dueAt(w);
+      // Held for its outage's probe: due at the verdict, or when the probe is waited for no more
+      // (not prepared ahead: until then it waits, and a timer early by the lead would find it so).
+      const due = w.state.kind === 'waitingProbe' ? this.probeBound(w.state.probe) : dueAt(w);
       if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
     return soonest;

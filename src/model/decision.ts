@@ -30,6 +30,10 @@ export const DecisionSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('disarmed'), ...thread, reason: z.string() }),
   z.object({ type: z.literal('rearmed'), ...thread, reason: z.string() }),
   z.object({ type: z.literal('loaded'), ...thread, reason: z.string() }),
+  /** One outage, one probe: this goal's recovery goes first; `others` of its `group` wait for its verdict. */
+  z.object({ type: z.literal('probe'), ...thread, group: z.string(), others: z.number() }),
+  /** The provider answered on goal `by`: this goal's recovery is due now, not at its backoff. */
+  z.object({ type: z.literal('released'), ...thread, by: z.string(), reason: z.string() }),
   z.object({ type: z.literal('gave-up'), ...thread, attempts: z.number(), failedTurnId: z.string() }),
   z.object({ type: z.literal('attention'), ...thread, reason: z.string() }),
   /** A goal in a thread another Codex app holds: found, or stopped there (shown, never set). */

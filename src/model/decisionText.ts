@@ -27,6 +27,10 @@ export function decisionLine(d: Decision, now: number): string {
       return `${ts} re-armed${t}: ${d.reason}`;
     case 'loaded':
       return `${ts} loaded${t}: ${d.reason}`;
+    case 'probe':
+      return `${ts} probe${t}: tried first for its outage (${d.group}); ${d.others} other goal(s) wait for its verdict`;
+    case 'released':
+      return `${ts} released${t}: ${d.reason} (${d.by})`;
     case 'gave-up':
       return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
     case 'elsewhere':

@@ -28,6 +28,8 @@ export function describeState(
         : `retry due · attempt ${state.attempt}/${maxAttempts}`;
     case 'waitingSlot':
       return `waiting for a recovery slot · next in ${formatDuration(Math.max(0, state.slotAt - now))}`;
+    case 'waitingProbe':
+      return `waiting for the probe · ${formatDuration(Math.max(0, now - due))} · attempt ${state.held.attempt}/${maxAttempts}`;
     case 'turnEnding':
       return 'stopped · waiting for its turn to end';
     case 'recovering':

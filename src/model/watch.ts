@@ -83,6 +83,12 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
     slotAt: z.number(),
     held: z.discriminatedUnion('kind', [BackoffStateSchema, UsageLimitedStateSchema]),
   }),
+  /**
+   * A recovery that is due, held back while another goal of its outage group (`probe`, a thread
+   * id) is out as the probe (src/core/outage.ts): the provider's answer releases it, the probe
+   * failing again moves it to the probe's next step. `held` is the recovery as scheduled.
+   */
+  z.object({ kind: z.literal('waitingProbe'), probe: z.string(), held: BackoffStateSchema }),
   /** The goal is blocked but its newest turn has not ended yet (Codex blocks the goal first): its end decides. */
   z.object({ kind: z.literal('turnEnding') }),
   /** `thread/goal/set` sent (write-ahead intent persisted); waiting for the daemon to confirm. */
@@ -190,6 +196,8 @@ export const WatchedThreadSchema = z.pipe(
     /** Rollout size when armed: a user marker at or past this offset is newer than the arming. */
     armOffset: z._default(z.nullable(z.number().check(z.int(), z.nonnegative())), null),
     rolloutPath: z._default(z.nullable(z.string()), null),
+    /** What the thread runs on, as the daemon names it (`modelProvider/model`): its outage group. */
+    runsOn: z._default(z.nullable(z.string()), null),
     /** Bytes of the rollout already scanned for markers; the next look reads only what follows. */
     rolloutOffset: z._default(z.number().check(z.int(), z.nonnegative()), 0),
     lastMarker: z._default(z.nullable(MarkerSchema), null),
@@ -248,6 +256,7 @@ export function newWatch(threadId: string, now: number): WatchedThread {
     armedAt: now,
     armOffset: null,
     rolloutPath: null,
+    runsOn: null,
     rolloutOffset: 0,
     lastMarker: null,
     modelBlockOffset: null,
@@ -288,7 +297,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** The recovery a state keeps scheduled (also while the limiter holds it), or null. */
 export function scheduledOf(state: WatchState): ScheduledState | null {
   if (state.kind === 'backoff' || state.kind === 'usageLimited') return state;
-  return state.kind === 'waitingSlot' ? state.held : null;
+  return state.kind === 'waitingSlot' || state.kind === 'waitingProbe' ? state.held : null;
 }
 
 /** Whether the engine is waiting to re-activate this thread's goal. */
@@ -304,7 +313,7 @@ export function isScheduled(state: WatchState): boolean {
  */
 export function canRetryNow(w: WatchedThread): boolean {
   const k = w.state.kind;
-  if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot') return true;
+  if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot' || k === 'waitingProbe') return true;
   if (k === 'gaveUp' || k === 'budgetSpent') return w.lastFailure !== null;
   if (k === 'elsewhere') return w.state.retryable;
   return waitsForLoad(w);

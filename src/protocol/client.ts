@@ -36,6 +36,7 @@ import {
   ThreadResultSchema,
   ThreadStartedSchema,
   ThreadStatusChangedSchema,
+  TokenUsageSchema,
   TurnNotificationSchema,
   TurnsListResultSchema,
 } from './schema';
@@ -368,6 +369,8 @@ class JsonRpcDaemon implements DaemonSession {
         return read(TurnNotificationSchema, (p) => l.turnStarted(p.threadId, p.turn));
       case 'turn/completed':
         return read(TurnNotificationSchema, (p) => l.turnCompleted(p.threadId, p.turn));
+      case 'thread/tokenUsage/updated':
+        return read(TokenUsageSchema, (p) => l.responseCompleted(p.threadId));
       case 'error':
         return read(ErrorNotificationSchema, (p) => l.error(p.threadId, p.turnId ?? null, p.error, p.willRetry));
       case 'serverRequest/resolved':

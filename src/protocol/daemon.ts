@@ -16,6 +16,11 @@ export interface DaemonListener {
   turnStarted(threadId: string, turn: Turn): void;
   turnCompleted(threadId: string, turn: Turn): void;
   error(threadId: string, turnId: string | null, error: TurnError, willRetry: boolean): void;
+  /**
+   * `thread/tokenUsage/updated`: a model response on the thread came back whole, so its provider
+   * answers (docs/daemon-behaviour.md (p)). To subscribed connections only.
+   */
+  responseCompleted(threadId: string): void;
   /** A server-to-client request (an approval, user input). Never answered by this client. */
   serverRequest(threadId: string | null, requestId: RequestId, method: string): void;
   serverRequestResolved(threadId: string, requestId: RequestId): void;

@@ -85,6 +85,9 @@ export const ThreadSchema = z.object({
   ),
   /** Unix seconds; moves when the rollout is written (a turn, a goal change). Read from `thread/list`. */
   updatedAt: z.catch(z.number(), 0),
+  /** What the thread runs on (`"openai"`, `"gpt-5.5"`; the mock: `"mock"`, `"mock-model"`): an outage's group. */
+  modelProvider: z.catch(z.optional(z.nullable(z.string())), null),
+  model: z.catch(z.optional(z.nullable(z.string())), null),
 });
 export type Thread = z.infer<typeof ThreadSchema>;
 
@@ -145,6 +148,8 @@ export const ThreadIdSchema = z.object({ threadId: z.string() });
 export const ThreadStatusChangedSchema = z.object({ threadId: z.string(), status: ThreadStatusSchema });
 export const ThreadStartedSchema = z.object({ thread: ThreadSchema });
 export const TurnNotificationSchema = z.object({ threadId: z.string(), turn: TurnSchema });
+/** `thread/tokenUsage/updated`: a response came back whole (usage is counted only then). */
+export const TokenUsageSchema = z.object({ threadId: z.string(), turnId: z.optional(z.nullable(z.string())) });
 export const ErrorNotificationSchema = z.object({
   threadId: z.string(),
   turnId: z.optional(z.nullable(z.string())),
@@ -175,7 +180,6 @@ export const OPT_OUT_NOTIFICATIONS = [
   'rawResponse/completed',
   'command/exec/outputDelta',
   'process/outputDelta',
-  'thread/tokenUsage/updated',
   'turn/diff/updated',
   'turn/plan/updated',
   'thread/realtime/outputAudio/delta',

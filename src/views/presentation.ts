@@ -21,6 +21,7 @@ const ICONS: Record<WatchStateKind, [string, string?]> = {
   codexRetrying: ['sync', 'charts.blue'],
   backoff: ['history', 'charts.orange'],
   waitingSlot: ['watch', 'charts.orange'],
+  waitingProbe: ['beaker', 'charts.orange'],
   turnEnding: ['loading~spin', 'charts.orange'],
   recovering: ['debug-restart', 'charts.blue'],
   usageLimited: ['watch', 'charts.yellow'],
@@ -100,6 +101,13 @@ export function tooltip(
   const due = dueAt(w);
   if (w.state.kind === 'waitingSlot')
     rows.push([vscode.l10n.t('Next try'), vscode.l10n.t('its recovery slot, {0}', clockTime(w.state.slotAt, now))]);
+  else if (w.state.kind === 'waitingProbe')
+    rows.push([
+      vscode.l10n.t('Next try'),
+      vscode.l10n.t(
+        'once the probe of this outage (another goal on the same provider, tried first) gets an answer; if it fails again, at its next step',
+      ),
+    ]);
   else if (due !== null) rows.push([vscode.l10n.t('Next try'), clockTime(due, now)]);
   else if (waitsForLoad(w))
     rows.push([vscode.l10n.t('Next try'), vscode.l10n.t('when a client opens the thread, or Retry now (loads it)')]);

@@ -18,10 +18,17 @@ export function heldBy(w: WatchedThread, snap: Pick<EngineSnapshot, 'pausedAt' |
 }
 
 /**
- * The short description. A held recovery says what holds it first and when it was due as a time
+ * The short description (`probeFor`: how many goals wait for this one as their outage's probe).
+ * A held recovery says what holds it first and when it was due as a time
  * of day (nothing counts down while it is held: the status bar ticks only for a live countdown).
  */
-export function rowDescription(w: WatchedThread, held: Held, now: number): string {
+export function rowDescription(w: WatchedThread, held: Held, now: number, probeFor = 0): string {
+  const text = stateText(w, held, now);
+  // The probe of an outage: the goals that wait for its verdict say so too.
+  return probeFor > 0 ? vscode.l10n.t('{0} · probe for {1}', text, probeFor) : text;
+}
+
+function stateText(w: WatchedThread, held: Held, now: number): string {
   const s = w.state;
   if (held !== null) {
     const what =
@@ -52,6 +59,8 @@ export function rowDescription(w: WatchedThread, held: Held, now: number): strin
     }
     case 'waitingSlot':
       return vscode.l10n.t('queued · {0}', formatDuration(Math.max(0, s.slotAt - now)));
+    case 'waitingProbe':
+      return vscode.l10n.t('waiting for the probe · {0}', formatDuration(Math.max(0, now - (dueAt(w) ?? now))));
     case 'turnEnding':
       return w.goal?.status === 'usageLimited'
         ? vscode.l10n.t('usage limit · turn ending')

@@ -56,7 +56,7 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
     item.id = `thread:${w.threadId}`;
     // What holds a scheduled recovery back, said first on its row: the user's pause, the daemon away.
     const held = heldBy(w, snap);
-    item.description = rowDescription(w, held, now);
+    item.description = rowDescription(w, held, now, probeCounts(snap).get(w.threadId) ?? 0);
     item.iconPath = held === 'paused' ? stateIcon('paused') : stateIcon(w.state.kind);
     item.tooltip = tooltip(w, now, snap.maxAttempts, held, snap.policy?.recoveryBudget ?? null);
     item.contextValue = contextValue(w);
@@ -71,6 +71,19 @@ export class WatchTree implements vscode.TreeDataProvider<TreeNode> {
   dispose(): void {
     this.changed.dispose();
   }
+}
+
+/** How many goals wait for each probe, once per snapshot (a row is drawn many times per snapshot). */
+const probeCountsOf = new WeakMap<EngineSnapshot, Map<string, number>>();
+function probeCounts(snap: EngineSnapshot): Map<string, number> {
+  let counts = probeCountsOf.get(snap);
+  if (!counts) {
+    counts = new Map();
+    for (const x of snap.watches)
+      if (x.state.kind === 'waitingProbe') counts.set(x.state.probe, (counts.get(x.state.probe) ?? 0) + 1);
+    probeCountsOf.set(snap, counts);
+  }
+  return counts;
 }
 
 /** Titles longer than this are cut (with "…") in the row's label. */

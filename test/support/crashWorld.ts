@@ -367,6 +367,16 @@ export class CrashWorld {
   paused = false;
   /** When the person resumed auto-recovery, and when an engine restarted after a crash or took over. */
   private readonly resumeTimes: number[] = [];
+  /**
+   * When a turn completed successfully (the provider answered): every goal here runs on the mock,
+   * so a failure older than one may be recovered at once (src/core/outage.ts, `releasedBy`).
+   */
+  private readonly answerTimes: number[] = [];
+  /**
+   * Turns that began on the mock after a failure, as a probe may (an automatic set, a person's
+   * resume): a goal due meanwhile may wait for its verdict, at most the backoff cap.
+   */
+  private readonly probeStarts: { threadId: string; at: number }[] = [];
   private readonly restartTimes: number[] = [];
   /** Failed turns a stalled engine had due within its freeze (`threadId/turnId`): who recovers them. */
   private readonly dueAtStall = new Set<string>();
@@ -868,6 +878,7 @@ export class CrashWorld {
     this.settleApprovals(id);
     t.turn = testTurn(t.turn.id, 'completed');
     t.status = { type: 'idle' };
+    this.answerTimes.push(this.clock.now());
     this.daemon.notifySubscribed(id, 'turn/completed', { threadId: id, turn: t.turn });
     if (goalDone) {
       t.goal = testGoal(id, 'complete');
@@ -889,6 +900,7 @@ export class CrashWorld {
       t.goal = testGoal(id, 'blocked');
       t.turn = testTurn(t.turn.id, 'completed');
       t.status = { type: 'idle' };
+      this.answerTimes.push(this.clock.now());
       this.daemon.notify('thread/goal/updated', { threadId: id, turnId: t.turn.id, goal: t.goal });
       this.daemon.notifySubscribed(id, 'turn/completed', { threadId: id, turn: t.turn });
       this.daemon.notify('thread/status/changed', { threadId: id, status: t.status });
@@ -915,6 +927,7 @@ export class CrashWorld {
     t.status = { type: 'active', activeFlags: [] };
     this.daemon.notify('thread/status/changed', { threadId: id, status: t.status });
     this.daemon.notifySubscribed(id, 'turn/started', { threadId: id, turn: t.turn });
+    this.probeStarts.push({ threadId: id, at: this.clock.now() });
     f.cause = null;
     f.failedAt = null;
     f.failuresSinceActivation = 0;
@@ -1031,7 +1044,8 @@ export class CrashWorld {
     const due = w.lastFailure?.turnId === turnId ? w.lastFailure.dueAt : null;
     if (due === null) return this.fail(`${what}: the disk holds no due time for the failure`);
     const now = this.clock.now();
-    const retried = f.retryNowAt >= (f.failedAt ?? 0);
+    // The provider answered since the failure (a turn completed): its recovery may be due at once.
+    const retried = f.retryNowAt >= (f.failedAt ?? 0) || this.answerTimes.some((t) => t >= (f.failedAt ?? 0));
     if (!retried && due < (f.failedAt ?? 0) + this.options.baseDelayMs / 2)
       return this.fail(`${what}: due ${due - (f.failedAt ?? 0)} ms after the failure, less than the shortest backoff`);
     if (!retried && now < due) return this.fail(`${what}: sent at ${now}, before the due time on disk ${due}`);
@@ -1043,6 +1057,7 @@ export class CrashWorld {
       this.stallPhases.push('the new engine recovered what the stalled one had due');
     f.cause = null;
     this.sets.push({ threadId: id, failedTurnId: turnId, at: now, due: due });
+    this.probeStarts.push({ threadId: id, at: now });
     this.log.push(
       `+${this.at()} s ${id}: automatic set for ${turnId} (${Math.round((now - due) / 100) / 10} s after its due time)`,
     );
@@ -1060,11 +1075,16 @@ export class CrashWorld {
       const f = this.fact(set.threadId);
       if (f.retryNowAt >= (f.failedAt ?? 0)) continue;
       const before = (times: number[]) => Math.max(0, ...times.filter((t) => t <= set.at));
+      // One outage, one probe (src/core/outage.ts): every goal here runs on the mock and fails
+      // alike, so one group. A goal due while another's recovery is out as the probe waits for
+      // its verdict, at most the backoff cap after the probe's set.
+      const probeAt = before(this.probeStarts.filter((x) => x.threadId !== set.threadId).map((x) => x.at));
       const from = Math.max(
         set.due,
         before(this.resumeTimes),
         before(this.restartTimes),
         f.rearmedAt <= set.at ? f.rearmedAt : 0,
+        probeAt > 0 ? Math.min(set.at, probeAt + this.options.maxDelayMs) : 0,
       );
       if (set.at > from + slack) {
         throw new Error(
@@ -1093,6 +1113,14 @@ export class CrashWorld {
       }
       const w = this.disk().watches[f.id];
       if (w?.state.kind === 'gaveUp') {
+        // Given up with its outage's probe: another goal of its group failed past the limit.
+        const withProbe = [...this.facts.values()].some(
+          (g) => g !== f && g.failuresSinceActivation > this.options.maxAttempts,
+        );
+        if (withProbe && f.failuresSinceActivation <= this.options.maxAttempts) {
+          cases.push('gave up with its outage’s probe');
+          continue;
+        }
         if (f.failuresSinceActivation <= this.options.maxAttempts)
           throw new Error(
             `${f.id}: gave up after ${f.failuresSinceActivation} failed turns (the limit is ${this.options.maxAttempts})\n  ${this.log.join('\n  ')}`,

@@ -61,6 +61,9 @@ export interface FakeThread {
   elsewhere?: boolean;
   /** `thread/list`'s updatedAt (unix seconds); default the goal's updatedAt. */
   updatedAt?: number;
+  /** What the thread runs on (`thread/read`'s modelProvider and model); default the mock's. */
+  modelProvider?: string;
+  model?: string;
 }
 export interface WireMessage {
   id?: string | number;
@@ -449,6 +452,19 @@ export class FakeDaemon {
     }
   }
 
+  /**
+   * A model response on the thread's running turn came back whole: `thread/tokenUsage/updated` to
+   * the subscribed connections (measured, docs/daemon-behaviour.md (p)).
+   */
+  answer(id: string): void {
+    const t = this.thread(id);
+    this.notifySubscribed(id, 'thread/tokenUsage/updated', {
+      threadId: id,
+      turnId: t.turn.id,
+      tokenUsage: { total: { totalTokens: 120 }, last: { totalTokens: 120 }, modelContextWindow: null },
+    });
+  }
+
   /** Drops every open connection, like a daemon that died. */
   disconnect(reason = 'EOF'): void {
     for (const c of this.open()) c.close(reason);
@@ -648,6 +664,8 @@ export class FakeDaemon {
       path: t.path,
       preview: 'fake thread',
       name: t.name,
+      modelProvider: t.modelProvider ?? 'mock',
+      model: t.model ?? 'mock-model',
       cwd: this.dir,
       updatedAt: this.updatedAtOf(t),
       turns: [],

@@ -25,3 +25,11 @@ export function healthyFleet(dir: string, n: number): { daemon: FakeDaemon; ids:
   }
   return { daemon, ids };
 }
+
+/**
+ * Each thread on a provider of its own: no two goals share an outage (src/core/outage.ts), so
+ * their due recoveries meet only the global limiter, as goals on different providers do.
+ */
+export function ownProviders(d: FakeDaemon, ids: readonly string[]): void {
+  for (const id of ids) d.thread(id).modelProvider = `provider-of-${id}`;
+}

@@ -87,6 +87,7 @@ export const READS: readonly Read[] = [
   notification('turn/started', 'TurnNotificationSchema'),
   notification('turn/completed', 'TurnNotificationSchema'),
   notification('error', 'ErrorNotificationSchema'),
+  notification('thread/tokenUsage/updated', 'TokenUsageSchema'),
   notification('serverRequest/resolved', 'ServerRequestResolvedSchema'),
   notification('account/rateLimits/updated', 'RateLimitsUpdatedSchema'),
   ...schemas.SERVER_REQUEST_METHODS.map((m): Read => ({

@@ -65,6 +65,9 @@ export class RecordingListener implements DaemonListener {
   serverRequestResolved(threadId: string, requestId: RequestId): void {
     this.events.push(['serverRequestResolved', threadId, requestId]);
   }
+  responseCompleted(threadId: string): void {
+    this.events.push(['responseCompleted', threadId]);
+  }
   rateLimitsUpdated(snapshot: RateLimitSnapshot): void {
     this.events.push(['rateLimitsUpdated', snapshot.primary?.resetsAt ?? null, snapshot.rateLimitReachedType ?? null]);
   }

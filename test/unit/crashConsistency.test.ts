@@ -41,12 +41,18 @@
 //   the thread disarmed or an approval pending; never twice for one failed turn, across every
 //   crash and stall, from either engine; never without the intent (pending) on disk; never before
 //   the due time on disk, nor before the earliest due time any crash or takeover started from
-//   (unless the person pressed Retry now), nor sooner after the failure than the shortest backoff.
+//   (unless the person pressed Retry now, or a turn on the provider completed since the failure:
+//   an outage's recoveries are released at once), nor sooner after the failure than the shortest
+//   backoff (likewise).
 // Checked after the last step, once the engine has had time to act (CrashWorld.verifyLiveness):
 //   liveness — every transient failure of a goal that nothing superseded (no person, no newer
 //   turn, no give-up after more than maxAttempts failures) was recovered, no later than its due
 //   time (or the restart, or the person's resume) plus one resync interval plus the limiter's
-//   spacing for the threads of the run (the restart: a crash's or a takeover's). A goal whose
+//   spacing for the threads of the run (the restart: a crash's or a takeover's), or, when another
+//   goal's turn began after the failure (its recovery, a person's resume: every goal here runs on
+//   the mock, one outage group), no later than that turn's start plus the backoff cap (a goal
+//   waits for its outage's probe, src/core/outage.ts); a goal given up with its outage's probe
+//   (another goal failed past the limit) is a case of its own. A goal whose
 //   arming was not on disk at a crash (nor in what a takeover started from), and that the new
 //   engine then never adopted (it saw it already blocked), is the documented old-block rule:
 //   counted as its own case.

@@ -19,7 +19,7 @@ import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { FaultProxy } from '../support/faultProxy';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
-import { failByEvents } from '../support/fleet';
+import { failByEvents, ownProviders } from '../support/fleet';
 import { goalEvent, modelGoalCall, noiseLine, realMarker, RolloutWriter } from '../support/rolloutLines';
 import { rng } from '../support/random';
 
@@ -427,7 +427,11 @@ describe('engine', () => {
 
   it('limits recoveries globally: a burst, then one per interval', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e'];
-    const h = await armed({}, ids); // the shipped limiter: a burst of 3, then one per 5 s;
+    // Goals on five providers: five outages, no probe to wait for (test/unit/outageProbe.test.ts).
+    const daemon = new FakeDaemon(fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-')));
+    for (const id of ids) daemon.addThread(id);
+    ownProviders(daemon, ids);
+    const h = await armed({ daemon }, []); // the shipped limiter: a burst of 3, then one per 5 s;
     for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
     await h.settle();
     await h.advance(BASE);
@@ -441,15 +445,21 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 5);
   });
 
-  it('spaces a stampede: 100 goals blocked by one outage are not all re-activated within a minute', async () => {
+  it('spaces a stampede: 100 goals blocked by one outage, one probe, then once the provider answers not all within a minute', async () => {
     const ids = Array.from({ length: 100 }, (_, i) => `t${i}`);
     const h = await armed({}, ids);
     for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
     await h.settle();
     await h.advance(BASE + 1_000);
-    assert.equal(h.daemon.count('thread/goal/set'), 3, 'more than the burst within the first second');
-    await h.advance(60_000 - 1_000);
-    const inAMinute = h.daemon.count('thread/goal/set');
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'one probe for the outage');
+    const probe = ids.find((id) => h.engine.watch(id)?.recovered.length === 1)!;
+    await h.advance(10 * INTERVAL);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the others wait for its verdict');
+    h.daemon.answer(probe); // the provider is back: the other 99 are released, through the limiter
+    await h.settle();
+    assert.equal(h.daemon.count('thread/goal/set'), 4, 'more than the burst at the answer');
+    await h.advance(60_000);
+    const inAMinute = h.daemon.count('thread/goal/set') - 1; // the probe's aside
     assert.equal(inAMinute, 3 + Math.floor(60_000 / INTERVAL), 'not one per interval after the burst');
     for (let i = 0; i < 100 && h.daemon.count('thread/goal/set') < 100; i++) await h.advance(INTERVAL);
     assert.equal(h.daemon.count('thread/goal/set'), 100, 'a held recovery was lost');

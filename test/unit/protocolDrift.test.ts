@@ -73,6 +73,8 @@ describe('the walk of the zod schemas', () => {
       preview: 'tolerant',
       name: 'optional',
       updatedAt: 'tolerant',
+      modelProvider: 'tolerant',
+      model: 'tolerant',
     });
     assert.deepEqual(
       thread.fields.get('path')?.alts.map((a) => a.t),

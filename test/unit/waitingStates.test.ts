@@ -3,6 +3,8 @@
 // snapshot; a blocked goal whose failed turn has not ended yet shows as `turnEnding`.
 // Shipped defaults (DEFAULT_OPTIONS): backoff base 30 s (jitter pinned to the full delay), a
 // burst of 3 recoveries then one per 5 s, the 200 ms preparation. The fake daemon is strict.
+// The goals run on providers of their own (`ownProviders`): failures that shared one outage
+// would wait for one probe (test/unit/outageProbe.test.ts) instead of meeting the limiter.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -14,7 +16,7 @@ import { describeState } from '../../src/model/stateText';
 import { FakeClock } from '../support/fakeClock';
 import { FakeDaemon } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
-import { failByEvents } from '../support/fleet';
+import { failByEvents, ownProviders } from '../support/fleet';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const harnesses: Harness[] = [];
@@ -27,6 +29,7 @@ async function armed(ids: string[]): Promise<Harness> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-waiting-'));
   const daemon = new FakeDaemon(dir);
   for (const id of ids) daemon.addThread(id);
+  ownProviders(daemon, ids);
   const h = await makeHarness({ dir, daemon });
   harnesses.push(h);
   return h;
@@ -110,6 +113,7 @@ describe('a restart while recoveries wait for their slot', () => {
       const statePath = path.join(dir, 'state.json');
       const daemon = new FakeDaemon(dir);
       for (const id of ids) daemon.addThread(id);
+      ownProviders(daemon, ids);
       const clock = new FakeClock();
       const first = await makeHarness({ dir, daemon, clock, store: new JsonFileStore(statePath) });
       harnesses.push(first);

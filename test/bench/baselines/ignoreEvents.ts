@@ -13,6 +13,7 @@ export const IGNORE_EVENTS: DaemonListener = {
   serverRequest: () => undefined,
   serverRequestResolved: () => undefined,
   rateLimitsUpdated: () => undefined,
+  responseCompleted: () => undefined,
   protocolProblem: () => undefined,
   closed: () => undefined,
 };

@@ -1,0 +1,99 @@
+// One outage, one probe (docs/architecture.md, "Outages"): the goals that the same kind of
+// failure blocked on the same provider and model form a group. While one of them is out as the
+// probe, the others' due recoveries wait for its verdict instead of each failing again: the
+// provider answering (a response completed on any thread that runs on it) releases them at once,
+// through the global limiter; the probe failing again moves them to its next backoff step. A
+// goal alone in its group is recovered as it always was. Pure, like policy.ts: no I/O, no clock
+// reads, no `await`; the schedule (schedule.ts) and the outcomes (outcomes.ts) carry it out.
+import { scheduledOf, type WatchedThread, type WatchState } from '../model/watch';
+
+/**
+ * The kind of a transient failure, as far as an outage goes: failures of one kind on one provider
+ * share their cause. Null: not a provider's failure (a rejected set), never grouped.
+ */
+export function outageKind(code: string): string | null {
+  switch (code) {
+    case 'internalServerError':
+    case 'serverOverloaded':
+    case 'responseTooManyFailedAttempts':
+      return 'server error';
+    case 'rateLimitExceeded':
+      return 'rate limit';
+    case 'responseStreamDisconnected':
+    case 'responseStreamConnectionFailed':
+    case 'httpConnectionFailed':
+    case 'other':
+      return 'connection';
+    default:
+      return null;
+  }
+}
+
+/** The group of a goal whose failure is a provider's (`runsOn · kind`), or null: never grouped. */
+export function outageGroup(w: Readonly<Pick<WatchedThread, 'runsOn' | 'lastFailure'>>): string | null {
+  if (w.runsOn === null || w.lastFailure === null) return null;
+  const kind = outageKind(w.lastFailure.code);
+  return kind === null ? null : `${w.runsOn} · ${kind}`;
+}
+
+/** States in which a goal whose recovery went out has no verdict yet: its turn has not ended. */
+const AWAITING_VERDICT = new Set<WatchState['kind']>(['running', 'codexRetrying', 'turnEnding']);
+
+/** What is known right now of a goal that may be out as a probe (none of it is on disk). */
+export interface ProbeFacts {
+  /** The last response completed on its provider (ms), null: none seen in this run. */
+  readonly answeredAt: number | null;
+  /** Its newest turn has ended (completed, failed, interrupted): null when no turn is known yet. */
+  readonly turnEnded: boolean | null;
+  readonly now: number;
+  /** The longest a probe's verdict is waited for (the backoff cap): then the others go on their own. */
+  readonly verdictWithinMs: number;
+}
+
+/**
+ * Whether this goal is out as a probe: its recovery is being sent, or went out after its failure
+ * and took effect, and its turn has not ended, and no response completed on its provider since,
+ * for at most `verdictWithinMs`. Read from what is on disk (the failure, the recovery's count, the
+ * recovered turns) and the turn the daemon shows, so a restarted engine knows its probe; the
+ * provider's answer is known to this run alone (after a restart, the turn's end speaks instead).
+ */
+export function isProbing(w: Readonly<WatchedThread>, p: ProbeFacts): boolean {
+  const f = w.lastFailure;
+  if (f === null || w.failures === 0 || outageGroup(w) === null) return false;
+  if (w.state.kind === 'recovering') return true;
+  const sentAt = w.recoveries.at(-1);
+  if (sentAt === undefined || sentAt < f.at || !w.recovered.includes(f.turnId)) return false;
+  if (p.answeredAt !== null && p.answeredAt >= sentAt) return false;
+  if (p.turnEnded === true || p.now - sentAt > p.verdictWithinMs) return false;
+  return AWAITING_VERDICT.has(w.state.kind);
+}
+
+/**
+ * Whether the provider's answer brings this goal's recovery forward to now: a recovery scheduled
+ * (not a usage limit's: that waits for its reset) for a provider's failure on the provider that
+ * answered, older than the answer, and not due yet or waiting for a probe.
+ */
+export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, at: number): boolean {
+  const scheduled = scheduledOf(w.state);
+  const f = w.lastFailure;
+  if (scheduled?.kind !== 'backoff' || f === null || f.dueAt === null) return false;
+  if (w.runsOn !== runsOn || outageGroup(w) === null || f.at >= at) return false;
+  return f.dueAt > at || w.state.kind === 'waitingProbe';
+}
+
+/**
+ * A goal that waited for `probe`, which failed again (its consecutive failures now `probeFailures`,
+ * its next recovery due at `probeDueAt`): it takes the probe's step, so the group is tried again
+ * together and gives up together. Its own count never goes back, nor its due time forward past
+ * the probe's.
+ */
+export function followProbe(
+  w: Readonly<WatchedThread>,
+  probeFailures: number,
+  probeDueAt: number,
+): { failures: number; dueAt: number } {
+  return {
+    failures: Math.max(w.failures, probeFailures),
+    dueAt: Math.max(w.lastFailure?.dueAt ?? probeDueAt, probeDueAt),
+  };
+}

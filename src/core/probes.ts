@@ -1,0 +1,151 @@
+// The probe of an outage, carried out (the rules are outage.ts's): which goal of a group is out
+// as the probe, holding the others' due recoveries for it, and the provider's answer that
+// releases them. The probe's failure moves them on in outcomes.ts (`followTheProbe`), where every
+// failure is counted.
+import { type PersistedState, scheduledOf, type WatchedThread } from '../model/watch';
+import type { EngineCore } from './core';
+import { isProbing, outageGroup, releasedBy } from './outage';
+
+export class Probes {
+  /**
+   * Threads that may be out as a probe (a superset, checked on use): each whose recovery started
+   * in this run, and after a load every goal with a failure counted, as a probe's recovery may
+   * have gone out before the engine stopped or crashed (read back from what is on disk).
+   */
+  private readonly candidates = new Set<string>();
+  private seededFor: PersistedState | null = null;
+  /** When a response last completed on each provider, in this run (`runsOn` → ms). */
+  private readonly answeredAt = new Map<string, number>();
+
+  constructor(
+    private readonly core: EngineCore,
+    /** Whether a thread's recovery attempt is under way (started, its set not yet known). */
+    private readonly attempting: (threadId: string) => boolean,
+  ) {}
+
+  /** Grouping is on (always, but in the bench's per-goal baseline). */
+  get enabled(): boolean {
+    return this.core.options.groupOutages;
+  }
+
+  /**
+   * The group a due recovery belongs to, or null: it goes alone (also once its provider answered
+   * after its failure: released, it waits for no probe).
+   */
+  groupOf(w: WatchedThread): string | null {
+    if (!this.enabled || scheduledOf(w.state)?.kind !== 'backoff') return null;
+    const answered = w.runsOn === null ? undefined : this.answeredAt.get(w.runsOn);
+    if (answered !== undefined && w.lastFailure !== null && answered > w.lastFailure.at) return null;
+    return outageGroup(w);
+  }
+
+  /**
+   * A grouped recovery started: its goal is out as its group's probe until a verdict. Said when
+   * others of the group have a recovery scheduled (they will wait for it).
+   */
+  started(w: WatchedThread, group: string): void {
+    this.candidates.add(w.threadId);
+    let others = 0;
+    for (const x of this.core.scheduledWatches()) if (x !== w && this.groupOf(x) === group) others += 1;
+    if (others > 0) this.core.emit({ type: 'probe', threadId: w.threadId, group, others });
+  }
+
+  /** The goal out as this group's probe, or null: none is. */
+  probeOf(group: string): string | null {
+    this.seed();
+    for (const threadId of this.candidates) {
+      const w = this.core.state.watches[threadId];
+      if (!w || !this.isOut(w)) {
+        if (!this.attempting(threadId)) this.candidates.delete(threadId);
+        continue;
+      }
+      if (outageGroup(w) === group) return threadId;
+    }
+    return null;
+  }
+
+  /** Holds a due recovery for its group's probe (said once: the state says it from then on). */
+  hold(w: WatchedThread, probe: string): void {
+    const scheduled = scheduledOf(w.state);
+    if (scheduled?.kind !== 'backoff') return;
+    if (w.state.kind === 'waitingProbe' && w.state.probe === probe) return;
+    this.core.setState(w, { kind: 'waitingProbe', probe, held: scheduled }, true);
+    this.core.emit({ type: 'skipped', threadId: w.threadId, reason: 'waiting for the probe', detail: probe });
+  }
+
+  /**
+   * Recoveries held for a probe that is out no more (its recovery called off, a person's pause,
+   * its budget spent, a restart that lost the provider's answer): due as scheduled again, so the
+   * next due pass picks a new probe. True when any was.
+   */
+  releaseOrphans(): boolean {
+    let released = false;
+    for (const w of this.core.scheduledWatches()) {
+      if (w.state.kind !== 'waitingProbe') continue;
+      const probe = this.core.state.watches[w.state.probe];
+      if (probe && outageGroup(probe) === outageGroup(w) && (this.attempting(probe.threadId) || this.isOut(probe)))
+        continue;
+      this.core.setState(w, w.state.held, true);
+      released = true;
+    }
+    if (released) this.core.changed();
+    return released;
+  }
+
+  /**
+   * A response completed on a thread (`thread/tokenUsage/updated`, or its turn completed): its
+   * provider answers. Every recovery scheduled for a provider's failure there, older than the
+   * answer, is due now (saved: a restart keeps it), through the global limiter. True when any was.
+   */
+  answered(threadId: string): boolean {
+    const runsOn = this.core.state.watches[threadId]?.runsOn;
+    if (!this.enabled || runsOn == null) return false;
+    const now = this.core.now();
+    this.answeredAt.set(runsOn, now);
+    let released = 0;
+    for (const w of this.core.scheduledWatches()) {
+      if (!releasedBy(w, runsOn, now) || w.lastFailure === null) continue;
+      w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt ?? now, now);
+      if (w.state.kind === 'waitingProbe') this.core.setState(w, w.state.held, true);
+      this.core.mark(w.threadId);
+      this.core.emit({
+        type: 'released',
+        threadId: w.threadId,
+        by: threadId,
+        reason: `the provider (${runsOn}) answered on another goal: recovered now, not at its backoff`,
+      });
+      released += 1;
+    }
+    if (released > 0) this.core.changed();
+    return released > 0;
+  }
+
+  /**
+   * Until when a probe's verdict is waited for (its set plus the backoff cap), or null: its set is
+   * under way (its end reschedules), or none is known.
+   */
+  waitedUntil(probe: string): number | null {
+    const w = this.core.state.watches[probe];
+    const sentAt = w?.recoveries.at(-1);
+    if (!w || sentAt === undefined || this.attempting(probe) || w.state.kind === 'recovering') return null;
+    return sentAt + this.core.options.maxDelayMs + 1;
+  }
+
+  private isOut(w: WatchedThread): boolean {
+    if (this.attempting(w.threadId)) return true;
+    const turn = this.core.live.get(w.threadId)?.turn ?? null;
+    return isProbing(w, {
+      answeredAt: w.runsOn === null ? null : (this.answeredAt.get(w.runsOn) ?? null),
+      turnEnded: turn === null ? null : turn.status !== 'inProgress',
+      now: this.core.now(),
+      verdictWithinMs: this.core.options.maxDelayMs,
+    });
+  }
+
+  private seed(): void {
+    const state = this.core.state;
+    if (this.seededFor === state) return;
+    this.seededFor = state;
+    for (const w of Object.values(state.watches)) if (w.failures > 0 && w.lastFailure) this.candidates.add(w.threadId);
+  }
+}

@@ -1,0 +1,234 @@
+// One outage, one probe (issue 24, src/core/outage.ts, probes.ts): goals that the same kind of
+// failure blocked on the same provider and model wait for one of them, the probe, instead of each
+// failing again; the provider's answer releases them, the probe failing again moves them on
+// together, and they give up together. A lone goal, or goals on another provider, go as before.
+//
+// Shipped defaults (DEFAULT_OPTIONS): backoff base 30 s with the jitter pinned to the full nominal
+// delay (the harness's random), cap 30 min, 6 attempts, the limiter's burst of 3 then one per 5 s,
+// a budget of 12. The fake daemon is strict (a second set for one failed turn, a set on a goal not
+// blocked, fail the test at once); sets are counted from its own record.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { FakeDaemon, testTurn } from '../support/fakeDaemon';
+import { failByEvents } from '../support/fleet';
+import { makeHarness, type Harness } from '../support/engineHarness';
+import { MemoryStore } from '../support/memoryStore';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const BASE = DEFAULT_OPTIONS.baseDelayMs;
+const MAX = DEFAULT_OPTIONS.maxAttempts;
+
+const harnesses: Harness[] = [];
+after(async () => {
+  for (const h of harnesses) await h.cleanup();
+});
+
+const ids = (n: number, prefix = 'goal') =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
+
+/** Armed goals, all running; `provider` names what each runs on (default the mock's). */
+async function fleet(
+  threads: string[],
+  opts: { provider?: (id: string) => string; store?: MemoryStore; dir?: string } = {},
+) {
+  const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
+  const daemon = new FakeDaemon(dir);
+  for (const id of threads) {
+    const t = daemon.addThread(id, 'active', testTurn('turn-1', 'inProgress'));
+    t.status = { type: 'active', activeFlags: [] };
+    const provider = opts.provider?.(id);
+    if (provider) t.modelProvider = provider;
+  }
+  const h = await makeHarness({ dir, daemon, store: opts.store ?? new MemoryStore() });
+  harnesses.push(h);
+  for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', id);
+  return h;
+}
+
+/** Every automatic set the daemon took, per thread. */
+function setsOf(h: Harness): Map<string, number> {
+  const per = new Map<string, number>();
+  for (const [key, n] of h.daemon.automaticSets) {
+    const id = key.split('/')[0];
+    per.set(id, (per.get(id) ?? 0) + n);
+  }
+  return per;
+}
+const totalSets = (h: Harness) => [...setsOf(h).values()].reduce((a, b) => a + b, 0);
+
+let turnNo = 100;
+/** The newest turn of each fails (HTTP 500 unless said), as the real daemon reports it. */
+async function outage(h: Harness, threads: string[], info: unknown = 'internalServerError') {
+  for (const id of threads) failByEvents(h.daemon, id, `turn-${(turnNo += 1)}`, info);
+  await h.settle();
+}
+
+const kinds = (h: Harness, threads: string[]) => threads.map((id) => h.engine.watch(id)?.state.kind);
+const probeOf = (h: Harness, id: string) => {
+  const s = h.engine.watch(id)?.state;
+  return s?.kind === 'waitingProbe' ? s.probe : null;
+};
+
+describe('one outage, one probe', () => {
+  it('10 goals blocked by one outage: one recovery goes out, the other 9 wait for it, without a slot', async () => {
+    const threads = ids(10);
+    const h = await fleet(threads);
+    await outage(h, threads);
+    assert.deepEqual(new Set(kinds(h, threads)), new Set(['backoff']));
+    await h.advance(BASE + 1_000);
+    assert.equal(totalSets(h), 1, `sets: ${JSON.stringify([...setsOf(h)])}`);
+    const [probe] = [...setsOf(h).keys()];
+    const waiting = threads.filter((id) => probeOf(h, id) === probe);
+    assert.equal(waiting.length, 9);
+    const said = h.decisions.filter((d) => d.type === 'probe');
+    assert.deepEqual(
+      said.map((d) => d.type === 'probe' && [d.threadId, d.others, d.group]),
+      [[probe, 9, 'mock/mock-model · server error']],
+    );
+    // Nothing more goes out however long the probe's turn runs (Codex retrying it, say).
+    await h.advance(10 * BASE);
+    assert.equal(totalSets(h), 1);
+    assert.equal(h.decisions.filter((d) => d.type === 'skipped' && d.reason === 'waiting for the probe').length, 9);
+  });
+
+  it('the probe gets an answer from the provider: the rest are released at once, through the limiter, each once', async () => {
+    const threads = ids(10);
+    const h = await fleet(threads);
+    await outage(h, threads);
+    await h.advance(BASE + 1_000);
+    const [probe] = [...setsOf(h).keys()];
+    h.daemon.answer(probe);
+    await h.settle();
+    const released = h.decisions.filter((d) => d.type === 'released');
+    assert.equal(released.length, 9);
+    assert.ok(released.every((d) => d.type === 'released' && d.by === probe));
+    // The limiter: 2 more of its burst of 3 at once, then one per 5 s.
+    assert.equal(totalSets(h), 3);
+    await h.advance(7 * DEFAULT_OPTIONS.limiterIntervalMs);
+    assert.equal(totalSets(h), 10);
+    assert.ok([...setsOf(h).values()].every((n) => n === 1));
+  });
+
+  it('the probe fails again: the group takes its next step together, one probe again, and gives up together', async () => {
+    const threads = ids(10);
+    const h = await fleet(threads);
+    await outage(h, threads);
+    for (let step = 1; step <= MAX; step++) {
+      await h.advance(Math.min(BASE * 2 ** (step - 1), DEFAULT_OPTIONS.maxDelayMs) + 1_000);
+      assert.equal(totalSets(h), step, `step ${step}: ${JSON.stringify(kinds(h, threads))}`);
+      const probe = h.engine.watches().find((w) => w.state.kind === 'running')!.threadId;
+      const others = threads.filter((id) => id !== probe);
+      assert.deepEqual(new Set(others.map((id) => probeOf(h, id))), new Set([probe]), `step ${step}`);
+      await outage(h, [probe]); // its recovered turn fails too: the provider is still down
+      if (step < MAX)
+        for (const id of threads)
+          assert.deepEqual(
+            [h.engine.watch(id)?.state.kind, h.engine.watch(id)?.failures],
+            ['backoff', step + 1],
+            `${id} after the probe's failure ${step}`,
+          );
+    }
+    assert.deepEqual(new Set(kinds(h, threads)), new Set(['gaveUp']));
+    // 6 wasted recoveries for the outage, where each goal alone would have spent 6: 60.
+    assert.equal(totalSets(h), MAX);
+    assert.equal(h.decisions.filter((d) => d.type === 'gave-up').length, 10);
+  });
+
+  it('any successful turn on the provider brings the due recoveries forward; another provider answering does not', async () => {
+    const threads = ids(4);
+    const h = await fleet([...threads, 'healthy', 'elsewhere'], {
+      provider: (id) => (id === 'elsewhere' ? 'another' : 'mock'),
+    });
+    await outage(h, threads);
+    await h.advance(1_000); // all four back off (30 s)
+    h.daemon.answer('elsewhere'); // another provider
+    await h.settle();
+    assert.equal(h.decisions.filter((d) => d.type === 'released').length, 0);
+    assert.equal(totalSets(h), 0);
+    h.daemon.answer('healthy'); // a goal on the same provider, running fine
+    await h.settle();
+    assert.equal(h.decisions.filter((d) => d.type === 'released').length, 4);
+    assert.equal(totalSets(h), 3, 'the burst of the limiter at once, not at the backoff');
+    await h.advance(DEFAULT_OPTIONS.limiterIntervalMs + 100);
+    assert.equal(totalSets(h), 4);
+  });
+
+  it('a lone goal, and goals of different kinds of failure, go as before: no probe, no wait', async () => {
+    const h = await fleet(['a', 'b', 'c']);
+    await outage(h, ['a'], 'internalServerError');
+    await outage(h, ['b'], 'rateLimitExceeded');
+    await outage(h, ['c'], { responseStreamDisconnected: { httpStatusCode: null } });
+    await h.advance(BASE + 1_000);
+    assert.equal(totalSets(h), 3);
+    assert.equal(h.decisions.filter((d) => d.type === 'probe' || d.type === 'skipped').length, 0);
+  });
+
+  it('a goal on another provider is not held by this provider’s probe', async () => {
+    const threads = ids(3);
+    const h = await fleet([...threads, 'other'], { provider: (id) => (id === 'other' ? 'another' : 'mock') });
+    await outage(h, [...threads, 'other']);
+    await h.advance(BASE + 1_000);
+    const sent = [...setsOf(h).keys()];
+    assert.equal(sent.length, 2, `sets: ${sent.join(', ')}`);
+    assert.ok(sent.includes('other'), 'the other provider’s goal went out on its own');
+    assert.equal(sent.filter((id) => threads.includes(id)).length, 1, 'one probe for the mock’s three');
+  });
+
+  it('the probe paused by a person: the others wait no more, and the next pass picks a new probe', async () => {
+    const threads = ids(3);
+    const h = await fleet(threads);
+    await outage(h, threads);
+    await h.advance(BASE + 1_000);
+    const [probe] = [...setsOf(h).keys()];
+    h.daemon.human(probe, 'paused');
+    await h.settle();
+    assert.equal(h.engine.watch(probe)?.state.kind, 'userIntent');
+    assert.equal(totalSets(h), 2, 'a new probe goes out');
+    const second = [...setsOf(h).keys()].find((id) => id !== probe)!;
+    assert.equal(
+      probeOf(
+        h,
+        threads.find((id) => id !== probe && id !== second)!,
+      ),
+      second,
+    );
+  });
+
+  it('a crash while the probe is out: the restarted engine reads its probe back from the store, the others still wait', async () => {
+    const threads = ids(5);
+    const store = new MemoryStore();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
+    const h = await fleet(threads, { store, dir });
+    await outage(h, threads);
+    await h.advance(BASE + 1_000);
+    assert.equal(totalSets(h), 1);
+    h.crash();
+    const h2 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
+    harnesses.push(h2);
+    await h2.advance(10 * BASE);
+    assert.equal(totalSets(h2), 1, `after the restart: ${JSON.stringify(kinds(h2, threads))}`);
+    const [probe] = [...setsOf(h2).keys()];
+    h2.daemon.answer(probe);
+    await h2.settle();
+    await h2.advance(3 * DEFAULT_OPTIONS.limiterIntervalMs);
+    assert.equal(totalSets(h2), 5);
+  });
+
+  it('grouping off (the bench’s per-goal baseline): each goal fails again on its own', async () => {
+    const threads = ids(4);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
+    const daemon = new FakeDaemon(dir);
+    for (const id of threads) {
+      const t = daemon.addThread(id, 'active', testTurn('turn-1', 'inProgress'));
+      t.status = { type: 'active', activeFlags: [] };
+    }
+    const h = await makeHarness({ dir, daemon, options: { groupOutages: false } });
+    harnesses.push(h);
+    await outage(h, threads);
+    await h.advance(BASE + 2 * DEFAULT_OPTIONS.limiterIntervalMs);
+    assert.equal(totalSets(h), 4);
+  });
+});
