@@ -1,0 +1,144 @@
+// The rules of an outage's group and probe (src/core/outage.ts), one case per row: pure, no
+// daemon, no clock. The engine carrying them out is test/unit/outageProbe.test.ts.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { followProbe, isProbing, outageGroup, outageKind, type ProbeFacts, releasedBy } from '../../src/core/outage';
+import { newWatch, type WatchedThread } from '../../src/model/watch';
+
+const NOW = 1_800_000_000_000;
+const CAP = 30 * 60_000;
+
+function failed(patch: Partial<WatchedThread> = {}, code = 'internalServerError'): WatchedThread {
+  const w = newWatch('t', NOW - 600_000);
+  w.runsOn = 'openai/gpt-5.5';
+  w.failures = 1;
+  w.lastFailure = { turnId: 'turn-1', message: 'boom', code, httpStatus: 500, at: NOW - 60_000, dueAt: NOW };
+  w.state = { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' };
+  return Object.assign(w, patch);
+}
+
+/** Its recovery went out 10 s ago and took effect: its turn runs. */
+const probeOut = (patch: Partial<WatchedThread> = {}) =>
+  failed({ state: { kind: 'running' }, recoveries: [NOW - 10_000], recovered: ['turn-1'], ...patch });
+
+/** A failure just over the cap ago. */
+const early = {
+  turnId: 'turn-1',
+  message: 'boom',
+  code: 'internalServerError',
+  httpStatus: 500,
+  at: NOW - CAP - 2,
+  dueAt: NOW,
+};
+
+const facts = (patch: Partial<ProbeFacts> = {}): ProbeFacts => ({
+  answeredAt: null,
+  turnEnded: false,
+  now: NOW,
+  verdictWithinMs: CAP,
+  ...patch,
+});
+
+describe('the kind of an outage', () => {
+  const rows: [string, string | null][] = [
+    ['internalServerError', 'server error'],
+    ['serverOverloaded', 'server error'],
+    ['responseTooManyFailedAttempts', 'server error'],
+    ['rateLimitExceeded', 'rate limit'],
+    ['responseStreamDisconnected', 'connection'],
+    ['responseStreamConnectionFailed', 'connection'],
+    ['httpConnectionFailed', 'connection'],
+    ['other', 'connection'],
+    ['usageLimitExceeded', null],
+    ['set rejected', null],
+    ['contextWindowExceeded', null],
+  ];
+  for (const [code, kind] of rows) test(`${code} → ${String(kind)}`, () => assert.equal(outageKind(code), kind));
+});
+
+describe('the group', () => {
+  test('provider and model, then the kind', () => assert.equal(outageGroup(failed()), 'openai/gpt-5.5 · server error'));
+  test('what it runs on not known → none', () => assert.equal(outageGroup(failed({ runsOn: null })), null));
+  test('no failure → none', () => assert.equal(outageGroup(failed({ lastFailure: null })), null));
+  test('not a provider’s failure → none', () => assert.equal(outageGroup(failed({}, 'set rejected')), null));
+});
+
+describe('out as the probe', () => {
+  const rows: [string, WatchedThread, Partial<ProbeFacts>, boolean][] = [
+    [
+      'its set is being sent (recovering)',
+      failed({ state: { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: NOW } }),
+      {},
+      true,
+    ],
+    ['its recovered turn runs, no answer yet', probeOut(), {}, true],
+    ['Codex retries its turn', probeOut({ state: { kind: 'codexRetrying', detail: 'x' } }), {}, true],
+    ['its goal blocked again, the turn not ended', probeOut({ state: { kind: 'turnEnding' } }), {}, true],
+    ['its turn ended', probeOut(), { turnEnded: true }, false],
+    ['no turn known yet (a restart before the look): still out', probeOut(), { turnEnded: null }, true],
+    ['the provider answered since its set', probeOut(), { answeredAt: NOW - 10_000 }, false],
+    ['the provider answered before its set only', probeOut(), { answeredAt: NOW - 10_001 }, true],
+    ['its set is older than the cap', probeOut({ recoveries: [NOW - CAP - 1], lastFailure: early }), {}, false],
+    ['its set exactly the cap ago', probeOut({ recoveries: [NOW - CAP], lastFailure: early }), {}, true],
+    ['no failure counted (a turn completed since)', probeOut({ failures: 0 }), {}, false],
+    ['the set went out before this failure', probeOut({ recoveries: [NOW - 60_001] }), {}, false],
+    ['the set at the failure’s very time', probeOut({ recoveries: [NOW - 60_000] }), {}, true],
+    ['never recovered (the set did not take effect)', probeOut({ recovered: [] }), {}, false],
+    ['no set at all', probeOut({ recoveries: [] }), {}, false],
+    ['paused by a person', probeOut({ state: { kind: 'userIntent', requested: 'paused', at: NOW } }), {}, false],
+    ['waiting for approval (the provider answered)', probeOut({ state: { kind: 'waitingApproval' } }), {}, false],
+    ['not grouped (what it runs on unknown)', probeOut({ runsOn: null }), {}, false],
+    ['still backing off', failed({ recoveries: [NOW - 10_000], recovered: ['turn-1'] }), {}, false],
+  ];
+  for (const [name, w, f, out] of rows) test(`${name} → ${out}`, () => assert.equal(isProbing(w, facts(f)), out));
+});
+
+describe('released by the provider’s answer', () => {
+  const at = NOW - 30_000; // the failure was 60 s before NOW
+  const rows: [string, WatchedThread, string, number, boolean][] = [
+    ['backing off, on that provider, older than the answer', failed(), 'openai/gpt-5.5', at, true],
+    [
+      'waiting for the probe',
+      failed({
+        state: { kind: 'waitingProbe', probe: 'p', held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
+      }),
+      'openai/gpt-5.5',
+      NOW + 1,
+      true,
+    ],
+    ['due already (the limiter has it)', failed(), 'openai/gpt-5.5', NOW, false],
+    ['another provider answered', failed(), 'openai/gpt-4.1', at, false],
+    ['the failure came after the answer', failed(), 'openai/gpt-5.5', NOW - 60_000, false],
+    [
+      'a usage limit (it waits for its reset)',
+      failed({ state: { kind: 'usageLimited', resetsAt: null } }),
+      'openai/gpt-5.5',
+      at,
+      false,
+    ],
+    ['a rejected set (no provider’s failure)', failed({}, 'set rejected'), 'openai/gpt-5.5', at, false],
+    ['nothing scheduled', failed({ state: { kind: 'gaveUp', attempts: 6 } }), 'openai/gpt-5.5', at, false],
+    [
+      'held by the limiter',
+      failed({
+        state: {
+          kind: 'waitingSlot',
+          slotAt: NOW + 5_000,
+          held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' },
+        },
+      }),
+      'openai/gpt-5.5',
+      at,
+      true,
+    ],
+  ];
+  for (const [name, w, runsOn, when, released] of rows)
+    test(`${name} → ${released}`, () => assert.equal(releasedBy(w, runsOn, when), released));
+});
+
+describe('following the probe', () => {
+  test('takes its count and its due time', () =>
+    assert.deepEqual(followProbe(failed(), 3, NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
+  test('never a lower count, nor an earlier due time than its own', () =>
+    assert.deepEqual(followProbe(failed({ failures: 4 }), 2, NOW - 1), { failures: 4, dueAt: NOW }));
+});
