@@ -370,10 +370,10 @@ export const MUTATIONS = [
   {
     id: 'probe-failure-not-followed',
     invariant: 'a probe that fails again moves its waiting goals to its next step, and they give up together',
-    fault: "the goals that waited for a probe keep their own schedule when it fails again",
+    fault: 'the goals that waited for a probe keep their own schedule when it fails again',
     file: 'src/core/outcomes.ts',
-    find: '    if (w.state.kind === \'waitingProbe\' && w.state.probe === probe.threadId && w.lastFailure !== null)',
-    replace: '    if (w.state.kind === \'waitingProbe\' && w.state.probe === \'\' && w.lastFailure !== null)',
+    find: "    if (w.state.kind === 'waitingProbe' && w.state.probe === probe.threadId && w.lastFailure !== null)",
+    replace: "    if (w.state.kind === 'waitingProbe' && w.state.probe === '' && w.lastFailure !== null)",
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe fails again',
@@ -385,7 +385,8 @@ export const MUTATIONS = [
     fault: 'a new usage limit is planned while its turn is still in progress',
     file: 'src/core/policy.ts',
     find: "  if (live.turn?.status === 'inProgress')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
-    replace: "  if (live.turn?.status === 'inProgres')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
+    replace:
+      "  if (live.turn?.status === 'inProgres')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
     guard: {
       file: 'test/unit/policy.test.ts',
       pattern: 'a new usage limit whose turn has not ended',
