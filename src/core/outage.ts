@@ -82,18 +82,14 @@ export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, at: numbe
 }
 
 /**
- * A goal that waited for `probe`, which failed again (its consecutive failures now `probeFailures`,
- * its next recovery due at `probeDueAt`): it takes the probe's step, so the group is tried again
- * together and gives up together. Its own count never goes back, nor its due time forward past
- * the probe's.
+ * A goal that waited for a probe whose turn the provider failed again (its next recovery due at
+ * `probeDueAt`): the failure counts for it too, one step, and it is tried again with the probe,
+ * never sooner than its own due time. A group that failed together counts alike, so it gives up
+ * together; a probe's count that a refused set raised is not passed on.
  */
-export function followProbe(
-  w: Readonly<WatchedThread>,
-  probeFailures: number,
-  probeDueAt: number,
-): { failures: number; dueAt: number } {
+export function followProbe(w: Readonly<WatchedThread>, probeDueAt: number): { failures: number; dueAt: number } {
   return {
-    failures: Math.max(w.failures, probeFailures),
+    failures: w.failures + 1,
     dueAt: Math.max(w.lastFailure?.dueAt ?? probeDueAt, probeDueAt),
   };
 }

@@ -4,7 +4,7 @@ import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
-import { followProbe } from './outage';
+import { followProbe, outageKind } from './outage';
 import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 
 /**
@@ -15,8 +15,11 @@ import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string, error: string, now: number): void {
   w.failures += 1;
   core.mark(w.threadId);
+  // The provider failed the probe's turn again (not the daemon refusing its set): those that
+  // waited for it follow, first (once the probe's state moves, no one waits for it).
+  const provider = outageKind(error) !== null;
   if (w.failures > core.options.maxAttempts) {
-    followTheProbe(core, w, now); // first: once the probe's state moves, no one waits for it
+    if (provider) followTheProbe(core, w, now);
     return giveUp(core, w, failedTurnId);
   }
   const spent = overBudget(w, core.options, now);
@@ -35,7 +38,7 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   // The one place the due time lives: the failure's record.
   if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
   else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due };
-  followTheProbe(core, w, now); // first: once the probe's state moves, no one waits for it
+  if (provider) followTheProbe(core, w, now);
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
   core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
 }
@@ -54,7 +57,7 @@ function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): vo
     if (w.state.kind === 'waitingProbe' && w.state.probe === probe.threadId && w.lastFailure !== null)
       waiting.push([w, w.state.held.failedTurnId]);
   for (const [w, failedTurnId] of waiting) {
-    const step = followProbe(w, probe.failures, probeDue);
+    const step = followProbe(w, probeDue);
     w.failures = step.failures;
     core.mark(w.threadId);
     if (w.failures > core.options.maxAttempts) {

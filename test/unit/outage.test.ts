@@ -137,8 +137,8 @@ describe('released by the provider’s answer', () => {
 });
 
 describe('following the probe', () => {
-  test('takes its count and its due time', () =>
-    assert.deepEqual(followProbe(failed(), 3, NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
-  test('never a lower count, nor an earlier due time than its own', () =>
-    assert.deepEqual(followProbe(failed({ failures: 4 }), 2, NOW - 1), { failures: 4, dueAt: NOW }));
+  test('one more failure, and the probe’s due time', () =>
+    assert.deepEqual(followProbe(failed({ failures: 2 }), NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
+  test('never an earlier due time than its own', () =>
+    assert.deepEqual(followProbe(failed({ failures: 4 }), NOW - 1), { failures: 5, dueAt: NOW }));
 });
