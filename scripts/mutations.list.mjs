@@ -360,8 +360,8 @@ export const MUTATIONS = [
     invariant: "the provider's answer releases an outage's waiting goals at once",
     fault: 'a completed response on the provider releases nothing',
     file: 'src/core/probes.ts',
-    find: '      if (!releasedBy(w, runsOn, now) || w.lastFailure === null) continue;',
-    replace: '      if (releasedBy(w, runsOn, now) || w.lastFailure === null) continue;',
+    find: '      if (!releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;',
+    replace: '      if (releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe gets an answer from the provider',

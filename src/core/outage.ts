@@ -69,16 +69,17 @@ export function isProbing(w: Readonly<WatchedThread>, p: ProbeFacts): boolean {
 }
 
 /**
- * Whether the provider's answer brings this goal's recovery forward to now: a recovery scheduled
- * (not a usage limit's: that waits for its reset) for a provider's failure on the provider that
- * answered, older than the answer, and not due yet or waiting for a probe.
+ * Whether the provider's answer, to a request sent no earlier than `since`, brings this goal's
+ * recovery forward to `now`: a recovery scheduled (not a usage limit's: that waits for its reset)
+ * for a provider's failure on the provider that answered, older than that request, and not due
+ * yet or waiting for a probe.
  */
-export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, at: number): boolean {
+export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, since: number, now: number): boolean {
   const scheduled = scheduledOf(w.state);
   const f = w.lastFailure;
   if (scheduled?.kind !== 'backoff' || f === null || f.dueAt === null) return false;
-  if (w.runsOn !== runsOn || outageGroup(w) === null || f.at >= at) return false;
-  return f.dueAt > at || w.state.kind === 'waitingProbe';
+  if (w.runsOn !== runsOn || outageGroup(w) === null || f.at >= since) return false;
+  return f.dueAt > now || w.state.kind === 'waitingProbe';
 }
 
 /**

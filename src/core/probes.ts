@@ -93,18 +93,19 @@ export class Probes {
   }
 
   /**
-   * A response completed on a thread (`thread/tokenUsage/updated`, or its turn completed): its
-   * provider answers. Every recovery scheduled for a provider's failure there, older than the
-   * answer, is due now (saved: a restart keeps it), through the global limiter. True when any was.
+   * A response completed on a thread (`thread/tokenUsage/updated`, or its turn completed), to a
+   * request sent no earlier than `since`: its provider answers. Every recovery scheduled for a
+   * provider's failure there older than that request is due now (saved: a restart keeps it),
+   * through the global limiter. True when any was.
    */
-  answered(threadId: string): boolean {
+  answered(threadId: string, since: number): boolean {
     const runsOn = this.core.state.watches[threadId]?.runsOn;
     if (!this.enabled || runsOn == null) return false;
     const now = this.core.now();
-    this.answeredAt.set(runsOn, now);
+    this.answeredAt.set(runsOn, Math.max(this.answeredAt.get(runsOn) ?? since, since));
     let released = 0;
     for (const w of this.core.scheduledWatches()) {
-      if (!releasedBy(w, runsOn, now) || w.lastFailure === null) continue;
+      if (!releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;
       w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt ?? now, now);
       if (w.state.kind === 'waitingProbe') this.core.setState(w, w.state.held, true);
       this.core.mark(w.threadId);

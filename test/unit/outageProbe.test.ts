@@ -137,17 +137,23 @@ describe('one outage, one probe', () => {
     assert.equal(h.decisions.filter((d) => d.type === 'gave-up').length, 10);
   });
 
-  it('any successful turn on the provider brings the due recoveries forward; another provider answering does not', async () => {
+  it('any response on the provider to a request sent after the failures brings them forward; not before, nor another provider', async () => {
     const threads = ids(4);
     const h = await fleet([...threads, 'healthy', 'elsewhere'], {
       provider: (id) => (id === 'elsewhere' ? 'another' : 'mock'),
     });
     await outage(h, threads);
     await h.advance(1_000); // all four back off (30 s)
+    // A turn that began before the engine heard of it: its first response only dates the next
+    // request; the second one, asked after the failures, is the provider's answer.
+    h.daemon.answer('elsewhere');
     h.daemon.answer('elsewhere'); // another provider
     await h.settle();
     assert.equal(h.decisions.filter((d) => d.type === 'released').length, 0);
     assert.equal(totalSets(h), 0);
+    h.daemon.answer('healthy');
+    await h.settle();
+    assert.equal(h.decisions.filter((d) => d.type === 'released').length, 0, 'a response to a request of before');
     h.daemon.answer('healthy'); // a goal on the same provider, running fine
     await h.settle();
     assert.equal(h.decisions.filter((d) => d.type === 'released').length, 4);
@@ -211,6 +217,8 @@ describe('one outage, one probe', () => {
     await h2.advance(10 * BASE);
     assert.equal(totalSets(h2), 1, `after the restart: ${JSON.stringify(kinds(h2, threads))}`);
     const [probe] = [...setsOf(h2).keys()];
+    // Its turn began before this engine: the first response dates the next request, which answers.
+    h2.daemon.answer(probe);
     h2.daemon.answer(probe);
     await h2.settle();
     await h2.advance(3 * DEFAULT_OPTIONS.limiterIntervalMs);
