@@ -86,7 +86,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.approvals = null;
       const w = core.state.watches[threadId];
       if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
-      if (turn.status === 'completed' && live.requestSince !== null) core.hooks.answered(threadId, live.requestSince);
+      // Its last response said what it had to (a turn's end is no newer request of its own).
       live.requestSince = null;
       core.touch(threadId);
     },

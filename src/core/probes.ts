@@ -93,7 +93,7 @@ export class Probes {
   }
 
   /**
-   * A response completed on a thread (`thread/tokenUsage/updated`, or its turn completed), to a
+   * A response completed on a thread (`thread/tokenUsage/updated`), to a
    * request sent no earlier than `since`: its provider answers. Every recovery scheduled for a
    * provider's failure there older than that request is due now (saved: a restart keeps it),
    * through the global limiter. True when any was.
