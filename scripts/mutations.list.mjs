@@ -369,11 +369,11 @@ export const MUTATIONS = [
   },
   {
     id: 'probe-failure-not-followed',
-    invariant: 'a probe that fails again moves its waiting goals to its next step, and they give up together',
-    fault: 'the goals that waited for a probe keep their own schedule when it fails again',
+    invariant: 'a probe that fails again moves its group to its next step, and they give up together',
+    fault: 'the goals of a probe’s group keep their own schedule when it fails again',
     file: 'src/core/outcomes.ts',
-    find: "    if (w.state.kind === 'waitingProbe' && w.state.probe === probe.threadId && w.lastFailure !== null)",
-    replace: "    if (w.state.kind === 'waitingProbe' && w.state.probe === '' && w.lastFailure !== null)",
+    find: '    if (outageGroup(w) === group) waiting.push([w, held.failedTurnId]);',
+    replace: '    if (outageGroup(w) === group && w === probe) waiting.push([w, held.failedTurnId]);',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe fails again',

@@ -43,7 +43,7 @@ const AWAITING_VERDICT = new Set<WatchState['kind']>(['running', 'codexRetrying'
 export interface ProbeFacts {
   /** The last response completed on its provider (ms), null: none seen in this run. */
   readonly answeredAt: number | null;
-  /** Its newest turn has ended (completed, failed, interrupted): null when no turn is known yet. */
+  /** The turn its recovery started has ended (completed, failed, interrupted): null while not known yet. */
   readonly turnEnded: boolean | null;
   readonly now: number;
   /** The longest a probe's verdict is waited for (the backoff cap): then the others go on their own. */

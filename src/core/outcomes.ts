@@ -1,10 +1,10 @@
 // What the engine records when a failure is counted, when it gives up, and when a recovery took
 // effect: the one place each is written (the history line, the count, the state, the decision).
-import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
+import { addHistory, markRecovered, scheduledOf, type WatchedThread } from '../model/watch';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
-import { followProbe, outageKind } from './outage';
+import { followProbe, outageGroup, outageKind } from './outage';
 import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 
 /**
@@ -44,18 +44,25 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
 }
 
 /**
- * `probe` failed again (counted: backed off, or given up): the goals that waited for it take its
- * step (outage.ts `followProbe`), so the group is tried again together, one probe first, and
- * gives up together (one burst of notifications). Their own recoveries never went out, so nothing
- * of theirs is counted against the recovery budget.
+ * `probe` failed again (counted: backed off, or given up): the goals of its group take its step
+ * (outage.ts `followProbe`), those that waited for it and those not due yet, so the group is tried
+ * again together, one probe first, and gives up together (one burst of notifications). Their own
+ * recoveries never went out, so nothing of theirs is counted against the recovery budget.
  */
 function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): void {
   const probeDue = probe.lastFailure?.dueAt ?? now;
-  // Who waits, found before any state moves (a move looks again at who still waits).
+  const sentAt = probe.recoveries.at(-1);
+  const group = outageGroup(probe);
+  if (sentAt === undefined || group === null || !core.options.groupOutages) return;
+  // Its group: every goal whose recovery is scheduled for a failure of that kind on that provider
+  // older than the probe's set, waiting for it or not due yet (the outage failed them together),
+  // found before any state moves (a move looks again at who still waits).
   const waiting: [WatchedThread, string][] = [];
-  for (const w of core.scheduledWatches())
-    if (w.state.kind === 'waitingProbe' && w.state.probe === probe.threadId && w.lastFailure !== null)
-      waiting.push([w, w.state.held.failedTurnId]);
+  for (const w of core.scheduledWatches()) {
+    const held = scheduledOf(w.state);
+    if (w === probe || held?.kind !== 'backoff' || w.lastFailure === null || w.lastFailure.at > sentAt) continue;
+    if (outageGroup(w) === group) waiting.push([w, held.failedTurnId]);
+  }
   for (const [w, failedTurnId] of waiting) {
     const step = followProbe(w, probeDue);
     w.failures = step.failures;

@@ -134,10 +134,12 @@ export class Probes {
 
   private isOut(w: WatchedThread): boolean {
     if (this.attempting(w.threadId)) return true;
+    // The turn the recovery started: not known yet while the newest known is the failed one.
     const turn = this.core.live.get(w.threadId)?.turn ?? null;
+    const recovered = turn !== null && turn.id !== w.lastFailure?.turnId ? turn : null;
     return isProbing(w, {
       answeredAt: w.runsOn === null ? null : (this.answeredAt.get(w.runsOn) ?? null),
-      turnEnded: turn === null ? null : turn.status !== 'inProgress',
+      turnEnded: recovered === null ? null : recovered.status !== 'inProgress',
       now: this.core.now(),
       verdictWithinMs: this.core.options.maxDelayMs,
     });
