@@ -83,8 +83,7 @@ export class Probes {
     for (const w of this.core.scheduledWatches()) {
       if (w.state.kind !== 'waitingProbe') continue;
       const probe = this.core.state.watches[w.state.probe];
-      if (probe && outageGroup(probe) === outageGroup(w) && (this.attempting(probe.threadId) || this.isOut(probe)))
-        continue;
+      if (probe && outageGroup(probe) === outageGroup(w) && this.isOut(probe)) continue;
       this.core.setState(w, w.state.held, true);
       released = true;
     }

@@ -9,7 +9,7 @@
 // blocked, fail the test at once); sets are counted from its own record.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import { FakeDaemon, testTurn } from '../support/fakeDaemon';
 import { failByEvents } from '../support/fleet';
 import { makeHarness, type Harness } from '../support/engineHarness';
@@ -32,7 +32,12 @@ const ids = (n: number, prefix = 'goal') =>
 /** Armed goals, all running; `provider` names what each runs on (default the mock's). */
 async function fleet(
   threads: string[],
-  opts: { provider?: (id: string) => string; store?: MemoryStore; dir?: string } = {},
+  opts: {
+    provider?: (id: string) => string;
+    store?: MemoryStore;
+    dir?: string;
+    options?: Partial<EngineOptions>;
+  } = {},
 ) {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
   const daemon = new FakeDaemon(dir);
@@ -42,7 +47,7 @@ async function fleet(
     const provider = opts.provider?.(id);
     if (provider) t.modelProvider = provider;
   }
-  const h = await makeHarness({ dir, daemon, store: opts.store ?? new MemoryStore() });
+  const h = await makeHarness({ dir, daemon, store: opts.store ?? new MemoryStore(), options: opts.options });
   harnesses.push(h);
   for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', id);
   return h;
@@ -64,6 +69,16 @@ let turnNo = 100;
 async function outage(h: Harness, threads: string[], info: unknown = 'internalServerError') {
   for (const id of threads) failByEvents(h.daemon, id, `turn-${(turnNo += 1)}`, info);
   await h.settle();
+}
+
+/** `n` goals blocked by one outage, and the one whose recovery went out first as the probe. */
+async function probeOut(n: number) {
+  const threads = ids(n);
+  const h = await fleet(threads);
+  await outage(h, threads);
+  await h.advance(BASE + 1_000);
+  const [probe] = [...setsOf(h).keys()];
+  return { threads, h, probe };
 }
 
 const kinds = (h: Harness, threads: string[]) => threads.map((id) => h.engine.watch(id)?.state.kind);
@@ -95,11 +110,7 @@ describe('one outage, one probe', () => {
   });
 
   it('the probe gets an answer from the provider: the rest are released at once, through the limiter, each once', async () => {
-    const threads = ids(10);
-    const h = await fleet(threads);
-    await outage(h, threads);
-    await h.advance(BASE + 1_000);
-    const [probe] = [...setsOf(h).keys()];
+    const { h, probe } = await probeOut(10);
     h.daemon.answer(probe);
     await h.settle();
     const released = h.decisions.filter((d) => d.type === 'released');
@@ -184,11 +195,7 @@ describe('one outage, one probe', () => {
   });
 
   it('the probe paused by a person: the others wait no more, and the next pass picks a new probe', async () => {
-    const threads = ids(3);
-    const h = await fleet(threads);
-    await outage(h, threads);
-    await h.advance(BASE + 1_000);
-    const [probe] = [...setsOf(h).keys()];
+    const { threads, h, probe } = await probeOut(3);
     h.daemon.human(probe, 'paused');
     await h.settle();
     assert.equal(h.engine.watch(probe)?.state.kind, 'userIntent');
@@ -227,14 +234,7 @@ describe('one outage, one probe', () => {
 
   it('grouping off (the bench’s per-goal baseline): each goal fails again on its own', async () => {
     const threads = ids(4);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
-    const daemon = new FakeDaemon(dir);
-    for (const id of threads) {
-      const t = daemon.addThread(id, 'active', testTurn('turn-1', 'inProgress'));
-      t.status = { type: 'active', activeFlags: [] };
-    }
-    const h = await makeHarness({ dir, daemon, options: { groupOutages: false } });
-    harnesses.push(h);
+    const h = await fleet(threads, { options: { groupOutages: false } });
     await outage(h, threads);
     await h.advance(BASE + 2 * DEFAULT_OPTIONS.limiterIntervalMs);
     assert.equal(totalSets(h), 4);
