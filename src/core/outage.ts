@@ -36,8 +36,20 @@ export function outageGroup(w: Readonly<Pick<WatchedThread, 'runsOn' | 'lastFail
   return kind === null ? null : `${w.runsOn} · ${kind}`;
 }
 
-/** States in which a goal whose recovery went out has no verdict yet: its turn has not ended. */
-const AWAITING_VERDICT = new Set<WatchState['kind']>(['running', 'codexRetrying', 'turnEnding']);
+/**
+ * States in which a goal whose recovery went out has no verdict yet: its turn has not ended, or
+ * has not started (measured: between the set's reply and `turn/started` the thread reads idle),
+ * or the goal was marked complete, or reached its token budget, in that turn before the turn's
+ * response completed (measured: the goal's update comes before `thread/tokenUsage/updated`).
+ */
+const AWAITING_VERDICT = new Set<WatchState['kind']>([
+  'running',
+  'idle',
+  'codexRetrying',
+  'turnEnding',
+  'complete',
+  'budgetLimited',
+]);
 
 /** What is known right now of a goal that may be out as a probe (none of it is on disk). */
 export interface ProbeFacts {
