@@ -358,7 +358,7 @@ describe('the leader server with an older and a newer follower', () => {
       assert.deepEqual(
         of(lines, 'decision').map((l) => l.decision!.type),
         ['attention'],
-        name,
+        `${name}: only decisions it knows`,
       );
     }
 
