@@ -14,6 +14,7 @@ import { sleep } from '../../src/demo/codexProcesses';
 export class RealEngine {
   readonly decisions: Decision[] = [];
   readonly engine: Engine;
+  private readonly listeners: ((d: Decision) => void)[] = [];
 
   private constructor(
     readonly dir: string,
@@ -27,7 +28,10 @@ export class RealEngine {
         store: new JsonFileStore(path.join(dir, 'state.json')),
         clock: systemClock,
         random: Math.random,
-        onDecision: (d) => this.decisions.push(d),
+        onDecision: (d) => {
+          this.decisions.push(d);
+          for (const listener of this.listeners) listener(d);
+        },
       },
     );
   }
@@ -38,6 +42,14 @@ export class RealEngine {
     await r.engine.start();
     await r.until(() => r.engine.connectionState().kind === 'connected', 'the connection');
     return r;
+  }
+
+  /**
+   * Calls `listener` with each decision from now on, as the engine makes it (synchronously, as the
+   * extension's window hands each one to its notifier with the engine's snapshot of that moment).
+   */
+  onDecision(listener: (d: Decision) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Every decision so far, a line each (for a failure's message). */
