@@ -382,6 +382,42 @@ export const MUTATIONS = [
     },
   },
   {
+    id: 'half-step-try-none',
+    invariant: 'a provider that heals waits at most half a step for the group’s try (the probe tries half-way)',
+    fault: 'no half-step try: the group waits for its whole step',
+    file: 'src/core/outage.ts',
+    find: '  return wait >= 2 * baseMs ? failedAt + Math.round(wait / 2) : null;',
+    replace: '  return wait >= 2 * baseMs ? null : null;',
+    guard: {
+      file: 'test/unit/outageProbe.test.ts',
+      pattern: 'the probe fails again',
+    },
+  },
+  {
+    id: 'half-step-try-counted',
+    invariant: 'a half-step try that fails is a try, not a step: the group gives up together, after its steps',
+    fault: 'the half-step try’s failure is counted as a step',
+    file: 'src/core/policy.ts',
+    find: '  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now);',
+    replace: '  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now) === null ? null : null;',
+    guard: {
+      file: 'test/unit/outageProbe.test.ts',
+      pattern: 'the probe fails again',
+    },
+  },
+  {
+    id: 'step-probe-same-goal',
+    invariant: 'the group’s tries spread over its goals’ recovery budgets',
+    fault: 'at one due time the order is the thread id alone: the same goal makes every try',
+    file: 'src/core/schedule.ts',
+    find: '          dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1),',
+    replace: '          dueAt(a)! - dueAt(b)! || (a.threadId < b.threadId ? -1 : 1),',
+    guard: {
+      file: 'test/unit/outageProbe.test.ts',
+      pattern: 'the probe fails again',
+    },
+  },
+  {
     id: 'new-usage-limit-before-turn-end',
     invariant: "a new usage limit is planned from its turn's end, whose message names the reset",
     fault: 'a new usage limit is planned while its turn is still in progress',

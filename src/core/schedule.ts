@@ -67,11 +67,12 @@ export class Schedule {
     if (core.stopped || !core.session) return;
     this.probes.releaseOrphans();
     const now = core.now();
-    const next = this.nextAction(this.prepareLead());
-    if (next === null) return;
+    const soonest = this.soonestDue(); // one pass over the scheduled watches
+    const next = this.nextAction(this.prepareLead(), soonest);
+    if (next === null || soonest === null) return;
     // The soonest due time on the monotonic clock: a prepared set never goes out before it,
     // even if the wall clock jumps forward meanwhile (that is not time that passed for a timer).
-    this.dueNotBeforeMono = clock.elapsed() + Math.max(0, (this.soonestDue() ?? now) - now);
+    this.dueNotBeforeMono = clock.elapsed() + Math.max(0, soonest - now);
     this.dueTimer = this.guard.timer(() => this.fire(), Math.max(0, next - now));
   }
 
@@ -203,8 +204,7 @@ export class Schedule {
    * (0: the time it goes out), or null. A recovery held by the limiter starts when its slot
    * comes, never ahead of it: the limiter counts when recoveries start.
    */
-  private nextAction(leadMs: number): number | null {
-    const soonest = this.soonestDue();
+  private nextAction(leadMs: number, soonest = this.soonestDue()): number | null {
     if (soonest === null) return null;
     const clock = this.core.deps.clock;
     const held = this.limitedUntil === null ? 0 : this.limitedUntil - clock.elapsed();
