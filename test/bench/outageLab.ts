@@ -16,8 +16,15 @@ import { DaemonLab } from '../support/daemonLab';
 import type { Json } from '../support/json';
 import { RealEngine } from '../support/realEngine';
 
-/** The shortest slow first answer (a goal armed after the common answer time still runs a while). */
-const MIN_SLOW_MS = 200;
+/** A first answer that outlasts the arming of every goal: `down()` ends them all at once. */
+const FIRST_ANSWER_MS = 5 * 60_000;
+
+/**
+ * Codex's shell snapshot off: each new thread would otherwise start the user's login shell to
+ * capture its environment (here ~/.bashrc runs pyenv: hundreds of processes per thread), which
+ * loads the machine while dozens of goals start at once. The mock's turns run no shell.
+ */
+export const CODEX_TOML = '[features]\nshell_snapshot = false';
 
 /** Where a goal stays once the outage is over for it: done, or a person must act. */
 const FINAL = new Set<WatchState['kind']>([
@@ -70,7 +77,7 @@ export class OutageRow {
   ) {}
 
   static async start(spec: RowSpec): Promise<OutageRow> {
-    const lab = await DaemonLab.start();
+    const lab = await DaemonLab.start(undefined, CODEX_TOML);
     try {
       const real = await RealEngine.start(
         (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'bench' }),
@@ -88,18 +95,15 @@ export class OutageRow {
     return this.goals.map((g) => g.threadId);
   }
 
-  /**
-   * `n` goals, each first answered slowly (the mock's `slow`, its delay set before each goal so
-   * that every first answer ends at `answersAt`), armed by the engine while their turns run.
-   */
-  async arm(n: number, answersAt: number): Promise<void> {
-    for (let i = 0; i < n; i++) {
-      this.lab.mock.setMode('slow', { delayMs: Math.max(MIN_SLOW_MS, answersAt - Date.now()) });
-      this.goals.push(await this.lab.goal(`outage goal ${i}`));
-    }
+  /** `n` goals, their first answers slow (the mock's `slow`, ended by `down()`), armed by the engine while they run. */
+  async arm(n: number): Promise<void> {
+    this.lab.mock.setMode('slow', { delayMs: FIRST_ANSWER_MS });
+    for (let i = 0; i < n; i++) this.goals.push(await this.lab.goal(`outage goal ${i}`));
     const { engine } = this.real;
+    const asked = () => this.lab.mock.requestLog.filter((r) => r.answered === 'slow').length;
     await this.real.until(
       () =>
+        asked() >= n &&
         this.ids.every((id) => {
           const w = engine.watch(id);
           return w !== undefined && ARMED_RUNNING.has(w.state.kind) && w.runsOn !== null;
@@ -114,9 +118,14 @@ export class OutageRow {
     return [...new Set(this.ids.map((id) => this.real.engine.watch(id)?.runsOn ?? 'unknown'))];
   }
 
-  /** The provider goes down: every request fails with HTTP 500 (Codex retries once, then the turn fails). */
-  down(): void {
+  /**
+   * The provider goes down: every request fails with HTTP 500 (Codex retries once, then the turn
+   * fails). The slow first answers end now, so every goal's next turn meets the outage at once.
+   * Returns how many ended (one per goal).
+   */
+  down(): number {
     this.lab.mock.setMode('http500');
+    return this.lab.mock.answerSlowNow();
   }
 
   /** The provider is back: the next request completes the goal. */
