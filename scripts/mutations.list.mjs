@@ -343,4 +343,53 @@ export const MUTATIONS = [
       pattern: "Codex's texts for credits and spend caps",
     },
   },
+  {
+    id: 'probe-none',
+    invariant: 'one outage, one probe: the goals of a group wait for the one out first',
+    fault: 'no goal belongs to a group: every due recovery goes alone',
+    file: 'src/core/probes.ts',
+    find: '    return outageGroup(w);\n  }',
+    replace: '    return outageGroup(w) && null;\n  }',
+    guard: {
+      file: 'test/unit/outageProbe.test.ts',
+      pattern: '10 goals blocked by one outage',
+    },
+  },
+  {
+    id: 'probe-answer-ignored',
+    invariant: "the provider's answer releases an outage's waiting goals at once",
+    fault: 'a completed response on the provider releases nothing',
+    file: 'src/core/probes.ts',
+    find: '      if (!releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;',
+    replace: '      if (releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;',
+    guard: {
+      file: 'test/unit/outageProbe.test.ts',
+      pattern: 'the probe gets an answer from the provider',
+    },
+  },
+  {
+    id: 'probe-failure-not-followed',
+    invariant: 'a probe that fails again moves its group to its next step, and they give up together',
+    fault: 'the goals of a probe’s group keep their own schedule when it fails again',
+    file: 'src/core/outcomes.ts',
+    find: '    if (outageGroup(w) === group) waiting.push([w, held.failedTurnId]);',
+    replace: '    if (outageGroup(w) === group && w === probe) waiting.push([w, held.failedTurnId]);',
+    guard: {
+      file: 'test/unit/outageProbe.test.ts',
+      pattern: 'the probe fails again',
+    },
+  },
+  {
+    id: 'new-usage-limit-before-turn-end',
+    invariant: "a new usage limit is planned from its turn's end, whose message names the reset",
+    fault: 'a new usage limit is planned while its turn is still in progress',
+    file: 'src/core/policy.ts',
+    find: "  if (live.turn?.status === 'inProgress')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
+    replace:
+      "  if (live.turn?.status === 'inProgres')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
+    guard: {
+      file: 'test/unit/policy.test.ts',
+      pattern: 'a new usage limit whose turn has not ended',
+    },
+  },
 ];

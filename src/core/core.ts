@@ -42,8 +42,11 @@ export interface CoreHooks {
   reschedule(): void;
   /** Looks at a thread now, in its lane: an event or a command changed something. */
   evaluate(session: DaemonSession, threadId: string): Promise<void>;
-  /** A response completed on a thread: its provider answers (an outage's probe, src/core/probes.ts). */
-  answered(threadId: string): void;
+  /**
+   * A response completed on a thread, to a request sent no earlier than `since`: its provider
+   * answers (an outage's probe, src/core/probes.ts).
+   */
+  answered(threadId: string, since: number): void;
 }
 
 export class EngineCore {

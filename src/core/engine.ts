@@ -58,8 +58,8 @@ export class Engine {
     core.hooks = {
       reschedule: () => this.schedule.reschedule(),
       evaluate: (session, threadId) => this.looks.evaluate(session, threadId),
-      answered: (threadId) => {
-        if (!this.schedule.probes.answered(threadId)) return;
+      answered: (threadId, since) => {
+        if (!this.schedule.probes.answered(threadId, since)) return;
         this.schedule.reschedule();
         core.saver.persistSoon();
       },

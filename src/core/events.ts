@@ -72,6 +72,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
     },
     turnStarted: (threadId, turn) => {
       const live = bump(threadId);
+      live.requestSince = core.now();
       live.turn = turn;
       live.turnFromEvent = true;
       live.retrying = null;
@@ -85,10 +86,18 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.approvals = null;
       const w = core.state.watches[threadId];
       if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
-      if (turn.status === 'completed') core.hooks.answered(threadId);
+      // Its last response said what it had to (a turn's end is no newer request of its own).
+      live.requestSince = null;
       core.touch(threadId);
     },
-    responseCompleted: (threadId) => core.hooks.answered(threadId),
+    responseCompleted: (threadId) => {
+      // The provider answered a request sent no earlier than `since` (a response that began
+      // before an outage and ends after it proves nothing of the outage).
+      const live = core.liveOf(threadId);
+      const since = live.requestSince;
+      live.requestSince = core.now();
+      if (since !== null) core.hooks.answered(threadId, since);
+    },
     error: (threadId, _turnId, error, willRetry) => {
       const live = bump(threadId);
       live.retrying = willRetry ? error.message || describeErrorInfo(error.codexErrorInfo).code : null;

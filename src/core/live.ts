@@ -36,6 +36,12 @@ export interface LiveThread {
    * `usageLimited` (`events.ts`): the evidence of when that limit resets. Null: none came.
    */
   limitNotice: RateLimitNotice | null;
+  /**
+   * The latest the request whose response completes next was sent: the turn's start, then each
+   * response (the next request follows it). Null: not known (a turn that began before the engine
+   * heard of it). A response proves the provider up only for failures older than this.
+   */
+  requestSince: number | null;
 }
 
 export function newLive(): LiveThread {
@@ -51,6 +57,7 @@ export function newLive(): LiveThread {
     needsLook: false,
     turnFromEvent: false,
     limitNotice: null,
+    requestSince: null,
   };
 }
 

@@ -36,14 +36,26 @@ export function outageGroup(w: Readonly<Pick<WatchedThread, 'runsOn' | 'lastFail
   return kind === null ? null : `${w.runsOn} · ${kind}`;
 }
 
-/** States in which a goal whose recovery went out has no verdict yet: its turn has not ended. */
-const AWAITING_VERDICT = new Set<WatchState['kind']>(['running', 'codexRetrying', 'turnEnding']);
+/**
+ * States in which a goal whose recovery went out has no verdict yet: its turn has not ended, or
+ * has not started (measured: between the set's reply and `turn/started` the thread reads idle),
+ * or the goal was marked complete, or reached its token budget, in that turn before the turn's
+ * response completed (measured: the goal's update comes before `thread/tokenUsage/updated`).
+ */
+const AWAITING_VERDICT = new Set<WatchState['kind']>([
+  'running',
+  'idle',
+  'codexRetrying',
+  'turnEnding',
+  'complete',
+  'budgetLimited',
+]);
 
 /** What is known right now of a goal that may be out as a probe (none of it is on disk). */
 export interface ProbeFacts {
   /** The last response completed on its provider (ms), null: none seen in this run. */
   readonly answeredAt: number | null;
-  /** Its newest turn has ended (completed, failed, interrupted): null when no turn is known yet. */
+  /** The turn its recovery started has ended (completed, failed, interrupted): null while not known yet. */
   readonly turnEnded: boolean | null;
   readonly now: number;
   /** The longest a probe's verdict is waited for (the backoff cap): then the others go on their own. */
@@ -69,31 +81,28 @@ export function isProbing(w: Readonly<WatchedThread>, p: ProbeFacts): boolean {
 }
 
 /**
- * Whether the provider's answer brings this goal's recovery forward to now: a recovery scheduled
- * (not a usage limit's: that waits for its reset) for a provider's failure on the provider that
- * answered, older than the answer, and not due yet or waiting for a probe.
+ * Whether the provider's answer, to a request sent no earlier than `since`, brings this goal's
+ * recovery forward to `now`: a recovery scheduled (not a usage limit's: that waits for its reset)
+ * for a provider's failure on the provider that answered, older than that request, and not due
+ * yet or waiting for a probe.
  */
-export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, at: number): boolean {
+export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, since: number, now: number): boolean {
   const scheduled = scheduledOf(w.state);
   const f = w.lastFailure;
   if (scheduled?.kind !== 'backoff' || f === null || f.dueAt === null) return false;
-  if (w.runsOn !== runsOn || outageGroup(w) === null || f.at >= at) return false;
-  return f.dueAt > at || w.state.kind === 'waitingProbe';
+  if (w.runsOn !== runsOn || outageGroup(w) === null || f.at >= since) return false;
+  return f.dueAt > now || w.state.kind === 'waitingProbe';
 }
 
 /**
- * A goal that waited for `probe`, which failed again (its consecutive failures now `probeFailures`,
- * its next recovery due at `probeDueAt`): it takes the probe's step, so the group is tried again
- * together and gives up together. Its own count never goes back, nor its due time forward past
- * the probe's.
+ * A goal that waited for a probe whose turn the provider failed again (its next recovery due at
+ * `probeDueAt`): the failure counts for it too, one step, and it is tried again with the probe,
+ * never sooner than its own due time. A group that failed together counts alike, so it gives up
+ * together; a probe's count that a refused set raised is not passed on.
  */
-export function followProbe(
-  w: Readonly<WatchedThread>,
-  probeFailures: number,
-  probeDueAt: number,
-): { failures: number; dueAt: number } {
+export function followProbe(w: Readonly<WatchedThread>, probeDueAt: number): { failures: number; dueAt: number } {
   return {
-    failures: Math.max(w.failures, probeFailures),
+    failures: w.failures + 1,
     dueAt: Math.max(w.lastFailure?.dueAt ?? probeDueAt, probeDueAt),
   };
 }

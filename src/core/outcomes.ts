@@ -1,10 +1,10 @@
 // What the engine records when a failure is counted, when it gives up, and when a recovery took
 // effect: the one place each is written (the history line, the count, the state, the decision).
-import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
+import { addHistory, markRecovered, scheduledOf, type WatchedThread } from '../model/watch';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
-import { followProbe } from './outage';
+import { followProbe, outageGroup, outageKind } from './outage';
 import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 
 /**
@@ -15,8 +15,11 @@ import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string, error: string, now: number): void {
   w.failures += 1;
   core.mark(w.threadId);
+  // The provider failed the probe's turn again (not the daemon refusing its set): those that
+  // waited for it follow, first (once the probe's state moves, no one waits for it).
+  const provider = outageKind(error) !== null;
   if (w.failures > core.options.maxAttempts) {
-    followTheProbe(core, w, now); // first: once the probe's state moves, no one waits for it
+    if (provider) followTheProbe(core, w, now);
     return giveUp(core, w, failedTurnId);
   }
   const spent = overBudget(w, core.options, now);
@@ -35,26 +38,33 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   // The one place the due time lives: the failure's record.
   if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
   else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due };
-  followTheProbe(core, w, now); // first: once the probe's state moves, no one waits for it
+  if (provider) followTheProbe(core, w, now);
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
   core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
 }
 
 /**
- * `probe` failed again (counted: backed off, or given up): the goals that waited for it take its
- * step (outage.ts `followProbe`), so the group is tried again together, one probe first, and
- * gives up together (one burst of notifications). Their own recoveries never went out, so nothing
- * of theirs is counted against the recovery budget.
+ * `probe` failed again (counted: backed off, or given up): the goals of its group take its step
+ * (outage.ts `followProbe`), those that waited for it and those not due yet, so the group is tried
+ * again together, one probe first, and gives up together (one burst of notifications). Their own
+ * recoveries never went out, so nothing of theirs is counted against the recovery budget.
  */
 function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): void {
   const probeDue = probe.lastFailure?.dueAt ?? now;
-  // Who waits, found before any state moves (a move looks again at who still waits).
+  const sentAt = probe.recoveries.at(-1);
+  const group = outageGroup(probe);
+  if (sentAt === undefined || group === null || !core.options.groupOutages) return;
+  // Its group: every goal whose recovery is scheduled for a failure of that kind on that provider
+  // older than the probe's set, waiting for it or not due yet (the outage failed them together),
+  // found before any state moves (a move looks again at who still waits).
   const waiting: [WatchedThread, string][] = [];
-  for (const w of core.scheduledWatches())
-    if (w.state.kind === 'waitingProbe' && w.state.probe === probe.threadId && w.lastFailure !== null)
-      waiting.push([w, w.state.held.failedTurnId]);
+  for (const w of core.scheduledWatches()) {
+    const held = scheduledOf(w.state);
+    if (w === probe || held?.kind !== 'backoff' || w.lastFailure === null || w.lastFailure.at > sentAt) continue;
+    if (outageGroup(w) === group) waiting.push([w, held.failedTurnId]);
+  }
   for (const [w, failedTurnId] of waiting) {
-    const step = followProbe(w, probe.failures, probeDue);
+    const step = followProbe(w, probeDue);
     w.failures = step.failures;
     core.mark(w.threadId);
     if (w.failures > core.options.maxAttempts) {

@@ -83,8 +83,7 @@ export class Probes {
     for (const w of this.core.scheduledWatches()) {
       if (w.state.kind !== 'waitingProbe') continue;
       const probe = this.core.state.watches[w.state.probe];
-      if (probe && outageGroup(probe) === outageGroup(w) && (this.attempting(probe.threadId) || this.isOut(probe)))
-        continue;
+      if (probe && outageGroup(probe) === outageGroup(w) && this.isOut(probe)) continue;
       this.core.setState(w, w.state.held, true);
       released = true;
     }
@@ -93,18 +92,19 @@ export class Probes {
   }
 
   /**
-   * A response completed on a thread (`thread/tokenUsage/updated`, or its turn completed): its
-   * provider answers. Every recovery scheduled for a provider's failure there, older than the
-   * answer, is due now (saved: a restart keeps it), through the global limiter. True when any was.
+   * A response completed on a thread (`thread/tokenUsage/updated`), to a
+   * request sent no earlier than `since`: its provider answers. Every recovery scheduled for a
+   * provider's failure there older than that request is due now (saved: a restart keeps it),
+   * through the global limiter. True when any was.
    */
-  answered(threadId: string): boolean {
+  answered(threadId: string, since: number): boolean {
     const runsOn = this.core.state.watches[threadId]?.runsOn;
     if (!this.enabled || runsOn == null) return false;
     const now = this.core.now();
-    this.answeredAt.set(runsOn, now);
+    this.answeredAt.set(runsOn, Math.max(this.answeredAt.get(runsOn) ?? since, since));
     let released = 0;
     for (const w of this.core.scheduledWatches()) {
-      if (!releasedBy(w, runsOn, now) || w.lastFailure === null) continue;
+      if (!releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;
       w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt ?? now, now);
       if (w.state.kind === 'waitingProbe') this.core.setState(w, w.state.held, true);
       this.core.mark(w.threadId);
@@ -133,10 +133,12 @@ export class Probes {
 
   private isOut(w: WatchedThread): boolean {
     if (this.attempting(w.threadId)) return true;
+    // The turn the recovery started: not known yet while the newest known is the failed one.
     const turn = this.core.live.get(w.threadId)?.turn ?? null;
+    const recovered = turn !== null && turn.id !== w.lastFailure?.turnId ? turn : null;
     return isProbing(w, {
       answeredAt: w.runsOn === null ? null : (this.answeredAt.get(w.runsOn) ?? null),
-      turnEnded: turn === null ? null : turn.status !== 'inProgress',
+      turnEnded: recovered === null ? null : recovered.status !== 'inProgress',
       now: this.core.now(),
       verdictWithinMs: this.core.options.maxDelayMs,
     });

@@ -45,6 +45,7 @@ export class RecoveryStatusBar {
     const attention = snap.watches.filter((w) => needsAttention(w.state)).length;
     const scheduled = snap.watches.filter((w) => isScheduled(w.state)).length;
     const held = snap.watches.filter((w) => w.state.kind === 'waitingSlot').length;
+    const waitingProbe = snap.watches.filter((w) => w.state.kind === 'waitingProbe').length;
     const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
     const unloaded = snap.watches.filter(waitsForLoad).length;
     const elsewhere = snap.watches.filter((w) => w.state.kind === 'elsewhere');
@@ -61,6 +62,9 @@ export class RecoveryStatusBar {
             : `$(debug-disconnect) ${vscode.l10n.t('Codex: no daemon')}`;
     } else if (paused) {
       this.item.text = `$(debug-pause) ${vscode.l10n.t('recovery paused')}`;
+    } else if (waitingProbe > 0 && waitingProbe === scheduled) {
+      // Every recovery waits for its outage's probe: no time to count down to, the verdict decides.
+      this.item.text = `$(beaker) ${vscode.l10n.t('{0} waiting for the probe', waitingProbe)}`;
     } else if (snap.nextDueAt !== null) {
       // Due, but the global limiter holds it: the next action is the next recovery slot.
       const left = formatDuration(snap.nextDueAt - now);
@@ -89,6 +93,14 @@ export class RecoveryStatusBar {
       vscode.l10n.t('{0} running · {1} waiting to retry · {2} needing attention', running, scheduled, attention),
       ...(held > 0
         ? [vscode.l10n.t('{0} due, waiting for a recovery slot (at most a few recoveries at once)', held)]
+        : []),
+      ...(waitingProbe > 0
+        ? [
+            vscode.l10n.t(
+              '{0} due, waiting for the probe of their outage (one goal on the same provider tried first)',
+              waitingProbe,
+            ),
+          ]
         : []),
       ...(unloaded > 0
         ? [vscode.l10n.t('{0} blocked on a thread the daemon has not loaded: Retry now loads it', unloaded)]

@@ -10,7 +10,9 @@
 // time, unless they say "wall".
 //
 // The options are the shipped defaults (base 30 s, cap 30 min, a burst of 3 then one recovery
-// per 5 s, resync every 60 s), not the unlimited test limiter.
+// per 5 s, resync every 60 s), not the unlimited test limiter. The goals run on providers of
+// their own (`ownProviders`): goals that one outage blocked on one provider would wait for one
+// probe (test/unit/outageProbe.test.ts), and the limiter is what this suite holds to the clock.
 import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -21,6 +23,7 @@ import { dueAt, emptyState, newWatch, type PersistedState } from '../../src/mode
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { FakeClock } from '../support/fakeClock';
 import { FakeDaemon } from '../support/fakeDaemon';
+import { ownProviders } from '../support/fleet';
 import { MemoryStore } from '../support/memoryStore';
 
 const OPTIONS = { ...DEFAULT_OPTIONS };
@@ -122,6 +125,7 @@ async function outage(n: number, opts: { seed?: number; clock?: FakeClock } = {}
   const daemon = new FakeDaemon(dir);
   const ids = Array.from({ length: n }, (_, i) => `thread-${i + 1}`);
   for (const id of ids) daemon.addThread(id);
+  ownProviders(daemon, ids);
   const clock = opts.clock ?? new FakeClock();
   const h = await makeHarness({
     dir,
@@ -311,6 +315,7 @@ describe('clock faults', () => {
     const state = emptyState();
     for (const id of ids) {
       daemon.addThread(id);
+      ownProviders(daemon, [id]);
       daemon.fail(id);
       state.watches[id] = backoffWatch(id, daemon.thread(id).path, clock.now() - 3 * HOUR, 30_000);
     }

@@ -2,7 +2,8 @@
 // daemon drops the connection before or after each kind of request and reply (and around
 // notifications and approval requests), delays frames, answers with errors, and refuses
 // connections, on random schedules (fast-check). The engine runs with the shipped
-// DEFAULT_OPTIONS. See test/support/faultProxy.ts for the fault model and
+// DEFAULT_OPTIONS, each goal on a provider of its own (no outage's probe: a wire's faults, not
+// an outage, are the subject here). See test/support/faultProxy.ts for the fault model and
 // test/support/transportScenario.ts for the threads and every invariant checked:
 //
 //   Invariant: never a set on a goal that is paused by a person (once the engine was told),

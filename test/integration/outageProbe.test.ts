@@ -72,7 +72,11 @@ for (const codex of codexBuilds())
           'the group moved to the probe’s next step',
           2 * T,
         );
-        assert.equal(decisions.filter((d) => d.type === 'recovering').length, 1, 'one recovery in the outage');
+        assert.equal(
+          decisions.filter((d) => d.type === 'recovering').length,
+          1,
+          `one recovery in the outage:\n${real.decisionLog()}`,
+        );
         for (const id of ids) assert.equal(engine.watch(id)?.failures, 2, `${id}: the group’s step`);
 
         lab.mock.setMode('goalComplete'); // the provider is back

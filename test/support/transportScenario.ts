@@ -298,6 +298,10 @@ export async function runSchedule(schedule: Schedule, dir: string, crashes: () =
   };
   for (const p of plans) {
     const t = daemon.addThread(p.id);
+    // Each goal on a provider of its own: the per-goal give-up model below holds (goals of one
+    // outage that wait for one probe, and follow its steps, are test/unit/outageProbe.test.ts's
+    // and the crash world's); this suite's subject is the wire.
+    t.modelProvider = `provider-of-${p.id}`;
     t.status = { type: 'active', activeFlags: [] };
     noteTurn(p.id);
     if (p.kind === 'oldBlocked') {

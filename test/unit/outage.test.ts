@@ -74,6 +74,10 @@ describe('out as the probe', () => {
     ['its recovered turn runs, no answer yet', probeOut(), {}, true],
     ['Codex retries its turn', probeOut({ state: { kind: 'codexRetrying', detail: 'x' } }), {}, true],
     ['its goal blocked again, the turn not ended', probeOut({ state: { kind: 'turnEnding' } }), {}, true],
+    ['its set replied, its turn not started yet (idle)', probeOut({ state: { kind: 'idle' } }), {}, true],
+    ['its goal completed in the turn, the response not in yet', probeOut({ state: { kind: 'complete' } }), {}, true],
+    ['its goal reached its token budget in the turn', probeOut({ state: { kind: 'budgetLimited' } }), {}, true],
+    ['its goal completed and its turn ended', probeOut({ state: { kind: 'complete' } }), { turnEnded: true }, false],
     ['its turn ended', probeOut(), { turnEnded: true }, false],
     ['no turn known yet (a restart before the look): still out', probeOut(), { turnEnded: null }, true],
     ['the provider answered since its set', probeOut(), { answeredAt: NOW - 10_000 }, false],
@@ -133,12 +137,13 @@ describe('released by the provider’s answer', () => {
     ],
   ];
   for (const [name, w, runsOn, when, released] of rows)
-    test(`${name} → ${released}`, () => assert.equal(releasedBy(w, runsOn, when), released));
+    test(`${name} → ${released}`, () =>
+      assert.equal(releasedBy(w, runsOn, when, Math.max(when, NOW - 30_000)), released));
 });
 
 describe('following the probe', () => {
-  test('takes its count and its due time', () =>
-    assert.deepEqual(followProbe(failed(), 3, NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
-  test('never a lower count, nor an earlier due time than its own', () =>
-    assert.deepEqual(followProbe(failed({ failures: 4 }), 2, NOW - 1), { failures: 4, dueAt: NOW }));
+  test('one more failure, and the probe’s due time', () =>
+    assert.deepEqual(followProbe(failed({ failures: 2 }), NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
+  test('never an earlier due time than its own', () =>
+    assert.deepEqual(followProbe(failed({ failures: 4 }), NOW - 1), { failures: 5, dueAt: NOW }));
 });

@@ -9,7 +9,7 @@
 // blocked, fail the test at once); sets are counted from its own record.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import { FakeDaemon, testTurn } from '../support/fakeDaemon';
 import { failByEvents } from '../support/fleet';
 import { makeHarness, type Harness } from '../support/engineHarness';
@@ -32,7 +32,12 @@ const ids = (n: number, prefix = 'goal') =>
 /** Armed goals, all running; `provider` names what each runs on (default the mock's). */
 async function fleet(
   threads: string[],
-  opts: { provider?: (id: string) => string; store?: MemoryStore; dir?: string } = {},
+  opts: {
+    provider?: (id: string) => string;
+    store?: MemoryStore;
+    dir?: string;
+    options?: Partial<EngineOptions>;
+  } = {},
 ) {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
   const daemon = new FakeDaemon(dir);
@@ -42,7 +47,7 @@ async function fleet(
     const provider = opts.provider?.(id);
     if (provider) t.modelProvider = provider;
   }
-  const h = await makeHarness({ dir, daemon, store: opts.store ?? new MemoryStore() });
+  const h = await makeHarness({ dir, daemon, store: opts.store ?? new MemoryStore(), options: opts.options });
   harnesses.push(h);
   for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', id);
   return h;
@@ -64,6 +69,16 @@ let turnNo = 100;
 async function outage(h: Harness, threads: string[], info: unknown = 'internalServerError') {
   for (const id of threads) failByEvents(h.daemon, id, `turn-${(turnNo += 1)}`, info);
   await h.settle();
+}
+
+/** `n` goals blocked by one outage, and the one whose recovery went out first as the probe. */
+async function probeOut(n: number) {
+  const threads = ids(n);
+  const h = await fleet(threads);
+  await outage(h, threads);
+  await h.advance(BASE + 1_000);
+  const [probe] = [...setsOf(h).keys()];
+  return { threads, h, probe };
 }
 
 const kinds = (h: Harness, threads: string[]) => threads.map((id) => h.engine.watch(id)?.state.kind);
@@ -95,11 +110,7 @@ describe('one outage, one probe', () => {
   });
 
   it('the probe gets an answer from the provider: the rest are released at once, through the limiter, each once', async () => {
-    const threads = ids(10);
-    const h = await fleet(threads);
-    await outage(h, threads);
-    await h.advance(BASE + 1_000);
-    const [probe] = [...setsOf(h).keys()];
+    const { h, probe } = await probeOut(10);
     h.daemon.answer(probe);
     await h.settle();
     const released = h.decisions.filter((d) => d.type === 'released');
@@ -137,17 +148,23 @@ describe('one outage, one probe', () => {
     assert.equal(h.decisions.filter((d) => d.type === 'gave-up').length, 10);
   });
 
-  it('any successful turn on the provider brings the due recoveries forward; another provider answering does not', async () => {
+  it('any response on the provider to a request sent after the failures brings them forward; not before, nor another provider', async () => {
     const threads = ids(4);
     const h = await fleet([...threads, 'healthy', 'elsewhere'], {
       provider: (id) => (id === 'elsewhere' ? 'another' : 'mock'),
     });
     await outage(h, threads);
     await h.advance(1_000); // all four back off (30 s)
+    // A turn that began before the engine heard of it: its first response only dates the next
+    // request; the second one, asked after the failures, is the provider's answer.
+    h.daemon.answer('elsewhere');
     h.daemon.answer('elsewhere'); // another provider
     await h.settle();
     assert.equal(h.decisions.filter((d) => d.type === 'released').length, 0);
     assert.equal(totalSets(h), 0);
+    h.daemon.answer('healthy');
+    await h.settle();
+    assert.equal(h.decisions.filter((d) => d.type === 'released').length, 0, 'a response to a request of before');
     h.daemon.answer('healthy'); // a goal on the same provider, running fine
     await h.settle();
     assert.equal(h.decisions.filter((d) => d.type === 'released').length, 4);
@@ -178,11 +195,7 @@ describe('one outage, one probe', () => {
   });
 
   it('the probe paused by a person: the others wait no more, and the next pass picks a new probe', async () => {
-    const threads = ids(3);
-    const h = await fleet(threads);
-    await outage(h, threads);
-    await h.advance(BASE + 1_000);
-    const [probe] = [...setsOf(h).keys()];
+    const { threads, h, probe } = await probeOut(3);
     h.daemon.human(probe, 'paused');
     await h.settle();
     assert.equal(h.engine.watch(probe)?.state.kind, 'userIntent');
@@ -211,6 +224,8 @@ describe('one outage, one probe', () => {
     await h2.advance(10 * BASE);
     assert.equal(totalSets(h2), 1, `after the restart: ${JSON.stringify(kinds(h2, threads))}`);
     const [probe] = [...setsOf(h2).keys()];
+    // Its turn began before this engine: the first response dates the next request, which answers.
+    h2.daemon.answer(probe);
     h2.daemon.answer(probe);
     await h2.settle();
     await h2.advance(3 * DEFAULT_OPTIONS.limiterIntervalMs);
@@ -219,14 +234,7 @@ describe('one outage, one probe', () => {
 
   it('grouping off (the bench’s per-goal baseline): each goal fails again on its own', async () => {
     const threads = ids(4);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
-    const daemon = new FakeDaemon(dir);
-    for (const id of threads) {
-      const t = daemon.addThread(id, 'active', testTurn('turn-1', 'inProgress'));
-      t.status = { type: 'active', activeFlags: [] };
-    }
-    const h = await makeHarness({ dir, daemon, options: { groupOutages: false } });
-    harnesses.push(h);
+    const h = await fleet(threads, { options: { groupOutages: false } });
     await outage(h, threads);
     await h.advance(BASE + 2 * DEFAULT_OPTIONS.limiterIntervalMs);
     assert.equal(totalSets(h), 4);
