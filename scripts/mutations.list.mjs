@@ -11,6 +11,8 @@ const HOME_SCAN = 'src/core/homeScan.ts';
 const USER_ACTIONS = 'src/core/userActions.ts';
 const FOREIGN = 'test/integration/foreignOwner.test.ts';
 const FOREIGN_SUITE = 'a goal in another Codex app \\(its own app-server on the same home\\)';
+const OLDER = 'test/unit/olderFollowers.test.ts';
+const OLDER_TEST = 'the older one gets the translated snapshot and no decision it does not know; the newer, everything';
 
 export const MUTATIONS = [
   {
@@ -391,5 +393,23 @@ export const MUTATIONS = [
       file: 'test/unit/policy.test.ts',
       pattern: 'a new usage limit whose turn has not ended',
     },
+  },
+  {
+    id: 'older-follower-new-states',
+    invariant: 'a follower of an older release is sent only states it can read: its tree keeps following the leader',
+    fault: 'followers of an older protocol are sent the snapshot as it is, with states they do not know',
+    file: 'src/leader/leaderServer.ts',
+    find: '    const line = peer.version >= PROBE_BUDGET_VERSION ? latest.line : this.olderLine(latest);',
+    replace: '    const line = latest.line;',
+    guard: { file: OLDER, name: OLDER_TEST },
+  },
+  {
+    id: 'older-follower-new-decisions',
+    invariant: 'a follower of an older release is sent only decisions it can read',
+    fault: 'followers of an older protocol are sent the probe and released decisions too',
+    file: 'src/leader/leaderServer.ts',
+    find: '      if (p.welcomed && (older || p.version >= PROBE_BUDGET_VERSION)) this.writeLine(p, line);',
+    replace: '      if (p.welcomed) this.writeLine(p, line);',
+    guard: { file: OLDER, name: OLDER_TEST },
   },
 ];

@@ -6,7 +6,7 @@ import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type T
 import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
-import { backOff, confirmRecovered, giveUp, holdForBudget, takeOver } from './outcomes';
+import { backOff, confirmRecovered, giveUp, holdForBudget, takeOver, waitForStep } from './outcomes';
 import { adoptsFromElsewhere, type ElsewhereState, resumesRetry } from './elsewherePolicy';
 import { adopts, decide, type Facts, keepsOnUnload, overBudget, pendingOutcome, type Verdict } from './policy';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
@@ -155,6 +155,7 @@ export class Looks {
             detail: failure.code,
           });
         w.lastFailure = failure;
+        if (verdict.halfStep !== null) return waitForStep(core, w, failure.turnId, verdict.halfStep);
         return backOff(core, w, failure.turnId, failure.code, failure.at);
       }
       case 'readReset':

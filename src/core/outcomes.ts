@@ -4,7 +4,7 @@ import { addHistory, markRecovered, scheduledOf, type WatchedThread } from '../m
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';
-import { followProbe, outageGroup, outageKind } from './outage';
+import { followProbe, halfStepDue, outageGroup, outageKind } from './outage';
 import { type BudgetSpentState, budgetWhy, overBudget } from './policy';
 
 /**
@@ -34,13 +34,53 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
     w.failures,
     core.deps.random,
   );
-  const due = now + delayMs;
+  let due = now + delayMs;
   // The one place the due time lives: the failure's record.
   if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
   else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due };
-  if (provider) followTheProbe(core, w, now);
+  if (provider && followTheProbe(core, w, now) > 0) {
+    // Its group takes this step; the probe tries again half-way there, alone (outage.ts).
+    const half = halfStepDue(now, due, core.options.baseDelayMs);
+    if (half !== null) {
+      w.lastFailure.stepDueAt = due;
+      w.lastFailure.dueAt = due = half;
+    }
+  }
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
-  core.emit({ type: 'backoff', threadId: w.threadId, attempt: w.failures, failedTurnId, dueAt: due, delayMs, error });
+  core.emit({
+    type: 'backoff',
+    threadId: w.threadId,
+    attempt: w.failures,
+    failedTurnId,
+    dueAt: due,
+    delayMs: due - now,
+    error,
+  });
+}
+
+/**
+ * An outage's half-step try failed again (policy.ts `count` with `halfStep`): not a step, so not
+ * counted; the goal waits for its group's step (`stepDueAt`) with them, and takes it with them.
+ * Its set was counted against the recovery budget when it went out.
+ */
+export function waitForStep(core: EngineCore, w: WatchedThread, failedTurnId: string, stepDueAt: number): void {
+  const now = core.now();
+  core.mark(w.threadId);
+  const f = w.lastFailure;
+  if (f?.turnId !== failedTurnId) return;
+  f.dueAt = stepDueAt;
+  const spent = overBudget(w, core.options, now);
+  if (spent) return holdForBudget(core, w, spent);
+  core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
+  core.emit({
+    type: 'backoff',
+    threadId: w.threadId,
+    attempt: w.failures,
+    failedTurnId,
+    dueAt: stepDueAt,
+    delayMs: stepDueAt - now,
+    error: `${f.code}: its half-step try failed; due with its group's next step`,
+  });
 }
 
 /**
@@ -48,12 +88,13 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
  * (outage.ts `followProbe`), those that waited for it and those not due yet, so the group is tried
  * again together, one probe first, and gives up together (one burst of notifications). Their own
  * recoveries never went out, so nothing of theirs is counted against the recovery budget.
+ * Returns how many follow it (given up: not counted).
  */
-function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): void {
+function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): number {
   const probeDue = probe.lastFailure?.dueAt ?? now;
   const sentAt = probe.recoveries.at(-1);
   const group = outageGroup(probe);
-  if (sentAt === undefined || group === null || !core.options.groupOutages) return;
+  if (sentAt === undefined || group === null || !core.options.groupOutages) return 0;
   // Its group: every goal whose recovery is scheduled for a failure of that kind on that provider
   // older than the probe's set, waiting for it or not due yet (the outage failed them together),
   // found before any state moves (a move looks again at who still waits).
@@ -63,6 +104,7 @@ function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): vo
     if (w === probe || held?.kind !== 'backoff' || w.lastFailure === null || w.lastFailure.at > sentAt) continue;
     if (outageGroup(w) === group) waiting.push([w, held.failedTurnId]);
   }
+  let following = 0;
   for (const [w, failedTurnId] of waiting) {
     const step = followProbe(w, probeDue);
     w.failures = step.failures;
@@ -82,7 +124,9 @@ function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): vo
       delayMs: step.dueAt - now,
       error: `its outage's probe (${probe.threadId}) failed again`,
     });
+    following += 1;
   }
+  return following;
 }
 
 /**

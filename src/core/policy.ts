@@ -9,6 +9,7 @@ import { budgetUse, describeErrorCode, type TurnFailure, type WatchedThread, typ
 import { classifyFailure, describeErrorInfo } from './classify';
 import { isThreadActive, type LiveThread, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
+import { halfStepFailed } from './outage';
 import { isUntimedCode } from './rateLimits';
 
 /** What is known of a watch when it is decided. Nothing here is changed. */
@@ -26,8 +27,12 @@ export type Verdict =
   | { act: 'settle'; state: WatchState; why: string; attention?: boolean }
   /** Keep the state as it is. `scheduled`: the failed turn whose recovery stays due, if one does. */
   | { act: 'keep'; why: string; scheduled?: string }
-  /** A failed turn not counted yet: count it, then back off (or give up past `maxAttempts`). */
-  | { act: 'count'; failure: TurnFailure; why: string; giveUp: boolean; failedAgain: boolean }
+  /**
+   * A failed turn not counted yet: count it, then back off (or give up past `maxAttempts`).
+   * `halfStep`: the failure of an outage's half-step try (outage.ts): not counted, it waits for its
+   * group's step, due then.
+   */
+  | { act: 'count'; failure: TurnFailure; why: string; giveUp: boolean; failedAgain: boolean; halfStep: number | null }
   /** A failure counted before, past `maxAttempts` now: give up. */
   | { act: 'giveUp'; failedTurnId: string; why: string }
   /** A usage limit not scheduled yet: read when it resets, then `usageDue`. */
@@ -119,14 +124,17 @@ function blocked(f: Facts): Verdict {
       why: 'its recovery is due',
     };
   }
-  // A new failed turn: counted, then a backoff (TestRecovery), or the end after `maxAttempts`.
+  // A new failed turn: counted, then a backoff (TestRecovery), or the end after `maxAttempts`;
+  // after an outage's half-step try, a try and not a step: due with its group (outage.ts).
   const attempts = w.failures + 1;
+  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now);
   return {
     act: 'count',
     failure: { turnId: turn.id, message: turn.error?.message ?? '', code, httpStatus, at: f.now, dueAt: null },
-    why: `${code} on turn ${turn.id}`,
-    giveUp: attempts > f.options.maxAttempts,
+    why: halfStep === null ? `${code} on turn ${turn.id}` : `${code} on turn ${turn.id}, a half-step try of its outage`,
+    giveUp: halfStep === null && attempts > f.options.maxAttempts,
     failedAgain: w.lastFailure !== null && w.recovered.includes(w.lastFailure.turnId),
+    halfStep,
   };
 }
 

@@ -119,7 +119,12 @@ export class Schedule {
         const d = dueAt(w);
         return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
       })
-      .sort((a, b) => dueAt(a)! - dueAt(b)! || (a.threadId < b.threadId ? -1 : 1));
+      // At one due time (a group's step) the goal with the fewest recent recoveries first: the
+      // outage's probe and its half-step tries are spread over the group's recovery budgets.
+      .sort(
+        (a, b) =>
+          dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1),
+      );
     /** The probe of each group this pass started (or found out), and how many wait for it. */
     const probes = new Map<string, { probe: string; waiting: number }>();
     for (const [i, w] of due.entries()) {

@@ -4,6 +4,7 @@
 // drains, never a backlog), and runs followers' commands through one handler. Malformed lines
 // are reported through `log` and skipped, never thrown. Decisions go to every follower in order
 // (a stream, not a latest value); what a window says of its focus is passed on to `onFocus`.
+// A follower of an older protocol gets the states and decisions it can read (olderFollowers.ts).
 import type * as net from 'node:net';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
 import {
@@ -11,12 +12,14 @@ import {
   encodeMessage,
   BEAT_VERSION,
   LEADER_PROTOCOL_VERSION,
+  PROBE_BUDGET_VERSION,
   FollowerMessageSchema,
   LineDecoder,
   type CommandId,
   type FollowerMessage,
   type LeaderMessage,
 } from './messages';
+import { olderKnows, olderSnapshotOf } from './olderFollowers';
 import { errorText } from '../util/errorText';
 
 /** Runs a follower's command on the leader; its value (JSON), or its promise's, goes back as the result. */
@@ -47,6 +50,17 @@ interface Peer {
 /** A window's focus, as it last said (`null`: it is gone). */
 export type FocusListener = (viewer: string, focused: boolean | null) => void;
 
+/**
+ * The latest state and its line. `olderLine`: the line for followers older than
+ * PROBE_BUDGET_VERSION, made once per broadcast when the first of them needs it (none connected:
+ * never); `null` when it could not be encoded.
+ */
+interface LatestState {
+  snapshot: unknown;
+  line: string;
+  olderLine?: string | null;
+}
+
 interface QueuedCommand {
   peer: Peer;
   id: CommandId;
@@ -65,7 +79,7 @@ export class LeaderServer {
   private handler: CommandHandler | undefined;
   /** Commands that arrived before a handler was set; run when one is. */
   private queued: QueuedCommand[] = [];
-  private latest: { snapshot: unknown; line: string } | undefined;
+  private latest: LatestState | undefined;
   private _closed = false;
   private closing: Promise<void> | undefined;
   private readonly followersEmitter: Emitter<number>;
@@ -135,7 +149,11 @@ export class LeaderServer {
       this.log(`leader: decision not sent: ${(e as Error).message}`);
       return;
     }
-    for (const p of this.peers) if (p.welcomed) this.writeLine(p, line);
+    // A decision type an older follower does not know would be dropped by it as malformed.
+    const older = olderKnows(msg.decision);
+    for (const p of this.peers) {
+      if (p.welcomed && (older || p.version >= PROBE_BUDGET_VERSION)) this.writeLine(p, line);
+    }
   }
 
   /**
@@ -309,7 +327,21 @@ export class LeaderServer {
       return;
     }
     peer.stateDirty = false;
-    this.writeLine(peer, latest.line);
+    const line = peer.version >= PROBE_BUDGET_VERSION ? latest.line : this.olderLine(latest);
+    if (line !== null) this.writeLine(peer, line);
+  }
+
+  /** The latest state's line for older followers, made at its first use. */
+  private olderLine(latest: LatestState): string | null {
+    if (latest.olderLine !== undefined) return latest.olderLine;
+    const older = olderSnapshotOf(latest.snapshot);
+    try {
+      latest.olderLine = older === latest.snapshot ? latest.line : encodeMessage({ type: 'state', snapshot: older });
+    } catch (e) {
+      this.log(`leader: state not sent to older followers: ${(e as Error).message}`);
+      latest.olderLine = null;
+    }
+    return latest.olderLine;
   }
 
   /** Encodes and writes; false when the message could not be encoded. */

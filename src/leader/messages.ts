@@ -21,10 +21,16 @@ import { excerpt, LineSplitter } from '../protocol/lineSplitter';
  * 2: decisions and focus (a version-1 end drops those lines as malformed, and logs each).
  * 3: the leader's beat and term (sent only to followers that said 3 or more; a follower of a
  *    leader that says less watches no silence: it goes by the socket's close, as before).
+ * 4: the states `waitingProbe` and `budgetSpent`, the decisions `probe` and `released`. An older
+ *    follower rejects a whole snapshot that holds a state it does not know (its tree would freeze)
+ *    and each such decision: it is sent each new state as the nearest one it knows, and none of
+ *    the new decisions (olderFollowers.ts). A newer follower reads an older leader as it is.
  */
-export const LEADER_PROTOCOL_VERSION = 3;
+export const LEADER_PROTOCOL_VERSION = 4;
 /** The first version whose leader beats (lease.ts). */
 export const BEAT_VERSION = 3;
+/** The first version whose followers read the outage probe's and the recovery budget's states and decisions. */
+export const PROBE_BUDGET_VERSION = 4;
 
 /** Longest accepted line, in bytes, without the newline: 16 MiB. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;

@@ -37,6 +37,12 @@ export const TurnFailureSchema = z.object({
    * lives: a `backoff` or `usageLimited` state is due at it. Survives unload and restart.
    */
   dueAt: z.nullable(z.number()),
+  /**
+   * Set on an outage's probe sent again half-way to its group's next step (src/core/outage.ts,
+   * `halfStepDue`): when that step falls due. Its turn failing again is a try, not a step: it
+   * waits for the step with its group. Absent otherwise (and in stores written before it).
+   */
+  stepDueAt: z.optional(z.number()),
 });
 export type TurnFailure = z.infer<typeof TurnFailureSchema>;
 

@@ -17,6 +17,7 @@ export class RealEngine {
   /** When each decision reached this process (Date.now(), ms): `decidedAt[i]` is `decisions[i]`'s. */
   readonly decidedAt: number[] = [];
   readonly engine: Engine;
+  private readonly listeners: ((d: Decision) => void)[] = [];
 
   private constructor(
     readonly dir: string,
@@ -34,6 +35,7 @@ export class RealEngine {
         onDecision: (d) => {
           this.decisions.push(d);
           this.decidedAt.push(Date.now());
+          for (const listener of this.listeners) listener(d);
         },
       },
     );
@@ -49,6 +51,14 @@ export class RealEngine {
     await r.engine.start();
     await r.until(() => r.engine.connectionState().kind === 'connected', 'the connection');
     return r;
+  }
+
+  /**
+   * Calls `listener` with each decision from now on, as the engine makes it (synchronously, as the
+   * extension's window hands each one to its notifier with the engine's snapshot of that moment).
+   */
+  onDecision(listener: (d: Decision) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Every decision so far, a line each (for a failure's message). */

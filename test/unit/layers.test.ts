@@ -69,11 +69,11 @@ test('imports only point down the layer table', () => {
 
 test('the decision table imports nothing that does I/O', () => {
   const policy = path.join(src, 'core', 'policy.ts');
-  const allowed = ['../model/watch', './classify', './live', './options', './rateLimits'];
+  const allowed = ['../model/watch', './classify', './live', './options', './outage', './rateLimits'];
   assert.deepEqual(
     imports(policy).filter((s) => !allowed.includes(s)),
     [],
-    'policy.ts imports beyond the pure model, classification, live facts, options and rate-limit readings',
+    'policy.ts imports beyond the pure model, classification, live facts, options, outage rules and rate-limit readings',
   );
   // The usage-limit row (usagePlan.ts) asks the table and the rate-limit readings, nothing else.
   const plan = path.join(src, 'core', 'usagePlan.ts');
@@ -82,7 +82,7 @@ test('the decision table imports nothing that does I/O', () => {
     [],
     'usagePlan.ts imports beyond the table, options and rate-limit readings',
   );
-  for (const pure of ['classify.ts', 'live.ts', 'options.ts', 'rateLimits.ts']) {
+  for (const pure of ['classify.ts', 'live.ts', 'options.ts', 'outage.ts', 'rateLimits.ts']) {
     const own = imports(path.join(src, 'core', pure)).filter((s) => !s.startsWith('../model/'));
     for (const spec of own)
       assert.match(
@@ -98,7 +98,7 @@ test('the decision table imports nothing that does I/O', () => {
     [],
     'elsewherePolicy.ts imports beyond the pure model, classification, live facts and options',
   );
-  for (const file of [policy, outside, plan, path.join(src, 'core', 'rateLimits.ts')]) {
+  for (const file of [policy, outside, plan, ...['rateLimits.ts', 'outage.ts'].map((f) => path.join(src, 'core', f))]) {
     const code = fs
       .readFileSync(file, 'utf8')
       .replace(/\/\*[\s\S]*?\*\//g, '')

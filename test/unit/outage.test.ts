@@ -2,7 +2,16 @@
 // daemon, no clock. The engine carrying them out is test/unit/outageProbe.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { followProbe, isProbing, outageGroup, outageKind, type ProbeFacts, releasedBy } from '../../src/core/outage';
+import {
+  followProbe,
+  halfStepDue,
+  halfStepFailed,
+  isProbing,
+  outageGroup,
+  outageKind,
+  type ProbeFacts,
+  releasedBy,
+} from '../../src/core/outage';
 import { newWatch, type WatchedThread } from '../../src/model/watch';
 
 const NOW = 1_800_000_000_000;
@@ -146,4 +155,33 @@ describe('following the probe', () => {
     assert.deepEqual(followProbe(failed({ failures: 2 }), NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
   test('never an earlier due time than its own', () =>
     assert.deepEqual(followProbe(failed({ failures: 4 }), NOW - 1), { failures: 5, dueAt: NOW }));
+});
+
+describe('the probe’s half-step try', () => {
+  const BASE = 30_000;
+  const rows: [string, number, number | null][] = [
+    ['its group’s step two bases away → half-way', NOW + 2 * BASE, NOW + BASE],
+    ['a step 16 min away → 8 min', NOW + 16 * 60_000, NOW + 8 * 60_000],
+    ['a step just under two bases away (the second step’s wait) → none', NOW + 2 * BASE - 1, null],
+    ['a step one base away → none', NOW + BASE, null],
+  ];
+  for (const [name, stepDueAt, half] of rows) test(name, () => assert.equal(halfStepDue(NOW, stepDueAt, BASE), half));
+});
+
+describe('a half-step try failed', () => {
+  const tried = (patch: Partial<WatchedThread['lastFailure'] & object> = {}) =>
+    failed({ recovered: ['turn-1'], lastFailure: { ...failed().lastFailure!, stepDueAt: NOW + 60_000, ...patch } });
+  const rows: [string, WatchedThread, number | null][] = [
+    ['its try went out and took effect → due with its group’s step', tried(), NOW + 60_000],
+    ['its group’s step passed while it ran → due now', tried({ stepDueAt: NOW - 5_000 }), NOW],
+    [
+      'its try never took effect (its failure not recovered) → counted',
+      failed({ lastFailure: tried().lastFailure }),
+      null,
+    ],
+    ['an ordinary probe, no step recorded → counted', failed({ recovered: ['turn-1'] }), null],
+    ['no failure before → counted', failed({ lastFailure: null }), null],
+  ];
+  for (const [name, w, due] of rows)
+    test(name, () => assert.equal(halfStepFailed(w.lastFailure, w.recovered, NOW), due));
 });

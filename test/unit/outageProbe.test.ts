@@ -123,28 +123,47 @@ describe('one outage, one probe', () => {
     assert.ok([...setsOf(h).values()].every((n) => n === 1));
   });
 
-  it('the probe fails again: the group takes its next step together, one probe again, and gives up together', async () => {
+  it('the probe fails again: the group takes its step together; the probe tries again half-way to it, alone; all give up together', async () => {
     const threads = ids(10);
     const h = await fleet(threads);
     await outage(h, threads);
+    // The harness's jitter gives the nominal delay: 30 s, 60 s, 2 min, 4, 8, 16 min.
+    const wait = (step: number) => Math.min(BASE * 2 ** (step - 1), DEFAULT_OPTIONS.maxDelayMs);
+    const state = (id: string) => [h.engine.watch(id)?.state.kind, h.engine.watch(id)?.failures];
+    let sets = 0;
+    let halfTried: string | null = null;
+    await h.advance(wait(1) + 1_000);
     for (let step = 1; step <= MAX; step++) {
-      await h.advance(Math.min(BASE * 2 ** (step - 1), DEFAULT_OPTIONS.maxDelayMs) + 1_000);
-      assert.equal(totalSets(h), step, `step ${step}: ${JSON.stringify(kinds(h, threads))}`);
+      sets += 1;
+      assert.equal(totalSets(h), sets, `step ${step}: ${JSON.stringify(kinds(h, threads))}`);
       const probe = h.engine.watches().find((w) => w.state.kind === 'running')!.threadId;
       const others = threads.filter((id) => id !== probe);
       assert.deepEqual(new Set(others.map((id) => probeOf(h, id))), new Set([probe]), `step ${step}`);
+      assert.notEqual(probe, halfTried, 'the step goes to a goal with fewer recent recoveries (the budget)');
       await outage(h, [probe]); // its recovered turn fails too: the provider is still down
-      if (step < MAX)
-        for (const id of threads)
-          assert.deepEqual(
-            [h.engine.watch(id)?.state.kind, h.engine.watch(id)?.failures],
-            ['backoff', step + 1],
-            `${id} after the probe's failure ${step}`,
-          );
+      if (step === MAX) break;
+      halfTried = probe;
+      for (const id of threads)
+        assert.deepEqual(state(id), ['backoff', step + 1], `${id} after the probe's failure ${step}`);
+      const next = wait(step + 1);
+      if (next < 2 * BASE) {
+        await h.advance(next + 1_000); // the second step's wait is short: no half-step try
+        continue;
+      }
+      // Half-way to the group's step, the probe alone tries again; its failure is a try, not a step.
+      await h.advance(next / 2 + 1_000);
+      sets += 1;
+      assert.equal(totalSets(h), sets, `the half-step try before step ${step + 1}`);
+      assert.equal(h.engine.watch(probe)?.state.kind, 'running', 'the probe tries half-way');
+      for (const id of others) assert.deepEqual(state(id), ['backoff', step + 1], `${id} is not due yet`);
+      await outage(h, [probe]);
+      assert.deepEqual(state(probe), ['backoff', step + 1], 'the half-step try is not counted as a step');
+      await h.advance(next / 2);
     }
     assert.deepEqual(new Set(kinds(h, threads)), new Set(['gaveUp']));
-    // 6 wasted recoveries for the outage, where each goal alone would have spent 6: 60.
-    assert.equal(totalSets(h), MAX);
+    // 6 steps and 5 half-step tries for the outage (one before each later step: with the nominal
+    // delays every wait is two bases or more), where each goal alone would have spent 6: 60.
+    assert.equal(totalSets(h), MAX + (MAX - 1));
     assert.equal(h.decisions.filter((d) => d.type === 'gave-up').length, 10);
   });
 

@@ -37,7 +37,15 @@ interface Row {
   disarmedAt?: number;
   options?: Partial<EngineOptions>;
   /** The verdict's act and, where it settles, the state's kind. */
-  expect: { act: Verdict['act']; kind?: string; scheduled?: string; giveUp?: boolean; attention?: boolean };
+  expect: {
+    act: Verdict['act'];
+    kind?: string;
+    scheduled?: string;
+    giveUp?: boolean;
+    attention?: boolean;
+    /** A count's `halfStep`: the group's step it waits for, or null. */
+    halfStep?: number | null;
+  };
 }
 
 function facts(row: Omit<Row, 'name' | 'expect'>): Facts {
@@ -177,6 +185,22 @@ const ROWS: Row[] = [
     watch: { failures: DEFAULT_OPTIONS.maxAttempts },
     live: { turn: failed('t1') },
     expect: { act: 'count', giveUp: true },
+  },
+  {
+    name: 'the failure of an outage’s half-step try → a try, not a step: due with its group, never given up here',
+    watch: {
+      failures: DEFAULT_OPTIONS.maxAttempts,
+      lastFailure: { ...counted('t0').lastFailure, stepDueAt: NOW + 60_000 },
+      recovered: ['t0'],
+    },
+    live: { turn: failed('t1') },
+    expect: { act: 'count', giveUp: false, halfStep: NOW + 60_000 },
+  },
+  {
+    name: 'a new failure after an ordinary recovery → counted (no half-step)',
+    watch: { ...counted('t0'), recovered: ['t0'] },
+    live: { turn: failed('t1') },
+    expect: { act: 'count', giveUp: false, halfStep: null },
   },
   {
     name: 'a counted failure in backoff → kept, its recovery due',
@@ -337,6 +361,8 @@ describe('the decision table', () => {
       if (row.expect.scheduled !== undefined)
         assert.equal(verdict.act === 'keep' && verdict.scheduled, row.expect.scheduled);
       if (row.expect.giveUp !== undefined) assert.equal(verdict.act === 'count' && verdict.giveUp, row.expect.giveUp);
+      if (row.expect.halfStep !== undefined)
+        assert.equal(verdict.act === 'count' ? verdict.halfStep : undefined, row.expect.halfStep);
       if (row.expect.attention !== undefined)
         assert.equal(verdict.act === 'settle' && (verdict.attention ?? false), row.expect.attention);
       assert.ok(verdict.why.length > 0, 'every verdict says why');
