@@ -42,6 +42,8 @@ export async function startMockModel(): Promise<MockModel> {
   const waiters: { n: number; resolve: () => void }[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  /** Slow answers under way: each ends its answer now (`answerSlowNow`). */
+  const slowAnswers = new Set<() => void>();
 
   const later = (ms: number, fn: () => void): NodeJS.Timeout => {
     const t = setTimeout(() => {
@@ -111,15 +113,19 @@ export async function startMockModel(): Promise<MockModel> {
           if (!res.writableEnded && !res.destroyed)
             res.write(sse({ type: 'response.in_progress', response: { id, status: 'in_progress' } }));
         }, 500);
-        const done = later(delay, () => {
-          clearInterval(tick);
-          if (!res.writableEnded && !res.destroyed) streamItem(res, messageItem(text), { id });
-        });
-        res.on('close', () => {
+        const stop = () => {
           clearInterval(tick);
           clearTimeout(done);
           timers.delete(done);
-        });
+          slowAnswers.delete(finish);
+        };
+        const finish = () => {
+          stop();
+          if (!res.writableEnded && !res.destroyed) streamItem(res, messageItem(text), { id });
+        };
+        const done = later(delay, finish);
+        slowAnswers.add(finish);
+        res.on('close', stop);
         return;
       }
       case 'http500':
@@ -228,6 +234,11 @@ export async function startMockModel(): Promise<MockModel> {
     },
     clearScript() {
       queue = [];
+    },
+    answerSlowNow() {
+      const now = [...slowAnswers];
+      for (const finish of now) finish();
+      return now.length;
     },
     waitForRequests(n: number, timeoutMs = 30_000) {
       if (requests >= n) return Promise.resolve();

@@ -18,6 +18,7 @@
  *                       after opts.delayMs (default 10 000 ms), emitting a `response.in_progress`
  *                       event every 500 ms so Codex's stream idle timeout never fires. Keeps a turn
  *                       running (e.g. to test turn/interrupt). Aborts quietly if Codex hangs up.
+ *                       `answerSlowNow()` ends every slow answer under way at once.
  *   http500             HTTP 500 JSON `{"error":{"type":"server_error",…}}`.
  *   http400             HTTP 400 JSON `{"error":{"type":"invalid_request_error",…}}`.
  *   http429             Plain rate limit: HTTP 429 `rate_limit_exceeded`, header retry-after: 1.
@@ -110,6 +111,8 @@ export interface MockModel {
   readonly scripted: number;
   /** Drop the scripted modes not consumed yet. */
   clearScript(): void;
+  /** Ends every `slow` answer under way now, with its message (as if its delay ran out); returns how many. */
+  answerSlowNow(): number;
   /** Resolves once `requests` reaches n (or rejects after timeoutMs). */
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;

@@ -4,6 +4,7 @@ import { endToEndBench } from './endToEnd';
 import { homeScanBench } from './homeScan';
 import { idleCost } from './idleCost';
 import { memoryStore10k } from './memoryStore10k';
+import { outageCost } from './outageCost';
 import { rolloutBench } from './rollout';
 import { soakBench } from './soak';
 import { stallTakeover } from './stallTakeover';
@@ -21,6 +22,7 @@ export const BENCHES: Bench[] = [
   stallTakeover,
   idleCost,
   homeScanBench,
+  outageCost,
   timerPrecision,
   soakBench,
 ];

@@ -19,10 +19,13 @@ export class DaemonLab {
     readonly home: CodexHome,
   ) {}
 
-  /** A daemon of the given Codex build (default: the pinned one). */
-  static async start(codex?: CodexBuild): Promise<DaemonLab> {
+  /**
+   * A daemon of the given Codex build (default: the pinned one). `extraToml`: more of the home's
+   * config.toml (makeCodexHome's), e.g. `[features]` the lab turns off.
+   */
+  static async start(codex?: CodexBuild, extraToml = ''): Promise<DaemonLab> {
     const mock = await startMockModel();
-    const home = await makeCodexHome(mock.url, '', codex ? { codex } : {});
+    const home = await makeCodexHome(mock.url, extraToml, codex ? { codex } : {});
     await startDaemon(home.dir);
     return new DaemonLab(mock, home);
   }

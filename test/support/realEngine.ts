@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { Engine } from '../../src/core/engine';
 import { systemClock } from '../../src/core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
+import type { Random } from '../../src/core/backoff';
 import type { Decision } from '../../src/model/decision';
 import type { Connector } from '../../src/protocol/daemon';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
@@ -13,6 +14,8 @@ import { sleep } from '../../src/demo/codexProcesses';
 
 export class RealEngine {
   readonly decisions: Decision[] = [];
+  /** When each decision reached this process (Date.now(), ms): `decidedAt[i]` is `decisions[i]`'s. */
+  readonly decidedAt: number[] = [];
   readonly engine: Engine;
   private readonly listeners: ((d: Decision) => void)[] = [];
 
@@ -20,6 +23,7 @@ export class RealEngine {
     readonly dir: string,
     options: Partial<EngineOptions>,
     connect: Connector,
+    random: Random,
   ) {
     this.engine = new Engine(
       { ...DEFAULT_OPTIONS, ...options },
@@ -27,18 +31,23 @@ export class RealEngine {
         connect,
         store: new JsonFileStore(path.join(dir, 'state.json')),
         clock: systemClock,
-        random: Math.random,
+        random,
         onDecision: (d) => {
           this.decisions.push(d);
+          this.decidedAt.push(Date.now());
           for (const listener of this.listeners) listener(d);
         },
       },
     );
   }
 
-  /** Starts the engine and waits for its first connection. */
-  static async start(connect: Connector, options: Partial<EngineOptions> = {}): Promise<RealEngine> {
-    const r = new RealEngine(fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-real-engine-')), options, connect);
+  /** Starts the engine and waits for its first connection. `random`: the backoff's jitter (Math.random). */
+  static async start(
+    connect: Connector,
+    options: Partial<EngineOptions> = {},
+    random: Random = Math.random,
+  ): Promise<RealEngine> {
+    const r = new RealEngine(fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-real-engine-')), options, connect, random);
     await r.engine.start();
     await r.until(() => r.engine.connectionState().kind === 'connected', 'the connection');
     return r;
