@@ -27,13 +27,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { codexBuilds } from '../../src/demo/codexBinary';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
-import type { NotificationLevel } from '../../src/config/settings';
 import type { Decision } from '../../src/model/decision';
 import { needsPerson } from '../../src/model/notice';
 import { needsAttention } from '../../src/model/watch';
 import { connectDaemon } from '../../src/protocol/client';
-import { BURST_HOLD_MS, BurstNotifier, realTimers, type NotifyIo } from '../../src/views/notificationBurst';
+import { BURST_HOLD_MS, BurstNotifier, realTimers } from '../../src/views/notificationBurst';
 import { DaemonLab } from '../support/daemonLab';
+import { RecordedWindow } from '../support/recordedWindow';
 import { RealEngine } from '../support/realEngine';
 import {
   assertNoAutomaticSet,
@@ -50,50 +50,6 @@ const BUDGET_OPTIONS: Partial<EngineOptions> = { recoveryBudget: BUDGET, baseDel
 const BURST = 5;
 
 type PersonDecision = Extract<Decision, { type: 'gave-up' | 'attention' }>;
-
-interface Shown {
-  /** performance.now() when it was shown. */
-  at: number;
-  text: string;
-  buttons: string[];
-  /** The person clicks `button`: the notification's promise resolves, and what it runs is run. */
-  click(button: string): Promise<void>;
-}
-
-/** The window's side of the notifications, recorded (VS Code's in the product: src/views/notifier.ts). */
-class RecordedWindow implements NotifyIo {
-  readonly shown: Shown[] = [];
-  readonly infos: string[] = [];
-  readonly ran: { command: string; arg?: { threadId: string } }[] = [];
-  level(): NotificationLevel {
-    return 'attention'; // the shipped `notifications` setting
-  }
-  t(message: string, ...args: (string | number)[]): string {
-    return message.replace(/\{(\d+)\}/g, (_, i: string) => String(args[Number(i)]));
-  }
-  warn(text: string, buttons: string[]): PromiseLike<string | undefined> {
-    return new Promise((resolve) => {
-      this.shown.push({
-        at: performance.now(),
-        text,
-        buttons,
-        click: async (button) => {
-          resolve(button);
-          await new Promise((r) => setImmediate(r));
-        },
-      });
-    });
-  }
-  info(text: string): void {
-    this.infos.push(text);
-  }
-  run(command: string, arg?: { threadId: string }): void {
-    this.ran.push(arg ? { command, arg } : { command });
-  }
-  silence(): void {
-    throw new Error("Don't show again was never clicked here");
-  }
-}
 
 /** An engine on the lab's daemon whose decisions reach the product's notifications, as in a window. */
 async function engineWithNotifications(lab: DaemonLab, options: Partial<EngineOptions> = {}) {

@@ -4,17 +4,11 @@
 // time moves only when the test says so.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { NotificationLevel } from '../../src/config/settings';
 import type { Decision } from '../../src/model/decision';
 import { emptySnapshot, type EngineSnapshot } from '../../src/model/snapshot';
 import { newWatch } from '../../src/model/watch';
-import {
-  BURST_HOLD_MS,
-  BURST_MAX_MS,
-  BurstNotifier,
-  type BurstTimers,
-  type NotifyIo,
-} from '../../src/views/notificationBurst';
+import { BURST_HOLD_MS, BURST_MAX_MS, BurstNotifier, type BurstTimers } from '../../src/views/notificationBurst';
+import { RecordedWindow } from '../support/recordedWindow';
 
 const SHOW_COMMAND = 'codexGoalRecovery.watchedGoals.focus';
 
@@ -43,51 +37,9 @@ class FakeTimers implements BurstTimers {
   }
 }
 
-interface Shown {
-  at: number;
-  text: string;
-  buttons: string[];
-  click(button: string): Promise<void>;
-}
-
-/** The window's side, recorded: what was shown, run and set. */
-class FakeWindow implements NotifyIo {
-  level: () => NotificationLevel = () => this.setting;
-  setting: NotificationLevel = 'attention';
-  readonly shown: Shown[] = [];
-  readonly infos: string[] = [];
-  readonly ran: { command: string; arg?: { threadId: string } }[] = [];
-  constructor(private readonly timers: FakeTimers) {}
-  t(message: string, ...args: (string | number)[]): string {
-    return message.replace(/\{(\d+)\}/g, (_, i: string) => String(args[Number(i)]));
-  }
-  warn(text: string, buttons: string[]): PromiseLike<string | undefined> {
-    return new Promise((resolve) => {
-      this.shown.push({
-        at: this.timers.now(),
-        text,
-        buttons,
-        click: async (button) => {
-          resolve(button);
-          await new Promise((r) => setImmediate(r));
-        },
-      });
-    });
-  }
-  info(text: string): void {
-    this.infos.push(text);
-  }
-  run(command: string, arg?: { threadId: string }): void {
-    this.ran.push(arg ? { command, arg } : { command });
-  }
-  silence(): void {
-    this.setting = 'none';
-  }
-}
-
 function world() {
   const timers = new FakeTimers();
-  const window = new FakeWindow(timers);
+  const window = new RecordedWindow(() => timers.now());
   const notifier = new BurstNotifier(window, SHOW_COMMAND, timers);
   const snap: EngineSnapshot = emptySnapshot('/tmp/daemon.sock', 0);
   for (let i = 1; i <= 30; i++) snap.watches.push({ ...newWatch(`t-${i}`, 0), title: `Goal ${i}` });
