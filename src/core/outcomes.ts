@@ -46,6 +46,11 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
       w.lastFailure.dueAt = due = half;
     }
   }
+  backingOff(core, w, failedTurnId, due, now, error);
+}
+
+/** The watch backs off, due at `due` (its failure's record holds it): in the state, and said. */
+function backingOff(core: EngineCore, w: WatchedThread, failedTurnId: string, due: number, now: number, why: string) {
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
   core.emit({
     type: 'backoff',
@@ -54,7 +59,7 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
     failedTurnId,
     dueAt: due,
     delayMs: due - now,
-    error,
+    error: why,
   });
 }
 
@@ -71,16 +76,14 @@ export function waitForStep(core: EngineCore, w: WatchedThread, failedTurnId: st
   f.dueAt = stepDueAt;
   const spent = overBudget(w, core.options, now);
   if (spent) return holdForBudget(core, w, spent);
-  core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
-  core.emit({
-    type: 'backoff',
-    threadId: w.threadId,
-    attempt: w.failures,
+  backingOff(
+    core,
+    w,
     failedTurnId,
-    dueAt: stepDueAt,
-    delayMs: stepDueAt - now,
-    error: `${f.code}: its half-step try failed; due with its group's next step`,
-  });
+    stepDueAt,
+    now,
+    `${f.code}: its half-step try failed; due with its group's next step`,
+  );
 }
 
 /**
@@ -114,16 +117,7 @@ function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): nu
       continue;
     }
     if (w.lastFailure) w.lastFailure.dueAt = step.dueAt;
-    core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
-    core.emit({
-      type: 'backoff',
-      threadId: w.threadId,
-      attempt: w.failures,
-      failedTurnId,
-      dueAt: step.dueAt,
-      delayMs: step.dueAt - now,
-      error: `its outage's probe (${probe.threadId}) failed again`,
-    });
+    backingOff(core, w, failedTurnId, step.dueAt, now, `its outage's probe (${probe.threadId}) failed again`);
     following += 1;
   }
   return following;
