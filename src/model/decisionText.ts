@@ -2,9 +2,13 @@
 import type { Decision } from './decision';
 import { formatDuration } from './watch';
 
-export function decisionJson(decision: Decision, now: number): string {
+/** A decision as the runner's `--json` object: its time first, and a due time also in ISO form. */
+export function decisionObject(
+  decision: Decision,
+  now: number,
+): { ts: string; type: string } & Record<string, unknown> {
   const extra = 'dueAt' in decision ? { dueAtIso: new Date(decision.dueAt).toISOString() } : {};
-  return JSON.stringify({ ts: new Date(now).toISOString(), ...decision, ...extra });
+  return { ts: new Date(now).toISOString(), ...decision, ...extra };
 }
 
 export function decisionLine(d: Decision, now: number): string {

@@ -19,6 +19,8 @@ export const USAGE = `Usage:
   codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]
+  codex-goal-recovery help | --help | -h        this text
+  codex-goal-recovery version | --version | -V  the version
 
 watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTERM or SIGHUP.
         Default: the daemon's control socket under $CODEX_HOME (default ~/.codex).
@@ -33,7 +35,9 @@ watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTER
   --max-attempts N   consecutive failed recoveries before giving up (default 6)
   --recovery-budget N  automatic recoveries per goal in a rolling 24 h, then it waits for a
                      person: retry, or disarm and rearm (default 12)
-  --json             one JSON object per line for every decision (a fatal error too: type "fatal")
+  --json             one JSON object per line for every decision (a fatal error too: type "fatal"),
+                     each with a "level": error, warning, notice, info or debug. Plain lines on a
+                     systemd journal stream start with their syslog priority (journalctl -p warning)
   --verbose          also election diagnostics and other debug lines (type "debug" under --json)
 status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
         policy, its watched threads and their states. When no engine runs, the state file instead
@@ -110,9 +114,9 @@ function isControlVerb(command: string): command is ControlVerb {
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): CliArgs {
   const [command, ...rest] = argv;
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h')
-    return { command: 'help' };
-  if (command === '--version' || command === 'version') return { command: 'version' };
+  if (command === undefined) throw new UsageError('no command given');
+  if (command === 'help' || command === '--help' || command === '-h') return { command: 'help' };
+  if (command === '--version' || command === '-V' || command === 'version') return { command: 'version' };
   if (command !== 'watch' && command !== 'status' && !isControlVerb(command))
     throw new UsageError(`unknown command "${command}"`);
   let parsed;

@@ -22,8 +22,10 @@ import {
 import { describeTarget, EXIT, leaderSnapshot, leaderText, reachLeader } from './control';
 import { reportFromSnapshot, reportFromStateFile, statusExitCode, statusText, type StatusReport } from './statusReport';
 import { LeaderCommandError } from '../leader/followerConnection';
-import { decisionJson, decisionLine } from '../model/decisionText';
-import { roleJson, roleLine, RunnerRole } from './role';
+import type { Decision } from '../model/decision';
+import { decisionLine, decisionObject } from '../model/decisionText';
+import { decisionLevel, type Level, RunnerLines, withPriority, writesToJournal } from './lines';
+import { roleLine, roleObject, RunnerRole } from './role';
 import { errorText } from '../util/errorText';
 
 export async function main(argv: string[]): Promise<number> {
@@ -70,20 +72,28 @@ export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.
 }
 
 async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const lines = new RunnerLines(args.json, writesToJournal(env), (line) => process.stdout.write(`${line}\n`));
+  const now = () => new Date().toISOString();
+  /** A line of the runner's own (not a decision): `type` and its fields under --json, else `text`. */
+  const say = (level: Level, type: string, fields: Record<string, unknown>, text: string) =>
+    lines.line(level, { ts: now(), type, ...fields }, `${now()} ${text}`);
   // --verbose: election diagnostics and other debug lines, typed so that --json stays one object a line.
   const debug = (message: string) => {
-    if (!args.verbose) return;
-    out(
-      args.json
-        ? JSON.stringify({ ts: new Date().toISOString(), type: 'debug', message })
-        : `${new Date().toISOString()} debug: ${message}`,
-    );
+    if (args.verbose) say('debug', 'debug', { message }, `debug: ${message}`);
   };
+  const watching = () =>
+    lines.line(
+      'info',
+      { ts: now(), type: 'watching' },
+      `${now()} watching (state in ${args.statePath}); Ctrl-C to stop`,
+    );
+  const decided = (d: Decision) =>
+    lines.line(decisionLevel(d), decisionObject(d, Date.now()), decisionLine(d, Date.now()));
   // A fatal error: on stderr as always, and under --json also as one object on stdout.
   const fatal = (message: string) => {
-    if (args.json) out(JSON.stringify({ ts: new Date().toISOString(), type: 'fatal', message }));
-    process.stderr.write(`codex-goal-recovery: ${message}\n`);
+    if (args.json) say('error', 'fatal', { message }, message);
+    const text = `codex-goal-recovery: ${message}`;
+    process.stderr.write(`${writesToJournal(env, 2) ? withPriority('error', text) : text}\n`);
   };
   const target = describeTarget(args.target);
   const options = engineOptions(args, env);
@@ -99,19 +109,15 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
         connect: (listener) =>
           connectDaemon(args.target, listener, {
             clientVersion: VERSION,
-            onStderr: (line) =>
-              out(
-                args.json
-                  ? JSON.stringify({ ts: new Date().toISOString(), type: 'daemon-stderr', line })
-                  : `codex: ${line}`,
-              ),
+            onStderr: (line) => lines.line('info', { ts: now(), type: 'daemon-stderr', line }, `codex: ${line}`),
           }),
         target,
         store: new HandoverStore(new JsonFileStore(args.statePath, { guard }), seed, (taken) =>
-          out(
-            args.json
-              ? JSON.stringify({ ts: new Date().toISOString(), type: 'handover', threads: taken })
-              : `${new Date().toISOString()} handover: ${taken.length} watched thread(s) taken from the previous leader's last state`,
+          say(
+            'notice',
+            'handover',
+            { threads: taken },
+            `handover: ${taken.length} watched thread(s) taken from the previous leader's last state`,
           ),
         ),
         clock: systemClock,
@@ -122,18 +128,12 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
         },
         onChange,
       }),
-    onDecision: (d) => out(args.json ? decisionJson(d, Date.now()) : decisionLine(d, Date.now())),
+    onDecision: decided,
     onRole: (event) => {
-      out(args.json ? roleJson(event, target, Date.now()) : roleLine(event, target, Date.now()));
-      if (!args.json && event.role === 'leader')
-        out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
+      lines.line('notice', roleObject(event, target, Date.now()), roleLine(event, target, Date.now()));
+      if (!args.json && event.role === 'leader') watching();
     },
-    onWarning: (message) =>
-      out(
-        args.json
-          ? decisionJson({ type: 'warning', message }, Date.now())
-          : decisionLine({ type: 'warning', message }, Date.now()),
-      ),
+    onWarning: (message) => decided({ type: 'warning', message }),
     log: debug,
   });
   // Listening from the start: a signal while the runner is still starting stops it cleanly too.
@@ -155,7 +155,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     fatal(errorText(error));
     return 1;
   }
-  if (!args.json && !election) out(`${new Date().toISOString()} watching (state in ${args.statePath}); Ctrl-C to stop`);
+  if (!args.json && !election) watching();
   // The engine's timers do not hold the process open (they are unref'd for the extension host).
   const keepAlive = setInterval(() => undefined, 1 << 30);
   const ended = await Promise.race([
@@ -169,10 +169,11 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     fatal(ended.error.message);
     return 1;
   }
-  out(
-    args.json
-      ? JSON.stringify({ ts: new Date().toISOString(), type: 'stopped', signal: ended.signal })
-      : `${new Date().toISOString()} stopped on ${ended.signal}${leading ? `; state saved to ${args.statePath}` : ''}`,
+  say(
+    'notice',
+    'stopped',
+    { signal: ended.signal },
+    `stopped on ${ended.signal}${leading ? `; state saved to ${args.statePath}` : ''}`,
   );
   return 0;
 }

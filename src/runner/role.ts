@@ -141,6 +141,6 @@ export function roleLine(event: RoleEvent, target: string, now: number): string 
 }
 
 /** A role event as one JSON object: `{ts, type: "role", role, target, …}`. */
-export function roleJson(event: RoleEvent, target: string, now: number): string {
-  return JSON.stringify({ ts: new Date(now).toISOString(), type: 'role', ...event, target });
+export function roleObject(event: RoleEvent, target: string, now: number) {
+  return { ts: new Date(now).toISOString(), type: 'role', ...event, target };
 }

@@ -29,18 +29,20 @@ describe('the runner bin (dist/cli.js executed directly)', () => {
     assert.equal(fs.statSync(CLI).mode & 0o111, 0o111, 'dist/cli.js is not executable by all');
   });
 
-  it('--version: prints the package version and exits 0', async () => {
+  it('--version and -V: print the package version and exit 0', async () => {
     const { version } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = execFile(CLI, ['--version'], { env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir() } });
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (d: string) => (stdout += d));
-      child.stderr!.on('data', (d: string) => (stderr += d));
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
-    assert.equal(run.code, 0, run.stderr);
-    assert.equal(run.stdout.trim(), `codex-goal-recovery ${version}`);
+    for (const flag of ['--version', '-V']) {
+      const run = await runBin([flag]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stdout.trim(), `codex-goal-recovery ${version}`, flag);
+    }
+  });
+
+  it('no arguments: a usage error (exit 2), the usage on stderr, nothing on stdout', async () => {
+    const run = await runBin([]);
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr, /^codex-goal-recovery: no command given\n\nUsage:/);
+    assert.equal(run.stdout, '');
   });
 
   it('watch: runs in a node started with the flags (its /proc cmdline), and stops cleanly on SIGTERM', async () => {
@@ -70,3 +72,15 @@ describe('the runner bin (dist/cli.js executed directly)', () => {
     }
   });
 });
+
+/** The bin run to its end with `args`: its exit code and what it wrote. */
+function runBin(args: string[]) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = execFile(CLI, args, { env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir() } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: string) => (stdout += d));
+    child.stderr!.on('data', (d: string) => (stderr += d));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -75,6 +75,13 @@ describe('runner command line', () => {
     }
   });
 
+  it('no command is a usage error (exit 2, the usage on stderr); help and version in every spelling', () => {
+    assert.throws(() => parseCli([], env), UsageError);
+    for (const help of ['help', '--help', '-h']) assert.deepEqual(parseCli([help], env), { command: 'help' }, help);
+    for (const version of ['version', '--version', '-V'])
+      assert.deepEqual(parseCli([version], env), { command: 'version' }, version);
+  });
+
   it('refuses conflicting or malformed flags with a usage error', () => {
     for (const argv of [
       ['watch', '--socket', 'a', '--url', 'ws://127.0.0.1:1'],

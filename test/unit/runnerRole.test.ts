@@ -17,7 +17,7 @@ import { electionDir, electionFor, electionKey, electionName } from '../../src/l
 import type { Decision } from '../../src/model/decision';
 import { emptySnapshot, type EngineSnapshot } from '../../src/model/snapshot';
 import { emptyState, newWatch, RECOVERED_LIMIT, type PersistedState, type WatchedThread } from '../../src/model/watch';
-import { RunnerRole, roleJson, roleLine, type RoleEvent } from '../../src/runner/role';
+import { RunnerRole, roleObject, roleLine, type RoleEvent } from '../../src/runner/role';
 import { FakeDaemon } from '../support/fakeDaemon';
 import { TEST_OPTIONS } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
@@ -383,7 +383,7 @@ describe("the runner's role", () => {
       roleLine({ role: 'leader', elected: true }, '/s.sock', now),
       /^2026-01-02T03:04:05.000Z leader: this runner runs the engine for \/s.sock/,
     );
-    assert.deepEqual(JSON.parse(roleJson({ role: 'follower', leaderPid: 42, leaderWho: 'runner' }, '/s.sock', now)), {
+    assert.deepEqual(roleObject({ role: 'follower', leaderPid: 42, leaderWho: 'runner' }, '/s.sock', now), {
       ts: '2026-01-02T03:04:05.000Z',
       type: 'role',
       role: 'follower',
@@ -461,15 +461,44 @@ describe('the command line', () => {
       ['watch', '--socket', path.join(dir, 'nobody.sock'), '--state', path.join(dir, 's.json'), '--json'],
       { XDG_RUNTIME_DIR: run },
     );
-    const warning = JSON.parse(await cli.line(/"type":"warning"/)) as { message: string };
+    const warning = JSON.parse(await cli.line(/"type":"warning"/)) as { message: string; level: string };
     assert.match(warning.message, /^leader election unavailable \(.*writable by group or others/);
+    assert.equal(warning.level, 'warning');
     const role = JSON.parse(await cli.line(/"type":"role"/)) as Record<string, unknown>;
     assert.deepEqual(
       { ...role, ts: 'x' },
-      { ts: 'x', type: 'role', role: 'leader', elected: false, target: path.join(dir, 'nobody.sock') },
+      { ts: 'x', level: 'notice', type: 'role', role: 'leader', elected: false, target: path.join(dir, 'nobody.sock') },
     );
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);
+  });
+
+  it('under systemd (stdout the journal stream JOURNAL_STREAM names): lines start with their syslog priority, plain and --json', async () => {
+    const plain = await journalRun([]);
+    assert.ok(
+      plain.every((l) => /^<[3-7]>\d{4}-/.test(l)),
+      plain.join('\n'),
+    );
+    assert.ok(
+      plain.some((l) => /^<4>.* connection /.test(l)),
+      `a lost connection is a warning:\n${plain.join('\n')}`,
+    );
+    assert.ok(
+      plain.some((l) => /^<5>.* stopped on SIGTERM/.test(l)),
+      plain.join('\n'),
+    );
+    const json = await journalRun(['--json']);
+    const priority = { error: 3, warning: 4, notice: 5, info: 6, debug: 7 } as Record<string, number>;
+    for (const l of json) {
+      const m = /^<(\d)>(\{.*\})$/.exec(l);
+      assert.ok(m, l);
+      const object = JSON.parse(m[2]) as { level: string };
+      assert.equal(Number(m[1]), priority[object.level], l);
+    }
+    assert.ok(
+      json.some((l) => l.startsWith('<4>') && l.includes('"type":"connection"')),
+      json.join('\n'),
+    );
   });
 
   it('a reader that goes away (watch piped into `head`): the runner stops cleanly, its state saved, instead of dying on EPIPE', async () => {
@@ -486,3 +515,32 @@ describe('the command line', () => {
     assert.equal(cli.lines.filter((l) => l.startsWith('stderr: ')).join('\n'), '');
   });
 });
+
+/**
+ * A runner on no daemon whose stdout is the journal's stream, stood in for by a file that
+ * JOURNAL_STREAM names by its device and inode (as systemd names the socket it connects a
+ * service's stdout to): its lines once it said the connection failed and was stopped.
+ */
+async function journalRun(flags: string[]): Promise<string[]> {
+  const dir = tempDir();
+  const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
+  fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
+  const log = path.join(dir, 'journal');
+  const fd = fs.openSync(log, 'w');
+  const st = fs.fstatSync(fd);
+  const child = spawn(process.execPath, [CLI, 'watch', '--socket', path.join(dir, 'nobody.sock'), ...flags], {
+    env: { ...process.env, ...env, JOURNAL_STREAM: `${st.dev}:${st.ino}` },
+    stdio: ['ignore', fd, 'ignore'],
+  });
+  fs.closeSync(fd);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  const read = () => fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  await until(`a lost connection line\n${read().join('\n')}`, () => read().some((l) => /connection/.test(l)), 10_000);
+  child.kill('SIGTERM');
+  await exited;
+  return read();
+}

@@ -1,0 +1,83 @@
+// The runner's lines and their severity (src/runner/lines.ts): every decision type has a level an
+// operator can route (a row per type: a new type needs one), `--json` objects carry it after `ts`,
+// and every line carries the syslog priority prefix on the journal's own stream only.
+import assert from 'node:assert/strict';
+import type * as fs from 'node:fs';
+import { describe, it } from 'node:test';
+import type { Decision, DecisionType } from '../../src/model/decision';
+import { decisionLevel, type Level, RunnerLines, withPriority, writesToJournal } from '../../src/runner/lines';
+
+const t = { threadId: 'th' };
+const ROWS: Record<DecisionType, [Decision, Level][]> = {
+  'gave-up': [[{ type: 'gave-up', ...t, attempts: 6, failedTurnId: 'x' }, 'error']],
+  attention: [[{ type: 'attention', ...t, reason: 'recovery budget spent' }, 'warning']],
+  warning: [[{ type: 'warning', message: 'disk full' }, 'warning']],
+  connection: [
+    [{ type: 'connection', state: 'disconnected', detail: 'gone' }, 'warning'],
+    [{ type: 'connection', state: 'error', detail: 'refused' }, 'warning'],
+    [{ type: 'connection', state: 'connecting', detail: '…' }, 'info'],
+    [{ type: 'connection', state: 'connected', detail: 'ok' }, 'info'],
+  ],
+  skipped: [[{ type: 'skipped', ...t, reason: 'global rate limit' }, 'info']],
+  loaded: [[{ type: 'loaded', ...t, reason: 'a client loaded it' }, 'info']],
+  armed: [[{ type: 'armed', ...t, title: 'g' }, 'notice']],
+  backoff: [
+    [
+      { type: 'backoff', ...t, attempt: 1, failedTurnId: 'x', dueAt: 1, delayMs: 1, error: 'internalServerError' },
+      'notice',
+    ],
+  ],
+  recovering: [[{ type: 'recovering', ...t, attempt: 1, failedTurnId: 'x' }, 'notice']],
+  recovered: [[{ type: 'recovered', ...t, attempt: 1, failedTurnId: 'x', how: 'set' }, 'notice']],
+  disarmed: [[{ type: 'disarmed', ...t, reason: 'by the user' }, 'notice']],
+  rearmed: [[{ type: 'rearmed', ...t, reason: 'by the user' }, 'notice']],
+  probe: [[{ type: 'probe', ...t, group: 'mock/m · server error', others: 9 }, 'notice']],
+  released: [[{ type: 'released', ...t, by: 'p', reason: 'answered' }, 'notice']],
+  elsewhere: [[{ type: 'elsewhere', ...t, status: 'blocked', reason: 'in the desktop app' }, 'notice']],
+};
+
+describe('the level of each decision', () => {
+  for (const [type, rows] of Object.entries(ROWS))
+    for (const [d, level] of rows)
+      it(`${type}${d.type === 'connection' ? ` (${d.state})` : ''} → ${level}`, () =>
+        assert.equal(decisionLevel(d), level));
+});
+
+describe('the runner’s lines', () => {
+  const object = { ts: '2026-12-03T15:00:00.000Z', type: 'gave-up', threadId: 'th' };
+  const text = '2026-12-03T15:00:00.000Z gave-up th: …';
+  const written = (json: boolean, journal: boolean) => {
+    const out: string[] = [];
+    new RunnerLines(json, journal, (l) => out.push(l)).line('error', object, text);
+    return out;
+  };
+
+  it('--json: the object with its level right after its time', () => {
+    const [line] = written(true, false);
+    assert.deepEqual(Object.keys(JSON.parse(line) as object), ['ts', 'level', 'type', 'threadId']);
+    assert.equal((JSON.parse(line) as { level: string }).level, 'error');
+  });
+  it('--json on the journal: the priority first too (journald takes it off the message)', () =>
+    assert.deepEqual(written(true, true), [`<3>${written(true, false)[0]}`]));
+  it('plain, not on the journal: the line as it always was', () => assert.deepEqual(written(false, false), [text]));
+  it('plain on the journal: the syslog priority first', () => assert.deepEqual(written(false, true), [`<3>${text}`]));
+  it('each level’s priority', () =>
+    assert.deepEqual(
+      (['error', 'warning', 'notice', 'info', 'debug'] as Level[]).map((l) => withPriority(l, 'x')),
+      ['<3>x', '<4>x', '<5>x', '<6>x', '<7>x'],
+    ));
+});
+
+describe('whether stdout is the journal’s stream', () => {
+  const stat = (dev: number, ino: number) => () => ({ dev, ino }) as fs.Stats;
+  const rows: [string, string | undefined, () => fs.Stats | null, boolean][] = [
+    ['JOURNAL_STREAM names this very stream', '2049:12345', stat(2049, 12345), true],
+    ['another stream (stdout piped elsewhere)', '2049:12345', stat(2049, 999), false],
+    ['another device', '2049:12345', stat(7, 12345), false],
+    ['not under systemd', undefined, stat(2049, 12345), false],
+    ['malformed', '2049', stat(2049, 12345), false],
+    ['the descriptor cannot be read', '2049:12345', () => null, false],
+  ];
+  for (const [name, value, st, expected] of rows)
+    it(`${name} → ${expected}`, () => assert.equal(writesToJournal({ JOURNAL_STREAM: value }, 1, st), expected));
+});
