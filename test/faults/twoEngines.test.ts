@@ -300,7 +300,15 @@ describe('fault 6: several engines on one daemon', { timeout: 10 * 60_000 }, () 
       await fresh.waitFor((d) => d.type === 'role', T, "the new runner's role");
       assert.deepEqual(
         { ...roleOf(fresh), ts: '' },
-        { ts: '', type: 'role', role: 'follower', leaderPid: pidOf(next), leaderWho: 'runner', target: lab.socket },
+        {
+          ts: '',
+          level: 'notice',
+          type: 'role',
+          role: 'follower',
+          leaderPid: pidOf(next),
+          leaderWho: 'runner',
+          target: lab.socket,
+        },
       );
       leader = next;
     }
