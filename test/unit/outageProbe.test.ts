@@ -251,6 +251,28 @@ describe('one outage, one probe', () => {
     assert.equal(totalSets(h2), 5);
   });
 
+  it('a crash after the probe failed: the restarted engine makes its half-step try from the store, and its failure is not a step', async () => {
+    const threads = ids(5);
+    const store = new MemoryStore();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
+    const h = await fleet(threads, { store, dir });
+    await outage(h, threads);
+    await h.advance(BASE + 1_000);
+    const [probe] = [...setsOf(h).keys()];
+    await outage(h, [probe]); // the group takes the second step (60 s); the probe tries at 30 s
+    h.crash();
+    const h2 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
+    harnesses.push(h2);
+    const state = (id: string) => [h2.engine.watch(id)?.state.kind, h2.engine.watch(id)?.failures];
+    await h2.advance(BASE + 1_000);
+    assert.deepEqual([...setsOf(h2)], [[probe, 2]], 'the half-step try, read back from the store');
+    await outage(h2, [probe]);
+    assert.deepEqual(state(probe), ['backoff', 2], 'a try, not a step');
+    for (const id of threads.filter((x) => x !== probe)) assert.deepEqual(state(id), ['backoff', 2], id);
+    await h2.advance(BASE);
+    assert.equal(totalSets(h2), 3, 'the step, due at its time');
+  });
+
   it('grouping off (the bench’s per-goal baseline): each goal fails again on its own', async () => {
     const threads = ids(4);
     const h = await fleet(threads, { options: { groupOutages: false } });
