@@ -75,18 +75,16 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   const lines = new RunnerLines(args.json, writesToJournal(env), (line) => process.stdout.write(`${line}\n`));
   const now = () => new Date().toISOString();
   /** A line of the runner's own (not a decision): `type` and its fields under --json, else `text`. */
-  const say = (level: Level, type: string, fields: Record<string, unknown>, text: string) =>
-    lines.line(level, { ts: now(), type, ...fields }, `${now()} ${text}`);
+  const say = (level: Level, type: string, fields: Record<string, unknown>, text: string) => {
+    const ts = now();
+    lines.line(level, { ts, type, ...fields }, `${ts} ${text}`);
+  };
   // --verbose: election diagnostics and other debug lines, typed so that --json stays one object a line.
   const debug = (message: string) => {
     if (args.verbose) say('debug', 'debug', { message }, `debug: ${message}`);
   };
-  const watching = () =>
-    lines.line(
-      'info',
-      { ts: now(), type: 'watching' },
-      `${now()} watching (state in ${args.statePath}); Ctrl-C to stop`,
-    );
+  // Plain lines only (--json has the role line instead).
+  const watching = () => say('info', 'watching', {}, `watching (state in ${args.statePath}); Ctrl-C to stop`);
   const decided = (d: Decision) =>
     lines.line(decisionLevel(d), decisionObject(d, Date.now()), decisionLine(d, Date.now()));
   // A fatal error: on stderr as always, and under --json also as one object on stdout.
