@@ -88,6 +88,29 @@ function countsByState(snap: EngineSnapshot): string[] {
   ];
 }
 
+/**
+ * Where a report goes: a new issue of the tracker the manifest's `bugs.url` names, with a short
+ * template to fill in. The report itself stays on the clipboard, to be looked over and pasted: a
+ * URL carries a few kilobytes at most, and nothing leaves the machine unless the person sends it.
+ * Null when the manifest names no https tracker.
+ */
+export function newIssueUrl(manifest: unknown, version: string): string | null {
+  const bugs = (manifest as { bugs?: { url?: unknown } } | undefined)?.bugs?.url;
+  if (typeof bugs !== 'string' || !/^https:\/\/[^\s?#]+$/.test(bugs)) return null;
+  const body = [
+    `Codex Goal Recovery ${version}`,
+    '',
+    '**What happened, and what you expected**',
+    '',
+    '',
+    '**Diagnostics** (Copy Diagnostics put them on your clipboard: look them over, then paste them here)',
+    '',
+    '',
+  ].join('\n');
+  const query = new URLSearchParams({ title: '', body, labels: 'bug' });
+  return `${bugs.replace(/\/+$/, '')}/new?${query.toString()}`;
+}
+
 /** Masks what looks like a credential (a bearer token, an API key, `token=…`) in a log line. */
 export function maskSecrets(line: string): string {
   return line

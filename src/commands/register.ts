@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config/settings';
 import type { RecoveryService, ServiceCommand } from '../host/service';
 import { canPauseGoal, canRetryNow, isDisarmed, type WatchedThread } from '../model/watch';
-import { diagnostics } from './diagnostics';
+import { diagnostics, EXTENSION_ID, newIssueUrl } from './diagnostics';
 import { pickThread } from './pickThread';
 import { errorText } from '../util/errorText';
 
@@ -100,11 +100,20 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       const text = await diagnostics({ service: ctx.service(), settings: ctx.settings(), log: ctx.log });
       await vscode.env.clipboard.writeText(text);
       ctx.log.info('diagnostics copied to the clipboard');
-      void vscode.window.showInformationMessage(
-        vscode.l10n.t(
-          'Codex Goal Recovery: diagnostics copied to the clipboard. Look them over before you share them.',
-        ),
-      );
+      const manifest = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON as { version?: unknown } | undefined;
+      const issue = newIssueUrl(manifest, typeof manifest?.version === 'string' ? manifest.version : 'unknown');
+      const report = vscode.l10n.t('Report an Issue…');
+      // Not awaited: the command is done once the report is on the clipboard.
+      void vscode.window
+        .showInformationMessage(
+          vscode.l10n.t(
+            'Codex Goal Recovery: diagnostics copied to the clipboard. Look them over before you share them.',
+          ),
+          ...(issue ? [report] : []),
+        )
+        .then((answer) =>
+          answer === report && issue ? vscode.env.openExternal(vscode.Uri.parse(issue, true)) : undefined,
+        );
     }),
   );
   for (const c of threadCommands) {

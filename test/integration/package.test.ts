@@ -1,20 +1,23 @@
 // The .vsix a user installs, built the way `npm run package` builds it (from a clean copy of the
 // working tree: vsce runs `vscode:prepublish`, the release build): only what runs and what the
-// extension page shows goes in, vsce has nothing to warn about, every image and link of the
-// README resolves inside the package, the icon is a PNG made from media/icon.svg, and the
-// CHANGELOG is Keep a Changelog with the manifest's version on top.
+// extension page shows goes in, vsce has nothing to warn about, every image of the README is in
+// the package and every link reaches the repository (the manual, docs/, and its headings), the
+// icon is a PNG made from media/icon.svg, and the CHANGELOG is Keep a Changelog with the
+// manifest's version on top.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
+  headingSlugs,
   imagesBaseUrl,
   isRelative,
   markdownTargets,
   packageFromCleanCopy,
   pngInfo,
   REPO,
+  repositoryUrl,
   zipEntries,
   type PackagedVsix,
 } from '../support/packaging';
@@ -25,6 +28,19 @@ interface Manifest {
   categories?: string[];
   scripts: Record<string, string>;
   capabilities?: { virtualWorkspaces?: boolean };
+}
+
+/** Where vsce points the README's relative links: the repository's files (package.json `repository`). */
+const REPOSITORY_BLOB = `${repositoryUrl()}/blob/HEAD/`;
+
+/** A relative link of the Markdown file `from` names a file of the repository, and a heading of it. */
+function assertResolves(from: string, link: string): void {
+  const [file, anchor] = link.split('#');
+  const target = file === '' ? from : path.join(path.dirname(from), decodeURI(file));
+  assert.ok(fs.existsSync(path.join(REPO, target)), `${from} links to ${link}: no such file`);
+  if (anchor === undefined || !target.endsWith('.md')) return;
+  const slugs = headingSlugs(fs.readFileSync(path.join(REPO, target), 'utf8'));
+  assert.ok(slugs.includes(anchor), `${from} links to ${link}: no such heading (${slugs.join(', ')})`);
 }
 
 describe('packaging: the .vsix as npm run package makes it', () => {
@@ -87,26 +103,41 @@ describe('packaging: the .vsix as npm run package makes it', () => {
     assert.ok(bundle.length < 250 * 1024, `dist/extension.js is ${(bundle.length / 1024).toFixed(1)} KiB`);
   });
 
-  it("every image and link of the README resolves inside the package, images through the registry's https URL", () => {
+  it("the README's images are files in the .vsix, shown through the registry's https URL; its links reach the repository", () => {
     // VS Code's extension page (and the Marketplace) show an image only from https: the README's
     // relative media/ images are rewritten to the registry's URL of this version's own files.
     const source = markdownTargets(fs.readFileSync(path.join(REPO, 'README.md'), 'utf8'));
     const shipped = markdownTargets(file('readme.md').toString('utf8'));
     assert.ok(source.images.length >= 1, 'the README shows no image');
-    const inPackage = (rel: string) => {
-      const name = rel === 'CHANGELOG.md' ? 'changelog.md' : rel === 'LICENSE' ? 'LICENSE.txt' : rel;
-      return entries.has(`extension/${decodeURI(name.split('#')[0]).replace(/^\.\//, '')}`);
-    };
     for (const image of source.images) {
-      assert.ok(isRelative(image) && inPackage(image), `README image ${image} is not a file in the .vsix`);
+      assert.ok(isRelative(image), `README image ${image} is not a path`);
+      assert.ok(entries.has(`extension/${image.replace(/^\.\//, '')}`), `README image ${image} is not in the .vsix`);
       assert.match(image, /\.(png|gif|jpe?g)$/i, `${image}: the Marketplace shows no SVG`);
     }
     assert.deepEqual(
       shipped.images,
       source.images.map((i) => `${imagesBaseUrl()}/${i.replace(/^\.\//, '')}`),
     );
-    for (const link of shipped.links.filter(isRelative))
-      assert.ok(inPackage(link), `README links to ${link}, which is not in the .vsix`);
+    // Links: the manual (docs/) is not in the .vsix; on a registry's page a relative link goes to
+    // the repository's copy (vsce rewrites it from package.json `repository`).
+    const relative = source.links.filter(isRelative);
+    assert.ok(
+      relative.some((l) => l.startsWith('docs/')),
+      'the README links to no page of the manual',
+    );
+    for (const link of relative) assertResolves('README.md', link);
+    assert.deepEqual(
+      shipped.links.filter((l) => l.startsWith(REPOSITORY_BLOB)),
+      relative.map((l) => `${REPOSITORY_BLOB}${l.replace(/^\.\//, '')}`),
+    );
+    assert.deepEqual(shipped.links.filter(isRelative), [], 'a relative link is left in the packaged README');
+  });
+
+  it('every page of the manual links only to files and headings that exist', () => {
+    const pages = fs.readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md'));
+    for (const page of ['CONTRIBUTING.md', ...pages.map((p) => `docs/${p}`)])
+      for (const link of markdownTargets(fs.readFileSync(path.join(REPO, page), 'utf8')).links.filter(isRelative))
+        assertResolves(page, link);
   });
 
   it('the manifest: a PNG icon, categories AI and Other, the release build before publishing', () => {

@@ -35,18 +35,27 @@ export function imagesBaseUrl(): string {
   return `https://open-vsx.org/api/${m.publisher}/${m.name}/${m.version}/file`;
 }
 
-export function packageFromCleanCopy(): PackagedVsix {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-package-'));
+/**
+ * A copy of the working tree at `dir/src-tree` without built output (dist/ is made again by what
+ * runs there), its node_modules a link to the repository's.
+ */
+export function cleanCopy(dir: string): string {
   const src = path.join(dir, 'src-tree');
   fs.cpSync(REPO, src, {
     recursive: true,
     filter: (from) => {
       const rel = path.relative(REPO, from);
       if (rel === '') return true;
-      return !NOT_COPIED.has(rel.split(path.sep)[0]) && !rel.endsWith('.vsix');
+      return !NOT_COPIED.has(rel.split(path.sep)[0]) && !rel.endsWith('.vsix') && !rel.endsWith('.tgz');
     },
   });
   fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(src, 'node_modules'), 'dir');
+  return src;
+}
+
+export function packageFromCleanCopy(): PackagedVsix {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-package-'));
+  const src = cleanCopy(dir);
   const vsix = path.join(dir, 'codex-goal-recovery.vsix');
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;
@@ -129,6 +138,28 @@ export function markdownTargets(md: string): { images: string[]; links: string[]
   }
   for (const m of withoutCode.matchAll(/<img\b[^>]*\bsrc="([^"]+)"/g)) images.push(m[1]);
   return { images, links: links.filter((t) => !t.startsWith('#')) };
+}
+
+/** The repository package.json names, as an https URL without `.git` (vsce's base for links). */
+export function repositoryUrl(): string {
+  const m = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+    repository?: { url?: string };
+  };
+  const url = m.repository?.url ?? '';
+  assert.match(url, /^git\+https:\/\/github\.com\/[^/]+\/[^/]+\.git$/, `package.json repository: ${url}`);
+  return url.replace(/^git\+/, '').replace(/\.git$/, '');
+}
+
+/** GitHub's anchors of a Markdown file's headings (lower case, punctuation dropped, spaces to -). */
+export function headingSlugs(md: string): string[] {
+  const withoutCode = md.replace(/```[\s\S]*?```/g, '');
+  return [...withoutCode.matchAll(/^#{1,6} (.*)$/gm)].map((m) =>
+    m[1]
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-'),
+  );
 }
 
 /** A link or image target without a scheme: a path. */

@@ -103,12 +103,16 @@ export class RunnerProcess {
    * `asBin`: dist/cli.js is executed itself, as a user's `codex-goal-recovery` is: its shebang
    * starts `node` from PATH with the runtime flags the bin ships with (scripts/build.mjs);
    * otherwise this test's Node runs the file (`node dist/cli.js`, without those flags).
+   * `command` replaces both: the words that start the runner, before `watch` (e.g. a service
+   * unit's ExecStart running an installed package).
    */
-  constructor(args: string[], env: NodeJS.ProcessEnv = {}, opts: { asBin?: boolean } = {}) {
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}, opts: { asBin?: boolean; command?: string[] } = {}) {
     const inherited = { ...process.env };
     for (const key of TUNING) delete inherited[key];
-    const argv = [...(opts.asBin ? [] : [CLI]), 'watch', ...args, '--json'];
-    this.child = spawn(opts.asBin ? CLI : process.execPath, argv, {
+    // `command`: what starts the runner, before `watch` (an installed package's service line).
+    const [file, ...before] = opts.command ?? (opts.asBin ? [CLI] : [process.execPath, CLI]);
+    const argv = [...before, 'watch', ...args, '--json'];
+    this.child = spawn(file, argv, {
       env: { ...inherited, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,

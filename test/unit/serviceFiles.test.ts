@@ -1,4 +1,4 @@
-// The service files in docs/service (README, "Run it as a service") run the runner as the README
+// The service files in docs/service (docs/runner.md, "Run it as a service") run the runner as it
 // says: the same install path, a `watch` command line the runner accepts (its command line is a
 // public contract), JSON lines for the journal or the log file, and Node started with the runner
 // bin's runtime flags (its shebang, scripts/build.mjs; test/integration/runnerBin.test.ts checks
@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { parseCli } from '../../src/runner/args';
 
 const root = path.resolve(__dirname, '../../..');
-const INSTALLED = '.local/share/codex-goal-recovery/cli.js';
+const INSTALLED = '.local/lib/node_modules/codex-goal-recovery/dist/cli.js';
 /** What the runner's Node must be started with (docs/performance.md, "Soak"). */
 const NODE_FLAGS = '--single-threaded --optimize-for-size';
 

@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { CodexGoalRecoveryApi } from '../../../src/extension';
 import { emptySnapshot, type EngineSnapshot } from '../../../src/model/snapshot';
 import { newWatch, type WatchedThread, type WatchState } from '../../../src/model/watch';
-import { maskSecrets } from '../../../src/commands/diagnostics';
+import { maskSecrets, newIssueUrl } from '../../../src/commands/diagnostics';
 import { tooltip } from '../../../src/views/presentation';
 import { attentionBadge, heldBy, rowDescription, waitsForPerson } from '../../../src/views/rowText';
 import { RecoveryStatusBar } from '../../../src/views/statusBar';
@@ -227,6 +227,35 @@ suite('Copy Diagnostics', function () {
     // No environment dump: not even HOME or PATH.
     assert.ok(!text.includes(process.env.PATH ?? '\u0000'), 'PATH is in the report');
     assert.doesNotMatch(text, /\bPATH=|\bHOME=/);
+  });
+});
+
+suite("Copy Diagnostics' Report an Issue link", () => {
+  test("opens a new issue of the manifest's tracker, with the version and a template, never the report", () => {
+    const manifest = vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON as {
+      version: string;
+      bugs: { url: string };
+    };
+    assert.match(manifest.bugs.url, /^https:\/\/github\.com\/[^/]+\/[^/]+\/issues$/);
+    const url = new URL(newIssueUrl(manifest, manifest.version)!);
+    assert.equal(`${url.origin}${url.pathname}`, `${manifest.bugs.url}/new`);
+    const body = url.searchParams.get('body') ?? '';
+    assert.match(body, new RegExp(`^Codex Goal Recovery ${manifest.version.replace(/\./g, '\\.')}\n`));
+    assert.match(body, /paste them here/);
+    assert.doesNotMatch(body, /## Codex Goal Recovery diagnostics|Target:/, 'the report itself is not sent');
+    assert.equal(url.searchParams.get('labels'), 'bug');
+  });
+
+  test('no link without an https tracker', () => {
+    assert.equal(newIssueUrl({}, '1.0.0'), null);
+    assert.equal(newIssueUrl({ bugs: { url: 'http://example.com/issues' } }, '1.0.0'), null);
+    assert.equal(newIssueUrl({ bugs: 'https://example.com/issues' }, '1.0.0'), null);
+    assert.equal(newIssueUrl(undefined, '1.0.0'), null);
+    assert.ok(
+      newIssueUrl({ bugs: { url: 'https://example.com/issues/' } }, '1.0.0')!.startsWith(
+        'https://example.com/issues/new?',
+      ),
+    );
   });
 });
 
