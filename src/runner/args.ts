@@ -4,7 +4,7 @@
 //                             [--recovery-budget N] [--json] [--verbose]
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
-// (the whole text and the exit codes: USAGE below; the README, "The runner")
+// (the whole text and the exit codes: USAGE below; docs/runner.md)
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';

@@ -18,7 +18,7 @@ import type { EngineSnapshot } from '../model/snapshot';
 import type { SharedTarget } from './args';
 import type { TransportTarget } from '../protocol/transport';
 
-/** The exit codes of the runner's commands (documented in USAGE and the README, "The runner"). */
+/** The exit codes of the runner's commands (documented in USAGE and docs/runner.md). */
 export const EXIT = {
   ok: 0,
   /** status: a goal needs attention or gave up; a command: refused by the engine, or an error. */

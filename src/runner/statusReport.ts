@@ -1,7 +1,7 @@
 // What `codex-goal-recovery status` reports: ONE shape whether it comes from the engine that
 // leads (its snapshot, over the election channel) or, when no engine runs, from the state file.
 // `status --json` prints it as one object; the text form is made from it. Documented in
-// the README ("status"). The keys `paused` and `watches` are those `status --json` always had: outside
+// docs/runner.md ("status"). The keys `paused` and `watches` are those `status --json` always had: outside
 // checks read them, so they keep their meaning (a superset, never a rename).
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
 import { budgetUse, needsAttention, type PersistedState, type WatchedThread } from '../model/watch';

@@ -124,8 +124,12 @@ function stageUnbundled(dir: string, closure: Closure, used: string[]): void {
   const scripts = { ...(manifest.scripts as Record<string, string>) };
   delete scripts['vscode:prepublish'];
   manifest.scripts = scripts;
-  // Only the dependencies the code requires at run time (vscode-jsonrpc is one for its types only).
-  const deps = (manifest.dependencies ?? {}) as Record<string, string>;
+  // The npm package's file list (the runner) is not the .vsix's.
+  delete manifest.files;
+  // Only the packages the code requires at run time, as dependencies (the product bundles them, so
+  // package.json has them as devDependencies; vscode-jsonrpc is one for its types only).
+  const deps = { ...(manifest.devDependencies as Record<string, string>) };
+  delete manifest.devDependencies;
   manifest.dependencies = Object.fromEntries(Object.entries(deps).filter(([name]) => used.includes(name)));
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);

@@ -272,7 +272,7 @@ describe(
     // The write-ahead, aimed exactly: the runner on a tap of the daemon's socket
     // (test/support/socketTap.ts) is SIGKILLed the moment its automatic `thread/goal/set` leaves it,
     // before the daemon has it. Its state file must hold the intent for the failed turn then (the
-    // intent is on disk before the set is sent: README "After a crash"); a set sent before its
+    // intent is on disk before the set is sent: docs/guarantees.md, "After a crash or a stall"); a set sent before its
     // save, which the kills above land on only by luck, fails here every time. Half the rounds send
     // the set on time (prepared ahead: the intent was saved up to 200 ms before); the other half
     // send it at once, as a runner does that starts after the due time (the one before it was
