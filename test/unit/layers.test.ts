@@ -19,6 +19,7 @@ const LAYERS: Record<string, string[]> = {
   rollout: ['util', 'model', 'protocol'],
   core: ['util', 'model', 'protocol', 'store', 'rollout'],
   leader: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'version'],
+  telemetry: ['util', 'model', 'version'],
   config: ['util', 'core', 'protocol', 'model'],
   host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version'],
   views: ['util', 'model', 'config'],
