@@ -21,7 +21,7 @@ const LAYERS: Record<string, string[]> = {
   leader: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'version'],
   telemetry: ['util', 'model', 'version'],
   config: ['util', 'core', 'protocol', 'model'],
-  host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version'],
+  host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version', 'telemetry'],
   views: ['util', 'model', 'config'],
   commands: ['util', 'model', 'config', 'host', 'views'],
 };
