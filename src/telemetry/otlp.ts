@@ -99,8 +99,10 @@ function fields(d: Decision): KeyValue[] {
 /** The record's body: what happened, from ids and numbers only (the runner's line, without its words). */
 export function telemetryText(d: Decision): string {
   switch (d.type) {
-    case 'backoff':
-      return `backoff: attempt ${d.attempt} in ${(d.delayMs / 1000).toFixed(1)} s (${errorCode(d.error) ?? 'failed turn'})`;
+    case 'backoff': {
+      const seconds = (d.delayMs / 1000).toFixed(1);
+      return `backoff: attempt ${d.attempt} in ${seconds} s (${errorCode(d.error) ?? 'failed turn'})`;
+    }
     case 'recovering':
       return `recovering: attempt ${d.attempt} (failed turn ${d.failedTurnId})`;
     case 'recovered':
