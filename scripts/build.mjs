@@ -39,6 +39,9 @@ const [extension] = await Promise.all([
     minify: release,
     metafile: metafile !== undefined,
   }),
+  // The OpenTelemetry export, for the extension: a bundle of its own that it loads only when a
+  // setting asks for it (src/host/telemetryHost.ts), so that dist/extension.js does not grow.
+  build({ ...common, entryPoints: ['src/telemetry/index.ts'], outfile: 'dist/telemetry.js', minify: release }),
   build({
     ...common,
     entryPoints: ['src/runner/cli.ts'],

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
 import { readSettings, SECTION, type Settings } from './config/settings';
 import { WindowRole } from './host/windowRole';
+import { TelemetryHost } from './host/telemetryHost';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
 import { Notifier } from './views/notifier';
@@ -18,6 +19,7 @@ import type { Decision } from './model/decision';
 import type { EngineSnapshot } from './model/snapshot';
 
 let role: WindowRole | undefined;
+let telemetry: TelemetryHost | undefined;
 
 /** What the extension offers other extensions and its tests: the state it shows, and how. */
 export interface CodexGoalRecoveryApi {
@@ -96,12 +98,19 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const journalPath =
     context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
   const decided = new vscode.EventEmitter<Decision>();
+  // The opt-in OpenTelemetry export of this window's engine's decisions (docs/telemetry.md).
+  const exporter = new TelemetryHost(log);
+  telemetry = exporter;
+  exporter.apply(settings);
   const windowRole = new WindowRole(
     context,
     settings,
     {
       log,
-      decided: (d) => decided.fire(d),
+      decided: (d) => {
+        decided.fire(d);
+        exporter.decided(d);
+      },
       // Only in the window the leader picked: the focused one (whichever engine leads); one per burst.
       notify: (d, snap) => notifier.decided(d, snap),
       focus: {
@@ -144,6 +153,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
       settings = readSettings();
       log.info('settings changed: applied');
       void role?.applySettings(settings);
+      exporter.apply(settings);
     }),
   );
   windowRole.start();
@@ -169,4 +179,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
 export async function deactivate(): Promise<void> {
   await role?.dispose();
   role = undefined;
+  // After the engine stopped: what it said while stopping goes out with the last try.
+  await telemetry?.stop();
+  telemetry = undefined;
 }

@@ -16,6 +16,8 @@ export interface Settings {
   codexPath: string;
   notifications: NotificationLevel;
   options: EngineOptions;
+  /** The opt-in OpenTelemetry export (docs/telemetry.md): empty and false, nothing is sent. */
+  telemetry: { otlpEndpoint: string; useCodexOtelConfig: boolean };
 }
 
 /**
@@ -87,6 +89,11 @@ export function readSettings(
       autoArm: machineBoolean(config, 'autoArm', DEFAULT_OPTIONS.autoArm),
       recoverUsageLimited: machineBoolean(config, 'recoverUsageLimited', DEFAULT_OPTIONS.recoverUsageLimited),
       resyncMs: ms('resyncIntervalSeconds', DEFAULT_OPTIONS.resyncMs),
+    },
+    // Machine-wide like the daemon: a workspace cannot send this machine's decisions anywhere.
+    telemetry: {
+      otlpEndpoint: machineSetting(config, 'telemetry.otlpEndpoint', '').trim(),
+      useCodexOtelConfig: machineBoolean(config, 'telemetry.useCodexOtelConfig', false),
     },
   };
 }

@@ -2,6 +2,7 @@
 //   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
 //                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
 //                             [--recovery-budget N] [--json] [--verbose]
+//                             [--otlp-endpoint URL | --otlp-from-codex-config]
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
 // (the whole text and the exit codes: USAGE below; docs/runner.md)
@@ -11,11 +12,14 @@ import { parseArgs } from 'node:util';
 import { checkWsUrl, defaultCodexHome, defaultSocketPath } from '../protocol/socketSafety';
 import type { TransportTarget } from '../protocol/transport';
 import { errorText } from '../util/errorText';
+import { checkEndpoint } from '../telemetry/destination';
+import type { TelemetryChoice } from '../telemetry/index';
 
 export const USAGE = `Usage:
   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
                             [--recovery-budget N] [--json] [--verbose]
+                            [--otlp-endpoint URL | --otlp-from-codex-config]
   codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]
@@ -39,6 +43,13 @@ watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTER
                      each with a "level": error, warning, notice, info or debug. Plain lines on a
                      systemd journal stream start with their syslog priority (journalctl -p warning)
   --verbose          also election diagnostics and other debug lines (type "debug" under --json)
+  --otlp-endpoint URL  also export the decisions (log records, the thread as conversation.id) and
+                     counters (recoveries, give-ups, wasted turns, time in backoff) as OTLP/HTTP JSON
+                     to URL/v1/logs and URL/v1/metrics (e.g. http://127.0.0.1:4318). Only ids,
+                     states, counts, delays and error codes: never a goal's text
+  --otlp-from-codex-config  the same, to the otlp-http exporter of Codex's own [otel] table in
+                     $CODEX_HOME/config.toml (or --codex-home's), with its headers; an otlp-grpc
+                     or "none" exporter exports nothing, and the runner says why
 status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
         policy, its watched threads and their states. When no engine runs, the state file instead
         (--state), and says so. --json: one object, the same shape from either source.
@@ -64,6 +75,8 @@ export interface WatchArgs {
   recoveryBudget?: number;
   json: boolean;
   verbose: boolean;
+  /** The OpenTelemetry export, when asked for (docs/telemetry.md); null: nothing is sent. */
+  otlp: TelemetryChoice | null;
 }
 /** A target another engine may lead for: a daemon's socket or URL (a private stdio child has no election). */
 export type SharedTarget = Exclude<TransportTarget, { kind: 'stdio' }>;
@@ -136,6 +149,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
               'recovery-budget': { type: 'string' },
               json: { type: 'boolean' },
               verbose: { type: 'boolean' },
+              'otlp-endpoint': { type: 'string' },
+              'otlp-from-codex-config': { type: 'boolean' },
               help: { type: 'boolean', short: 'h' },
             }
           : command === 'status'
@@ -181,7 +196,23 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
     recoveryBudget: whole(v['recovery-budget'], '--recovery-budget'),
     json: v.json === true,
     verbose: v.verbose === true,
+    otlp: otlpChoice(v, env),
   };
+}
+
+/** `--otlp-endpoint URL | --otlp-from-codex-config` (the Codex home: --codex-home's, else $CODEX_HOME's). */
+function otlpChoice(v: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): TelemetryChoice | null {
+  const endpoint = v['otlp-endpoint'];
+  if (typeof endpoint === 'string' && v['otlp-from-codex-config'])
+    throw new UsageError('--otlp-endpoint and --otlp-from-codex-config both name where to export: choose one');
+  if (typeof endpoint === 'string') {
+    const wrong = checkEndpoint(endpoint.trim());
+    if (wrong) throw new UsageError(`--otlp-endpoint: ${wrong}`);
+    return { kind: 'endpoint', url: endpoint.trim() };
+  }
+  if (!v['otlp-from-codex-config']) return null;
+  const home = typeof v['codex-home'] === 'string' ? path.resolve(v['codex-home']) : defaultCodexHome(env);
+  return { kind: 'codexConfig', codexHome: home };
 }
 
 /** The target of a command that talks to the leading engine: as for watch, but never --stdio. */

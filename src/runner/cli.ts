@@ -27,6 +27,7 @@ import { decisionLine, decisionObject } from '../model/decisionText';
 import { decisionLevel, type Level, RunnerLines, withPriority, writesToJournal } from './lines';
 import { roleLine, roleObject, RunnerRole } from './role';
 import { errorText } from '../util/errorText';
+import { startTelemetry, type Telemetry } from '../telemetry/index';
 
 export async function main(argv: string[]): Promise<number> {
   let args;
@@ -85,8 +86,12 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   };
   // Plain lines only (--json has the role line instead).
   const watching = () => say('info', 'watching', {}, `watching (state in ${args.statePath}); Ctrl-C to stop`);
-  const decided = (d: Decision) =>
+  // --otlp-endpoint, --otlp-from-codex-config: the engine's own decisions, exported too (docs/telemetry.md).
+  const telemetry = openTelemetry(args, env, say);
+  const decided = (d: Decision) => {
     lines.line(decisionLevel(d), decisionObject(d, Date.now()), decisionLine(d, Date.now()));
+    telemetry?.decided(d);
+  };
   // A fatal error: on stderr as always, and under --json also as one object on stdout.
   const fatal = (message: string) => {
     if (args.json) say('error', 'fatal', { message }, message);
@@ -150,6 +155,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     await role.start();
   } catch (error) {
     await role.stop().catch(() => undefined);
+    await telemetry?.stop(TELEMETRY_STOP_MS);
     fatal(errorText(error));
     return 1;
   }
@@ -163,6 +169,9 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   clearInterval(keepAlive);
   const leading = role.runningEngine !== null;
   await role.stop();
+  // What the engine said while it stopped goes out with the last try (a short one: a collector
+  // that does not answer never holds the stop for long).
+  await telemetry?.stop(TELEMETRY_STOP_MS);
   if ('error' in ended) {
     fatal(ended.error.message);
     return 1;
@@ -174,6 +183,27 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     `stopped on ${ended.signal}${leading ? `; state saved to ${args.statePath}` : ''}`,
   );
   return 0;
+}
+
+/** How long the export's last try may hold a stop. */
+const TELEMETRY_STOP_MS = 2_000;
+
+/**
+ * The export the flags ask for, started, with its line (where to, or why nothing is sent), or
+ * null. Its interval: 5 s, or CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S (tuning for tests, not a flag).
+ */
+function openTelemetry(
+  args: WatchArgs,
+  env: NodeJS.ProcessEnv,
+  say: (level: Level, type: string, fields: Record<string, unknown>, text: string) => void,
+): Telemetry | null {
+  if (args.otlp === null) return null;
+  const tuned = Number(env.CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S);
+  const interval = Number.isFinite(tuned) && tuned > 0 ? Math.round(tuned * 1000) : undefined;
+  const log = (level: 'warning' | 'notice', message: string) => say(level, 'telemetry', { message }, message);
+  const started = startTelemetry(args.otlp, log, interval);
+  log(started.level, started.message);
+  return started.telemetry;
 }
 
 /** How long the leader may take to push its snapshot after its welcome. */

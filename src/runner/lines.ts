@@ -6,32 +6,11 @@
 // need attention, the warnings and the fatal errors. A line on a terminal, in a pipe or in a file
 // is as it always was.
 import * as fs from 'node:fs';
-import type { Decision } from '../model/decision';
-import { needsPerson } from '../model/notice';
+import type { Level } from '../model/decisionLevel';
 
-/** The syslog severities the runner uses (RFC 5424 names, as journald shows them). */
-export type Level = 'error' | 'warning' | 'notice' | 'info' | 'debug';
+export { decisionLevel, type Level } from '../model/decisionLevel';
 
 const PRIORITY: Record<Level, number> = { error: 3, warning: 4, notice: 5, info: 6, debug: 7 };
-
-/**
- * How much a decision matters to an operator: a goal given up on is an error (its recovery failed
- * for good), one that needs a person or a warning is a warning, a lost connection a warning, what
- * the engine did to a goal a notice, the rest (a recovery held for later, a connection made) info.
- */
-export function decisionLevel(d: Decision): Level {
-  if (d.type === 'gave-up') return 'error';
-  if (needsPerson(d) || d.type === 'warning') return 'warning';
-  switch (d.type) {
-    case 'connection':
-      return d.state === 'disconnected' || d.state === 'error' ? 'warning' : 'info';
-    case 'skipped':
-    case 'loaded':
-      return 'info';
-    default:
-      return 'notice';
-  }
-}
 
 /**
  * Whether `fd` (stdout unless said) is the journal stream `JOURNAL_STREAM` names ("device:inode"

@@ -77,6 +77,7 @@ describe('packaging: the .vsix as npm run package makes it', () => {
         'extension/LICENSE.txt',
         'extension/changelog.md',
         'extension/dist/extension.js',
+        'extension/dist/telemetry.js',
         'extension/l10n/bundle.l10n.json',
         'extension/package.json',
         'extension/readme.md',

@@ -124,4 +124,33 @@ describe('runner command line', () => {
     const b = parseCli(['watch'], env);
     assert.ok(b.command === 'watch' && !b.verbose);
   });
+  it('watch exports nothing unless asked: --otlp-endpoint URL, or --otlp-from-codex-config (the Codex home)', () => {
+    const none = parseCli(['watch'], env);
+    assert.ok(none.command === 'watch');
+    assert.equal(none.otlp, null);
+    const url = parseCli(['watch', '--otlp-endpoint', 'http://127.0.0.1:4318'], env);
+    assert.ok(url.command === 'watch');
+    assert.deepEqual(url.otlp, { kind: 'endpoint', url: 'http://127.0.0.1:4318' });
+    // Codex's config.toml: --codex-home's, else $CODEX_HOME's, else ~/.codex's.
+    const fromHome = parseCli(['watch', '--otlp-from-codex-config', '--codex-home', '/y'], env);
+    assert.ok(fromHome.command === 'watch');
+    assert.deepEqual(fromHome.otlp, { kind: 'codexConfig', codexHome: '/y' });
+    const fromEnv = parseCli(['watch', '--otlp-from-codex-config'], { ...env, CODEX_HOME: '/x/codex' });
+    assert.ok(fromEnv.command === 'watch');
+    assert.deepEqual(fromEnv.otlp, { kind: 'codexConfig', codexHome: '/x/codex' });
+    const fromDefault = parseCli(['watch', '--otlp-from-codex-config'], env);
+    assert.ok(fromDefault.command === 'watch');
+    assert.deepEqual(fromDefault.otlp, { kind: 'codexConfig', codexHome: '/home/u/.codex' });
+  });
+
+  it('--otlp-endpoint takes an http(s) base URL, and not with --otlp-from-codex-config', () => {
+    for (const bad of ['127.0.0.1:4318', 'grpc://collector:4317', 'ftp://x', 'http://x:4318/?a=1', ''])
+      assert.throws(() => parseCli(['watch', '--otlp-endpoint', bad], env), UsageError, bad);
+    assert.throws(
+      () => parseCli(['watch', '--otlp-endpoint', 'http://127.0.0.1:4318', '--otlp-from-codex-config'], env),
+      /choose one/,
+    );
+    // Watch's own flags: status and the commands take none of them.
+    assert.throws(() => parseCli(['status', '--otlp-endpoint', 'http://127.0.0.1:4318'], env), UsageError);
+  });
 });

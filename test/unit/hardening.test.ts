@@ -57,7 +57,7 @@ test('the election socket is 0600 even under umask 0', async () => {
   }
 });
 
-test('readSettings: codexPath, codexHome and socketPath ignore workspace and folder values', () => {
+test('readSettings: codexPath, codexHome, socketPath and the telemetry settings ignore workspace and folder values', () => {
   const mod = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
   const load = mod._load;
   mod._load = function (request: string, ...rest: unknown[]) {
@@ -70,12 +70,20 @@ test('readSettings: codexPath, codexHome and socketPath ignore workspace and fol
   } finally {
     mod._load = load;
   }
-  const workspace: Record<string, string> = { codexHome: '/w/home', socketPath: '/w/s.sock', codexPath: '/w/codex' };
+  // A workspace must not choose what runs, which socket is trusted, nor where this machine's decisions are sent.
+  const workspace: Record<string, unknown> = {
+    codexHome: '/w/home',
+    socketPath: '/w/s.sock',
+    codexPath: '/w/codex',
+    'telemetry.otlpEndpoint': 'http://collector.example:4318',
+    'telemetry.useCodexOtelConfig': true,
+  };
+  const defaults: Record<string, unknown> = { codexPath: 'codex', 'telemetry.useCodexOtelConfig': false };
   const config = {
     get: <T>(key: string, fallback?: T) => (workspace[key] ?? fallback) as T,
     inspect: (key: string) => ({
       key,
-      defaultValue: key === 'codexPath' ? 'codex' : '',
+      defaultValue: key in defaults ? defaults[key] : '',
       workspaceValue: workspace[key],
       workspaceFolderValue: workspace[key],
     }),
@@ -85,4 +93,5 @@ test('readSettings: codexPath, codexHome and socketPath ignore workspace and fol
     [s.codexHome, s.socketPath, s.codexPath],
     ['/home/u/.codex', '/home/u/.codex/app-server-control/app-server-control.sock', 'codex'],
   );
+  assert.deepEqual(s.telemetry, { otlpEndpoint: '', useCodexOtelConfig: false });
 });

@@ -19,8 +19,9 @@ const LAYERS: Record<string, string[]> = {
   rollout: ['util', 'model', 'protocol'],
   core: ['util', 'model', 'protocol', 'store', 'rollout'],
   leader: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'version'],
+  telemetry: ['util', 'model', 'version'],
   config: ['util', 'core', 'protocol', 'model'],
-  host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version'],
+  host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version', 'telemetry'],
   views: ['util', 'model', 'config'],
   commands: ['util', 'model', 'config', 'host', 'views'],
 };

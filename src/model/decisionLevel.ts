@@ -1,0 +1,27 @@
+// How much a decision matters to an operator, as a syslog severity: the runner's lines carry it
+// (src/runner/lines.ts: `level` under --json, the journal's priority) and the OpenTelemetry export
+// maps it to a log record's severity (src/telemetry/otlp.ts). One mapping for both.
+import type { Decision } from './decision';
+import { needsPerson } from './notice';
+
+/** The syslog severities the runner uses (RFC 5424 names, as journald shows them). */
+export type Level = 'error' | 'warning' | 'notice' | 'info' | 'debug';
+
+/**
+ * A goal given up on is an error (its recovery failed for good), one that needs a person or a
+ * warning is a warning, a lost connection a warning, what the engine did to a goal a notice, the
+ * rest (a recovery held for later, a connection made) info.
+ */
+export function decisionLevel(d: Decision): Level {
+  if (d.type === 'gave-up') return 'error';
+  if (needsPerson(d) || d.type === 'warning') return 'warning';
+  switch (d.type) {
+    case 'connection':
+      return d.state === 'disconnected' || d.state === 'error' ? 'warning' : 'info';
+    case 'skipped':
+    case 'loaded':
+      return 'info';
+    default:
+      return 'notice';
+  }
+}

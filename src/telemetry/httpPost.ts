@@ -1,0 +1,40 @@
+// The export's transport: one POST of an OTLP/HTTP JSON body (node:http or node:https by the URL's
+// scheme), with the destination's headers. Resolves with the status once the answer has been read
+// to its end; rejects when none came within the timeout, or the connection failed.
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { Transport } from './exporter';
+
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+/** `headersFor`: the destination's headers for a URL (the logs' and the metrics' may differ). */
+export function httpTransport(
+  headersFor: (url: string) => Readonly<Record<string, string>>,
+  timeoutMs = REQUEST_TIMEOUT_MS,
+): Transport {
+  return (url, body) =>
+    new Promise<number>((resolve, reject) => {
+      const target = new URL(url);
+      const client = target.protocol === 'https:' ? https : http;
+      const req = client.request(
+        target,
+        {
+          method: 'POST',
+          headers: {
+            ...headersFor(url),
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+          },
+          timeout: timeoutMs,
+        },
+        (res) => {
+          res.resume(); // the answer's body is not needed: read it to its end so the socket is freed
+          res.once('end', () => resolve(res.statusCode ?? 0));
+          res.once('error', reject);
+        },
+      );
+      req.once('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.once('error', reject);
+      req.end(body);
+    });
+}
