@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
 import { defaultCodexHome, defaultSocketPath } from '../protocol/socketSafety';
-import type { TransportTarget } from '../protocol/transport';
+import type { SharedTarget } from '../protocol/transport';
 
 export const SECTION = 'codexGoalRecovery';
 export type NotificationLevel = 'attention' | 'all' | 'none';
@@ -98,7 +98,7 @@ export function readSettings(
   };
 }
 
-export function targetOf(settings: Settings): TransportTarget {
+export function targetOf(settings: Settings): SharedTarget {
   return { kind: 'socket', path: settings.socketPath };
 }
 

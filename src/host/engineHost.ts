@@ -7,7 +7,8 @@ import { runCommand } from '../core/commands';
 import { Engine } from '../core/engine';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
-import { connectDaemon } from '../protocol/client';
+import { startSession } from '../protocol/client';
+import { openSharedTransport } from '../protocol/sharedTransport';
 import type { FocusSource, TermEngine, TermEvents } from '../leader/electedEngine';
 import { HandoverStore } from '../leader/handover';
 import { GlobalStateStore, type MementoLike } from '../store/globalStateStore';
@@ -93,10 +94,8 @@ export class EngineHost implements RecoveryService, TermEngine {
     const target = targetOf(this.settings);
     return new Engine(this.settings.options, {
       connect: (listener) =>
-        connectDaemon(target, listener, {
-          clientVersion: VERSION,
-          onStderr: (line) => this.io.log.debug(`codex: ${line}`),
-        }),
+        // The shared daemon only (never a private child on stdio): see protocol/sharedTransport.ts.
+        openSharedTransport(target).then((transport) => startSession(transport, listener, { clientVersion: VERSION })),
       target: this.settings.socketPath,
       store: new HandoverStore(
         new GlobalStateStore(this.globalState, {

@@ -10,6 +10,9 @@ export type TransportTarget =
   | { kind: 'url'; url: string; allowRemote?: boolean } // ws://127.0.0.1:PORT
   | { kind: 'stdio'; command: string; args: string[]; env?: NodeJS.ProcessEnv; cwd?: string }; // private child
 
+/** A target other clients can reach too (not a private child): what the extension and the election use. */
+export type SharedTarget = Exclude<TransportTarget, { kind: 'stdio' }>;
+
 export type TransportErrorCode = 'missing' | 'unsafe' | 'refused' | 'timeout' | 'closed';
 
 export class TransportError extends Error {

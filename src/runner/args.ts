@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkWsUrl, defaultCodexHome, defaultSocketPath } from '../protocol/socketSafety';
-import type { TransportTarget } from '../protocol/transport';
+import type { SharedTarget, TransportTarget } from '../protocol/transport';
 import { errorText } from '../util/errorText';
 import { checkEndpoint } from '../telemetry/destination';
 import type { TelemetryChoice } from '../telemetry/index';
@@ -79,7 +79,7 @@ export interface WatchArgs {
   otlp: TelemetryChoice | null;
 }
 /** A target another engine may lead for: a daemon's socket or URL (a private stdio child has no election). */
-export type SharedTarget = Exclude<TransportTarget, { kind: 'stdio' }>;
+export type { SharedTarget };
 export interface StatusArgs {
   command: 'status';
   statePath: string;
