@@ -35,6 +35,7 @@ import {
   type DaemonRecord,
 } from '../../support/daemonJudge';
 import { DaemonLab } from '../../support/daemonLab';
+import { OtlpReceiver } from '../../support/otlpReceiver';
 import type { Json } from '../../support/json';
 
 const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
@@ -162,6 +163,47 @@ suite('recovery in the extension host (real daemon)', function () {
       w.history.map((h) => h.outcome),
       ['recovered', 'failed-again', 'recovered'],
     );
+  });
+
+  test('the OpenTelemetry export (telemetry.otlpEndpoint): the decisions with conversation.id, the recoveries the daemon counts', async () => {
+    // The export's code is dist/telemetry.js, which the window loads only when a setting asks for
+    // it: here from the installed extension's own folder, as a user's window does. Turning the
+    // setting off makes the export's last try (docs/telemetry.md), so nothing waits for its interval.
+    const receiver = await OtlpReceiver.start();
+    try {
+      await config().update('telemetry.otlpEndpoint', receiver.url, G);
+      lab.mock.setMode('http500');
+      const t = await lab.goal('telemetry: outage and recovery');
+      await until('the backoff', () => /^retry \d+:\d\d$/.test(row(t.threadId)?.description ?? ''));
+      lab.mock.setMode('goalComplete');
+      await waitGoalStatus(user, t.threadId, 'complete', T, t.goalSetSeq);
+      await until('the completed row', () => row(t.threadId)?.description === 'complete');
+      await api.refresh();
+      const r = await judge(t.threadId);
+      assertOneRecoveryPerFailedTurn(r);
+      await config().update('telemetry.otlpEndpoint', undefined, G);
+      const records = await until('the recovery exported', () => {
+        const mine = receiver.logs().filter((l) => l.attributes['conversation.id'] === t.threadId);
+        return mine.some((l) => l.attributes['codex_goal_recovery.decision'] === 'recovered') ? mine : undefined;
+      });
+      assert.ok(records.every((l) => l.service === 'codex-goal-recovery'));
+      assert.ok(
+        records.some((l) => l.attributes['codex_goal_recovery.decision'] === 'backoff' && l.severityText === 'NOTICE'),
+        JSON.stringify(records),
+      );
+      await until(
+        'the recoveries counter',
+        () => receiver.latest('codex_goal_recovery.recoveries') === r.failed.length,
+      );
+      // Nothing a person wrote leaves the machine: the goal's objective is in no request.
+      assert.ok(
+        !JSON.stringify(receiver.requests).includes('telemetry: outage and recovery'),
+        'the objective was sent',
+      );
+    } finally {
+      await config().update('telemetry.otlpEndpoint', undefined, G);
+      await receiver.close();
+    }
   });
 
   test('Pause goal writes the user marker into the rollout and stops recovery', async () => {
