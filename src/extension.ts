@@ -1,10 +1,13 @@
 // The extension's entry point: wires the window's role (engine here, or following the
 // window that runs it), the views, the commands and the settings. Activation never waits for
 // the daemon: the connection starts in the background.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
+import { explicitlySet } from './config/firstRun';
 import { readSettings, SECTION, type Settings } from './config/settings';
+import { FirstRun, WALKTHROUGH_ID } from './host/firstRun';
 import { WindowRole } from './host/windowRole';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
@@ -56,7 +59,12 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   context.subscriptions.push(
     log,
     { dispose: () => clearImmediate(later) },
-    ...registerCommands({ service, settings: () => started().settings(), log }),
+    ...registerCommands({
+      service,
+      settings: () => started().settings(),
+      log,
+      choseWatchMode: (autoArm) => started().choseWatchMode(autoArm),
+    }),
   );
   performance.mark('codexGoalRecovery.activate.end');
   const measure = performance.measure(
@@ -82,19 +90,36 @@ interface StartedWindow {
   decided: vscode.EventEmitter<Decision>;
   settings(): Settings;
   rows(): ReturnType<CodexGoalRecoveryApi['rows']>;
+  /** The person chose which goals to watch (the setting is written): the engine follows it at once. */
+  choseWatchMode(autoArm: boolean): Promise<void>;
 }
 
 function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): StartedWindow {
-  let settings = readSettings();
   // Machine state is never synced; no preference lives in globalState.
   context.globalState.setKeysForSync([]);
-
-  // "Show" on a burst's notification reveals the Watched goals view (VS Code's `<view>.focus`).
-  const notifier = new Notifier(() => settings.notifications, `${VIEW_ID}.focus`);
   // globalState's own writes reach the disk only some time after they resolve (and in code-server
   // in the browser): the engine's crash journal sits beside it on this machine's disk.
   const journalPath =
     context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
+  // A fresh install observes (arms nothing) until the person chooses which goals to watch: docs/first-run.md.
+  const firstRun = new FirstRun({
+    memento: context.globalState,
+    explicitSetting: () => explicitlySet(vscode.workspace.getConfiguration(SECTION).inspect('autoArm')),
+    journalExists: () => journalPath !== undefined && fs.existsSync(journalPath),
+    openWalkthrough: () =>
+      void vscode.commands.executeCommand(
+        'workbench.action.openWalkthrough',
+        `${context.extension.id}#${WALKTHROUGH_ID}`,
+        false,
+      ),
+    setContext: (key, value) => void vscode.commands.executeCommand('setContext', key, value),
+    log: (line) => log.info(line),
+  });
+  firstRun.start();
+  let settings = firstRun.apply(readSettings());
+
+  // "Show" on a burst's notification reveals the Watched goals view (VS Code's `<view>.focus`).
+  const notifier = new Notifier(() => settings.notifications, `${VIEW_ID}.focus`);
   const decided = new vscode.EventEmitter<Decision>();
   const windowRole = new WindowRole(
     context,
@@ -137,11 +162,17 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     status,
     countdown,
     countdown.onTick(onChange),
-    followViewState(view, service, (listener) => windowRole.onDidChange(listener)),
+    followViewState(
+      view,
+      service,
+      (listener) => windowRole.onDidChange(listener),
+      () => firstRun.mode() === 'observe',
+    ),
     windowRole.onDidChange(onChange),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
-      settings = readSettings();
+      firstRun.settingsChanged();
+      settings = firstRun.apply(readSettings());
       log.info('settings changed: applied');
       void role?.applySettings(settings);
     }),
@@ -152,6 +183,13 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     role: windowRole,
     decided,
     settings: () => settings,
+    choseWatchMode: async (autoArm) => {
+      await firstRun.chose();
+      // The value just chosen, whether or not this window's configuration has caught up with the write yet.
+      const next = readSettings();
+      settings = { ...next, options: { ...next.options, autoArm } };
+      await windowRole.applySettings(settings);
+    },
     rows: () =>
       tree.getChildren().map((node) => {
         const item = tree.getTreeItem(node);

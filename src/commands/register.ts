@@ -7,6 +7,7 @@ import type { RecoveryService, ServiceCommand } from '../host/service';
 import { canPauseGoal, canRetryNow, isDisarmed, type WatchedThread } from '../model/watch';
 import { diagnostics } from './diagnostics';
 import { pickThread } from './pickThread';
+import { chooseWatchMode, WATCH_EVERY_GOAL, WATCH_PICKED_GOALS } from './watchMode';
 import { errorText } from '../util/errorText';
 
 export const VIEW_ID = 'codexGoalRecovery.watchedGoals';
@@ -15,6 +16,8 @@ export interface CommandContext {
   service: () => RecoveryService;
   settings: () => Settings;
   log: vscode.LogOutputChannel;
+  /** The person chose which goals to watch (the setting is written): the window applies it at once. */
+  choseWatchMode: (autoArm: boolean) => Promise<void>;
 }
 
 const threadCommands: {
@@ -141,6 +144,12 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       );
       if (answer === reset) await inView(vscode.l10n.t('Resetting'), () => ctx.service().run('reset'));
     }),
+  );
+  reg(WATCH_EVERY_GOAL, () =>
+    run(vscode.l10n.t('Watch every goal'), () => chooseWatchMode(true, ctx.choseWatchMode, ctx.log)),
+  );
+  reg(WATCH_PICKED_GOALS, () =>
+    run(vscode.l10n.t('Watch only the goals I pick'), () => chooseWatchMode(false, ctx.choseWatchMode, ctx.log)),
   );
   reg('codexGoalRecovery.startDaemon', () =>
     run(vscode.l10n.t('Start Codex daemon'), async () => {
