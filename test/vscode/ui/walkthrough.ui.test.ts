@@ -6,7 +6,8 @@
 // counted from the daemon's own record, test/support/daemonJudge.ts); "Watch every goal" in the
 // walkthrough arms the active goal at once (not at the next resync) and writes the setting; each
 // step is checked as it is done. A second fresh profile chooses "Watch only the goals I pick": no
-// goal is armed until "Watch this goal".
+// goal is armed until "Watch this goal". A third opens two windows: the choice made in the window
+// that follows reaches the leader's engine, which arms at once.
 //
 // Settings other than the shipped ones, and why: none of `autoArm` (the first run is what is
 // tested); `baseDelaySeconds: 1`, `maxDelaySeconds: 2`, so that an engine that armed the failed goal
@@ -20,6 +21,7 @@ import { type UserClient } from '../../../src/demo/userClient';
 import { assertNoAutomaticSet, daemonRecord, rolloutPathOf } from '../../support/daemonJudge';
 import type { DaemonLab } from '../../support/daemonLab';
 import type { Json } from '../../support/json';
+import { extensionLogFiles } from '../exthost';
 import { engineLookedAfter, openLabWindow, type LabWindow } from './labWindow';
 import { eventually, type Workbench } from './workbench';
 
@@ -253,5 +255,54 @@ describe('a fresh install: "Watch only the goals I pick"', { timeout: 300_000 },
       await wb.waitForTreeRows(VIEW, (r) => r.includes('Keep the docs in step, running'), T);
       await waitChecked(wb, 'watchGoal');
       assert.ok((await wb.treeRows(VIEW)).includes('Fix the flaky test, not adopted'));
+    }));
+});
+
+describe('two windows of a fresh install: the choice made in the one that follows', { timeout: 300_000 }, () => {
+  let env: LabWindow | undefined;
+  let lab: DaemonLab;
+  let first: Workbench;
+  let second: Workbench;
+
+  before(
+    async () => {
+      env = await openLabWindow('cgr-ui-walk-two-', SETTINGS);
+      ({ lab, wb: first } = env);
+      await first.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+      second = await first.openWindow();
+      await second.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);
+    },
+    { timeout: 240_000 },
+  );
+
+  after(async () => {
+    await second?.closeWindow();
+    await env?.close();
+  });
+
+  it("reaches the leader's engine: the active goal is armed at once in both windows", () =>
+    second.guard('walkthrough-two-windows', async () => {
+      // The second window follows the first (which runs the engine): its log says so.
+      const logs = extensionLogFiles(first.server.userDataDir);
+      assert.equal(logs.length, 2, logs.join('\n'));
+      assert.match(fs.readFileSync(logs[0], 'utf8'), /this window runs the engine/);
+      assert.match(fs.readFileSync(logs[1], 'utf8'), /runs against this daemon: following it/);
+      lab.mock.setMode('slow', { delayMs: 600_000 });
+      await lab.goal('Keep the docs in step');
+      for (const wb of [first, second]) {
+        await wb.openViewContainer(CONTAINER);
+        await wb.waitForTreeRows(VIEW, (r) => r.includes('Keep the docs in step, not adopted'), T);
+      }
+      const chosen = Date.now();
+      await second.runCommand('Codex Goal Recovery: Watch every goal');
+      for (const wb of [first, second])
+        await wb.waitForTreeRows(VIEW, (r) => r.includes('Keep the docs in step, running'), T);
+      const took = Date.now() - chosen;
+      assert.ok(took < RESYNC_MS / 2, `armed ${took} ms after the choice: it waited for a resync`);
+      assert.deepEqual(
+        writtenAutoArm(first).map((w) => w.value),
+        [true],
+      );
+      await second.screenshot('walkthrough-two-windows');
     }));
 });
