@@ -462,8 +462,8 @@ export const MUTATIONS = [
     invariant: 'the choice to watch every goal arms the active goals at once, not at the next resync',
     fault: 'autoArm turned on while the engine runs changes nothing until the next resync',
     file: 'src/core/engine.ts',
-    find: '    if (!previous.autoArm && options.autoArm && this.core.session && !this.core.stopped)',
-    replace: '    if (!previous.autoArm && options.autoArm && this.core.session && this.core.stopped)',
+    find: '    if (!previous.autoArm && options.autoArm && this.core.session) void this.resync();',
+    replace: '    if (!previous.autoArm && options.autoArm && !this.core.session) void this.resync();',
     guard: {
       file: 'test/unit/arm.test.ts',
       name: 'an active goal shown as not adopted is armed at once, before any resync, and nothing is sent',

@@ -1,13 +1,11 @@
 // The extension's entry point: wires the window's role (engine here, or following the
 // window that runs it), the views, the commands and the settings. Activation never waits for
 // the daemon: the connection starts in the background.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
-import { explicitlySet } from './config/firstRun';
 import { readSettings, SECTION, type Settings } from './config/settings';
-import { FirstRun, WALKTHROUGH_ID } from './host/firstRun';
+import { firstRun as makeFirstRun, WALKTHROUGH_ID } from './host/firstRun';
 import { WindowRole } from './host/windowRole';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
@@ -21,6 +19,8 @@ import type { Decision } from './model/decision';
 import type { EngineSnapshot } from './model/snapshot';
 
 let role: WindowRole | undefined;
+/** The performance measure of activate() (its marks: `.start`, `.end`), read by the activation bench. */
+const MEASURE = 'codexGoalRecovery.activate';
 
 /** What the extension offers other extensions and its tests: the state it shows, and how. */
 export interface CodexGoalRecoveryApi {
@@ -40,7 +40,7 @@ export interface CodexGoalRecoveryApi {
 }
 
 export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi {
-  performance.mark('codexGoalRecovery.activate.start');
+  performance.mark(`${MEASURE}.start`);
   // Only what must exist when activate() returns: the log and the commands (a command the window
   // runs now must find its handler). The rest (settings, the window's role and its engine, the
   // views) starts on the next turn of the event loop, or at once when a command or the API needs
@@ -63,15 +63,11 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
       service,
       settings: () => started().settings(),
       log,
-      choseWatchMode: (autoArm) => started().choseWatchMode(autoArm),
+      choseWatchMode: () => started().choseWatchMode(),
     }),
   );
-  performance.mark('codexGoalRecovery.activate.end');
-  const measure = performance.measure(
-    'codexGoalRecovery.activate',
-    'codexGoalRecovery.activate.start',
-    'codexGoalRecovery.activate.end',
-  );
+  performance.mark(`${MEASURE}.end`);
+  const measure = performance.measure(MEASURE, `${MEASURE}.start`, `${MEASURE}.end`);
   const { version } = context.extension.packageJSON as { version?: unknown };
   log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(version)})`);
   return {
@@ -91,7 +87,7 @@ interface StartedWindow {
   settings(): Settings;
   rows(): ReturnType<CodexGoalRecoveryApi['rows']>;
   /** The person chose which goals to watch (the setting is written): the engine follows it at once. */
-  choseWatchMode(autoArm: boolean): Promise<void>;
+  choseWatchMode(): Promise<void>;
 }
 
 function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): StartedWindow {
@@ -102,17 +98,16 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const journalPath =
     context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
   // A fresh install observes (arms nothing) until the person chooses which goals to watch: docs/first-run.md.
-  const firstRun = new FirstRun({
+  const firstRun = makeFirstRun({
     memento: context.globalState,
-    explicitSetting: () => explicitlySet(vscode.workspace.getConfiguration(SECTION).inspect('autoArm')),
-    journalExists: () => journalPath !== undefined && fs.existsSync(journalPath),
+    // The user's (or the remote machine's) value: the one the engine reads (src/config/firstRun.ts).
+    explicitSetting: () => vscode.workspace.getConfiguration(SECTION).inspect('autoArm')?.globalValue !== undefined,
     openWalkthrough: () =>
       void vscode.commands.executeCommand(
         'workbench.action.openWalkthrough',
         `${context.extension.id}#${WALKTHROUGH_ID}`,
         false,
       ),
-    setContext: (key, value) => void vscode.commands.executeCommand('setContext', key, value),
     log: (line) => log.info(line),
   });
   firstRun.start();
@@ -142,6 +137,12 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     journalPath === undefined ? {} : { journalPath },
   );
   role = windowRole;
+  // The settings read again, the first run's choice with them: what the engine runs with.
+  const applySettings = (): Promise<void> => {
+    firstRun.settingsChanged();
+    settings = firstRun.apply(readSettings());
+    return windowRole.applySettings(settings);
+  };
   const service = () => windowRole.service();
 
   const tree = new WatchTree(() => service().snapshot());
@@ -171,10 +172,8 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     windowRole.onDidChange(onChange),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
-      firstRun.settingsChanged();
-      settings = firstRun.apply(readSettings());
+      void applySettings();
       log.info('settings changed: applied');
-      void role?.applySettings(settings);
     }),
   );
   windowRole.start();
@@ -183,13 +182,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     role: windowRole,
     decided,
     settings: () => settings,
-    choseWatchMode: async (autoArm) => {
-      await firstRun.chose();
-      // The value just chosen, whether or not this window's configuration has caught up with the write yet.
-      const next = readSettings();
-      settings = { ...next, options: { ...next.options, autoArm } };
-      await windowRole.applySettings(settings);
-    },
+    choseWatchMode: applySettings,
     rows: () =>
       tree.getChildren().map((node) => {
         const item = tree.getTreeItem(node);

@@ -33,8 +33,3 @@ export function firstRunMode(f: Readonly<FirstRunFacts>): FirstRunMode {
   if (f.recorded === 'waiting') return 'observe'; // still waiting (the engine has saved state since)
   return f.hasState ? 'setting' : 'observe'; // an upgrade keeps the shipped default; a fresh install observes
 }
-
-/** The user's (or remote machine's) value counts; the default and a workspace's do not. */
-export function explicitlySet(inspected: { globalValue?: unknown } | undefined): boolean {
-  return inspected?.globalValue !== undefined;
-}

@@ -78,8 +78,7 @@ export class Engine {
     this.connection.updateOptions();
     this.schedule.reschedule();
     this.core.changed();
-    if (!previous.autoArm && options.autoArm && this.core.session && !this.core.stopped)
-      this.resync().catch((error: unknown) => this.core.readFailed('resync', error));
+    if (!previous.autoArm && options.autoArm && this.core.session) void this.resync();
   }
 
   // ---- lifecycle -------------------------------------------------------------

@@ -24,19 +24,22 @@ export function viewMessage(snap: EngineSnapshot, waitingForChoice = false): str
   if (snap.connection.kind === 'unresponsive') return snap.connection.detail;
   if (snap.pausedAt !== null) return vscode.l10n.t('Auto-recovery is paused: nothing is retried until you resume it.');
   if (observing(snap, waitingForChoice))
-    return vscode.l10n.t(
-      'Observing: no goal is watched until you choose which goals to watch, in "Get started with Codex Goal Recovery".',
-    );
+    return vscode.l10n.t('Observing: no goal is watched until you choose which goals to watch.');
   return undefined;
 }
 
-/** Context key → the pause, the connection and the first run's observing, for the palette and the welcome view. */
+/**
+ * Context key → the pause, the connection and the first run (observing: the welcome view; the choice of
+ * which goals to watch made, or never asked for: the walkthrough's second step is done), for the palette
+ * and the views.
+ */
 export function stateKeys(snap: EngineSnapshot, waitingForChoice = false): Record<string, boolean> {
   return {
     'codexGoalRecovery.paused': snap.pausedAt !== null,
     'codexGoalRecovery.connected': snap.connection.kind === 'connected',
     'codexGoalRecovery.noDaemon': snap.connection.kind === 'disconnected',
     'codexGoalRecovery.observing': observing(snap, waitingForChoice),
+    'codexGoalRecovery.watchModeChosen': !waitingForChoice,
   };
 }
 

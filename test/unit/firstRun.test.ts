@@ -1,14 +1,14 @@
 // The first run (docs/first-run.md): a fresh install observes (arms no goal by itself) until the
 // person chooses which goals to watch; an upgrade, or a person's own value of `autoArm`, runs as the
 // setting says. The rule is a table (src/config/firstRun.ts, pure); the window's side of it
-// (src/host/firstRun.ts) records the wait, opens the walkthrough once and sets the step's context key.
+// (src/host/firstRun.ts) records the wait and opens the walkthrough once.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { explicitlySet, firstRunMode, type FirstRunFacts, type FirstRunMode } from '../../src/config/firstRun';
+import { firstRunMode, type FirstRunFacts, type FirstRunMode } from '../../src/config/firstRun';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import type { Settings } from '../../src/config/settings';
-import { FIRST_RUN_KEY, FirstRun, WATCH_MODE_CHOSEN_KEY } from '../../src/host/firstRun';
-import { STATE_KEY } from '../../src/store/globalStateStore';
+import { FIRST_RUN_KEY, firstRun as makeFirstRun } from '../../src/host/firstRun';
+import { CORRUPT_PREFIX, STATE_KEY } from '../../src/store/globalStateStore';
 
 describe('firstRunMode: the table', () => {
   const rows: [string, FirstRunFacts, FirstRunMode][] = [
@@ -47,25 +47,13 @@ describe('firstRunMode: the table', () => {
     it(`${name} → ${mode}`, () => {
       assert.equal(firstRunMode(facts), mode);
     });
-
-  it("only the user's (or remote machine's) value counts as set: not the default, not a workspace's", () => {
-    assert.equal(explicitlySet(undefined), false);
-    assert.equal(explicitlySet({ globalValue: undefined }), false);
-    assert.equal(explicitlySet({ globalValue: true }), true);
-    assert.equal(explicitlySet({ globalValue: false }), true);
-    const workspaceOnly: { globalValue?: unknown; workspaceValue: boolean; defaultValue: boolean } = {
-      workspaceValue: true,
-      defaultValue: true,
-    };
-    assert.equal(explicitlySet(workspaceOnly), false);
-  });
 });
 
 /** A globalState in memory, and what the window was asked to do. */
 function fakeWindow(init: Record<string, unknown> = {}, explicit = false) {
   const values = new Map(Object.entries(init));
-  const seen = { walkthroughs: 0, context: new Map<string, boolean>(), explicit, journal: false };
-  const firstRun = new FirstRun({
+  const seen = { walkthroughs: 0, explicit };
+  const firstRun = makeFirstRun({
     memento: {
       get: <T>(key: string) => values.get(key) as T | undefined,
       update: (key: string, value: unknown) => {
@@ -76,9 +64,7 @@ function fakeWindow(init: Record<string, unknown> = {}, explicit = false) {
       keys: () => [...values.keys()],
     },
     explicitSetting: () => seen.explicit,
-    journalExists: () => seen.journal,
     openWalkthrough: () => void (seen.walkthroughs += 1),
-    setContext: (key, value) => void seen.context.set(key, value),
     log: () => undefined,
   });
   return { firstRun, values, seen };
@@ -93,26 +79,24 @@ const SETTINGS: Settings = {
 };
 
 describe('the first run in a window', () => {
-  it('a fresh install: observes, records the wait, opens the walkthrough once (not again at the next activation)', async () => {
+  it('a fresh install: observes, records the wait, opens the walkthrough once (not again at the next activation)', () => {
     const w = fakeWindow();
     assert.equal(w.firstRun.start(), 'observe');
     assert.equal(w.values.get(FIRST_RUN_KEY), 'waiting');
     assert.equal(w.seen.walkthroughs, 1);
     assert.equal(w.firstRun.apply(SETTINGS).options.autoArm, false);
     assert.equal(SETTINGS.options.autoArm, true, 'the settings read were changed in place');
-    assert.equal(w.seen.context.get(WATCH_MODE_CHOSEN_KEY), false);
     // The engine saves its state; the window reloads: still observing, the walkthrough not opened again.
     w.values.set(STATE_KEY, { version: 1 });
     const again = fakeWindow(Object.fromEntries(w.values));
     assert.equal(again.firstRun.start(), 'observe');
     assert.equal(again.seen.walkthroughs, 0);
-    // The choice: the setting is written, then recorded.
+    // The choice: the setting is written (the window then reads its settings again), and recorded.
     again.seen.explicit = true;
-    await again.firstRun.chose();
+    again.firstRun.settingsChanged();
     assert.equal(again.values.get(FIRST_RUN_KEY), 'chosen');
     assert.equal(again.firstRun.mode(), 'setting');
     assert.equal(again.firstRun.apply(SETTINGS).options.autoArm, true);
-    assert.equal(again.seen.context.get(WATCH_MODE_CHOSEN_KEY), true);
   });
 
   it("a value of the person's set in the settings while waiting is the choice", () => {
@@ -121,30 +105,26 @@ describe('the first run in a window', () => {
     w.seen.explicit = true;
     w.firstRun.settingsChanged();
     assert.equal(w.values.get(FIRST_RUN_KEY), 'chosen');
-    assert.equal(w.seen.context.get(WATCH_MODE_CHOSEN_KEY), true);
     // Removed again later: the shipped default, not observing again.
     w.seen.explicit = false;
     w.firstRun.settingsChanged();
     assert.equal(w.firstRun.mode(), 'setting');
   });
 
-  it('an upgrade (state, or only its crash journal, from an earlier install): as shipped, nothing recorded, no walkthrough', () => {
+  it('an upgrade (state, or a value of it kept aside as corrupt, from an earlier install): as shipped, nothing recorded, no walkthrough', () => {
     const w = fakeWindow({ [STATE_KEY]: {} });
     assert.equal(w.firstRun.start(), 'setting');
     assert.equal(w.values.has(FIRST_RUN_KEY), false);
     assert.equal(w.seen.walkthroughs, 0);
     assert.equal(w.firstRun.apply(SETTINGS), SETTINGS);
-    assert.equal(w.seen.context.get(WATCH_MODE_CHOSEN_KEY), false, 'the walkthrough step is done before any choice');
-    const journal = fakeWindow();
-    journal.seen.journal = true;
-    assert.equal(journal.firstRun.start(), 'setting');
-    assert.equal(journal.seen.walkthroughs, 0);
+    const aside = fakeWindow({ [`${CORRUPT_PREFIX}2026-01-01T00:00:00.000Z`]: '{' });
+    assert.equal(aside.firstRun.start(), 'setting');
+    assert.equal(aside.seen.walkthroughs, 0);
   });
 
   it('a fresh install whose person set autoArm before the first activation: the setting, no walkthrough', () => {
     const w = fakeWindow({}, true);
     assert.equal(w.firstRun.start(), 'setting');
     assert.equal(w.seen.walkthroughs, 0);
-    assert.equal(w.seen.context.get(WATCH_MODE_CHOSEN_KEY), true);
   });
 });

@@ -154,6 +154,7 @@ suite('the badge: goals that wait for a person', () => {
       'codexGoalRecovery.connected': true,
       'codexGoalRecovery.noDaemon': false,
       'codexGoalRecovery.observing': false,
+      'codexGoalRecovery.watchModeChosen': true,
     });
     assert.equal(viewMessage(connected), undefined);
     const paused = snapshot([backoff()], { pausedAt: NOW });
@@ -167,6 +168,7 @@ suite('the badge: goals that wait for a person', () => {
       'codexGoalRecovery.connected': false,
       'codexGoalRecovery.noDaemon': true,
       'codexGoalRecovery.observing': false,
+      'codexGoalRecovery.watchModeChosen': true,
     });
     // Not connected says so first, paused or not.
     assert.equal(viewMessage({ ...gone, pausedAt: NOW }), 'Not connected: no socket at /tmp/x.sock');
@@ -188,10 +190,12 @@ suite('the badge: goals that wait for a person', () => {
     });
     const observing = snapshot([watch({ kind: 'notAdopted', status: 'active' })], { policy: policy(false) });
     assert.equal(stateKeys(observing, true)['codexGoalRecovery.observing'], true);
+    assert.equal(stateKeys(observing, true)['codexGoalRecovery.watchModeChosen'], false);
     assert.match(viewMessage(observing, true) ?? '', /^Observing: no goal is watched until you choose/);
     // Chosen ("Watch only the goals I pick" leaves autoArm off too): nothing said.
     assert.equal(viewMessage(observing, false), undefined);
     assert.equal(stateKeys(observing, false)['codexGoalRecovery.observing'], false);
+    assert.equal(stateKeys(observing, false)['codexGoalRecovery.watchModeChosen'], true);
     // The engine that leads arms by itself (a runner whose operator chose by its flags): not observing.
     const armed = { ...observing, policy: policy(true) };
     assert.equal(viewMessage(armed, true), undefined);
