@@ -23,7 +23,7 @@ export interface FirstRunIo {
   log(line: string): void;
 }
 
-/** The window's first run: what the engine runs with, and the walkthrough's step. */
+/** The window's first run: whether it observes, and what the engine runs with. */
 export interface FirstRun {
   /** At activation: a fresh install records that it waits for the choice and opens the walkthrough, once. */
   start(): FirstRunMode;
