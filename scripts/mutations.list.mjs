@@ -448,4 +448,25 @@ export const MUTATIONS = [
     replace: '      if (p.welcomed) this.writeLine(p, line);',
     guard: { file: OLDER, name: OLDER_TEST },
   },
+  {
+    id: 'first-run-arms',
+    invariant: 'a fresh install arms no goal before the person chooses which goals to watch',
+    fault: 'a fresh install (no setting, no record, no state) runs as the setting says: autoArm on',
+    file: 'src/config/firstRun.ts',
+    find: "  return f.hasState ? 'setting' : 'observe';",
+    replace: "  return 'setting';",
+    guard: { file: 'test/unit/firstRun.test.ts', pattern: 'fresh install' },
+  },
+  {
+    id: 'choice-waits-for-resync',
+    invariant: 'the choice to watch every goal arms the active goals at once, not at the next resync',
+    fault: 'autoArm turned on while the engine runs changes nothing until the next resync',
+    file: 'src/core/engine.ts',
+    find: '    if (!previous.autoArm && options.autoArm && this.core.session) void this.resync();',
+    replace: '    if (!previous.autoArm && options.autoArm && !this.core.session) void this.resync();',
+    guard: {
+      file: 'test/unit/arm.test.ts',
+      name: 'an active goal shown as not adopted is armed at once, before any resync, and nothing is sent',
+    },
+  },
 ];

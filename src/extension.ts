@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
 import { readSettings, SECTION, type Settings } from './config/settings';
+import { firstRun as makeFirstRun, WALKTHROUGH_ID } from './host/firstRun';
 import { WindowRole } from './host/windowRole';
 import { TelemetryHost } from './host/telemetryHost';
 import { JOURNAL_FILE } from './store/globalStateStore';
@@ -20,6 +21,8 @@ import type { EngineSnapshot } from './model/snapshot';
 
 let role: WindowRole | undefined;
 let telemetry: TelemetryHost | undefined;
+/** The performance measure of activate() (its marks: `.start`, `.end`), read by the activation bench. */
+const MEASURE = 'codexGoalRecovery.activate';
 
 /** What the extension offers other extensions and its tests: the state it shows, and how. */
 export interface CodexGoalRecoveryApi {
@@ -39,7 +42,7 @@ export interface CodexGoalRecoveryApi {
 }
 
 export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi {
-  performance.mark('codexGoalRecovery.activate.start');
+  performance.mark(`${MEASURE}.start`);
   // Only what must exist when activate() returns: the log and the commands (a command the window
   // runs now must find its handler). The rest (settings, the window's role and its engine, the
   // views) starts on the next turn of the event loop, or at once when a command or the API needs
@@ -58,14 +61,15 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   context.subscriptions.push(
     log,
     { dispose: () => clearImmediate(later) },
-    ...registerCommands({ service, settings: () => started().settings(), log }),
+    ...registerCommands({
+      service,
+      settings: () => started().settings(),
+      log,
+      choseWatchMode: () => started().choseWatchMode(),
+    }),
   );
-  performance.mark('codexGoalRecovery.activate.end');
-  const measure = performance.measure(
-    'codexGoalRecovery.activate',
-    'codexGoalRecovery.activate.start',
-    'codexGoalRecovery.activate.end',
-  );
+  performance.mark(`${MEASURE}.end`);
+  const measure = performance.measure(MEASURE, `${MEASURE}.start`, `${MEASURE}.end`);
   const { version } = context.extension.packageJSON as { version?: unknown };
   log.info(`activated in ${measure.duration.toFixed(1)} ms (version ${String(version)})`);
   return {
@@ -84,19 +88,35 @@ interface StartedWindow {
   decided: vscode.EventEmitter<Decision>;
   settings(): Settings;
   rows(): ReturnType<CodexGoalRecoveryApi['rows']>;
+  /** The person chose which goals to watch (the setting is written): the engine follows it at once. */
+  choseWatchMode(): Promise<void>;
 }
 
 function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): StartedWindow {
-  let settings = readSettings();
   // Machine state is never synced; no preference lives in globalState.
   context.globalState.setKeysForSync([]);
-
-  // "Show" on a burst's notification reveals the Watched goals view (VS Code's `<view>.focus`).
-  const notifier = new Notifier(() => settings.notifications, `${VIEW_ID}.focus`);
   // globalState's own writes reach the disk only some time after they resolve (and in code-server
   // in the browser): the engine's crash journal sits beside it on this machine's disk.
   const journalPath =
     context.globalStorageUri.scheme === 'file' ? path.join(context.globalStorageUri.fsPath, JOURNAL_FILE) : undefined;
+  // A fresh install observes (arms nothing) until the person chooses which goals to watch: docs/first-run.md.
+  const firstRun = makeFirstRun({
+    memento: context.globalState,
+    // The user's (or the remote machine's) value: the one the engine reads (src/config/firstRun.ts).
+    explicitSetting: () => vscode.workspace.getConfiguration(SECTION).inspect('autoArm')?.globalValue !== undefined,
+    openWalkthrough: () =>
+      void vscode.commands.executeCommand(
+        'workbench.action.openWalkthrough',
+        `${context.extension.id}#${WALKTHROUGH_ID}`,
+        false,
+      ),
+    log: (line) => log.info(line),
+  });
+  firstRun.start();
+  let settings = firstRun.apply(readSettings());
+
+  // "Show" on a burst's notification reveals the Watched goals view (VS Code's `<view>.focus`).
+  const notifier = new Notifier(() => settings.notifications, `${VIEW_ID}.focus`);
   const decided = new vscode.EventEmitter<Decision>();
   // The opt-in OpenTelemetry export of this window's engine's decisions (docs/telemetry.md).
   const exporter = new TelemetryHost(log);
@@ -126,6 +146,13 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     journalPath === undefined ? {} : { journalPath },
   );
   role = windowRole;
+  // The settings read again, the first run's choice with them: what the engine runs with.
+  const applySettings = (): Promise<void> => {
+    firstRun.settingsChanged();
+    settings = firstRun.apply(readSettings());
+    exporter.apply(settings);
+    return windowRole.applySettings(settings);
+  };
   const service = () => windowRole.service();
 
   const tree = new WatchTree(() => service().snapshot());
@@ -146,14 +173,17 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     status,
     countdown,
     countdown.onTick(onChange),
-    followViewState(view, service, (listener) => windowRole.onDidChange(listener)),
+    followViewState(
+      view,
+      service,
+      (listener) => windowRole.onDidChange(listener),
+      () => firstRun.mode() === 'observe',
+    ),
     windowRole.onDidChange(onChange),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(SECTION)) return;
-      settings = readSettings();
+      void applySettings();
       log.info('settings changed: applied');
-      void role?.applySettings(settings);
-      exporter.apply(settings);
     }),
   );
   windowRole.start();
@@ -162,6 +192,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     role: windowRole,
     decided,
     settings: () => settings,
+    choseWatchMode: applySettings,
     rows: () =>
       tree.getChildren().map((node) => {
         const item = tree.getTreeItem(node);

@@ -2,7 +2,7 @@
 // to the service (this window's engine, or the leader's); the rest act locally.
 import { spawn } from 'node:child_process';
 import * as vscode from 'vscode';
-import type { Settings } from '../config/settings';
+import { SECTION, type Settings } from '../config/settings';
 import type { RecoveryService, ServiceCommand } from '../host/service';
 import { canPauseGoal, canRetryNow, isDisarmed, type WatchedThread } from '../model/watch';
 import { diagnostics, EXTENSION_ID, newIssueUrl } from './diagnostics';
@@ -15,6 +15,8 @@ export interface CommandContext {
   service: () => RecoveryService;
   settings: () => Settings;
   log: vscode.LogOutputChannel;
+  /** The person chose which goals to watch (the setting is written): the window applies its settings at once. */
+  choseWatchMode: () => Promise<void>;
 }
 
 const threadCommands: {
@@ -151,6 +153,21 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       if (answer === reset) await inView(vscode.l10n.t('Resetting'), () => ctx.service().run('reset'));
     }),
   );
+  // The walkthrough's choice of which goals to watch (docs/first-run.md): `autoArm` written as the
+  // user's setting (machine-scoped: in a remote window, the remote machine's, where the engine reads
+  // it), then the window's settings applied at once (the settings change applies them too, in every
+  // window, but a value equal to the default may not be told as a change).
+  for (const [id, autoArm, title] of [
+    ['codexGoalRecovery.watchEveryGoal', true, vscode.l10n.t('Watch every goal')],
+    ['codexGoalRecovery.watchPickedGoals', false, vscode.l10n.t('Watch only the goals I pick')],
+  ] as const)
+    reg(id, () =>
+      run(title, async () => {
+        await vscode.workspace.getConfiguration(SECTION).update('autoArm', autoArm, vscode.ConfigurationTarget.Global);
+        await ctx.choseWatchMode();
+        ctx.log.info(`watch mode chosen: autoArm ${autoArm}`);
+      }),
+    );
   reg('codexGoalRecovery.startDaemon', () =>
     run(vscode.l10n.t('Start Codex daemon'), async () => {
       await vscode.window.withProgress(

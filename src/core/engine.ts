@@ -66,7 +66,11 @@ export class Engine {
     };
   }
 
-  /** Applies new settings at once: delays already scheduled keep their due time. */
+  /**
+   * Applies new settings at once: delays already scheduled keep their due time. `autoArm` turned on
+   * (the first run's choice, or the setting) arms the active goals shown as not adopted now, with a
+   * pass over the loaded threads (each is armed as at a restart with `autoArm` on: an old block never).
+   */
   updateOptions(options: EngineOptions): void {
     const previous = this.core.options;
     this.core.options = { ...options };
@@ -74,6 +78,7 @@ export class Engine {
     this.connection.updateOptions();
     this.schedule.reschedule();
     this.core.changed();
+    if (!previous.autoArm && options.autoArm && this.core.session) void this.resync();
   }
 
   // ---- lifecycle -------------------------------------------------------------

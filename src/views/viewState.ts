@@ -7,20 +7,39 @@ import type { EngineSnapshot } from '../model/snapshot';
 import { canPauseGoal, canRetryNow, isDisarmed } from '../model/watch';
 import { attentionBadge } from './rowText';
 
-/** The text above the rows: why nothing is retried now (no daemon, or paused by you); none otherwise. */
-export function viewMessage(snap: EngineSnapshot): string | undefined {
+/**
+ * The first run observes until the person chooses which goals to watch (docs/first-run.md): said while
+ * the engine that leads arms nothing by itself (a runner that leads arms as its flags say).
+ */
+function observing(snap: EngineSnapshot, waitingForChoice: boolean): boolean {
+  return waitingForChoice && snap.policy?.autoArm === false;
+}
+
+/**
+ * The text above the rows: why nothing is retried now (no daemon, or paused by you), or that the first
+ * run waits for the person's choice; none otherwise.
+ */
+export function viewMessage(snap: EngineSnapshot, waitingForChoice = false): string | undefined {
   if (snap.connection.kind === 'disconnected') return vscode.l10n.t('Not connected: {0}', snap.connection.detail);
   if (snap.connection.kind === 'unresponsive') return snap.connection.detail;
   if (snap.pausedAt !== null) return vscode.l10n.t('Auto-recovery is paused: nothing is retried until you resume it.');
+  if (observing(snap, waitingForChoice))
+    return vscode.l10n.t('Observing: no goal is watched until you choose which goals to watch.');
   return undefined;
 }
 
-/** Context key → the pause and the connection, for Pause/Resume and Start Codex daemon in the palette. */
-export function stateKeys(snap: EngineSnapshot): Record<string, boolean> {
+/**
+ * Context key → the pause, the connection and the first run (observing: the welcome view; the choice of
+ * which goals to watch made, or never asked for: the walkthrough's second step is done), for the palette
+ * and the views.
+ */
+export function stateKeys(snap: EngineSnapshot, waitingForChoice = false): Record<string, boolean> {
   return {
     'codexGoalRecovery.paused': snap.pausedAt !== null,
     'codexGoalRecovery.connected': snap.connection.kind === 'connected',
     'codexGoalRecovery.noDaemon': snap.connection.kind === 'disconnected',
+    'codexGoalRecovery.observing': observing(snap, waitingForChoice),
+    'codexGoalRecovery.watchModeChosen': !waitingForChoice,
   };
 }
 
@@ -42,6 +61,8 @@ export function followViewState(
   view: vscode.TreeView<unknown>,
   service: () => { snapshot(): EngineSnapshot },
   onDidChange: (listener: () => void) => { dispose(): void },
+  /** Whether the first run waits for the person's choice of which goals to watch. */
+  waitingForChoice: () => boolean = () => false,
 ): vscode.Disposable {
   const sent = new Map<string, boolean>();
   let badge: string | undefined;
@@ -53,9 +74,10 @@ export function followViewState(
       badge = key;
       view.badge = next;
     }
-    const message = viewMessage(snap);
+    const waiting = waitingForChoice();
+    const message = viewMessage(snap, waiting);
     if (message !== view.message) view.message = message;
-    for (const [k, v] of Object.entries({ ...stateKeys(snap), ...threadCommandKeys(snap) })) {
+    for (const [k, v] of Object.entries({ ...stateKeys(snap, waiting), ...threadCommandKeys(snap) })) {
       if (sent.get(k) === v) continue;
       sent.set(k, v);
       void vscode.commands.executeCommand('setContext', k, v);

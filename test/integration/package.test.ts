@@ -64,9 +64,11 @@ describe('packaging: the .vsix as npm run package makes it', () => {
   });
 
   it('holds exactly the files that run or that the extension page shows', () => {
+    // Every file under media/, its subdirectories' too (the walkthrough's steps: media/walkthrough/).
     const media = fs
-      .readdirSync(path.join(REPO, 'media'))
-      .map((f) => `extension/media/${f}`)
+      .readdirSync(path.join(REPO, 'media'), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => `extension/${path.relative(REPO, path.join(e.parentPath, e.name)).split(path.sep).join('/')}`)
       .sort();
     const names = [...entries.keys()].sort();
     assert.deepEqual(

@@ -300,3 +300,43 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     });
   }
 });
+
+// `autoArm` turned on while the engine runs (the first run's "Watch every goal", or the setting):
+// the goals it showed as not adopted are armed at once, as a restart with `autoArm` on would, not at
+// the next resync (60 s); a goal that stopped before the choice is an old block and stays unadopted.
+describe('autoArm turned on while the engine runs', () => {
+  it('an active goal shown as not adopted is armed at once, before any resync, and nothing is sent', async () => {
+    const w = world('active', testTurn('turn-1', 'inProgress'));
+    const h = await harness(w, { autoArm: false });
+    assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'active' });
+    const at = h.clock.now();
+    h.engine.updateOptions({ ...DEFAULT_OPTIONS, autoArm: true });
+    await h.settle();
+    assert.equal(h.clock.now(), at, 'the clock moved: the arming waited for a timer');
+    assert.equal(stateOf(h)?.kind, 'running', `not armed: ${JSON.stringify(stateOf(h))}`);
+    assert.equal(said(h, 'armed').length, 1);
+    assertNoAutomaticSet(record(w));
+    // A failure after the choice is recovered exactly once.
+    fails(w, 'turn-1');
+    await h.settle();
+    assert.equal(stateOf(h)?.kind, 'backoff');
+    await h.advance(BASE + 2 * RESYNC);
+    await h.advance(LONG);
+    assertOneRecoveryPerFailedTurn(record(w), ['turn-1']);
+    assert.deepEqual(w.daemon.violations, []);
+  });
+
+  it('a goal blocked while it was not adopted stays not adopted: its failure is never recovered', async () => {
+    const w = world('active', testTurn('turn-1', 'inProgress'));
+    const h = await harness(w, { autoArm: false });
+    fails(w, 'turn-1');
+    await h.settle();
+    assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' });
+    h.engine.updateOptions({ ...DEFAULT_OPTIONS, autoArm: true });
+    await h.settle();
+    await h.advance(LONG);
+    assert.equal(stateOf(h)?.kind, 'notAdopted');
+    assertNoAutomaticSet(record(w));
+    assert.deepEqual(w.daemon.violations, []);
+  });
+});

@@ -115,7 +115,14 @@ export async function startCodeServer(options: StartOptions = {}): Promise<CodeS
   // is, which executable runs) come from the remote machine's settings, not the user's.
   const machineDir = path.join(userDataDir, 'Machine');
   fs.mkdirSync(machineDir, { recursive: true });
-  fs.writeFileSync(path.join(machineDir, 'settings.json'), JSON.stringify(options.settings ?? {}, null, 2));
+  const machineFile = path.join(machineDir, 'settings.json');
+  let machine: Record<string, unknown> = {};
+  try {
+    machine = JSON.parse(fs.readFileSync(machineFile, 'utf8')) as Record<string, unknown>;
+  } catch {
+    /* none yet */
+  }
+  fs.writeFileSync(machineFile, JSON.stringify({ ...machine, ...options.settings }, null, 2));
   // Without --config code-server writes ~/.config/code-server/config.yaml.
   fs.writeFileSync(configFile, 'auth: none\ncert: false\n');
 

@@ -35,6 +35,15 @@ async function main(): Promise<number> {
   const temp = makeTempDir('cgr-vscode-tests-');
   const workspace = path.join(temp, 'workspace');
   fs.mkdirSync(workspace);
+  // `autoArm: true`, the shipped default, set explicitly: a fresh profile observes until a person
+  // chooses (docs/first-run.md), and the suites watch goals armed at first sight. In the user's
+  // settings and the remote machine's (where a code-server window reads machine-scoped settings);
+  // the code-server launch merges its own over them.
+  const userData = path.join(temp, 'user-data');
+  for (const dir of ['User', 'Machine']) {
+    fs.mkdirSync(path.join(userData, dir), { recursive: true });
+    fs.writeFileSync(path.join(userData, dir, 'settings.json'), JSON.stringify({ 'codexGoalRecovery.autoArm': true }));
+  }
   // What the tests see in process.env inside the extension host.
   const extensionEnv: Record<string, string> = {
     CGR_VSCODE_TEST: '1',
@@ -47,11 +56,7 @@ async function main(): Promise<number> {
       extensionDevelopmentPath,
       extensionTestsPath,
       extensionTestsEnv: { ...extensionEnv, [EXTENSION_ENV_VAR]: JSON.stringify(extensionEnv) },
-      launchArgs: [
-        workspace,
-        `--user-data-dir=${path.join(temp, 'user-data')}`,
-        `--extensions-dir=${path.join(temp, 'extensions')}`,
-      ],
+      launchArgs: [workspace, `--user-data-dir=${userData}`, `--extensions-dir=${path.join(temp, 'extensions')}`],
     });
     return 0;
   } catch (err) {

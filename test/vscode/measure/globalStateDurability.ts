@@ -121,6 +121,8 @@ async function main(): Promise<void> {
       'codexGoalRecovery.baseDelaySeconds': 10,
       'codexGoalRecovery.maxDelaySeconds': 10,
       'codexGoalRecovery.notifications': 'none',
+      // The shipped default, explicit: a fresh profile observes until a person chooses (docs/first-run.md).
+      'codexGoalRecovery.autoArm': true,
     },
   });
   const runs: Run[] = [];

@@ -153,6 +153,8 @@ suite('the badge: goals that wait for a person', () => {
       'codexGoalRecovery.paused': false,
       'codexGoalRecovery.connected': true,
       'codexGoalRecovery.noDaemon': false,
+      'codexGoalRecovery.observing': false,
+      'codexGoalRecovery.watchModeChosen': true,
     });
     assert.equal(viewMessage(connected), undefined);
     const paused = snapshot([backoff()], { pausedAt: NOW });
@@ -165,6 +167,8 @@ suite('the badge: goals that wait for a person', () => {
       'codexGoalRecovery.paused': false,
       'codexGoalRecovery.connected': false,
       'codexGoalRecovery.noDaemon': true,
+      'codexGoalRecovery.observing': false,
+      'codexGoalRecovery.watchModeChosen': true,
     });
     // Not connected says so first, paused or not.
     assert.equal(viewMessage({ ...gone, pausedAt: NOW }), 'Not connected: no socket at /tmp/x.sock');
@@ -173,6 +177,31 @@ suite('the badge: goals that wait for a person', () => {
       [stateKeys(connecting)['codexGoalRecovery.connected'], stateKeys(connecting)['codexGoalRecovery.noDaemon']],
       [false, false],
     );
+  });
+
+  test('the first run, observing until the person chooses which goals to watch, says so (docs/first-run.md)', () => {
+    const policy = (autoArm: boolean): EngineSnapshot['policy'] => ({
+      baseDelayMs: 30_000,
+      maxDelayMs: 1_800_000,
+      maxAttempts: 6,
+      autoArm,
+      recoverUsageLimited: true,
+      resyncMs: 60_000,
+    });
+    const observing = snapshot([watch({ kind: 'notAdopted', status: 'active' })], { policy: policy(false) });
+    assert.equal(stateKeys(observing, true)['codexGoalRecovery.observing'], true);
+    assert.equal(stateKeys(observing, true)['codexGoalRecovery.watchModeChosen'], false);
+    assert.match(viewMessage(observing, true) ?? '', /^Observing: no goal is watched until you choose/);
+    // Chosen ("Watch only the goals I pick" leaves autoArm off too): nothing said.
+    assert.equal(viewMessage(observing, false), undefined);
+    assert.equal(stateKeys(observing, false)['codexGoalRecovery.observing'], false);
+    assert.equal(stateKeys(observing, false)['codexGoalRecovery.watchModeChosen'], true);
+    // The engine that leads arms by itself (a runner whose operator chose by its flags): not observing.
+    const armed = { ...observing, policy: policy(true) };
+    assert.equal(viewMessage(armed, true), undefined);
+    assert.equal(stateKeys(armed, true)['codexGoalRecovery.observing'], false);
+    // The pause and a missing daemon come first.
+    assert.match(viewMessage({ ...observing, pausedAt: NOW }, true) ?? '', /paused/);
   });
 });
 

@@ -8,7 +8,10 @@
 //
 // Settings other than the shipped ones, and why: `baseDelaySeconds`/`maxDelaySeconds` 90, so the
 // outage thread stays in its first backoff (45–90 s) while the suite looks at the tree and the
-// countdown: nothing falls due during it. The rest is as shipped.
+// countdown: nothing falls due during it. `autoArm: true` (the shipped default) set explicitly: the
+// fresh profile would otherwise start observing until a person chooses (docs/first-run.md), and this
+// suite watches goals armed at first sight, as an install whose person chose "Watch every goal" does.
+// The rest is as shipped.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -53,7 +56,11 @@ describe('the extension in a real VS Code', { timeout: 300_000 }, () => {
     async () => {
       env = await openLabWindow(
         'cgr-ui-ext-',
-        { 'codexGoalRecovery.baseDelaySeconds': 90, 'codexGoalRecovery.maxDelaySeconds': 90 },
+        {
+          'codexGoalRecovery.baseDelaySeconds': 90,
+          'codexGoalRecovery.maxDelaySeconds': 90,
+          'codexGoalRecovery.autoArm': true,
+        },
         undefined,
         { width: 1280, height: 800 },
       );

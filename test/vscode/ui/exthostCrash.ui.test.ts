@@ -9,7 +9,9 @@
 //
 // Settings other than the shipped ones, and why: `baseDelaySeconds`/`maxDelaySeconds` 12, so a
 // backoff (6–12 s) is long enough for the kill to land inside it and short enough for the suite
-// (the shipped 30 s base: 15–30 s per test). The rest is as shipped.
+// (the shipped 30 s base: 15–30 s per test). `autoArm: true` (the shipped default) set explicitly: a
+// fresh profile observes until a person chooses (docs/first-run.md); here goals are armed at first
+// sight, as after "Watch every goal". The rest is as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_PREPARE_MS } from '../../../src/core/schedule';
@@ -56,6 +58,7 @@ describe('the extension host killed during a backoff', { timeout: 600_000 }, () 
       env = await openLabWindow('cgr-ui-crash-', {
         'codexGoalRecovery.baseDelaySeconds': 12,
         'codexGoalRecovery.maxDelaySeconds': 12,
+        'codexGoalRecovery.autoArm': true,
       });
       ({ lab, wb } = env);
       await wb.waitForStatusBarText(STATUS, (t) => /watched/.test(t), T);

@@ -15,7 +15,9 @@
 // wait minutes); `--reconnection-grace-time 1` (code-server's, not the extension's): a closed
 // page's extension host ends a second later instead of after 3 h, so the takeover can happen.
 // `notifications: "attention"` (the shipped default; the lab's is "none"): one test counts the
-// notification a goal that needs attention shows. Everything else (resync interval, prepare lead, limiter) is
+// notification a goal that needs attention shows. `autoArm: true` (the shipped default) set explicitly:
+// a fresh profile observes until a person chooses (docs/first-run.md); here goals are armed at first
+// sight, as after "Watch every goal". Everything else (resync interval, prepare lead, limiter) is
 // as shipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -65,6 +67,7 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
           'codexGoalRecovery.baseDelaySeconds': 1,
           'codexGoalRecovery.maxDelaySeconds': 2,
           'codexGoalRecovery.notifications': 'attention',
+          'codexGoalRecovery.autoArm': true,
         },
         ['--reconnection-grace-time', '1'],
       );
