@@ -369,7 +369,7 @@ interface ManifestProperty {
   enum?: unknown[];
 }
 
-test('Invariant: every free-text setting (a path, a socket, an executable) is machine-scoped in the manifest, so a workspace cannot set it', () => {
+test('Invariant: every free-text setting (a path, a socket, an executable, a collector URL) is machine-scoped in the manifest, so a workspace cannot set it', () => {
   const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
     contributes: { configuration: { properties: Record<string, ManifestProperty> } };
     capabilities: { untrustedWorkspaces: { supported: boolean | string } };
@@ -383,6 +383,7 @@ test('Invariant: every free-text setting (a path, a socket, an executable) is ma
     'codexGoalRecovery.codexHome',
     'codexGoalRecovery.codexPath',
     'codexGoalRecovery.socketPath',
+    'codexGoalRecovery.telemetry.otlpEndpoint',
   ]);
   for (const key of freeText) assert.equal(props[key].scope, 'machine', key);
   // Nothing is read from the workspace, so untrusted workspaces are fine.
