@@ -92,11 +92,13 @@ function countsByState(snap: EngineSnapshot): string[] {
  * Where a report goes: a new issue of the tracker the manifest's `bugs.url` names, with a short
  * template to fill in. The report itself stays on the clipboard, to be looked over and pasted: a
  * URL carries a few kilobytes at most, and nothing leaves the machine unless the person sends it.
- * Null when the manifest names no https tracker.
+ * The version is the manifest's. Null when the manifest names no https tracker.
  */
-export function newIssueUrl(manifest: unknown, version: string): string | null {
-  const bugs = (manifest as { bugs?: { url?: unknown } } | undefined)?.bugs?.url;
+export function newIssueUrl(manifest: unknown): string | null {
+  const m = manifest as { bugs?: { url?: unknown }; version?: unknown } | undefined;
+  const bugs = m?.bugs?.url;
   if (typeof bugs !== 'string' || !/^https:\/\/[^\s?#]+$/.test(bugs)) return null;
+  const version = typeof m?.version === 'string' ? m.version : 'unknown';
   const body = [
     `Codex Goal Recovery ${version}`,
     '',

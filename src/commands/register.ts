@@ -102,8 +102,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       const text = await diagnostics({ service: ctx.service(), settings: ctx.settings(), log: ctx.log });
       await vscode.env.clipboard.writeText(text);
       ctx.log.info('diagnostics copied to the clipboard');
-      const manifest = vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON as { version?: unknown } | undefined;
-      const issue = newIssueUrl(manifest, typeof manifest?.version === 'string' ? manifest.version : 'unknown');
+      const issue = newIssueUrl(vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON);
       const report = vscode.l10n.t('Report an Issue…');
       // Not awaited: the command is done once the report is on the clipboard.
       void vscode.window

@@ -266,7 +266,7 @@ suite("Copy Diagnostics' Report an Issue link", () => {
       bugs: { url: string };
     };
     assert.match(manifest.bugs.url, /^https:\/\/github\.com\/[^/]+\/[^/]+\/issues$/);
-    const url = new URL(newIssueUrl(manifest, manifest.version)!);
+    const url = new URL(newIssueUrl(manifest)!);
     assert.equal(`${url.origin}${url.pathname}`, `${manifest.bugs.url}/new`);
     const body = url.searchParams.get('body') ?? '';
     assert.match(body, new RegExp(`^Codex Goal Recovery ${manifest.version.replace(/\./g, '\\.')}\n`));
@@ -276,12 +276,12 @@ suite("Copy Diagnostics' Report an Issue link", () => {
   });
 
   test('no link without an https tracker', () => {
-    assert.equal(newIssueUrl({}, '1.0.0'), null);
-    assert.equal(newIssueUrl({ bugs: { url: 'http://example.com/issues' } }, '1.0.0'), null);
-    assert.equal(newIssueUrl({ bugs: 'https://example.com/issues' }, '1.0.0'), null);
-    assert.equal(newIssueUrl(undefined, '1.0.0'), null);
+    assert.equal(newIssueUrl({ version: '1.0.0' }), null);
+    assert.equal(newIssueUrl({ version: '1.0.0', bugs: { url: 'http://example.com/issues' } }), null);
+    assert.equal(newIssueUrl({ version: '1.0.0', bugs: 'https://example.com/issues' }), null);
+    assert.equal(newIssueUrl(undefined), null);
     assert.ok(
-      newIssueUrl({ bugs: { url: 'https://example.com/issues/' } }, '1.0.0')!.startsWith(
+      newIssueUrl({ version: '1.0.0', bugs: { url: 'https://example.com/issues/' } })!.startsWith(
         'https://example.com/issues/new?',
       ),
     );
