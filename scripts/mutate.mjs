@@ -1,0 +1,146 @@
+#!/usr/bin/env node
+// npm run mutate: StrykerJS mutates the TypeScript sources of the modules that decide
+// (stryker.config.json: the tap runner over the compiled unit tests, per-test-file coverage) and
+// fails unless every mutant is killed, timed out, or disabled in place with a reason
+// (docs/testing.md, "Mutation score").
+//
+//   npm run mutate               incremental, against the committed baseline
+//                                (test/mutation/deciding.baseline.json): only the mutants whose
+//                                code changed, that a changed test file killed, or that a new
+//                                test now covers are run again. What .ci/run runs.
+//   npm run mutate -- --full     every mutant of the deciding modules, from scratch.
+//   npm run mutate -- --rest     the rest of core/, leader/, store/ and model/ (test/mutation/scopes.json):
+//                                a full run that fails below the recorded score (`break`), and
+//                                records the new score when it is higher.
+//   npm run mutate -- --dry      prints what would run, runs nothing.
+//
+// A passing run outside CI writes the baseline (and the counts in docs/testing.md) back: commit
+// them with the change. Reports for people and tools: reports/mutation/<scope>.html and .json.
+//
+// What incremental mode cannot see: a change outside the mutated files and the unit test files
+// themselves (test/support, a module the tests call) that turns a killed mutant into a survivor.
+// The full run sees it; run it before a release and after such a change.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { summarize, updateTestingDoc } from './mutationReport.mjs';
+
+const root = path.resolve(import.meta.dirname, '..');
+const args = new Set(process.argv.slice(2));
+for (const a of args)
+  if (!['--full', '--rest', '--dry'].includes(a)) {
+    console.error(`unknown argument ${a}; usage: npm run mutate [-- --full | --rest] [--dry]`);
+    process.exit(2);
+  }
+const scope = args.has('--rest') ? 'rest' : 'deciding';
+const full = args.has('--full') || scope === 'rest';
+const inCi = process.env.CI === 'true';
+
+const reports = path.join(root, 'reports/mutation');
+const baselineFile = path.join(root, 'test/mutation/deciding.baseline.json');
+const hashesFile = path.join(root, 'test/mutation/deciding.tests.json');
+const scopesFile = path.join(root, 'test/mutation/scopes.json');
+const incrementalFile = path.join(reports, `${scope}.incremental.json`);
+const jsonReport = path.join(reports, `${scope}.json`);
+
+const base = JSON.parse(fs.readFileSync(path.join(root, 'stryker.config.json'), 'utf8'));
+const scopes = JSON.parse(fs.readFileSync(scopesFile, 'utf8'));
+const { rest } = scopes;
+const config = {
+  ...base,
+  ...(scope === 'rest'
+    ? {
+        mutate: [...rest.mutate, ...base.mutate.map((f) => `!${f}`)],
+        thresholds: { ...base.thresholds, low: rest.break, break: rest.break },
+      }
+    : {}),
+  jsonReporter: { fileName: path.relative(root, jsonReport) },
+  htmlReporter: { fileName: path.relative(root, path.join(reports, `${scope}.html`)) },
+  incremental: !full,
+  incrementalFile: path.relative(root, incrementalFile),
+};
+fs.mkdirSync(reports, { recursive: true });
+const configFile = path.join(reports, `stryker.${scope}.json`);
+fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
+
+/** The unit test files as compiled (Stryker's tests are whole files): name → sha256. */
+function testHashes() {
+  const hashes = {};
+  const dir = path.join(root, 'out/test/unit');
+  for (const f of fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith('.test.js'))
+    .sort())
+    hashes[`out/test/unit/${f}`] = createHash('sha256')
+      .update(fs.readFileSync(path.join(dir, f)))
+      .digest('hex');
+  return hashes;
+}
+
+/**
+ * The baseline as Stryker's incremental file, less every mutant that a test file changed since
+ * killed: Stryker reuses a killed mutant while its killing test keeps its name, and a tap test's
+ * name is its file's, so a weakened test file would go unseen. Those mutants run again.
+ */
+function prepareIncremental(now) {
+  if (!fs.existsSync(baselineFile)) return 'no baseline yet: every mutant runs';
+  const baseline = JSON.parse(fs.readFileSync(baselineFile, 'utf8'));
+  const then = fs.existsSync(hashesFile) ? JSON.parse(fs.readFileSync(hashesFile, 'utf8')) : {};
+  const changedFiles = Object.keys(baseline.testFiles ?? {}).filter((f) => then[f] === undefined || then[f] !== now[f]);
+  const changedIds = new Set(changedFiles.flatMap((f) => baseline.testFiles[f].tests.map((t) => t.id)));
+  let dropped = 0;
+  for (const file of Object.values(baseline.files)) {
+    const kept = file.mutants.filter((m) => !(m.killedBy ?? []).some((id) => changedIds.has(id)));
+    dropped += file.mutants.length - kept.length;
+    file.mutants = kept;
+  }
+  fs.writeFileSync(incrementalFile, JSON.stringify(baseline));
+  const names = changedFiles.map((f) => path.basename(f)).join(', ') || 'none';
+  return `${changedFiles.length} test file(s) changed since the baseline (${names}): ${dropped} mutant(s) they killed run again`;
+}
+
+const build = spawnSync('npx', ['tsc', '-p', '.'], { cwd: root, stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
+const hashes = testHashes();
+if (full) fs.rmSync(incrementalFile, { force: true });
+console.log(`== mutate ${scope}${full ? ' (full run)' : ` (incremental: ${prepareIncremental(hashes)})`}`);
+console.log(`   ${config.mutate.join(' ')}`);
+if (args.has('--dry')) process.exit(0);
+
+const started = Date.now();
+const run = spawnSync('npx', ['stryker', 'run', path.relative(root, configFile)], { cwd: root, stdio: 'inherit' });
+const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+if (!fs.existsSync(jsonReport)) {
+  console.error(`mutate: Stryker wrote no report (exit ${run.status}); see its output above`);
+  process.exit(run.status || 1);
+}
+const report = JSON.parse(fs.readFileSync(jsonReport, 'utf8'));
+const s = summarize(report);
+console.log(`\n== ${scope}: ${s.line} (${minutes} min)`);
+for (const m of s.disabled) console.log(`   disabled: ${m}`);
+let ok;
+if (scope === 'deciding') {
+  for (const m of s.undetected) console.log(`   NOT KILLED: ${m}`);
+  ok = s.undetected.length === 0;
+  if (!ok)
+    console.log('A mutant of a deciding module lives: kill it with a test that states a rule (docs/testing.md).');
+} else {
+  ok = s.score >= rest.break;
+  console.log(`   score ${s.score} % against the recorded ${rest.break} %`);
+}
+if (ok && !inCi) {
+  const measured = { ...s.counts, score: s.score, minutes: Number(minutes), at: new Date().toISOString().slice(0, 10) };
+  if (scope === 'rest')
+    scopes.rest = { ...rest, break: Math.max(rest.break, Math.floor(s.score * 100) / 100), measured };
+  else {
+    // The report is Stryker's incremental format too; less the machine's path and the run's settings.
+    const { projectRoot: _root, config: _config, ...baseline } = report;
+    fs.writeFileSync(baselineFile, JSON.stringify(baseline));
+    fs.writeFileSync(hashesFile, `${JSON.stringify(hashes, null, 2)}\n`);
+    if (full) scopes.deciding = { fullRun: measured };
+  }
+  fs.writeFileSync(scopesFile, `${JSON.stringify(scopes, null, 2)}\n`);
+  updateTestingDoc(root);
+}
+process.exit(ok && run.status === 0 ? 0 : 1);

@@ -1,0 +1,83 @@
+// The mutation score as the repository records it (docs/testing.md, "Mutation score"): the
+// committed baseline of `npm run mutate` covers exactly the deciding modules of
+// stryker.config.json and holds no mutant left alive; every mutant disabled in place says why;
+// the counts in docs/testing.md are the ones the baseline and test/mutation/scopes.json give;
+// and the summary reads Stryker's statuses as the docs say (a timeout is a kill, a disabled or
+// uncompilable mutant is not judged, a mutant reached by no test is not killed).
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+
+const root = path.resolve(__dirname, '../../..');
+
+interface Mutant {
+  mutatorName: string;
+  replacement?: string;
+  status: string;
+  statusReason?: string;
+  location: { start: { line: number; column: number } };
+}
+interface Report {
+  files: Record<string, { mutants: Mutant[] }>;
+}
+interface Summary {
+  counts: Record<string, number>;
+  score: number;
+  undetected: string[];
+  disabled: string[];
+}
+interface ReportModule {
+  summarize: (r: Report) => Summary;
+  testingDocBlock: (root: string) => string;
+  currentTestingDocBlock: (root: string) => string | null;
+}
+
+const load = () => import(path.join(root, 'scripts/mutationReport.mjs')) as Promise<ReportModule>;
+
+function mutant(status: string, line: number, statusReason?: string): Mutant {
+  return {
+    mutatorName: 'EqualityOperator',
+    replacement: 'a >= b',
+    status,
+    location: { start: { line, column: 3 } },
+    statusReason,
+  };
+}
+
+test('a timeout counts as killed; disabled and uncompilable mutants are not judged; no coverage is not killed', async () => {
+  const { summarize } = await load();
+  const s = summarize({
+    files: {
+      'src/b.ts': { mutants: [mutant('Killed', 1), mutant('Timeout', 2), mutant('NoCoverage', 3)] },
+      'src/a.ts': { mutants: [mutant('Survived', 4), mutant('Ignored', 5, 'a cache size'), mutant('CompileError', 6)] },
+    },
+  });
+  assert.deepEqual(s.counts, { mutants: 6, killed: 1, timeout: 1, survived: 1, noCoverage: 1, disabled: 1, errors: 1 });
+  assert.equal(s.score, 50);
+  assert.deepEqual(s.undetected, [
+    'src/a.ts:4:3 EqualityOperator → a >= b (Survived)',
+    'src/b.ts:3:3 EqualityOperator → a >= b (NoCoverage)',
+  ]);
+  assert.deepEqual(s.disabled, ['src/a.ts:5:3 EqualityOperator: a cache size']);
+});
+
+test('the committed baseline covers exactly the deciding modules, and every mutant in it is killed or explained', async () => {
+  const { summarize } = await load();
+  const config = JSON.parse(fs.readFileSync(path.join(root, 'stryker.config.json'), 'utf8')) as { mutate: string[] };
+  const file = path.join(root, 'test/mutation/deciding.baseline.json');
+  assert.ok(fs.existsSync(file), 'no baseline: run `npm run mutate -- --full` and commit test/mutation/');
+  const baseline = JSON.parse(fs.readFileSync(file, 'utf8')) as Report;
+  assert.deepEqual(Object.keys(baseline.files).sort(), [...config.mutate].sort());
+  const s = summarize(baseline);
+  assert.deepEqual(s.undetected, []);
+  // `file:line:column Mutator: reason`: the reason is the disable comment's text after its colon.
+  const unexplained = s.disabled.filter((d) => d.split(': ').slice(1).join(': ').trim().length < 10);
+  assert.deepEqual(unexplained, [], 'a disabled mutant without a reason');
+  assert.equal(s.counts.errors, 0, 'a mutant that does not compile is not judged: the baseline has none');
+});
+
+test('docs/testing.md shows the counts the baseline and the recorded scores give', async () => {
+  const { testingDocBlock, currentTestingDocBlock } = await load();
+  assert.equal(currentTestingDocBlock(root), testingDocBlock(root), 'run `npm run mutate` (it rewrites the block)');
+});
