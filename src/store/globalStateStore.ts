@@ -25,7 +25,8 @@ import { randomBytes } from 'node:crypto';
 import type { PersistedState } from '../model/watch';
 import { emptyState, STATE_VERSION } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
-import { JournalWriter, journalGeneration, journalLines, replayJournal } from './journal';
+import { JournalWriter } from './journal';
+import { journalGeneration, journalLines, replayJournal } from './journalRecord';
 import {
   describeDropped,
   parsePersisted,

@@ -16,7 +16,8 @@ import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
-import { JournalWriter, journalLines, replayJournal, syncDir, type Replayed } from './journal';
+import { JournalWriter, syncDir } from './journal';
+import { journalLines, replayJournal, type Replayed } from './journalRecord';
 import { excerpt } from '../protocol/lineSplitter';
 import { checkFence, checkTerm, termOnDisk, termText, type WriteGuard } from './guard';
 import {
