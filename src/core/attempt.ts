@@ -1,15 +1,8 @@
 // The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
 // intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
 // state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
-import {
-  addHistory,
-  countRecovery,
-  dueAt,
-  scheduledOf,
-  type ScheduledState,
-  uncountRecovery,
-  type WatchedThread,
-} from '../model/watch';
+import { addHistory, countRecovery, type ScheduledState, uncountRecovery, type WatchedThread } from '../model/watch';
+import { dueAt, scheduledOf } from '../model/queries';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';

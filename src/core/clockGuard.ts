@@ -3,7 +3,8 @@
 // what fell due is due, and the limiter, which counts monotonic time, spreads it. A jump back
 // would otherwise postpone every scheduled recovery by the size of the jump: it is undone
 // instead (docs/reliability.md, "The clock").
-import { formatDuration, type PersistedState, scheduledOf } from '../model/watch';
+import { formatDuration, type PersistedState } from '../model/watch';
+import { scheduledOf } from '../model/queries';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
 

@@ -5,7 +5,8 @@
 import { sharedState } from '../model/sharedState';
 import type { Decision } from '../model/decision';
 import type { ConnectionState } from '../model/snapshot';
-import { emptyState, scheduledOf, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
+import { emptyState, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
+import { scheduledOf } from '../model/queries';
 import { ConnectionLostError, type Connector, type DaemonSession, RpcError } from '../protocol/daemon';
 import type { StateStore } from '../store/store';
 import { Lanes } from '../util/serial';

@@ -1,7 +1,8 @@
 // Looking at a thread: the reads that gather the facts (goal, thread, newest turn, the
 // rollout's markers), then the decision table (policy.ts) and carrying out its verdict. Also
 // the first sight of a goal (adopt, arm) and the subscription to a thread's turn events.
-import { addHistory, isDisarmed, newWatch, type WatchedThread } from '../model/watch';
+import { addHistory, newWatch, type WatchedThread } from '../model/watch';
+import { isDisarmed } from '../model/queries';
 import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type ThreadGoal } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';

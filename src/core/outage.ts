@@ -5,7 +5,8 @@
 // through the global limiter; the probe failing again moves them to its next backoff step. A
 // goal alone in its group is recovered as it always was. Pure, like policy.ts: no I/O, no clock
 // reads, no `await`; the schedule (schedule.ts) and the outcomes (outcomes.ts) carry it out.
-import { scheduledOf, type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
+import { type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
+import { scheduledOf } from '../model/queries';
 
 /**
  * The kind of a transient failure, as far as an outage goes: failures of one kind on one provider

@@ -1,6 +1,7 @@
 // What the engine records when a failure is counted, when it gives up, and when a recovery took
 // effect: the one place each is written (the history line, the count, the state, the decision).
-import { addHistory, markRecovered, scheduledOf, type WatchedThread } from '../model/watch';
+import { addHistory, markRecovered, type WatchedThread } from '../model/watch';
+import { scheduledOf } from '../model/queries';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './core';

@@ -2,7 +2,8 @@
 // as the probe, holding the others' due recoveries for it, and the provider's answer that
 // releases them. The probe's failure moves them on in outcomes.ts (`followTheProbe`), where every
 // failure is counted.
-import { type PersistedState, scheduledOf, type WatchedThread } from '../model/watch';
+import { type PersistedState, type WatchedThread } from '../model/watch';
+import { scheduledOf } from '../model/queries';
 import type { EngineCore } from './core';
 import { isProbing, outageGroup, releasedBy } from './outage';
 

@@ -3,7 +3,8 @@
 // (a burst, then one per interval). A recovery that is due but held by the limiter shows as
 // `waitingSlot`, with when its turn is expected, instead of a countdown stuck at zero; one held
 // for its outage's probe shows as `waitingProbe`.
-import { dueAt, scheduledOf, type WatchedThread } from '../model/watch';
+import { type WatchedThread } from '../model/watch';
+import { dueAt, scheduledOf } from '../model/queries';
 import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';

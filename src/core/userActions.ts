@@ -2,7 +2,8 @@
 // adopt ("Watch this goal"), disarm and re-arm a thread, "Retry now", "Pause goal", and forgetting
 // everything. Each is recorded (durably) as the user's intent; none is ever done on the engine's
 // own initiative.
-import { canRetryNow, emptyState, isDisarmed, scheduledOf, type WatchedThread } from '../model/watch';
+import { emptyState, type WatchedThread } from '../model/watch';
+import { canRetryNow, isDisarmed, scheduledOf } from '../model/queries';
 import { RpcError, type Resumed } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';

@@ -2,7 +2,8 @@
 // `status` and `list` say it the same way.
 import { describeErrorCode } from './errorCodeText';
 import { formatAge, formatClock, formatDuration } from './timeText';
-import { dueAt, type TurnFailure, type WatchedThread, type WatchState } from './watch';
+import { dueAt } from './queries';
+import type { TurnFailure, WatchedThread, WatchState } from './watch';
 
 /** A short description of a state, in words and numbers: the tree, the status bar and the CLI. */
 export function describeState(

@@ -280,11 +280,6 @@ export function newWatch(threadId: string, now: number): WatchedThread {
   };
 }
 
-/** The time the engine should next act on this thread, if any: its failure's due time while scheduled. */
-export function dueAt(w: Pick<WatchedThread, 'state' | 'lastFailure'>): number | null {
-  return scheduledOf(w.state) ? (w.lastFailure?.dueAt ?? null) : null;
-}
-
 /**
  * State files written before the due time lived in one place kept it in the state as well
  * (`backoff.dueAt`, `usageLimited.dueAt`): that copy is taken as the failure's due time.
@@ -298,56 +293,6 @@ function dueFromOldState(value: unknown): unknown {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The recovery a state keeps scheduled (also while the limiter holds it), or null. */
-export function scheduledOf(state: WatchState): ScheduledState | null {
-  if (state.kind === 'backoff' || state.kind === 'usageLimited') return state;
-  return state.kind === 'waitingSlot' || state.kind === 'waitingProbe' ? state.held : null;
-}
-
-/** Whether the engine is waiting to re-activate this thread's goal. */
-export function isScheduled(state: WatchState): boolean {
-  return scheduledOf(state) !== null;
-}
-
-/**
- * Whether "Retry now" applies: a recovery is scheduled, the engine gave up on a failure (or its
- * recovery budget was spent when one fell due), or the
- * daemon has not loaded a thread whose failure is not recovered yet (after a daemon restart it
- * loads none): the retry loads it first.
- */
-export function canRetryNow(w: WatchedThread): boolean {
-  const k = w.state.kind;
-  if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot' || k === 'waitingProbe') return true;
-  if (k === 'gaveUp' || k === 'budgetSpent') return w.lastFailure !== null;
-  if (k === 'elsewhere') return w.state.retryable;
-  return waitsForLoad(w);
-}
-
-/**
- * A goal stopped by a failure not recovered yet, on a thread the daemon has not loaded: it waits
- * for a client to open the thread, or for "Retry now" (which loads it).
- */
-export function waitsForLoad(w: WatchedThread): boolean {
-  const f = w.lastFailure;
-  const stopped = w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
-  return w.state.kind === 'unloaded' && f !== null && !w.recovered.includes(f.turnId) && stopped;
-}
-
-/** Whether "Pause goal" applies: the goal is active, or stopped by a failure or a usage limit. */
-export function canPauseGoal(w: WatchedThread): boolean {
-  return w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
-}
-
-/** States in which the thread is out of the engine's hands until a person acts. */
-export function isDisarmed(state: WatchState): boolean {
-  return state.kind === 'userIntent' || state.kind === 'disarmed';
-}
-
-/** States a person should look at. */
-export function needsAttention(state: WatchState): boolean {
-  return state.kind === 'needsAttention' || state.kind === 'gaveUp' || state.kind === 'budgetSpent';
 }
 
 export function addHistory(w: WatchedThread, entry: HistoryEntry): void {

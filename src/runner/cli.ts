@@ -2,7 +2,7 @@
 import { Engine } from '../core/engine';
 import { systemClock } from '../core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
-import { canRetryNow } from '../model/watch';
+import { canRetryNow } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { connectDaemon } from '../protocol/client';
 import { electionDir, electionFor } from '../leader/naming';

@@ -4,7 +4,8 @@
 // docs/runner.md ("status"). The keys `paused` and `watches` are those `status --json` always had: outside
 // checks read them, so they keep their meaning (a superset, never a rename).
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
-import { budgetUse, needsAttention, type PersistedState, type WatchedThread } from '../model/watch';
+import { budgetUse, type PersistedState, type WatchedThread } from '../model/watch';
+import { needsAttention } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { leaderText, type LeaderInfo } from './control';
 

@@ -1,15 +1,14 @@
 // The state as a JSON snapshot and a crash journal beside it (the headless runner's store).
 //
 // A save appends one small record per changed watch to `<path>.journal` and fdatasyncs it
-// before it resolves (src/store/journal.ts): what the engine announces or acts on after a save
+// before it resolves (src/store/journal.ts, journalRecord.ts): what the engine announces or acts on after a save
 // is on disk, at the cost of one short write, however many threads are watched. The journal is
 // folded into a new snapshot when it outgrows the snapshot (at least 1 MiB), at a clean stop
 // (`compact`) and at every load that replayed anything. Snapshot writes are atomic: a temp file
 // in the same directory, fsynced, renamed over the target, then the directory fsynced; mode
-// 0600, parent directory created 0700. Saves are serialized and coalesced.
-// A file that cannot be used is never deleted: it is moved aside to
-// `<path>.corrupt-<timestamp>` and the load starts clean, saying so. A file (or a journal)
-// with a few bad records is copied there, and the rest of it loads.
+// 0600, parent directory created 0700. Saves are serialized and coalesced. A file that cannot be
+// used is never deleted: it is moved aside to `<path>.corrupt-<timestamp>` and the load starts
+// clean, saying so. A file (or a journal) with a few bad records is copied there, and the rest loads.
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';

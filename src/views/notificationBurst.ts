@@ -17,7 +17,7 @@ import type { NotificationLevel } from '../config/settings';
 import type { Decision } from '../model/decision';
 import { needsPerson, NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../model/notice';
 import type { EngineSnapshot } from '../model/snapshot';
-import { canRetryNow } from '../model/watch';
+import { canRetryNow } from '../model/queries';
 
 /** How long the first decision of a burst is held, and how long each new one extends it (ms). */
 export const BURST_HOLD_MS = NOTICE_HOLD_MS;

@@ -1,15 +1,7 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import * as vscode from 'vscode';
-import {
-  budgetUse,
-  canPauseGoal,
-  canRetryNow,
-  describeErrorCode,
-  dueAt,
-  waitsForLoad,
-  type WatchedThread,
-  type WatchStateKind,
-} from '../model/watch';
+import { budgetUse, describeErrorCode, type WatchedThread, type WatchStateKind } from '../model/watch';
+import { canPauseGoal, canRetryNow, dueAt, waitsForLoad } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { clockTime, count } from './locale';
 import { rowDescription, type Held } from './rowText';

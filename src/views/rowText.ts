@@ -4,7 +4,8 @@
 // (describeState in src/model/stateText.ts).
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { dueAt, formatDuration, isScheduled, waitsForLoad, type WatchedThread } from '../model/watch';
+import { formatDuration, type WatchedThread } from '../model/watch';
+import { dueAt, goalNeedsPerson, isScheduled, waitsForLoad } from '../model/queries';
 import { clockTime } from './locale';
 
 /** What holds a scheduled recovery back: the user's global pause, the daemon away, or a silent engine. */
@@ -103,32 +104,9 @@ function stateText(w: WatchedThread, held: Held, now: number): string {
   }
 }
 
-/**
- * The goals that wait for a person (the view's badge): a failure re-activation cannot fix, a goal
- * the engine gave up on (or whose recovery budget is spent), a failure older than the arming
- * (resume it in Codex), a failed goal on a thread the daemon has not loaded (Retry now loads it),
- * and a goal stopped in another Codex app.
- */
-export function waitsForPerson(w: WatchedThread): boolean {
-  const s = w.state;
-  switch (s.kind) {
-    case 'needsAttention':
-    case 'gaveUp':
-    case 'budgetSpent':
-    case 'failedBeforeArming':
-      return true;
-    case 'unloaded':
-      return waitsForLoad(w);
-    case 'elsewhere':
-      return s.goal === 'blocked' || s.goal === 'usageLimited';
-    default:
-      return false;
-  }
-}
-
 /** The view's badge: how many goals wait for a person; none when none do. */
 export function attentionBadge(snap: EngineSnapshot): vscode.ViewBadge | undefined {
-  const n = snap.watches.filter(waitsForPerson).length;
+  const n = snap.watches.filter(goalNeedsPerson).length;
   if (n === 0) return undefined;
   return {
     value: n,

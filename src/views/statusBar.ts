@@ -3,7 +3,8 @@
 // a summary tooltip (Markdown, with Pause/Resume, Show log and Settings links); a click shows the tree.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { formatDuration, isScheduled, needsAttention, waitsForLoad } from '../model/watch';
+import { formatDuration } from '../model/watch';
+import { isScheduled, needsAttention, waitsForLoad } from '../model/queries';
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 

@@ -4,7 +4,7 @@
 // and the thread commands some row offers. Set again at every change, but sent only when they change.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { canPauseGoal, canRetryNow, isDisarmed } from '../model/watch';
+import { canPauseGoal, canRetryNow, isDisarmed } from '../model/queries';
 import { attentionBadge } from './rowText';
 
 /**

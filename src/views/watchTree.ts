@@ -1,7 +1,8 @@
 // The "Watched goals" tree: a row per watched thread, its recovery history as children.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { describeErrorCode, isScheduled, needsAttention, type HistoryEntry, type WatchedThread } from '../model/watch';
+import { describeErrorCode, type HistoryEntry, type WatchedThread } from '../model/watch';
+import { isScheduled, needsAttention } from '../model/queries';
 import { dateTime, timeOfDay } from './locale';
 import { contextValue, stateIcon, tooltip } from './presentation';
 import { heldBy, rowDescription } from './rowText';

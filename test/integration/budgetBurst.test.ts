@@ -29,7 +29,7 @@ import { codexBuilds } from '../../src/demo/codexBinary';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
 import { needsPerson } from '../../src/model/notice';
-import { needsAttention } from '../../src/model/watch';
+import { needsAttention } from '../../src/model/queries';
 import { connectDaemon } from '../../src/protocol/client';
 import { BURST_HOLD_MS, BurstNotifier, realTimers } from '../../src/views/notificationBurst';
 import { DaemonLab } from '../support/daemonLab';

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { codexBuilds } from '../../src/demo/codexBinary';
-import { canRetryNow } from '../../src/model/watch';
+import { canRetryNow } from '../../src/model/queries';
 import { connectDaemon } from '../../src/protocol/client';
 import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
 import { type UserClient } from '../../src/demo/userClient';

@@ -4,7 +4,8 @@
 // it was, and nothing scheduled is left without a due time.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { dueAt, newWatch } from '../../src/model/watch';
+import { newWatch } from '../../src/model/watch';
+import { dueAt } from '../../src/model/queries';
 import { parsePersisted } from '../../src/store/store';
 
 function oldFile(state: Record<string, unknown>, lastDue: number | null): unknown {

@@ -28,7 +28,8 @@ import {
   type ElsewhereState,
   type ElsewhereVerdict,
 } from '../../src/core/elsewherePolicy';
-import { canRetryNow, type GoalStatus, type WatchState } from '../../src/model/watch';
+import { type GoalStatus, type WatchState } from '../../src/model/watch';
+import { canRetryNow } from '../../src/model/queries';
 import { describeState } from '../../src/model/stateText';
 import type { Decision } from '../../src/model/decision';
 import type { Turn } from '../../src/protocol/daemon';

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { canRetryNow, dueAt } from '../../src/model/watch';
+import { canRetryNow, dueAt } from '../../src/model/queries';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { StateSerializer } from '../../src/store/store';

@@ -16,7 +16,8 @@ import {
   type Verdict,
   veto,
 } from '../../src/core/policy';
-import { dueAt, newWatch, type GoalStatus, type WatchedThread } from '../../src/model/watch';
+import { newWatch, type GoalStatus, type WatchedThread } from '../../src/model/watch';
+import { dueAt } from '../../src/model/queries';
 import type { Turn } from '../../src/protocol/daemon';
 
 const NOW = 1_800_000_000_000;

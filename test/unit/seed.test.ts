@@ -35,14 +35,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as os from 'node:os';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
-import {
-  dueAt,
-  emptyState,
-  isDisarmed,
-  newWatch,
-  type PersistedState,
-  type WatchedThread,
-} from '../../src/model/watch';
+import { emptyState, newWatch, type PersistedState, type WatchedThread } from '../../src/model/watch';
+import { dueAt, isDisarmed } from '../../src/model/queries';
 import { FakeDaemon, goalEventLine, intentLine, testGoal, testTurn } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';

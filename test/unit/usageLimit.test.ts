@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { dueAt } from '../../src/model/watch';
+import { dueAt } from '../../src/model/queries';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { untimedFromMessage, readLimit } from '../../src/core/rateLimits';
 import { usagePlan } from '../../src/core/usagePlan';

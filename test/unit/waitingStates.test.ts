@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { dueAt } from '../../src/model/watch';
+import { dueAt } from '../../src/model/queries';
 import { describeState } from '../../src/model/stateText';
 import { FakeClock } from '../support/fakeClock';
 import { FakeDaemon } from '../support/fakeDaemon';
