@@ -72,9 +72,33 @@ test('the committed baseline covers exactly the deciding modules, and every muta
   const s = summarize(baseline);
   assert.deepEqual(s.undetected, []);
   // `file:line:column Mutator: reason`: the reason is the disable comment's text after its colon.
-  const unexplained = s.disabled.filter((d) => d.split(': ').slice(1).join(': ').trim().length < 10);
+  const unexplained = s.disabled.filter((d) => {
+    const reason = d.split(': ').slice(1).join(': ').trim();
+    return reason.length < 10 || reason === 'Ignored using a comment'; // Stryker's text when none is given
+  });
   assert.deepEqual(unexplained, [], 'a disabled mutant without a reason');
   assert.equal(s.counts.errors, 0, 'a mutant that does not compile is not judged: the baseline has none');
+});
+
+/** Every `.ts` file under `dir`. */
+function sources(dir: string): string[] {
+  return fs
+    .readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => path.join(e.parentPath, e.name));
+}
+
+test('a mutant is disabled only on its own line, by name, with a reason: never a whole block, never "all"', () => {
+  const wrong: string[] = [];
+  for (const file of sources(path.join(root, 'src')))
+    fs.readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (!/Stryker\s+(disable|restore)/i.test(line)) return;
+        const m = /\/\/ Stryker disable next-line ([A-Za-z]+(?:,[A-Za-z]+)*): (.{10,})$/.exec(line.trim());
+        if (!m || m[1].split(',').includes('all')) wrong.push(`${path.relative(root, file)}:${i + 1}: ${line.trim()}`);
+      });
+  assert.deepEqual(wrong, []);
 });
 
 test('docs/testing.md shows the counts the baseline and the recorded scores give', async () => {
