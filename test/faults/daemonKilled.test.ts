@@ -456,10 +456,13 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       const w = (
         (await savedWatches(statePath).catch(() => ({}))) as Record<
           string,
-          { pending: { failedTurnId: string } | null }
+          { pending: { failedTurnId: string } | null; recovered: string[] }
         >
       )[threadId];
       if (w?.pending?.failedTurnId === failedTurnId) return;
+      // Past it already (this process woke too late, as on a loaded machine): the kill lands
+      // where it lands, and the record says where (the aim is counted by the phase it reached).
+      if (w?.recovered.includes(failedTurnId)) return;
       if (Date.now() > deadline)
         throw new Error(`the intent for ${failedTurnId} never reached the state file: ${JSON.stringify(w)}`);
       await sleep(3);
