@@ -35,9 +35,9 @@ export function personArms(w: Readonly<WatchedThread> | undefined, disarmedAt: n
  * stopped a blocked goal (ended or not), the key of a usage limit, or a failed newest turn.
  */
 export function failureAtArming(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string | null {
-  const goal = w.goal?.status;
-  if (goal === 'usageLimited') return usageKey(w, live);
-  if (goal === 'blocked') return live.turn?.id ?? null;
+  const goal = w.goal;
+  if (goal?.status === 'usageLimited') return usageKey(goal, live);
+  if (goal?.status === 'blocked') return live.turn?.id ?? null;
   return live.turn?.status === 'failed' ? live.turn.id : null;
 }
 

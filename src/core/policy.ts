@@ -4,8 +4,16 @@
 // asks here, and carries out the verdict; the pre-send veto is the same table asked again on
 // fresh reads. Each row names the seed scenario (shared/seed/operator_test.go.txt) or the
 // measured daemon behaviour (docs/daemon-behaviour.md) it comes from; docs/architecture.md shows
-// the states it chooses, test/unit/policy.test.ts has one case per row.
-import { budgetUse, describeErrorCode, type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
+// the states it chooses, test/unit/policy.test.ts has one case per row (the veto's reasons:
+// policyVeto.test.ts).
+import {
+  budgetUse,
+  describeErrorCode,
+  type GoalSnapshot,
+  type TurnFailure,
+  type WatchedThread,
+  type WatchState,
+} from '../model/watch';
 import { classifyFailure, describeErrorInfo } from './classify';
 import { isThreadActive, type LiveThread, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
@@ -28,11 +36,12 @@ export type Verdict =
   /** Keep the state as it is. `scheduled`: the failed turn whose recovery stays due, if one does. */
   | { act: 'keep'; why: string; scheduled?: string }
   /**
-   * A failed turn not counted yet: count it, then back off (or give up past `maxAttempts`).
+   * A failed turn not counted yet: count it, then back off (or give up past `maxAttempts`: the
+   * back-off counts it, and decides).
    * `halfStep`: the failure of an outage's half-step try (outage.ts): not counted, it waits for its
    * group's step, due then.
    */
-  | { act: 'count'; failure: TurnFailure; why: string; giveUp: boolean; failedAgain: boolean; halfStep: number | null }
+  | { act: 'count'; failure: TurnFailure; why: string; failedAgain: boolean; halfStep: number | null }
   /** A failure counted before, past `maxAttempts` now: give up. */
   | { act: 'giveUp'; failedTurnId: string; why: string }
   /** A usage limit not scheduled yet: read when it resets, then `usageDue`. */
@@ -66,7 +75,7 @@ export function decide(f: Facts): Verdict {
     case 'budgetLimited':
       return { act: 'settle', state: { kind: goal.status }, why: `the goal is ${goal.status}` };
     case 'usageLimited':
-      return usageLimited(f);
+      return usageLimited(f, goal);
     case 'blocked':
       return blocked(f);
   }
@@ -101,7 +110,7 @@ function blocked(f: Facts): Verdict {
   const message = turn.error?.message ?? 'turn failed';
   const { code, httpStatus } = describeErrorInfo(info);
   // Only a transient failure is recovered (context window, 400/401, unknown: a person's call).
-  if (classifyFailure(info, turn.error?.message ?? '').kind !== 'transient')
+  if (classifyFailure(info, message).kind !== 'transient')
     return {
       act: 'settle',
       state: { kind: 'needsAttention', code, message },
@@ -124,22 +133,21 @@ function blocked(f: Facts): Verdict {
       why: 'its recovery is due',
     };
   }
-  // A new failed turn: counted, then a backoff (TestRecovery), or the end after `maxAttempts`;
-  // after an outage's half-step try, a try and not a step: due with its group (outage.ts).
-  const attempts = w.failures + 1;
+  // A new failed turn: counted, then a backoff (TestRecovery), or the end after `maxAttempts`
+  // (`backOff` counts it and decides); after an outage's half-step try, a try and not a step: due
+  // with its group (outage.ts).
   const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now);
   return {
     act: 'count',
-    failure: { turnId: turn.id, message: turn.error?.message ?? '', code, httpStatus, at: f.now, dueAt: null },
+    failure: { turnId: turn.id, message, code, httpStatus, at: f.now, dueAt: null },
     why: halfStep === null ? `${code} on turn ${turn.id}` : `${code} on turn ${turn.id}, a half-step try of its outage`,
-    giveUp: halfStep === null && attempts > f.options.maxAttempts,
     failedAgain: w.lastFailure !== null && w.recovered.includes(w.lastFailure.turnId),
     halfStep,
   };
 }
 
 /** A usage-limited goal: resumed once after the reset, if the user wants that. */
-function usageLimited(f: Facts): Verdict {
+function usageLimited(f: Facts, goal: Readonly<GoalSnapshot>): Verdict {
   const { w, live } = f;
   if (!f.options.recoverUsageLimited)
     return {
@@ -153,7 +161,7 @@ function usageLimited(f: Facts): Verdict {
     };
   // Codex may still retry the turn that ran into the limit: its end comes first.
   if (othersMove(live)) return { act: 'settle', state: activeState(live), why: othersWhy(live) };
-  const key = usageKey(w, live);
+  const key = usageKey(goal, live);
   // Armed by a person while this usage limit stopped the goal: older than the arming, never resumed.
   if (key === w.beforeArming) return failedBeforeArming('usageLimitExceeded', live.turn);
   if (w.recovered.includes(key)) return blockedAgain(w, 'this usage limit was resumed already');
@@ -220,8 +228,9 @@ export function overBudget(
   now: number,
 ): BudgetSpentState | null {
   const { used, until } = budgetUse(w, now);
-  if (used < options.recoveryBudget || until === null) return null;
-  return { kind: 'budgetSpent', used, limit: options.recoveryBudget, until };
+  if (used < options.recoveryBudget) return null;
+  // The budget is at least 1 (settings, CLI): spent, a recovery is in the window, so `until` is known.
+  return { kind: 'budgetSpent', used, limit: options.recoveryBudget, until: until! };
 }
 
 export function budgetWhy(s: BudgetSpentState): string {
@@ -248,7 +257,8 @@ export function veto(
     if (goal.status !== expected) return `the goal is ${goal.status} now`;
   }
   const verdict = decide(f);
-  if (verdict.act === 'keep' && verdict.scheduled === failedTurnId) return null;
+  // Only a `keep` carries `scheduled`.
+  if ((verdict as { scheduled?: string }).scheduled === failedTurnId) return null;
   if (verdict.act === 'count' || verdict.act === 'readReset') return 'a newer turn exists';
   if (expected === 'blocked' && f.live.turn && f.live.turn.id !== failedTurnId && verdict.act === 'settle')
     return 'a newer turn exists';
@@ -304,12 +314,13 @@ const UNLOAD_KEEPS = new Set<WatchState['kind']>([
  * known, after the backoff cap.
  */
 export function usageDue(now: number, resetsAt: number | null, options: Readonly<EngineOptions>): number {
-  return resetsAt !== null && resetsAt > now ? resetsAt + options.usageMarginMs : now + options.maxDelayMs;
+  const reset = resetsAt ?? now; // none known: not in the future either
+  return reset > now ? reset + options.usageMarginMs : now + options.maxDelayMs;
 }
 
-/** Which usage limit this is: its turn, or (no turn known) the goal's update. */
-export function usageKey(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string {
-  return live.turn?.id ?? `usage@${w.goal?.updatedAt ?? 0}`;
+/** Which usage limit this is: its turn, or (no turn known) the usage-limited goal's update. */
+export function usageKey(goal: Readonly<GoalSnapshot>, live: Readonly<LiveThread>): string {
+  return live.turn?.id ?? `usage@${goal.updatedAt}`;
 }
 
 /**
@@ -353,7 +364,6 @@ function isScheduledFor(state: WatchState, kind: 'backoff' | 'usageLimited', key
     case 'waitingSlot':
     case 'waitingProbe':
       return isScheduledFor(state.held, kind, key);
-    default:
-      return false;
   }
+  return false;
 }

@@ -25,7 +25,7 @@ export class Throttle {
   }
 
   dispose(): void {
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer ?? undefined);
     this.timer = null;
   }
 }

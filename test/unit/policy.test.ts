@@ -3,71 +3,25 @@
 // the shipped options (DEFAULT_OPTIONS) unless a row says otherwise.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
-import { type LiveThread, newLive } from '../../src/core/live';
-import {
-  adopts,
-  decide,
-  type Facts,
-  keepsOnUnload,
-  overBudget,
-  pendingOutcome,
-  usageDue,
-  type Verdict,
-  veto,
-} from '../../src/core/policy';
-import { newWatch, type GoalStatus, type WatchedThread } from '../../src/model/watch';
+// The veto is in policyVeto.test.ts, the other rules of the table in policyRules.test.ts.
+import { DEFAULT_OPTIONS } from '../../src/core/options';
+import { decide, overBudget, type Verdict, veto } from '../../src/core/policy';
+import { newWatch } from '../../src/model/watch';
 import { dueAt } from '../../src/model/queries';
-import type { Turn } from '../../src/protocol/daemon';
+import { counted, facts, failed, NOW, type Situation, spentBudget, T, turn } from '../support/policyFacts';
 
-const NOW = 1_800_000_000_000;
-const T = 'thread-1';
-
-const failed = (id: string, codexErrorInfo: unknown = 'internalServerError', message = 'boom'): Turn => ({
-  id,
-  status: 'failed',
-  error: { message, codexErrorInfo, additionalDetails: null } as Turn['error'],
-});
-const turn = (id: string, status: string): Turn => ({ id, status, error: null });
-
-interface Row {
+interface Row extends Situation {
   name: string;
-  goal?: GoalStatus | null;
-  watch?: Partial<WatchedThread>;
-  live?: Partial<LiveThread>;
-  disarmedAt?: number;
-  options?: Partial<EngineOptions>;
   /** The verdict's act and, where it settles, the state's kind. */
   expect: {
     act: Verdict['act'];
     kind?: string;
     scheduled?: string;
-    giveUp?: boolean;
     attention?: boolean;
     /** A count's `halfStep`: the group's step it waits for, or null. */
     halfStep?: number | null;
   };
 }
-
-function facts(row: Omit<Row, 'name' | 'expect'>): Facts {
-  const w = newWatch(T, NOW - 60_000);
-  w.goal =
-    row.goal === null
-      ? null
-      : { status: row.goal ?? 'blocked', objective: 'o', tokensUsed: 0, tokenBudget: null, updatedAt: 1 };
-  Object.assign(w, row.watch);
-  const live = { ...newLive(), status: { type: 'idle' } as LiveThread['status'], ...row.live };
-  return { w, live, disarmedAt: row.disarmedAt, options: { ...DEFAULT_OPTIONS, ...row.options }, now: NOW };
-}
-
-const counted = (turnId: string, dueAt = NOW + 5_000) => ({
-  failures: 1,
-  lastFailure: { turnId, message: 'boom', code: 'internalServerError', httpStatus: null, at: NOW - 1, dueAt },
-});
-
-/** The shipped budget's worth of automatic recoveries, one a minute up to `last`. */
-const spentBudget = (last = NOW - 60_000): number[] =>
-  Array.from({ length: DEFAULT_OPTIONS.recoveryBudget }, (_, i) => last - i * 60_000).reverse();
 
 const ROWS: Row[] = [
   // The user's own word.
@@ -174,18 +128,18 @@ const ROWS: Row[] = [
   {
     name: 'a new transient failure (5xx) → counted, backed off',
     live: { turn: failed('t1') },
-    expect: { act: 'count', giveUp: false },
+    expect: { act: 'count' },
   },
   {
     name: 'a dropped stream ("other", stream disconnected) → counted',
     live: { turn: failed('t1', 'other', 'stream disconnected before completion') },
-    expect: { act: 'count', giveUp: false },
+    expect: { act: 'count' },
   },
   {
-    name: 'a new transient failure past maxAttempts → counted, then given up',
+    name: 'a new transient failure past maxAttempts → counted (its back-off gives up)',
     watch: { failures: DEFAULT_OPTIONS.maxAttempts },
     live: { turn: failed('t1') },
-    expect: { act: 'count', giveUp: true },
+    expect: { act: 'count' },
   },
   {
     name: 'the failure of an outage’s half-step try → a try, not a step: due with its group, never given up here',
@@ -195,13 +149,13 @@ const ROWS: Row[] = [
       recovered: ['t0'],
     },
     live: { turn: failed('t1') },
-    expect: { act: 'count', giveUp: false, halfStep: NOW + 60_000 },
+    expect: { act: 'count', halfStep: NOW + 60_000 },
   },
   {
     name: 'a new failure after an ordinary recovery → counted (no half-step)',
     watch: { ...counted('t0'), recovered: ['t0'] },
     live: { turn: failed('t1') },
-    expect: { act: 'count', giveUp: false, halfStep: null },
+    expect: { act: 'count', halfStep: null },
   },
   {
     name: 'a counted failure in backoff → kept, its recovery due',
@@ -348,6 +302,115 @@ const ROWS: Row[] = [
     live: { turn: failed('t1', 'usageLimitExceeded') },
     expect: { act: 'settle', kind: 'needsAttention', attention: true },
   },
+  // Who armed what, when: a failure older than the arming is shown, never recovered.
+  {
+    name: 'armed by a person while this failed turn stopped the goal → failedBeforeArming, never recovered',
+    watch: { beforeArming: 't1' },
+    live: { turn: failed('t1') },
+    expect: { act: 'settle', kind: 'failedBeforeArming' },
+  },
+  {
+    name: 'armed by a person while this usage limit stopped the goal → failedBeforeArming, never resumed',
+    goal: 'usageLimited',
+    watch: { beforeArming: 't1' },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'settle', kind: 'failedBeforeArming' },
+  },
+  {
+    name: 'a failed turn that says nothing of why (no error) → needsAttention, a person’s call',
+    live: { turn: { id: 't1', status: 'failed', error: null } },
+    expect: { act: 'settle', kind: 'needsAttention', attention: true },
+  },
+  {
+    name: 'a failure seen first in another Codex app (recorded, never scheduled) → counted now',
+    watch: { ...counted('t1', null), failures: 0 },
+    live: { turn: failed('t1') },
+    expect: { act: 'count', halfStep: null },
+  },
+  {
+    name: 'a usage limit seen first in another Codex app (never scheduled) → read when it resets',
+    goal: 'usageLimited',
+    watch: { ...counted('t1', null), failures: 0 },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'readReset' },
+  },
+  // What keeps a recovery due: its own backoff, waiting or under way; nothing else.
+  {
+    name: 'a recovery under way for this failed turn (recovering) → kept, its recovery due',
+    watch: { ...counted('t1'), state: { kind: 'recovering', attempt: 1, failedTurnId: 't1', sentAt: NOW - 10 } },
+    live: { turn: failed('t1') },
+    expect: { act: 'keep', scheduled: 't1' },
+  },
+  {
+    name: 'a counted failure held for the outage’s probe → kept, its recovery due',
+    watch: {
+      ...counted('t1'),
+      state: { kind: 'waitingProbe', probe: 'thread-0', held: { kind: 'backoff', attempt: 1, failedTurnId: 't1' } },
+    },
+    live: { turn: failed('t1') },
+    expect: { act: 'keep', scheduled: 't1' },
+  },
+  {
+    name: 'a backoff of another failed turn does not keep this one due → a backoff of this one',
+    watch: { ...counted('t1'), state: { kind: 'backoff', attempt: 1, failedTurnId: 't0' } },
+    live: { turn: failed('t1') },
+    expect: { act: 'settle', kind: 'backoff' },
+  },
+  {
+    name: 'a recovery under way for another failed turn does not keep this one due → a backoff of this one',
+    watch: { ...counted('t1'), state: { kind: 'recovering', attempt: 1, failedTurnId: 't0', sentAt: NOW - 10 } },
+    live: { turn: failed('t1') },
+    expect: { act: 'settle', kind: 'backoff' },
+  },
+  {
+    name: 'blocked on a failure whose usage-limit resume was scheduled → a backoff of it, not the resume',
+    watch: { ...counted('t1'), state: { kind: 'usageLimited', resetsAt: null } },
+    live: { turn: failed('t1') },
+    expect: { act: 'settle', kind: 'backoff' },
+  },
+  {
+    name: 'a usage limit no reset clears, already shown → kept, not said again',
+    goal: 'usageLimited',
+    watch: {
+      lastFailure: {
+        turnId: 't1',
+        message: 'out of credits',
+        code: 'creditsDepleted',
+        httpStatus: 429,
+        at: NOW,
+        dueAt: null,
+      },
+      state: { kind: 'needsAttention', code: 'creditsDepleted', message: 'out of credits' },
+    },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'keep' },
+  },
+  {
+    name: 'usage-limited again on a limit resumed once, already shown → needsAttention, not said again',
+    goal: 'usageLimited',
+    watch: { recovered: ['t1'], state: { kind: 'needsAttention', code: 'recoveredOnce', message: 'm' } },
+    live: { turn: failed('t1', 'usageLimitExceeded') },
+    expect: { act: 'settle', kind: 'needsAttention', attention: false },
+  },
+  // An active goal: what its thread is doing.
+  {
+    name: 'active, its turn in progress while the thread reads idle → running',
+    goal: 'active',
+    live: { turn: turn('t1', 'inProgress') },
+    expect: { act: 'settle', kind: 'running' },
+  },
+  {
+    name: 'active, the latest turn interrupted → interrupted',
+    goal: 'active',
+    live: { turn: turn('t1', 'interrupted') },
+    expect: { act: 'settle', kind: 'interrupted' },
+  },
+  {
+    name: 'active, the thread’s status not read yet → running',
+    goal: 'active',
+    live: { status: null },
+    expect: { act: 'settle', kind: 'running' },
+  },
 ];
 
 describe('the decision table', () => {
@@ -361,7 +424,6 @@ describe('the decision table', () => {
       }
       if (row.expect.scheduled !== undefined)
         assert.equal(verdict.act === 'keep' && verdict.scheduled, row.expect.scheduled);
-      if (row.expect.giveUp !== undefined) assert.equal(verdict.act === 'count' && verdict.giveUp, row.expect.giveUp);
       if (row.expect.halfStep !== undefined)
         assert.equal(verdict.act === 'count' ? verdict.halfStep : undefined, row.expect.halfStep);
       if (row.expect.attention !== undefined)
@@ -411,132 +473,5 @@ describe('the recovery budget (overBudget)', () => {
       recoveries: spentBudget(),
     } as const;
     assert.equal(veto(facts({ watch, live: { turn: failed('t1') } }), 'blocked', 't1', false), null);
-  });
-});
-
-describe('the veto: the same table on fresh reads', () => {
-  const due = { ...counted('t1'), state: { kind: 'backoff', attempt: 1, failedTurnId: 't1' } } as const;
-  const cases: [string, Omit<Row, 'name' | 'expect'>, boolean, string | null][] = [
-    ['nothing changed → the set goes out', { watch: due, live: { turn: failed('t1') } }, false, null],
-    ['Pause auto-recovery → called off', { watch: due, live: { turn: failed('t1') } }, true, 'auto-recovery is paused'],
-    [
-      'the daemon unloaded the thread → called off (a set there starts nothing: measured)',
-      { watch: due, live: { turn: failed('t1'), status: { type: 'notLoaded' } } },
-      false,
-      'the thread is not loaded in the daemon',
-    ],
-    [
-      'a person paused the goal while it was read → called off (TestPauseDuringRead)',
-      { goal: 'paused', watch: due, live: { turn: failed('t1') } },
-      false,
-      'the goal is paused now',
-    ],
-    [
-      'someone set it active → called off',
-      { goal: 'active', watch: due, live: { turn: failed('t1') } },
-      false,
-      'the goal is active now',
-    ],
-    [
-      "a person's marker read during the attempt → called off",
-      { watch: { ...due, state: { kind: 'userIntent', requested: 'paused', at: NOW } }, live: { turn: failed('t1') } },
-      false,
-      'the user set the goal paused',
-    ],
-    [
-      'disarmed meanwhile → called off',
-      { watch: due, disarmedAt: NOW, live: { turn: failed('t1') } },
-      false,
-      'disarmed by the user',
-    ],
-    ['a newer failed turn → called off', { watch: due, live: { turn: failed('t2') } }, false, 'a newer turn exists'],
-    [
-      'a newer completed turn → called off',
-      { watch: due, live: { turn: turn('t2', 'completed') } },
-      false,
-      'a newer turn exists',
-    ],
-    [
-      'an approval came → called off',
-      { watch: due, live: { turn: failed('t1'), approvals: new Set(['r']) } },
-      false,
-      'waiting for approval',
-    ],
-    [
-      'a turn runs → called off',
-      { watch: due, live: { turn: failed('t1'), status: { type: 'active', activeFlags: [] } } },
-      false,
-      'a turn is running',
-    ],
-    [
-      'recovered meanwhile → called off',
-      { watch: { ...due, recovered: ['t1'] }, live: { turn: failed('t1') } },
-      false,
-      'this failed turn was recovered already',
-    ],
-  ];
-  for (const [name, row, paused, reason] of cases) {
-    test(name, () => assert.equal(veto(facts(row), 'blocked', 't1', paused), reason));
-  }
-
-  test('a usage limit still scheduled → the resume goes out; past it, a newer turn calls it off', () => {
-    const usage = { ...counted('t1'), state: { kind: 'usageLimited', resetsAt: null } } as const;
-    assert.equal(
-      veto(facts({ goal: 'usageLimited', watch: usage, live: { turn: failed('t1') } }), 'usageLimited', 't1', false),
-      null,
-    );
-    assert.equal(
-      veto(facts({ goal: 'usageLimited', watch: usage, live: { turn: failed('t2') } }), 'usageLimited', 't1', false),
-      'a newer turn exists',
-    );
-  });
-});
-
-describe('the other rows', () => {
-  const pending = { pending: { failedTurnId: 't1', attempt: 1, sentAt: NOW - 10 } };
-  const cases: [string, Omit<Row, 'name' | 'expect'>, ReturnType<typeof pendingOutcome>][] = [
-    ['an intent, the newest turn not known yet → undecided', { watch: pending, live: { turn: null } }, 'undecided'],
-    ['an intent, the goal active → recovered (TestLostSetReply)', { goal: 'active', watch: pending }, 'recovered'],
-    [
-      'an intent, a newer turn → recovered (TestRestartPending)',
-      { watch: pending, live: { turn: failed('t2') } },
-      'recovered',
-    ],
-    [
-      'an intent, still blocked on its turn → lost, due again',
-      { watch: pending, live: { turn: failed('t1') } },
-      'lost',
-    ],
-    [
-      'an intent, the goal paused since → moot',
-      { goal: 'paused', watch: pending, live: { turn: failed('t1') } },
-      'moot',
-    ],
-  ];
-  for (const [name, row, outcome] of cases) {
-    test(name, () => {
-      const f = facts(row);
-      assert.equal(pendingOutcome(f.w, f.live), outcome);
-    });
-  }
-
-  test('adoption: only a goal seen active, and only with autoArm on (TestOldBlocked)', () => {
-    assert.equal(adopts('active', DEFAULT_OPTIONS), true);
-    assert.equal(adopts('blocked', DEFAULT_OPTIONS), false);
-    assert.equal(adopts('active', { ...DEFAULT_OPTIONS, autoArm: false }), false);
-  });
-
-  test('an unload leaves alone what waits for nothing, and shows what waited for the thread', () => {
-    assert.equal(keepsOnUnload({ kind: 'gaveUp', attempts: 6 }), true);
-    assert.equal(keepsOnUnload({ kind: 'budgetSpent', used: 12, limit: 12, until: 1 }), true);
-    assert.equal(keepsOnUnload({ kind: 'disarmed', at: 1 }), true);
-    assert.equal(keepsOnUnload({ kind: 'backoff', attempt: 1, failedTurnId: 't' }), false);
-    assert.equal(keepsOnUnload({ kind: 'running' }), false);
-  });
-
-  test('a usage limit resumes at its reset plus the margin; with none known, after the backoff cap', () => {
-    assert.equal(usageDue(NOW, NOW + 60_000, DEFAULT_OPTIONS), NOW + 60_000 + DEFAULT_OPTIONS.usageMarginMs);
-    assert.equal(usageDue(NOW, null, DEFAULT_OPTIONS), NOW + DEFAULT_OPTIONS.maxDelayMs);
-    assert.equal(usageDue(NOW, NOW - 1, DEFAULT_OPTIONS), NOW + DEFAULT_OPTIONS.maxDelayMs);
   });
 });
