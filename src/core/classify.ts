@@ -26,18 +26,17 @@ const USAGE_CODES = new Set(['usageLimitExceeded']);
 /** Short label and HTTP status of a `codexErrorInfo` value (a string or a one-key object). */
 export function describeErrorInfo(info: unknown): { code: string; httpStatus: number | null } {
   if (typeof info === 'string') return { code: info, httpStatus: null };
-  if (info && typeof info === 'object' && !Array.isArray(info)) {
+  if (info && !Array.isArray(info)) {
     const [key] = Object.keys(info);
     if (key !== undefined) {
-      const inner = (info as Record<string, unknown>)[key];
-      const status = inner && typeof inner === 'object' ? (inner as Record<string, unknown>).httpStatusCode : undefined;
+      const status = (info as Record<string, { httpStatusCode?: unknown } | null | undefined>)[key]?.httpStatusCode;
       return { code: key, httpStatus: typeof status === 'number' ? status : null };
     }
   }
   return { code: 'unknown', httpStatus: null };
 }
 
-export function classifyFailure(info: unknown, message = ''): FailureClass {
+export function classifyFailure(info: unknown, message: string): FailureClass {
   const { code, httpStatus } = describeErrorInfo(info);
   if (USAGE_CODES.has(code)) return { kind: 'usageLimit', code, httpStatus };
   if (TRANSIENT_CODES.has(code)) return { kind: 'transient', code, httpStatus };
@@ -54,7 +53,8 @@ export function classifyFailure(info: unknown, message = ''): FailureClass {
   return { kind: 'permanent', code, httpStatus };
 }
 
-/** 4xx other than 408 (timeout) and 429 (too many requests): the request itself is refused. */
+/** 4xx other than 408 (timeout) and 429 (too many requests): the request itself is refused. No status (0) is not. */
 function isClientErrorStatus(status: number | null): boolean {
-  return status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429;
+  const s = Number(status);
+  return s >= 400 && s < 500 && s !== 408 && s !== 429;
 }

@@ -9,7 +9,8 @@ export interface LimiterPolicy {
 
 export class RecoveryLimiter {
   private tokens: number;
-  private updatedAt: number | null = null;
+  /** When the tokens were last counted: any time will do at first, as the bucket starts full. */
+  private updatedAt = 0;
 
   constructor(private readonly policy: LimiterPolicy) {
     this.tokens = policy.burst;
@@ -25,18 +26,14 @@ export class RecoveryLimiter {
     return Math.ceil((1 - this.tokens) * this.policy.intervalMs);
   }
 
-  /** Gives back a token taken for a recovery that was not sent after all. */
+  /** Gives back a token taken for a recovery that was not sent after all (the next take counts at most the burst). */
   giveBack(): void {
-    this.tokens = Math.min(this.policy.burst, this.tokens + 1);
+    this.tokens += 1;
   }
 
   private refill(now: number): void {
-    if (this.updatedAt === null || now < this.updatedAt) {
-      // First use, or the wall clock jumped back: start from here, never from the past.
-      this.updatedAt = now;
-      return;
-    }
-    const elapsed = now - this.updatedAt;
+    // A wall clock that jumped back adds nothing: time counts on from the new reading.
+    const elapsed = Math.max(0, now - this.updatedAt);
     this.tokens = Math.min(this.policy.burst, this.tokens + elapsed / this.policy.intervalMs);
     this.updatedAt = now;
   }

@@ -23,10 +23,10 @@ const TIMED_TYPE = 'rate_limit_reached';
 /**
  * The reading of some snapshots received at `arrivedAt` (ms), or null when they tell nothing
  * (no exhausted window, or one whose reset is unknown and unbounded). A reached type other than
- * `rate_limit_reached`, or a spend control reached, wins: it never clears on a timer. Windows are
- * told apart by their length (`windowDurationMins`), not by their slot: some accounts carry the
- * weekly window as `primary`, or have no `secondary`. Among exhausted windows (used >= 100 %),
- * the latest reset wins; an exhausted window with no reset is bounded by its length.
+ * `rate_limit_reached`, or a spend control reached, wins: it never clears on a timer. A window's
+ * slot says nothing (some accounts carry the weekly window as `primary`, or have no `secondary`):
+ * among exhausted windows (used >= 100 %), of any slot and snapshot, the latest reset wins, the
+ * same window read twice included; an exhausted window with no reset is bounded by its length.
  */
 export function readLimit(snapshots: readonly RateLimitSnapshot[], arrivedAt: number): LimitReading | null {
   for (const s of snapshots) {
@@ -34,25 +34,15 @@ export function readLimit(snapshots: readonly RateLimitSnapshot[], arrivedAt: nu
     if (type !== null && type !== TIMED_TYPE) return untimed(type);
     if (s.spendControlReached === true) return untimed('spend_control_reached');
   }
-  const windows = new Map<string, { at: number | null; mins: number | null }>();
-  for (const s of snapshots) {
-    for (const [slot, w] of [
-      ['primary', s.primary],
-      ['secondary', s.secondary],
-    ] as const) {
-      if (!w || w.usedPercent < 100) continue;
-      const key = `${s.limitId ?? 'codex'}/${w.windowDurationMins ?? slot}`;
-      const at = resetOf(w, arrivedAt);
-      const seen = windows.get(key);
-      // The same window twice (one length in both slots): the later reset, an unknown one first.
-      const later = seen === undefined || seen.at === null || at === null ? null : Math.max(seen.at, at);
-      windows.set(key, { at: seen === undefined ? at : later, mins: w.windowDurationMins ?? null });
-    }
-  }
   let best: { at: number; mins: number | null } | null = null;
-  for (const w of windows.values()) {
-    if (w.at === null) return null; // an exhausted window whose reset is unknown: not this source's to say
-    if (best === null || w.at > best.at) best = { at: w.at, mins: w.mins };
+  for (const s of snapshots) {
+    for (const w of [s.primary, s.secondary]) {
+      if (!w || w.usedPercent < 100) continue;
+      const at = resetOf(w, arrivedAt);
+      if (at === null) return null; // an exhausted window whose reset is unknown: not this source's to say
+      // The latest reset wins; at the same instant, the first window read names it.
+      if (best === null || at > best.at) best = { at, mins: w.windowDurationMins ?? null };
+    }
   }
   return best && { kind: 'reset', at: best.at, windowMins: best.mins };
 }
@@ -64,13 +54,13 @@ function resetOf(w: RateLimitWindow, arrivedAt: number): number | null {
 }
 
 function untimed(type: string): LimitReading {
-  if (/credits_depleted$/.test(type))
+  if (/credits_depleted/.test(type))
     return {
       kind: 'untimed',
       code: 'creditsDepleted',
       message: `out of credits (${type}): no reset clears it; add credits, then resume the goal`,
     };
-  if (/usage_limit_reached$|^spend_control/.test(type))
+  if (/usage_limit_reached|spend_control/.test(type))
     return {
       kind: 'untimed',
       code: 'spendCapReached',

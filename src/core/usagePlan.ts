@@ -44,7 +44,8 @@ export function usagePlan(s: UsageSources, now: number, options: Readonly<Engine
   }
   if (s.messageLimit?.kind === 'untimed')
     return { act: 'attention', code: s.messageLimit.code, message: s.messageLimit.message };
-  if (s.message !== null && s.message > now)
+  // No reset named (null) reads as 0: long past.
+  if (Number(s.message) > now)
     return {
       act: 'resume',
       dueAt: usageDue(now, s.message, options),

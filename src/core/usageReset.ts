@@ -6,8 +6,9 @@
 //   "… or try again at Aug 10, 2026, 11:12 AM."
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+// The spaces are Codex's own (single ones); before AM/PM any, as some clocks put a narrow one there.
 const PATTERN =
-  /try again at\s+(?:([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([AaPp][Mm])?/;
+  /try again at (?:([A-Za-z]{3}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}),? )?(\d{1,2}):(\d{2})\s*([AaPp][Mm])?/;
 
 const MINUTE = 60_000;
 
@@ -32,8 +33,7 @@ export function resetFromMessage(message: string, now: number): number | null {
   if (monthName !== undefined) {
     const month = MONTHS.indexOf(monthName.toLowerCase());
     if (month < 0) return null;
-    const at = new Date(Number(year), month, Number(day), hour, minute, 0, 0).getTime();
-    return Number.isFinite(at) ? at + MINUTE : null;
+    return new Date(Number(year), month, Number(day), hour, minute, 0, 0).getTime() + MINUTE;
   }
   const at = new Date(now);
   at.setHours(hour, minute, 0, 0);

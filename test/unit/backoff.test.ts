@@ -129,6 +129,24 @@ describe('global limiter', () => {
     l.giveBack();
     assert.equal(l.take(0), 0);
   });
+
+  it('a token given back at a full bucket never raises the burst', () => {
+    // A recovery called off after a refill (the bucket full again): the next moment allows the
+    // burst, not one more.
+    const l = new RecoveryLimiter({ burst: 2, intervalMs: 10_000 });
+    l.giveBack();
+    assert.deepEqual([l.take(0), l.take(0), l.take(0)], [0, 0, 10_000]);
+  });
+
+  it('a wall clock that jumps back neither drains the bucket nor banks tokens', () => {
+    const l = new RecoveryLimiter({ burst: 3, intervalMs: 10_000 });
+    const t = 10_000_000;
+    const back = t - 3_600_000;
+    assert.equal(l.take(t), 0);
+    // An hour back: the two tokens left are still there, and the interval counts from the jump.
+    assert.deepEqual([l.take(back), l.take(back), l.take(back)], [0, 0, 10_000]);
+    assert.equal(l.take(back + 10_000), 0, 'one interval after the jump, one token');
+  });
 });
 
 describe('failure classification', () => {
@@ -158,7 +176,7 @@ describe('failure classification', () => {
     [42, 'permanent'],
   ];
   for (const [info, kind] of cases) {
-    it(`${JSON.stringify(info)} is ${kind}`, () => assert.equal(classifyFailure(info).kind, kind));
+    it(`${JSON.stringify(info)} is ${kind}`, () => assert.equal(classifyFailure(info, '').kind, kind));
   }
 
   it('"other" is transient only for a dropped stream, not for a plain 400 (measured messages)', () => {
@@ -177,14 +195,39 @@ describe('failure classification', () => {
       classifyFailure('other', '{"error":{"type":"invalid_request_error","message":"bad request"}}').kind,
       'permanent',
     );
-    assert.equal(classifyFailure('other').kind, 'permanent');
+    assert.equal(classifyFailure('other', '').kind, 'permanent');
   });
 
   it('bioPolicy and an unknown code stay permanent whatever the message says', () => {
     const transientLooking = 'stream disconnected before completion: network error';
     assert.equal(classifyFailure('bioPolicy', transientLooking).kind, 'permanent');
     assert.equal(classifyFailure('someCodeFromALaterCodex', transientLooking).kind, 'permanent');
-    assert.deepEqual(classifyFailure('bioPolicy'), { kind: 'permanent', code: 'bioPolicy', httpStatus: null });
+    assert.deepEqual(classifyFailure('bioPolicy', ''), { kind: 'permanent', code: 'bioPolicy', httpStatus: null });
+  });
+
+  it('every code a later attempt can get past is transient: a server error, an overload, a rate limit', () => {
+    for (const code of ['internalServerError', 'serverOverloaded', 'rateLimitExceeded'])
+      assert.deepEqual(classifyFailure(code, ''), { kind: 'transient', code, httpStatus: null });
+  });
+
+  it('a transport failure is refused (permanent) only for a 4xx other than 408 and 429, on every variant', () => {
+    const statuses = [null, 399, 400, 408, 429, 499, 500, 503];
+    for (const code of [
+      'responseStreamDisconnected',
+      'responseTooManyFailedAttempts',
+      'httpConnectionFailed',
+      'responseStreamConnectionFailed',
+    ]) {
+      assert.deepEqual(
+        statuses.map((httpStatus) => classifyFailure({ [code]: { httpStatusCode: httpStatus } }, '')),
+        statuses.map((httpStatus) => ({
+          kind: httpStatus === 400 || httpStatus === 499 ? 'permanent' : 'transient',
+          code,
+          httpStatus,
+        })),
+        code,
+      );
+    }
   });
 
   it('names the variant and its HTTP status', () => {
@@ -193,5 +236,19 @@ describe('failure classification', () => {
       httpStatus: 502,
     });
     assert.deepEqual(describeErrorInfo('internalServerError'), { code: 'internalServerError', httpStatus: null });
+  });
+
+  it('an error info of a shape this version does not know is named "unknown", with no status', () => {
+    for (const info of [null, undefined, 42, true, {}, [], ['internalServerError']])
+      assert.deepEqual(describeErrorInfo(info), { code: 'unknown', httpStatus: null }, JSON.stringify(info));
+  });
+
+  it('a variant without a numeric HTTP status has none, and never throws', () => {
+    for (const inner of [null, undefined, 503, {}, { httpStatusCode: '503' }, { httpStatusCode: null }])
+      assert.deepEqual(
+        describeErrorInfo({ responseStreamDisconnected: inner }),
+        { code: 'responseStreamDisconnected', httpStatus: null },
+        JSON.stringify(inner),
+      );
   });
 });

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { dueAt } from '../../src/model/queries';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { untimedFromMessage, readLimit } from '../../src/core/rateLimits';
+import { isUntimedCode, untimedFromMessage, readLimit } from '../../src/core/rateLimits';
 import { usagePlan } from '../../src/core/usagePlan';
 import type { RateLimitSnapshot } from '../../src/protocol/schema';
 import { FakeDaemon } from '../support/fakeDaemon';
@@ -103,6 +103,98 @@ describe('what the rate-limit snapshots say', () => {
   });
 });
 
+describe('several exhausted windows', () => {
+  it('the latest reset wins, whatever its slot, its snapshot or its order', () => {
+    const early = win(100, 300, NOW + HOUR);
+    const late = win(100, 10080, NOW + 50 * HOUR);
+    const latest = { kind: 'reset', at: NOW + 50 * HOUR, windowMins: 10080 };
+    assert.deepEqual(readLimit([snap({ primary: early, secondary: late })], NOW), latest);
+    assert.deepEqual(readLimit([snap({ primary: early }), snap({ secondary: late })], NOW), latest);
+    assert.deepEqual(readLimit([snap({ primary: late }), snap({ limitId: null, primary: early })], NOW), latest);
+  });
+
+  it('the same window read twice (both slots, or two snapshots): its later reset', () => {
+    const first = win(100, 300, NOW + HOUR);
+    const second = win(100, 300, NOW + 2 * HOUR);
+    const later = { kind: 'reset', at: NOW + 2 * HOUR, windowMins: 300 };
+    assert.deepEqual(readLimit([snap({ primary: first, secondary: second })], NOW), later);
+    assert.deepEqual(readLimit([snap({ primary: second }), snap({ primary: first })], NOW), later);
+  });
+
+  it('an exhausted window whose reset is unknown, in any slot or snapshot, leaves the reset unknown', () => {
+    const known = win(100, 300, NOW + HOUR);
+    const unknown = win(100, null, null);
+    for (const snapshots of [
+      [snap({ primary: known, secondary: unknown })],
+      [snap({ primary: unknown, secondary: known })],
+      [snap({ primary: known }), snap({ primary: unknown })],
+    ])
+      assert.equal(readLimit(snapshots, NOW), null);
+  });
+
+  it('windows resetting at the same instant: the first one read names it', () => {
+    const five = win(100, 300, NOW + HOUR);
+    const week = win(100, 10080, NOW + HOUR);
+    const mins = (...snapshots: RateLimitSnapshot[]) => {
+      const r = readLimit(snapshots, NOW);
+      return r?.kind === 'reset' && r.windowMins;
+    };
+    assert.equal(mins(snap({ primary: five, secondary: week })), 300);
+    assert.equal(mins(snap({ primary: week, secondary: five })), 10080);
+  });
+});
+
+describe('a limit no reset clears: its code, and what the person is told', () => {
+  it('each reached type no reset clears: the code, the type named, and what to do', () => {
+    const reading = (t: string) => readLimit([snap({ rateLimitReachedType: t })], NOW);
+    assert.deepEqual(reading('workspace_member_credits_depleted'), {
+      kind: 'untimed',
+      code: 'creditsDepleted',
+      message:
+        'out of credits (workspace_member_credits_depleted): no reset clears it; add credits, then resume the goal',
+    });
+    assert.deepEqual(reading('workspace_owner_usage_limit_reached'), {
+      kind: 'untimed',
+      code: 'spendCapReached',
+      message:
+        'spend cap reached (workspace_owner_usage_limit_reached): ' +
+        'no reset clears it; raise the cap, then resume the goal',
+    });
+    assert.deepEqual(readLimit([snap({ spendControlReached: true })], NOW), {
+      kind: 'untimed',
+      code: 'spendCapReached',
+      message: 'spend cap reached (spend_control_reached): no reset clears it; raise the cap, then resume the goal',
+    });
+    assert.deepEqual(reading('something_new'), {
+      kind: 'untimed',
+      code: 'unknownUsageLimit',
+      message: 'usage limit of a kind no reset is known to clear (something_new): resume the goal when it is lifted',
+    });
+  });
+
+  it('the message alone: the code, and what to do', () => {
+    assert.deepEqual(untimedFromMessage('Your workspace is out of credits. Add credits to continue.'), {
+      kind: 'untimed',
+      code: 'creditsDepleted',
+      message: 'out of credits: no reset clears it; add credits, then resume the goal',
+    });
+    assert.deepEqual(untimedFromMessage('You hit your spend cap set in your workspace.'), {
+      kind: 'untimed',
+      code: 'spendCapReached',
+      message: 'spend cap reached: no reset clears it; raise the cap, then resume the goal',
+    });
+  });
+
+  it('a failure coded as a limit no reset clears needs a person; a timed limit or a transient failure does not', () => {
+    assert.deepEqual(
+      ['creditsDepleted', 'spendCapReached', 'unknownUsageLimit', 'usageLimitExceeded', 'rateLimitExceeded'].map(
+        isUntimedCode,
+      ),
+      [true, true, true, false, false],
+    );
+  });
+});
+
 describe('when a usage limit is resumed (usagePlan)', () => {
   const reset = (at: number) => ({ kind: 'reset' as const, at, windowMins: 300 });
   it('the notification first, then the read, then the message: never before the reset', () => {
@@ -121,6 +213,60 @@ describe('when a usage limit is resumed (usagePlan)', () => {
     assert.equal(plan.act === 'resume' && plan.dueAt, NOW + 10_000 + MARGIN);
     const none = usagePlan({ notice: null, read: null, message: null }, NOW, DEFAULT_OPTIONS);
     assert.equal(none.act === 'resume' && none.dueAt, NOW + DEFAULT_OPTIONS.maxDelayMs);
+  });
+
+  it('a reset at the same instant tells nothing; one ms later is resumed after it (each source)', () => {
+    const plan = (at: number, source: 'notice' | 'read' | 'message') =>
+      usagePlan(
+        {
+          notice: source === 'notice' ? reset(at) : null,
+          read: source === 'read' ? reset(at) : null,
+          message: source === 'message' ? at : null,
+        },
+        NOW,
+        DEFAULT_OPTIONS,
+      );
+    const unknown = {
+      act: 'resume',
+      dueAt: NOW + DEFAULT_OPTIONS.maxDelayMs,
+      resetsAt: null,
+      source: 'no reset known',
+    };
+    for (const source of ['notice', 'read', 'message'] as const) {
+      assert.deepEqual(plan(NOW - 1, source), unknown, `${source}: a ms before`);
+      assert.deepEqual(plan(NOW, source), unknown, `${source}: at the same instant`);
+      const after = plan(NOW + 1, source);
+      assert.deepEqual(
+        after.act === 'resume' && [after.dueAt, after.resetsAt],
+        [NOW + 1 + MARGIN, NOW + 1],
+        `${source}: a ms after`,
+      );
+    }
+  });
+
+  it('says whence the time comes, naming the window in words', () => {
+    const source = (s: Parameters<typeof usagePlan>[0]) => {
+      const plan = usagePlan(s, NOW, DEFAULT_OPTIONS);
+      return plan.act === 'resume' && plan.source;
+    };
+    const at = (windowMins: number | null) => ({ kind: 'reset' as const, at: NOW + HOUR, windowMins });
+    assert.deepEqual(
+      [null, 10_080, 1440, 2880, 300, 60, 90].map((mins) => source({ notice: at(mins), read: null, message: null })),
+      [
+        "the daemon's rate-limit update (rate-limit window)",
+        "the daemon's rate-limit update (weekly window)",
+        "the daemon's rate-limit update (1-day window)",
+        "the daemon's rate-limit update (2-day window)",
+        "the daemon's rate-limit update (5-hour window)",
+        "the daemon's rate-limit update (1-hour window)",
+        "the daemon's rate-limit update (90-minute window)",
+      ],
+    );
+    assert.equal(source({ notice: null, read: at(300), message: null }), "the account's rate limits (5-hour window)");
+    assert.equal(
+      source({ notice: null, read: null, message: NOW + HOUR }),
+      'the error message (the end of the minute it names)',
+    );
   });
 
   it('a limit no reset clears is never scheduled, whatever the message says', () => {

@@ -41,6 +41,48 @@ describe('usage-limit reset from the error message', () => {
     assert.equal(resetFromMessage('or try again at Aug 10, 2026, 11:12 AM.', now), endOf(2026, 7, 10, 11, 12));
   });
 
+  it('reads every month, in both date shapes of the message', () => {
+    const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+    for (const [month, name] of months.entries()) {
+      assert.equal(resetFromMessage(`or try again at ${name} 9th, 2027 1:47 AM.`, now), endOf(2027, month, 9, 1, 47));
+      assert.equal(
+        resetFromMessage(`or try again at ${name} 23, 2027, 11:12 PM.`, now),
+        endOf(2027, month, 23, 23, 12),
+      );
+    }
+  });
+
+  it('reads both clock formats: 12-hour with AM or PM, and 24-hour', () => {
+    // 12-hour: every hour from 1 to 12, both halves of the day (now is 09:00, so 12:xx AM to 8:xx AM are tomorrow's).
+    for (let hour = 1; hour <= 12; hour++) {
+      for (const [meridiem, add] of [
+        ['AM', 0],
+        ['PM', 12],
+      ] as const) {
+        const h = (hour % 12) + add;
+        const expected = h < 9 ? endOf(2026, 11, 1, h, 30) : endOf(2026, 10, 30, h, 30);
+        assert.equal(resetFromMessage(`or try again at ${hour}:30 ${meridiem}.`, now), expected, `${hour} ${meridiem}`);
+      }
+    }
+    // 24-hour: from 0:00 to 23:59.
+    assert.equal(resetFromMessage('or try again at 0:00.', now), endOf(2026, 11, 1, 0, 0));
+    assert.equal(resetFromMessage('or try again at 13:05.', now), endOf(2026, 10, 30, 13, 5));
+    assert.equal(resetFromMessage('or try again at 23:59.', now), endOf(2026, 10, 30, 23, 59));
+  });
+
+  it('returns null for a time no clock shows', () => {
+    for (const m of [
+      'try again at 24:00',
+      'try again at 9:60',
+      'try again at 0:30 AM',
+      'try again at 13:00 PM',
+      'try again at 12:60 PM',
+      'try again at Jul 9th, 2027 24:00',
+    ]) {
+      assert.equal(resetFromMessage(m, now), null, m);
+    }
+  });
+
   it('returns null when there is no usable time', () => {
     for (const m of [
       'exceeded retry limit, last status: 429',
