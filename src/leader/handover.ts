@@ -36,9 +36,7 @@ export function mergeLeaderSnapshot(stored: PersistedState, snapshot: EngineSnap
       state.watches[theirs.threadId] = copy;
       taken.push(theirs.threadId);
       if (copy.state.kind === 'disarmed') state.disarmed[copy.threadId] = copy.state.at;
-      else if (mine && state.disarmed[copy.threadId] !== undefined) {
-        delete state.disarmed[copy.threadId]; // re-armed on the leader
-      }
+      else if (mine) delete state.disarmed[copy.threadId]; // re-armed on the leader
     } else {
       mine.recovered = recovered;
     }
@@ -51,7 +49,7 @@ export function mergeLeaderSnapshot(stored: PersistedState, snapshot: EngineSnap
 function joinRecovered(a: readonly string[], b: readonly string[]): string[] {
   const out: string[] = [];
   for (const id of [...a, ...b]) if (!out.includes(id)) out.push(id);
-  return out.length > RECOVERED_LIMIT ? out.slice(out.length - RECOVERED_LIMIT) : out;
+  return out.slice(-RECOVERED_LIMIT);
 }
 
 /** A store whose first load is merged with the old leader's snapshot; saves go to `inner`. */
@@ -77,9 +75,10 @@ export class HandoverStore implements StateStore {
     if (!snapshot) return loaded;
     const { state, taken } = mergeLeaderSnapshot(loaded.state, snapshot);
     if (taken.length > 0) this.onTaken?.(taken);
-    // Every thread of the snapshot may differ from the store now (taken, or its recovered turns
-    // joined); the global pause and the disarms are compared at every save.
-    const changed = snapshot.watches.map((w) => w.threadId).filter((id) => Object.hasOwn(state.watches, id));
+    // Every thread of the snapshot (each one is in the merged state) may differ from the store now
+    // (taken, or its recovered turns joined); the global pause and the disarms are compared at
+    // every save.
+    const changed = snapshot.watches.map((w) => w.threadId);
     return { state, problem: loaded.problem, changed };
   }
 
