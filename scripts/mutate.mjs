@@ -138,7 +138,7 @@ if (ok && !inCi) {
     const { projectRoot: _root, config: _config, ...baseline } = report;
     fs.writeFileSync(baselineFile, JSON.stringify(baseline));
     fs.writeFileSync(hashesFile, `${JSON.stringify(hashes, null, 2)}\n`);
-    if (full) scopes.deciding = { fullRun: measured };
+    if (full) scopes.deciding = { ...scopes.deciding, fullRun: measured };
   }
   fs.writeFileSync(scopesFile, `${JSON.stringify(scopes, null, 2)}\n`);
   updateTestingDoc(root);
