@@ -302,10 +302,19 @@ export class Workbench {
    */
   async runCommand(title: string, timeoutMs = 30_000): Promise<void> {
     const widget = this.page.locator('.quick-input-widget');
-    await this.page.keyboard.press('F1');
     const input = widget.locator('.quick-input-box input');
-    await input.waitFor({ state: 'visible', timeout: timeoutMs });
-    await input.fill(`>${title}`);
+    // The palette closes when a webview (an extension page, a walkthrough's media) takes the focus
+    // as it loads, as it does for a person, who presses F1 again: so does this, up to three times.
+    for (let attempt = 1; ; attempt++) {
+      await this.page.keyboard.press('F1');
+      await input.waitFor({ state: 'visible', timeout: timeoutMs });
+      try {
+        await input.fill(`>${title}`, { timeout: 5_000 });
+        break;
+      } catch (err) {
+        if (attempt >= 3 || (await input.isVisible())) throw err;
+      }
+    }
     const row = this.quickPickRow(title);
     try {
       await row.waitFor({ state: 'visible', timeout: timeoutMs });
