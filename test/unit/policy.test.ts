@@ -10,6 +10,16 @@ import { newWatch } from '../../src/model/watch';
 import { dueAt } from '../../src/model/queries';
 import { counted, facts, failed, NOW, type Situation, spentBudget, T, turn } from '../support/policyFacts';
 
+/** A usage limit no reset clears, counted on turn t1. */
+const OUT_OF_CREDITS = {
+  turnId: 't1',
+  message: 'out of credits',
+  code: 'creditsDepleted',
+  httpStatus: 429,
+  at: NOW,
+  dueAt: null,
+};
+
 interface Row extends Situation {
   name: string;
   /** The verdict's act and, where it settles, the state's kind. */
@@ -282,14 +292,7 @@ const ROWS: Row[] = [
     name: 'a usage limit found to be one no reset clears (out of credits) → needsAttention, never a schedule',
     goal: 'usageLimited',
     watch: {
-      lastFailure: {
-        turnId: 't1',
-        message: 'out of credits',
-        code: 'creditsDepleted',
-        httpStatus: 429,
-        at: NOW,
-        dueAt: null,
-      },
+      lastFailure: OUT_OF_CREDITS,
       state: { kind: 'running' },
     },
     live: { turn: failed('t1', 'usageLimitExceeded') },
@@ -372,14 +375,7 @@ const ROWS: Row[] = [
     name: 'a usage limit no reset clears, already shown → kept, not said again',
     goal: 'usageLimited',
     watch: {
-      lastFailure: {
-        turnId: 't1',
-        message: 'out of credits',
-        code: 'creditsDepleted',
-        httpStatus: 429,
-        at: NOW,
-        dueAt: null,
-      },
+      lastFailure: OUT_OF_CREDITS,
       state: { kind: 'needsAttention', code: 'creditsDepleted', message: 'out of credits' },
     },
     live: { turn: failed('t1', 'usageLimitExceeded') },
