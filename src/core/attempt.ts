@@ -125,6 +125,9 @@ export class Attempts {
       this.unchanged(live, seq, 'a turn event arrived while the turns were read');
       live.turn = turn;
       await readMarkers(core, w);
+      // Rescheduled while it read (its outage's probe failed again: the group's next step): that
+      // schedule decides now, not the one this attempt set out for.
+      if (scheduledOf(w.state) !== p.scheduled) throw new Abort('its recovery was rescheduled meanwhile');
       this.check(p);
       // Write-ahead: the intent is on disk before the set can take effect. The set is counted
       // against the recovery budget with it, before anyone knows whether it takes effect: a set

@@ -167,6 +167,36 @@ describe('one outage, one probe', () => {
     assert.equal(h.decisions.filter((d) => d.type === 'gave-up').length, 10);
   });
 
+  it('the probe fails again while a released goal’s attempt reads the daemon: that attempt is called off, the goal takes the step with its group', async () => {
+    // Seen in CI against codex 0.171.0: the probe's turn answered (releasing the others), then
+    // failed while the next goal's attempt was between its reads; the set went out at once.
+    const { threads, h, probe } = await probeOut(2);
+    const other = threads.find((id) => id !== probe)!;
+    let failedMeanwhile = false;
+    h.daemon.before = (m) => {
+      if (failedMeanwhile || m.method !== 'thread/goal/get' || m.params?.threadId !== other) return;
+      failedMeanwhile = true;
+      failByEvents(h.daemon, probe, `turn-${(turnNo += 1)}`); // sent before this read's reply
+    };
+    h.daemon.answer(probe);
+    await h.settle();
+    h.daemon.before = null;
+    assert.ok(failedMeanwhile, 'the released goal’s attempt read its goal');
+    assert.equal(setsOf(h).get(other) ?? 0, 0, 'no set for a goal whose recovery moved to the next step as it read');
+    assert.deepEqual(
+      [h.engine.watch(other)?.state.kind, h.engine.watch(other)?.failures],
+      ['backoff', 2],
+      'it takes the step with its group',
+    );
+    assert.ok(
+      h.decisions.some((d) => d.type === 'skipped' && d.threadId === other && /rescheduled/.test(d.reason)),
+      'said why it was called off',
+    );
+    // Its step comes: its recovery goes out then, once.
+    await h.advance(2 * BASE + 1_000);
+    assert.equal(setsOf(h).get(other), 1);
+  });
+
   it('any response on the provider to a request sent after the failures brings them forward; not before, nor another provider', async () => {
     const threads = ids(4);
     const h = await fleet([...threads, 'healthy', 'elsewhere'], {
