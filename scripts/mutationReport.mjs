@@ -93,14 +93,24 @@ export function testingDocBlock(root) {
     if (s.disabled.length > 0)
       lines.push('Disabled in place, each with its reason:', '', ...s.disabled.map((d) => `- ${d}`), '');
   }
-  const r = scopes.rest.measured;
+  const { areas, skipTests } = scopes.rest;
   lines.push(
-    r
-      ? `**The rest of core/, leader/, store/ and model/**: ${r.mutants} mutants, score ${r.score} % ` +
-          `(${r.killed} killed, ${r.timeout} timed out, ${r.survived} survived, ${r.noCoverage} reached by no test, ` +
-          `${r.disabled} disabled), measured on ${r.at} in ${r.minutes} min; \`npm run mutate -- --rest\` fails below ` +
-          `${scopes.rest.break} %.`
-      : '**The rest of core/, leader/, store/ and model/**: not measured yet (`npm run mutate -- --rest`).',
+    '**The rest of core/, leader/, store/ and model/** (`npm run mutate -- --rest [area]`: a full run that fails ' +
+      'below the recorded score, which only goes up):',
+    '',
+    '| Area | Mutants | Killed | Timed out | Survived | No test | Disabled | Score | Fails below | Measured |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+    ...Object.entries(areas).map(([area, a]) => {
+      const m = a.measured;
+      return m
+        ? `| ${area} | ${m.mutants} | ${m.killed} | ${m.timeout} | ${m.survived} | ${m.noCoverage} | ${m.disabled} | ` +
+            `${m.score} % | ${a.break} % | ${m.at}, ${m.minutes} min |`
+        : `| ${area} | | | | | | | not measured yet | ${a.break} % | |`;
+    }),
+    '',
+    'Test files the rest runs without (every other unit test file runs):',
+    '',
+    ...Object.entries(skipTests).map(([f, why]) => `- \`${f}\`: ${why}`),
     '',
     END,
   );
