@@ -74,7 +74,7 @@ function kindsWhere(ask: (w: WatchedThread) => boolean): WatchStateKind[] {
   });
 }
 
-test('a recovery is scheduled in backoff and under a usage limit, and still while the limiter or a probe holds it', () => {
+test('a recovery is scheduled in backoff and under a usage limit, and while the limiter or a probe holds it', () => {
   assert.deepEqual(
     kindsWhere((w) => isScheduled(w.state)),
     ['backoff', 'waitingSlot', 'waitingProbe', 'usageLimited'],
@@ -95,7 +95,8 @@ test('a scheduled recovery is due at its failure’s due time; nothing else is d
   assert.equal(dueAt(w), null);
 });
 
-test('Retry now applies to a scheduled recovery, a goal given up on or out of budget, a retryable goal elsewhere, and a failed goal not loaded', () => {
+// Also: a goal given up on or out of budget, a retryable goal elsewhere, and a failed goal not loaded.
+test('Retry now applies to a scheduled recovery, and to a stopped goal it can recover', () => {
   assert.deepEqual(kindsWhere(canRetryNow), [
     'backoff',
     'waitingSlot',
@@ -121,7 +122,7 @@ test('Retry now applies to a goal in another Codex app only when it is retryable
   assert.equal(canRetryNow(failed({ ...STATES.elsewhere, retryable: true })), true);
 });
 
-test('a goal waits for its thread to load only while unloaded, stopped by a failure or a usage limit not recovered yet', () => {
+test('a goal waits for its load only while unloaded, stopped by a failure or usage limit not recovered yet', () => {
   assert.deepEqual(kindsWhere(waitsForLoad), ['unloaded']);
   const unloaded = STATES.unloaded;
   assert.equal(waitsForLoad(failed(unloaded, 'usageLimited')), true);
@@ -163,7 +164,8 @@ test('a person should look at a failure re-activation cannot fix, a goal given u
   );
 });
 
-test('a goal waits for a person when it needs attention, failed before the arming, waits for its load, or is stopped elsewhere', () => {
+// Also: a goal that failed before the arming, waits for its load, or is stopped in another Codex app.
+test('a goal waits for a person when it needs attention, or is stopped where the engine cannot recover it', () => {
   assert.deepEqual(kindsWhere(goalNeedsPerson), [
     'needsAttention',
     'gaveUp',
