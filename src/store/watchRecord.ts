@@ -20,7 +20,7 @@ interface Field {
 export function recordFields(schema: $ZodType): Field[] {
   let def = schema._zod.def as unknown as Def;
   if (def.type === 'pipe') def = def.out!._zod.def; // a preprocess (old state files), then the object
-  if (def.type !== 'object' || !def.shape) throw new Error('internal: a watch record is an object schema');
+  if (!def.shape) throw new Error('internal: a watch record is an object schema'); // only an object has a shape
   return Object.entries(def.shape).map(([key, field]) => {
     const d = field._zod.def;
     if (d.type !== 'default') return { key, leftOut: null };
@@ -51,7 +51,7 @@ export const storedWatch: (w: WatchedThread) => string = generate(
       return `if (!(${isDefault})) ${set}`;
     }),
     'return JSON.stringify(o);',
-  ].join('\n'),
+  ].join(''), // each statement ends in its semicolon
 );
 
 /**
@@ -74,7 +74,7 @@ export const wholeWatch: (record: unknown, id?: string) => unknown = generate(
       return `${JSON.stringify(key)}: ${v} === undefined ? ${value} : ${v},`;
     }),
     '};',
-  ].join('\n'),
+  ].join(''), // each statement and property ends in its semicolon or comma
 );
 
 /**
@@ -87,10 +87,13 @@ export function keyedRecord(id: string, json: string): string {
   return json.startsWith(prefix) ? `${key}:{${json.slice(prefix.length)}` : `${key}:${json}`;
 }
 
-/** `record` with the `threadId` its key `id` gives, if it has none (for zod, which copies it anyway). */
+/**
+ * `record` with the `threadId` its key `id` gives, if it has none (a copy: zod copies it anyway);
+ * anything but a plain object as it is, for zod to say what it is.
+ */
 export function withThreadId(record: unknown, id: string): unknown {
-  if (typeof record !== 'object' || record === null || Array.isArray(record) || 'threadId' in record) return record;
-  return { threadId: id, ...record };
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) return record;
+  return { threadId: id, ...record }; // its own threadId, if it has one, comes after the key's
 }
 
 function generate<F>(param: string, body: string): F {

@@ -177,3 +177,41 @@ test('a default the record form cannot leave out is refused when the form is mad
   );
   assert.throws(() => recordFields(zm.string()), /a watch record is an object schema/);
 });
+
+test('the defaults a record leaves out are null, 0 and [] only: an empty text or a non-empty list is refused', () => {
+  for (const value of ['', ['x']]) {
+    assert.throws(
+      () => recordFields(zm.object({ a: zm._default(zm.unknown(), value) })),
+      /the default of a \(.*\) is not one a record leaves out/,
+    );
+  }
+  assert.deepEqual(
+    recordFields(zm.object({ n: zm._default(zm.unknown(), null), z: zm._default(zm.unknown(), 0), s: zm.string() })),
+    [
+      { key: 'n', leftOut: { value: null } },
+      { key: 'z', leftOut: { value: 0 } },
+      { key: 's', leftOut: null },
+    ],
+  );
+});
+
+test('a record made whole takes its thread id from its key when it has none, and keeps its own otherwise', () => {
+  const record = JSON.parse(storedWatch(newWatch('own', 5))) as Record<string, unknown>;
+  assert.equal((wholeWatch(record, 'key') as { threadId: string }).threadId, 'own');
+  delete record.threadId;
+  assert.equal((wholeWatch(record, 'key') as { threadId: string }).threadId, 'key');
+  assert.equal((wholeWatch(record) as { threadId?: string }).threadId, undefined);
+});
+
+test('anything but a plain object is given to the check as it is, to say what it is', () => {
+  const list = [{ threadId: 't' }];
+  for (const value of [null, undefined, 5, 'text', list]) {
+    assert.equal(wholeWatch(value, 'k'), value);
+    assert.equal(withThreadId(value, 'k'), value);
+  }
+});
+
+test('a record keyed by its thread id gets that id when it has none, and keeps its own otherwise', () => {
+  assert.deepEqual(withThreadId({ title: 'x' }, 'k'), { threadId: 'k', title: 'x' });
+  assert.deepEqual(withThreadId({ title: 'x', threadId: 'own' }, 'k'), { threadId: 'own', title: 'x' });
+});

@@ -1,0 +1,182 @@
+// The questions asked of a watch's state (src/model/queries.ts), for every state a watch can be in:
+// which states keep a recovery scheduled (a held one too) and when it is due; when "Retry now" and
+// "Pause goal" apply; which states leave the thread to a person; and which goals wait for a person
+// (the view's badge): a failed goal on a thread the daemon has not loaded waits for its load.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  canPauseGoal,
+  canRetryNow,
+  dueAt,
+  goalNeedsPerson,
+  isDisarmed,
+  isScheduled,
+  needsAttention,
+  scheduledOf,
+  waitsForLoad,
+} from '../../src/model/queries';
+import {
+  GOAL_STATUSES,
+  newWatch,
+  type GoalStatus,
+  type WatchedThread,
+  type WatchState,
+  type WatchStateKind,
+} from '../../src/model/watch';
+
+const BACKOFF = { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } as const;
+const USAGE = { kind: 'usageLimited', resetsAt: null } as const;
+
+/** One state of each kind (a kind missing here fails to compile). */
+const STATES: { [K in WatchStateKind]: Extract<WatchState, { kind: K }> } = {
+  running: { kind: 'running' },
+  idle: { kind: 'idle' },
+  waitingApproval: { kind: 'waitingApproval' },
+  codexRetrying: { kind: 'codexRetrying', detail: 'retrying' },
+  backoff: BACKOFF,
+  waitingSlot: { kind: 'waitingSlot', slotAt: 9, held: USAGE },
+  waitingProbe: { kind: 'waitingProbe', probe: 'other', held: BACKOFF },
+  turnEnding: { kind: 'turnEnding' },
+  recovering: { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: 3 },
+  usageLimited: USAGE,
+  userIntent: { kind: 'userIntent', requested: 'paused', at: 2 },
+  disarmed: { kind: 'disarmed', at: 2 },
+  paused: { kind: 'paused' },
+  complete: { kind: 'complete' },
+  budgetLimited: { kind: 'budgetLimited' },
+  modelBlocked: { kind: 'modelBlocked' },
+  interrupted: { kind: 'interrupted' },
+  needsAttention: { kind: 'needsAttention', code: 'badRequest', message: 'bad request' },
+  gaveUp: { kind: 'gaveUp', attempts: 5 },
+  budgetSpent: { kind: 'budgetSpent', used: 10, limit: 10, until: 50 },
+  notAdopted: { kind: 'notAdopted', status: 'blocked' },
+  failedBeforeArming: { kind: 'failedBeforeArming', code: 'badRequest', message: 'bad request' },
+  unloaded: { kind: 'unloaded' },
+  elsewhere: { kind: 'elsewhere', since: 1, goal: 'blocked', seenActive: true, retryable: true },
+};
+const KINDS = Object.keys(STATES) as WatchStateKind[];
+
+/** A watch in `state` whose goal `status` was stopped by a failed turn (due at 500) not recovered yet. */
+function failed(state: WatchState, status: GoalStatus = 'blocked'): WatchedThread {
+  const w = newWatch('t', 1);
+  w.state = state;
+  w.goal = { status, objective: 'o', tokensUsed: 0, tokenBudget: null, updatedAt: 1 };
+  w.lastFailure = { turnId: 'turn-1', message: 'm', code: 'internalServerError', httpStatus: 500, at: 2, dueAt: 500 };
+  return w;
+}
+
+/** The kinds for which `ask` holds, of a failed watch in each state (each answer a yes or a no). */
+function kindsWhere(ask: (w: WatchedThread) => boolean): WatchStateKind[] {
+  return KINDS.filter((k) => {
+    const answer = ask(failed(STATES[k]));
+    assert.equal(typeof answer, 'boolean', k);
+    return answer;
+  });
+}
+
+test('a recovery is scheduled in backoff and under a usage limit, and while the limiter or a probe holds it', () => {
+  assert.deepEqual(
+    kindsWhere((w) => isScheduled(w.state)),
+    ['backoff', 'waitingSlot', 'waitingProbe', 'usageLimited'],
+  );
+  assert.equal(scheduledOf(STATES.backoff), STATES.backoff);
+  assert.equal(scheduledOf(STATES.usageLimited), STATES.usageLimited);
+  // A held recovery is the recovery as it was scheduled.
+  assert.equal(scheduledOf(STATES.waitingSlot), USAGE);
+  assert.equal(scheduledOf(STATES.waitingProbe), BACKOFF);
+  for (const k of KINDS) if (!isScheduled(STATES[k])) assert.equal(scheduledOf(STATES[k]), null, k);
+});
+
+test('a scheduled recovery is due at its failure’s due time; nothing else is due', () => {
+  for (const k of KINDS) assert.equal(dueAt(failed(STATES[k])), isScheduled(STATES[k]) ? 500 : null, k);
+  // Scheduled with no failure kept: nothing says when, so nothing is due.
+  const w = failed(STATES.backoff);
+  w.lastFailure = null;
+  assert.equal(dueAt(w), null);
+});
+
+// Also: a goal given up on or out of budget, a retryable goal elsewhere, and a failed goal not loaded.
+test('Retry now applies to a scheduled recovery, and to a stopped goal it can recover', () => {
+  assert.deepEqual(kindsWhere(canRetryNow), [
+    'backoff',
+    'waitingSlot',
+    'waitingProbe',
+    'usageLimited',
+    'gaveUp',
+    'budgetSpent',
+    'unloaded',
+    'elsewhere',
+  ]);
+});
+
+test('Retry now needs a failure to retry when the engine gave up or the budget is spent', () => {
+  for (const state of [STATES.gaveUp, STATES.budgetSpent]) {
+    const w = failed(state);
+    w.lastFailure = null;
+    assert.equal(canRetryNow(w), false, state.kind);
+  }
+});
+
+test('Retry now applies to a goal in another Codex app only when it is retryable there', () => {
+  assert.equal(canRetryNow(failed({ ...STATES.elsewhere, retryable: false })), false);
+  assert.equal(canRetryNow(failed({ ...STATES.elsewhere, retryable: true })), true);
+});
+
+test('a goal waits for its load only while unloaded, stopped by a failure or usage limit not recovered yet', () => {
+  assert.deepEqual(kindsWhere(waitsForLoad), ['unloaded']);
+  const unloaded = STATES.unloaded;
+  assert.equal(waitsForLoad(failed(unloaded, 'usageLimited')), true);
+  for (const status of GOAL_STATUSES.filter((s) => s !== 'blocked' && s !== 'usageLimited')) {
+    assert.equal(waitsForLoad(failed(unloaded, status)), false, status);
+  }
+  const noGoal = failed(unloaded);
+  noGoal.goal = null;
+  assert.equal(waitsForLoad(noGoal), false, 'no goal');
+  const noFailure = failed(unloaded);
+  noFailure.lastFailure = null;
+  assert.equal(waitsForLoad(noFailure), false, 'no failure');
+  const recovered = failed(unloaded);
+  recovered.recovered = ['turn-0', 'turn-1'];
+  assert.equal(waitsForLoad(recovered), false, 'its failure recovered already');
+  // Retry now loads it: it applies exactly when the goal waits for its load.
+  for (const w of [failed(unloaded, 'active'), noGoal, noFailure, recovered]) assert.equal(canRetryNow(w), false);
+});
+
+test('Pause goal applies to an active goal, and to one stopped by a failure or a usage limit', () => {
+  const pausable = GOAL_STATUSES.filter((status) => canPauseGoal(failed(STATES.running, status)));
+  assert.deepEqual(pausable, ['active', 'blocked', 'usageLimited']);
+  const noGoal = failed(STATES.running);
+  noGoal.goal = null;
+  assert.equal(canPauseGoal(noGoal), false);
+});
+
+test('a thread is out of the engine’s hands after a person’s goal marker or a disarm from the extension', () => {
+  assert.deepEqual(
+    kindsWhere((w) => isDisarmed(w.state)),
+    ['userIntent', 'disarmed'],
+  );
+});
+
+test('a person should look at a failure re-activation cannot fix, a goal given up on, and a spent budget', () => {
+  assert.deepEqual(
+    kindsWhere((w) => needsAttention(w.state)),
+    ['needsAttention', 'gaveUp', 'budgetSpent'],
+  );
+});
+
+// Also: a goal that failed before the arming, waits for its load, or is stopped in another Codex app.
+test('a goal waits for a person when it needs attention, or is stopped where the engine cannot recover it', () => {
+  assert.deepEqual(kindsWhere(goalNeedsPerson), [
+    'needsAttention',
+    'gaveUp',
+    'budgetSpent',
+    'failedBeforeArming',
+    'unloaded',
+    'elsewhere',
+  ]);
+  const loadedNothing = failed(STATES.unloaded);
+  loadedNothing.lastFailure = null;
+  assert.equal(goalNeedsPerson(loadedNothing), false, 'unloaded, with no failure to recover');
+  const elsewhere = GOAL_STATUSES.filter((goal) => goalNeedsPerson(failed({ ...STATES.elsewhere, goal })));
+  assert.deepEqual(elsewhere, ['blocked', 'usageLimited']);
+});
