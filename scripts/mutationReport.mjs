@@ -47,7 +47,7 @@ export function summarize(report) {
     score,
     line:
       `${counts.mutants} mutants: ${counts.killed} killed, ${counts.timeout} timed out, ${counts.survived} survived, ` +
-      `${counts.noCoverage} reached by no test, ${counts.disabled} disabled, ${counts.errors} not compiled; score ${score} %`,
+      `${counts.noCoverage} reached by no test, ${counts.disabled} disabled, ${counts.errors} invalid (the mutated code does not compile or load); score ${score} %`,
     undetected: all
       .filter(({ m }) => UNDETECTED.includes(m.status))
       .map(({ file, m }) => `${where(file, m)} → ${m.replacement ?? '?'} (${m.status})`),
