@@ -82,7 +82,7 @@ export class LeaderElection {
   private _socketPath: string | undefined;
   private lock: TakeoverLock | undefined;
   private _role: Role = 'stopped';
-  /** Bumped by start and stop: async work of an older generation gives up. */
+  /** Bumped by start and stop: async work of an older generation gives up (`current`). */
   private generation = 0;
   private running = false;
   /** The start in flight: concurrent calls share it (a single flight, not a queue). */
@@ -130,7 +130,7 @@ export class LeaderElection {
     this.loop = new ElectionLoop({
       retryMs: this.retryMs,
       log: this.log,
-      live: (gen) => gen === this.generation && this.running,
+      live: (gen) => this.current(gen),
       attempt: (gen) => attempt(this.attemptContext(gen)),
     });
   }
@@ -267,15 +267,19 @@ export class LeaderElection {
 
   // ---- election ------------------------------------------------------------------------------
 
-  private scheduleElection(delayMs: number): void {
-    if (!this.running) return;
+  /** Work of generation `gen` is still wanted (every stop bumps the generation). */
+  private current(gen: number): boolean {
+    return gen === this.generation;
+  }
+
+  /** Elects again (generation `gen`, that of the caller) after `delayMs`. */
+  private scheduleElection(gen: number, delayMs: number): void {
     clearTimeout(this.electTimer);
-    const gen = this.generation;
     this.electTimer = setTimeout(() => {
       this.electTimer = undefined;
       // Neither leading nor following (an election still finishing may have settled it).
       const go = () => {
-        if (gen !== this.generation || !this.running || this._server || this._connection) return;
+        if (this._server || this._connection) return;
         this.loop.run(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
       };
       if (this.loop.idle) go();
@@ -293,7 +297,7 @@ export class LeaderElection {
       connectTimeoutMs: this.connectTimeoutMs,
       log: this.log,
       who: this.who,
-      superseded: () => gen !== this.generation,
+      superseded: () => !this.current(gen),
       silentKey: this.silentKey,
       lead: (cand) => this.becomeLeader(gen, cand),
       follow: (socket, key) => this.becomeFollower(gen, socket, key),
@@ -302,7 +306,7 @@ export class LeaderElection {
 
   /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
   private async becomeLeader(gen: number, cand: Candidate): Promise<boolean> {
-    if (gen !== this.generation || !this.running) {
+    if (!this.current(gen)) {
       await relinquish(cand.server, cand.key, this._socketPath!, this.log);
       return true; // relinquish closed it
     }
@@ -320,7 +324,8 @@ export class LeaderElection {
       log: this.log,
       lost: (reason) => void this.stepDown(`lease lost: ${reason}`),
     });
-    if (gen !== this.generation || !this.running || this._server !== cand.server) {
+    // A stop meanwhile let go of the server (and so does a newer start, stopped before it).
+    if (this._server !== cand.server) {
       tenure.end('stopped meanwhile');
       return true;
     }
@@ -335,7 +340,7 @@ export class LeaderElection {
   }
 
   private becomeFollower(gen: number, socket: net.Socket, key: string): void {
-    if (gen !== this.generation || !this.running) {
+    if (!this.current(gen)) {
       socket.destroy();
       return;
     }
@@ -355,7 +360,7 @@ export class LeaderElection {
       this.quietEmitter.fire(ms === null ? null : conn.quietOf(ms));
     });
     conn.onSilent((ms) => {
-      if (this._connection !== conn || gen !== this.generation || !this.running) return;
+      if (this._connection !== conn) return; // a stop let go of it
       noteTerm();
       const who = conn.leaderPid !== undefined ? ` (${conn.leaderWho ?? 'engine'}, pid ${conn.leaderPid})` : '';
       this.log(
@@ -366,15 +371,14 @@ export class LeaderElection {
       this.quietEmitter.fire(conn.quietOf(ms));
       this._connection = undefined;
       conn.close();
-      this.scheduleElection(0);
+      this.scheduleElection(gen, 0);
     });
     conn.onClose(() => {
-      if (this._connection !== conn) return;
+      if (this._connection !== conn) return; // a stop (or a silent leader's replacement) let go of it
       this._connection = undefined;
       this.quietEmitter.fire(null);
-      if (gen !== this.generation || !this.running) return;
       this.log('leader election: lost the leader; electing again');
-      this.scheduleElection(randomBetween(50, 250));
+      this.scheduleElection(gen, randomBetween(50, 250));
     });
     this.setRole('follower');
     this.followerEmitter.fire(conn);
@@ -409,6 +413,7 @@ export class LeaderElection {
    */
   private async stepDown(reason: string): Promise<void> {
     if (this._role !== 'leader') return;
+    const gen = this.generation;
     this.log(`leader election: stepping down: ${reason}`);
     this.endTenure('stepped down');
     this.stopWatch();
@@ -417,7 +422,7 @@ export class LeaderElection {
     this.serverKey = undefined;
     this.setRole('follower');
     await server?.close();
-    this.scheduleElection(randomBetween(0, 100));
+    this.scheduleElection(gen, randomBetween(0, 100));
   }
 
   private endTenure(reason: string): void {
