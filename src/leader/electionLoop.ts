@@ -2,11 +2,14 @@
 //
 // Elections run on one Serial (src/util/serial.ts): one of a newer generation (a start after a
 // stop) waits until the older one has wound down (it gives up at its next step); two calls for
-// the same generation share one election. Between attempts it pauses (quick retries are
-// bounded, then slow down); a stop cuts the pause short.
+// the same generation share one election. Between attempts it pauses (after QUICK_RETRIES
+// retries, for at least `retryMs` each time); a stop cuts the pause short.
 import { Serial } from '../util/serial';
 import { retryIn, type Outcome } from './attempt';
 import type { Log } from './emitter';
+
+/** After this many retries, an election that has not decided tries again no faster than `retryMs`. */
+export const QUICK_RETRIES = 50;
 
 export interface ElectionLoopOptions {
   /** Delay after an inconclusive attempt, and the pace once quick retries are used up. */
@@ -60,7 +63,7 @@ export class ElectionLoop {
 
   private async elect(gen: number, throwErrors: boolean): Promise<void> {
     const { retryMs, log } = this.opts;
-    let quick = 0;
+    let retries = 0;
     while (this.opts.live(gen)) {
       let outcome: Outcome;
       try {
@@ -72,9 +75,7 @@ export class ElectionLoop {
       }
       if (outcome.done) return;
       // Quick retries (lock busy, path changed under us) are bounded, then slow down.
-      let delay = outcome.delayMs;
-      if (delay < retryMs && ++quick > 50) delay = retryMs;
-      await this.pause(delay);
+      await this.pause(++retries > QUICK_RETRIES ? Math.max(outcome.delayMs, retryMs) : outcome.delayMs);
     }
   }
 
