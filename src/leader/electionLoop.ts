@@ -81,9 +81,9 @@ export class ElectionLoop {
 
   private pause(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
+      // Left in `wake` once over: calling it again does nothing.
       const done = () => {
         clearTimeout(timer);
-        if (this.wake === done) this.wake = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);

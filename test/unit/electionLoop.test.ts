@@ -95,7 +95,8 @@ describe('election loop', () => {
 
   it('two calls for one generation share one election; a newer one waits until the older has wound down', async () => {
     const first = deferred<Outcome>();
-    const s = loopOf(10, (gen) => (gen === 1 ? first.promise : DONE));
+    const second = deferred<Outcome>();
+    const s = loopOf(10, (gen) => (gen === 1 ? first.promise : second.promise));
     s.live.add(2);
     assert.equal(s.loop.idle, true);
     const a = s.loop.run(1, true);
@@ -107,9 +108,14 @@ describe('election loop', () => {
       [1],
     );
     assert.equal(s.loop.idle, false);
+    let drained = false;
+    void s.loop.drained().then(() => (drained = true));
     first.resolve(DONE);
-    await b;
     await a;
+    assert.equal(s.loop.run(2, true), b, 'still one election for generation 2');
+    assert.equal(drained, false, 'drained only once every election asked for has settled');
+    second.resolve(DONE);
+    await b;
     assert.deepEqual(
       s.calls.map((c) => c.gen),
       [1, 2],
