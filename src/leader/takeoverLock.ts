@@ -26,12 +26,8 @@ export class TakeoverLock {
     const tmp = `${this.lockPath}.${token()}.tmp`;
     await fsp.writeFile(tmp, mine, { mode: 0o600 }); // a private directory: nobody else writes there
     try {
-      // Once; once more after breaking the lock in the way if it was stale.
-      if (!(await this.link(tmp))) {
-        await this.breakIfStale();
-        if (!(await this.link(tmp))) return null;
-      }
-      return { release: () => this.release(mine) };
+      await this.breakIfStale(); // the lock in the way, if any and stale
+      return (await this.link(tmp)) ? { release: () => this.release(mine) } : null;
     } finally {
       await unlinkQuiet(tmp);
     }
@@ -63,7 +59,7 @@ export class TakeoverLock {
     try {
       seen = await fsp.readFile(this.lockPath, 'utf8');
     } catch (e) {
-      if (errCode(e) === 'ENOENT') return; // released meanwhile
+      if (errCode(e) === 'ENOENT') return; // none (or released meanwhile)
       throw e;
     }
     const [pidText, , atText] = seen.split(' '); // Number() ignores the newline
