@@ -112,7 +112,7 @@ export async function readLeaderFile(path: string): Promise<LeaderFile | null> {
   }
   try {
     // A renewal is written padded with spaces; a reader may see it half-written: null then.
-    const parsed = LeaderFileSchema.safeParse(JSON.parse(text.trim()));
+    const parsed = LeaderFileSchema.safeParse(JSON.parse(text)); // JSON.parse skips the padding
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
