@@ -1,7 +1,8 @@
 // The takeover lock, as rules: of candidates racing for it only one holds it; a live owner's lock
 // is never broken (only a dead owner's, one past LOCK_STALE_MS, or one that does not read as a
 // lock); a lock taken again between a breaker's look and its break is put back. Real files in a
-// temporary directory, real processes as owners; where a rule is about a race at one exact step,
+// temporary directory, real processes as owners (the parent process, alive while the tests run,
+// and one child that has exited, spawned once); where a rule is about a race at one exact step,
 // the other candidate's move is made at that step (a wrapper around the one fs call).
 import { after, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,9 +13,7 @@ import * as path from 'node:path';
 import { LOCK_STALE_MS, TakeoverLock } from '../../src/leader/takeoverLock';
 
 const dirs: string[] = [];
-const livePids: number[] = [];
 after(() => {
-  for (const pid of livePids) process.kill(pid, 'SIGKILL');
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -26,18 +25,17 @@ function world(): { dir: string; lockPath: string; lock: () => TakeoverLock; log
   return { dir, lockPath, logs, lock: () => new TakeoverLock(lockPath, (m) => logs.push(m)) };
 }
 
-/** A process that is alive until the tests end. */
-function liveOwner(): number {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
-  livePids.push(child.pid!);
-  return child.pid!;
-}
+/** A process other than this one that is alive until the tests end: the one that runs them. */
+const liveOwner = (): number => process.ppid;
 
-/** The pid of a process that has exited. */
-async function deadOwner(): Promise<number> {
-  const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
-  await new Promise((r) => child.once('exit', r));
-  return child.pid!;
+let dead: Promise<number> | undefined;
+/** The pid of a process that has exited (one child, spawned once). */
+function deadOwner(): Promise<number> {
+  dead ??= new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    child.once('exit', () => resolve(child.pid!));
+  });
+  return dead;
 }
 
 const lockText = (pid: number | string, at: number | string = Date.now()) => `${pid} feedf00d ${at}\n`;
@@ -153,7 +151,7 @@ describe('takeover lock: races between breakers', () => {
   it('a lock moved by mistake whose place was taken again is not put back over the newer one (logged)', async (t) => {
     const w = world();
     fs.writeFileSync(w.lockPath, lockText(await deadOwner()));
-    const fresh = lockText(liveOwner());
+    const fresh = lockText(liveOwner(), Date.now() - 1);
     const newer = lockText(liveOwner());
     const real = fs.promises.rename;
     t.mock.method(fs.promises, 'rename', async (from: string, to: string) => {
