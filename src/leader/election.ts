@@ -13,11 +13,12 @@
 //   takeoverLock.ts     the lock under which a dead leader's socket is replaced
 //   attempt.ts          one attempt: lead, follow, take over, or try again later
 //   electionLoop.ts     attempts until one decides, one election at a time
+//   generation.ts       the generation fence: work of an older generation gives up
 //   pathWatch.ts        the leader's backstop: its path is still its own, else it steps down
 //   leaderServer.ts, followerConnection.ts (over messages.ts): the two ends of the socket
 //   lease.ts, tenure.ts the leader's lease, its term, beats and leader file: a silent leader is gone
-// This file holds the state: the role, the generation (bumped by start and stop: async work of
-// an older one gives up), the server or connection, the lease and its term, and the events. A
+// This file holds the state: the role, the generation (generation.ts: a new one at every start
+// and stop; async work of an older one gives up), the server or connection, the lease and its term, and the events. A
 // follower whose connection closes runs the election again after a short random delay
 // (50–250 ms); one whose leader went silent past its lease takes its socket over at once. A
 // leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps down.
@@ -26,6 +27,7 @@ import type * as net from 'node:net';
 import { attempt, randomBetween, type AttemptContext } from './attempt';
 import { ElectionLoop } from './electionLoop';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
+import { Generations, type Generation } from './generation';
 import { relinquish, type Candidate } from './exclusiveListen';
 import { FollowerConnection, type Quiet } from './followerConnection';
 import type { LeaderServer } from './leaderServer';
@@ -82,12 +84,12 @@ export class LeaderElection {
   private _socketPath: string | undefined;
   private lock: TakeoverLock | undefined;
   private _role: Role = 'stopped';
-  /** Bumped by start and stop: async work of an older generation gives up (`current`). */
-  private generation = 0;
+  /** A new one at every start and stop: async work of an older generation gives up. */
+  private readonly generations = new Generations();
   private running = false;
   /** The start in flight: concurrent calls share it (a single flight, not a queue). */
   private starting: Promise<void> | undefined;
-  private readonly loop: ElectionLoop;
+  private readonly loop: ElectionLoop<Generation>;
   private electTimer: NodeJS.Timeout | undefined;
   private watch: PathWatch | undefined;
   private _server: LeaderServer | undefined;
@@ -127,10 +129,10 @@ export class LeaderElection {
     this.leaderEmitter = new Emitter<LeaderServer>(this.log, 'onLeader listener');
     this.followerEmitter = new Emitter<FollowerConnection>(this.log, 'onFollower listener');
     this.roleEmitter = new Emitter<Role>(this.log, 'onRoleChange listener');
-    this.loop = new ElectionLoop({
+    this.loop = new ElectionLoop<Generation>({
       retryMs: this.retryMs,
       log: this.log,
-      live: (gen) => this.current(gen),
+      live: (gen) => this.generations.current(gen),
       attempt: (gen) => attempt(this.attemptContext(gen)),
     });
   }
@@ -225,7 +227,7 @@ export class LeaderElection {
     this._socketPath = socketPath;
     this.lock = new TakeoverLock(takeoverLockPath(dir, this.name), this.log);
     this.running = true;
-    const gen = ++this.generation;
+    const gen = this.generations.begin();
     try {
       await this.loop.run(gen, true);
     } catch (e) {
@@ -237,7 +239,7 @@ export class LeaderElection {
   /** Gives up the role: a leader removes its socket (if still its own) and disconnects followers. */
   async stop(): Promise<void> {
     this.running = false;
-    this.generation++;
+    this.generations.begin();
     clearTimeout(this.electTimer);
     this.electTimer = undefined;
     this.loop.wakeUp();
@@ -267,19 +269,15 @@ export class LeaderElection {
 
   // ---- election ------------------------------------------------------------------------------
 
-  /** Work of generation `gen` is still wanted (every stop bumps the generation). */
-  private current(gen: number): boolean {
-    return gen === this.generation;
-  }
-
-  /** Elects again (generation `gen`, that of the caller) after `delayMs`. */
-  private scheduleElection(gen: number, delayMs: number): void {
+  /** Elects again (generation `gen`, that of the caller) after `delayMs`, unless `gen` is over. */
+  private scheduleElection(gen: Generation, delayMs: number): void {
+    if (!this.generations.current(gen)) return; // a stale caller leaves a current timer alone
     clearTimeout(this.electTimer);
     this.electTimer = setTimeout(() => {
       this.electTimer = undefined;
-      // Neither leading nor following (an election still finishing may have settled it).
       const go = () => {
-        if (this._server || this._connection) return;
+        const seat = { leading: this._server !== undefined, following: this._connection !== undefined };
+        if (!this.generations.electsAgain(gen, seat)) return;
         this.loop.run(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
       };
       if (this.loop.idle) go();
@@ -288,7 +286,7 @@ export class LeaderElection {
   }
 
   /** What an attempt of generation `gen` works with, read now. */
-  private attemptContext(gen: number): AttemptContext {
+  private attemptContext(gen: Generation): AttemptContext {
     return {
       dir: this.dir!,
       socketPath: this._socketPath!,
@@ -297,7 +295,7 @@ export class LeaderElection {
       connectTimeoutMs: this.connectTimeoutMs,
       log: this.log,
       who: this.who,
-      superseded: () => !this.current(gen),
+      superseded: () => !this.generations.current(gen),
       silentKey: this.silentKey,
       lead: (cand) => this.becomeLeader(gen, cand),
       follow: (socket, key) => this.becomeFollower(gen, socket, key),
@@ -305,8 +303,8 @@ export class LeaderElection {
   }
 
   /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
-  private async becomeLeader(gen: number, cand: Candidate): Promise<boolean> {
-    if (!this.current(gen)) {
+  private async becomeLeader(gen: Generation, cand: Candidate): Promise<boolean> {
+    if (!this.generations.current(gen)) {
       await relinquish(cand.server, cand.key, this._socketPath!, this.log);
       return true; // relinquish closed it
     }
@@ -339,8 +337,8 @@ export class LeaderElection {
     return true;
   }
 
-  private becomeFollower(gen: number, socket: net.Socket, key: string): void {
-    if (!this.current(gen)) {
+  private becomeFollower(gen: Generation, socket: net.Socket, key: string): void {
+    if (!this.generations.current(gen)) {
       socket.destroy();
       return;
     }
@@ -388,13 +386,13 @@ export class LeaderElection {
 
   private startWatch(key: string): void {
     this.stopWatch();
-    const gen = this.generation;
+    const gen = this.generations.now;
     this.watch = new PathWatch({
       socketPath: this._socketPath!,
       key,
       everyMs: this.checkMs,
       log: this.log,
-      current: () => gen === this.generation && this._role === 'leader',
+      current: () => this.generations.current(gen) && this._role === 'leader',
       serverClosed: () => this._server?.closed === true,
       lost: (reason) => this.stepDown(reason),
     });
@@ -413,7 +411,7 @@ export class LeaderElection {
    */
   private async stepDown(reason: string): Promise<void> {
     if (this._role !== 'leader') return;
-    const gen = this.generation;
+    const gen = this.generations.now;
     this.log(`leader election: stepping down: ${reason}`);
     this.endTenure('stepped down');
     this.stopWatch();

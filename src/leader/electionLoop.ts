@@ -11,23 +11,24 @@ import type { Log } from './emitter';
 /** After this many retries, an election that has not decided tries again no faster than `retryMs`. */
 export const QUICK_RETRIES = 50;
 
-export interface ElectionLoopOptions {
+/** `G`: a generation, compared for identity only (generation.ts). */
+export interface ElectionLoopOptions<G> {
   /** Delay after an inconclusive attempt, and the pace once quick retries are used up. */
   retryMs: number;
   log: Log;
   /** The election of generation `gen` still has a reason to run (started and not superseded). */
-  live(gen: number): boolean;
-  attempt(gen: number): Promise<Outcome>;
+  live(gen: G): boolean;
+  attempt(gen: G): Promise<Outcome>;
 }
 
-export class ElectionLoop {
+export class ElectionLoop<G> {
   private readonly elections = new Serial();
   /** The election of the newest generation asked for, until it settles. */
-  private latest: { gen: number; done: Promise<void> } | undefined;
+  private latest: { gen: G; done: Promise<void> } | undefined;
   /** Ends the current pause early (stop). */
   private wake: (() => void) | undefined;
 
-  constructor(private readonly opts: ElectionLoopOptions) {}
+  constructor(private readonly opts: ElectionLoopOptions<G>) {}
 
   /** Nothing runs and nothing waits. */
   get idle(): boolean {
@@ -39,7 +40,7 @@ export class ElectionLoop {
    * `throwErrors`: an attempt's error ends the election with that error (else it is logged and
    * tried again).
    */
-  run(gen: number, throwErrors: boolean): Promise<void> {
+  run(gen: G, throwErrors: boolean): Promise<void> {
     if (this.latest?.gen === gen) return this.latest.done;
     const done = this.elections.run(() => this.elect(gen, throwErrors));
     const entry = { gen, done };
@@ -61,7 +62,7 @@ export class ElectionLoop {
     this.wake?.();
   }
 
-  private async elect(gen: number, throwErrors: boolean): Promise<void> {
+  private async elect(gen: G, throwErrors: boolean): Promise<void> {
     const { retryMs, log } = this.opts;
     let retries = 0;
     while (this.opts.live(gen)) {

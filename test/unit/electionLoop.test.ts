@@ -8,7 +8,7 @@ import { DONE, retryIn, type Outcome } from '../../src/leader/attempt';
 import { ElectionLoop, QUICK_RETRIES } from '../../src/leader/electionLoop';
 
 interface Script {
-  loop: ElectionLoop;
+  loop: ElectionLoop<number>;
   calls: Array<{ gen: number; at: number }>;
   logs: string[];
   live: Set<number>;
@@ -18,7 +18,7 @@ function loopOf(retryMs: number, next: (gen: number, n: number) => Outcome | Pro
   const calls: Script['calls'] = [];
   const logs: string[] = [];
   const live = new Set([1]);
-  const loop = new ElectionLoop({
+  const loop = new ElectionLoop<number>({
     retryMs,
     log: (m) => logs.push(m),
     live: (gen) => live.has(gen),
@@ -47,7 +47,7 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
 
 describe('election loop', () => {
   it(`an election undecided after ${QUICK_RETRIES} retries tries again no faster than retryMs`, async () => {
-    const retryMs = 1000;
+    const retryMs = 150;
     const last = QUICK_RETRIES + 3;
     const s = loopOf(retryMs, (_gen, n) => (n === last ? DONE : retryIn(0)));
     await s.loop.run(1, true);
@@ -62,11 +62,11 @@ describe('election loop', () => {
   });
 
   it('a slow retry asked for is kept in full, before and after the bound', async () => {
-    const s = loopOf(5, (_gen, n) => (n === 3 ? DONE : retryIn(150)));
+    const s = loopOf(5, (_gen, n) => (n === 3 ? DONE : retryIn(80)));
     await s.loop.run(1, true);
     const gaps = s.calls.slice(1).map((c, i) => c.at - s.calls[i].at);
     assert.ok(
-      gaps.every((g) => g >= 149),
+      gaps.every((g) => g >= 79),
       gaps.join(','),
     );
   });
@@ -91,6 +91,12 @@ describe('election loop', () => {
     assert.equal(await settlesWithin(done, 5000), true);
     assert.equal(s.loop.idle, true);
     s.loop.wakeUp(); // nothing pauses: nothing to do
+  });
+
+  it('a stop before any election paused has nothing to cut short', () => {
+    const s = loopOf(10, () => DONE);
+    s.loop.wakeUp();
+    assert.equal(s.loop.idle, true);
   });
 
   it('two calls for one generation share one election; a newer one waits until the older has wound down', async () => {
@@ -135,7 +141,7 @@ describe('election loop', () => {
     const boom = loopOf(10, () => Promise.reject(new Error('boom')));
     await assert.rejects(boom.loop.run(1, true), /boom/);
     assert.equal(boom.calls.length, 1);
-    const retryMs = 200;
+    const retryMs = 100;
     const s = loopOf(retryMs, (_gen, n) => (n === 1 ? Promise.reject(new Error('EACCES')) : DONE));
     await s.loop.run(1, false);
     assert.equal(s.calls.length, 2);
