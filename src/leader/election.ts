@@ -316,6 +316,7 @@ export class LeaderElection {
       filePath: leaderFilePath(this.dir!, this.name),
       seenTerm: this.seenTerm,
       leaseMs: this.leaseMs,
+      renewMs: RENEW_MS,
       who: this.who ?? 'engine',
       socketKey: cand.key,
       server: cand.server,
