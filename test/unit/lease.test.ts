@@ -1,7 +1,7 @@
 // The leader's lease and tenure, as rules: a leader acts only within LEASE_MS of its last renewal
 // on its own monotonic clock; a lease that ran out is never revived; each new leader's term is
 // above every term known; a renewal lands in the leader's own file, never a newer leader's, and
-// one the file cannot take is logged while the term goes on. The
+// one the file cannot take is logged while the term goes on; a read of the file leaves none open. The
 // lease's clock is the monotonic time it is given (here a number the test moves); the tenure runs
 // on real timers renewing every RENEW (30 ms, not the shipped RENEW_MS of 1 s: the rules are
 // about the order of renewals and the lease, not their length, and a file of rules must end
@@ -36,6 +36,9 @@ async function until(cond: () => boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/** How many files this process holds open. */
+const openFiles = (): number => fs.readdirSync('/dev/fd').length;
 
 const content = (term: number, extra: Partial<LeaderFile> = {}): LeaderFile => ({
   term,
@@ -132,6 +135,20 @@ describe('leader file', () => {
     fs.writeFileSync(file, JSON.stringify(content(7)) + ' '.repeat(5000));
     assert.deepEqual(await readLeaderFile(file), content(7), 'padding past the first 4 KiB is not read');
     await assert.rejects(readLeaderFile(dir), { code: 'EISDIR' });
+  });
+
+  it('a read leaves no file open; a writer holds one until closed, and closing it again changes nothing', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'n.leader');
+    const before = openFiles();
+    const w = await LeaderFileWriter.create(file, content(1));
+    assert.equal(openFiles(), before + 1, "the writer keeps its own file's handle");
+    for (let i = 0; i < 3; i++) assert.equal((await readLeaderFile(file))?.term, 1);
+    assert.equal(openFiles(), before + 1, 'no read left a file open');
+    await w.close();
+    assert.equal(openFiles(), before);
+    await w.close();
+    assert.equal(openFiles(), before);
   });
 
   it('a file that cannot be created is an error, and leaves no temporary file', async () => {
