@@ -1,7 +1,8 @@
 // The election loop, as rules: attempts until one decides, one election at a time, a superseded
 // generation attempting nothing more, quick retries bounded, a stop cutting a pause short. The
 // attempts are scripted (what the filesystem would answer is attempt.ts's business, tested with
-// real sockets in leader.test.ts); the pauses are real timers.
+// real sockets in leader.test.ts); the pauses are real timers, short ones (at most 150 ms), and
+// an election that does not end within 2 s fails its test.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DONE, retryIn, type Outcome } from '../../src/leader/attempt';
@@ -45,12 +46,30 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   return settled;
 }
 
+/**
+ * Runs generation `gen` of `s` to its end, failing after 2 s (an election that never ends fails
+ * the test, not hangs it: its generation is then superseded, so it stops attempting).
+ */
+async function ends(s: Script, gen: number, throwErrors: boolean): Promise<void> {
+  const done = s.loop.run(gen, throwErrors);
+  const quiet = done.then(
+    () => undefined,
+    () => undefined,
+  );
+  if (!(await settlesWithin(quiet, 2000))) {
+    s.live.clear();
+    s.loop.wakeUp();
+    assert.fail(`generation ${gen} did not end within 2 s`);
+  }
+  return done;
+}
+
 describe('election loop', () => {
   it(`an election undecided after ${QUICK_RETRIES} retries tries again no faster than retryMs`, async () => {
     const retryMs = 150;
     const last = QUICK_RETRIES + 3;
     const s = loopOf(retryMs, (_gen, n) => (n === last ? DONE : retryIn(0)));
-    await s.loop.run(1, true);
+    await ends(s, 1, true);
     assert.equal(s.calls.length, last);
     const gaps = s.calls.slice(1).map((c, i) => c.at - s.calls[i].at);
     const quick = gaps.slice(0, QUICK_RETRIES);
@@ -63,7 +82,7 @@ describe('election loop', () => {
 
   it('a slow retry asked for is kept in full, before and after the bound', async () => {
     const s = loopOf(5, (_gen, n) => (n === 3 ? DONE : retryIn(80)));
-    await s.loop.run(1, true);
+    await ends(s, 1, true);
     const gaps = s.calls.slice(1).map((c, i) => c.at - s.calls[i].at);
     assert.ok(
       gaps.every((g) => g >= 79),
@@ -76,9 +95,9 @@ describe('election loop', () => {
       s.live.delete(1);
       return retryIn(0);
     });
-    await s.loop.run(2, true);
+    await ends(s, 2, true);
     assert.deepEqual(s.calls, [], 'generation 2 was never started');
-    await s.loop.run(1, true);
+    await ends(s, 1, true);
     assert.equal(s.calls.length, 1);
   });
 
@@ -132,18 +151,18 @@ describe('election loop', () => {
 
   it('an election asked for again after the last one settled runs again (a lost leader)', async () => {
     const s = loopOf(10, () => DONE);
-    await s.loop.run(1, true);
-    await s.loop.run(1, true);
+    await ends(s, 1, true);
+    await ends(s, 1, true);
     assert.equal(s.calls.length, 2);
   });
 
   it("an attempt's error ends an election asked to throw; else it is logged and retried after retryMs", async () => {
     const boom = loopOf(10, () => Promise.reject(new Error('boom')));
-    await assert.rejects(boom.loop.run(1, true), /boom/);
+    await assert.rejects(ends(boom, 1, true), /boom/);
     assert.equal(boom.calls.length, 1);
     const retryMs = 100;
     const s = loopOf(retryMs, (_gen, n) => (n === 1 ? Promise.reject(new Error('EACCES')) : DONE));
-    await s.loop.run(1, false);
+    await ends(s, 1, false);
     assert.equal(s.calls.length, 2);
     assert.ok(s.calls[1].at - s.calls[0].at >= retryMs - 1);
     assert.deepEqual(s.logs, [`leader election: attempt failed: EACCES; retrying in ${retryMs} ms`]);
