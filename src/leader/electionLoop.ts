@@ -2,13 +2,17 @@
 //
 // Elections run on one Serial (src/util/serial.ts): one of a newer generation (a start after a
 // stop) waits until the older one has wound down (it gives up at its next step); two calls for
-// the same generation share one election. Between attempts it pauses (after QUICK_RETRIES
-// retries, for at least `retryMs` each time); a stop cuts the pause short.
+// the same generation share one election. Between attempts it pauses as the attempt asked, but
+// once QUICK_RETRIES quick retries (asked for sooner than `retryMs`) were made, each further quick
+// one waits `retryMs`; a stop cuts the pause short.
 import { Serial } from '../util/serial';
 import { retryIn, type Outcome } from './attempt';
 import type { Log } from './emitter';
 
-/** After this many retries, an election that has not decided tries again no faster than `retryMs`. */
+/**
+ * After this many quick retries (sooner than `retryMs`), an election's quick retries wait `retryMs`.
+ * Slow retries (a busy leader's) do not count: a takeover after a long busy spell is still quick.
+ */
 export const QUICK_RETRIES = 50;
 
 /** `G`: a generation, compared for identity only (generation.ts). */
@@ -64,7 +68,7 @@ export class ElectionLoop<G> {
 
   private async elect(gen: G, throwErrors: boolean): Promise<void> {
     const { retryMs, log } = this.opts;
-    let retries = 0;
+    let quick = 0;
     while (this.opts.live(gen)) {
       let outcome: Outcome;
       try {
@@ -76,7 +80,8 @@ export class ElectionLoop<G> {
       }
       if (outcome.done) return;
       // Quick retries (lock busy, path changed under us) are bounded, then slow down.
-      await this.pause(++retries > QUICK_RETRIES ? Math.max(outcome.delayMs, retryMs) : outcome.delayMs);
+      const slowDown = outcome.delayMs < retryMs && ++quick > QUICK_RETRIES;
+      await this.pause(slowDown ? retryMs : outcome.delayMs);
     }
   }
 

@@ -1,8 +1,10 @@
 // The election loop, as rules: attempts until one decides, one election at a time, a superseded
-// generation attempting nothing more, quick retries bounded, a stop cutting a pause short. The
-// attempts are scripted (what the filesystem would answer is attempt.ts's business, tested with
-// real sockets in leader.test.ts); the pauses are real timers, short ones (at most 150 ms), and
-// an election that does not end within 2 s fails its test.
+// generation attempting nothing more, quick retries bounded (slow ones not counted), a stop
+// cutting a pause short. The attempts are scripted (what the filesystem would answer is
+// attempt.ts's business, tested with real sockets in leader.test.ts); the pauses are real timers,
+// short ones (at most 150 ms), but for the 50 slow retries of one test (fake timers: 50 s of
+// pauses let pass by moving the clock), and an election that does not end within 2 s fails its
+// test.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DONE, retryIn, type Outcome } from '../../src/leader/attempt';
@@ -65,7 +67,7 @@ async function ends(s: Script, gen: number, throwErrors: boolean): Promise<void>
 }
 
 describe('election loop', () => {
-  it(`an election undecided after ${QUICK_RETRIES} retries tries again no faster than retryMs`, async () => {
+  it(`an election undecided after ${QUICK_RETRIES} quick retries tries again no faster than retryMs`, async () => {
     const retryMs = 150;
     const last = QUICK_RETRIES + 3;
     const s = loopOf(retryMs, (_gen, n) => (n === last ? DONE : retryIn(0)));
@@ -88,6 +90,32 @@ describe('election loop', () => {
       gaps.every((g) => g >= 79),
       gaps.join(','),
     );
+  });
+
+  it('slow retries (a busy leader) do not use up the quick ones', async (t) => {
+    // Fake timers: 50 retries of 1 s would take 50 s; each pause is let pass by moving the clock.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const retryMs = 1000;
+    const s = loopOf(retryMs, (_gen, n) =>
+      n <= QUICK_RETRIES ? retryIn(retryMs) : n <= QUICK_RETRIES + 2 ? retryIn(0) : DONE,
+    );
+    const done = s.loop.run(1, true);
+    const settle = () => new Promise((r) => setImmediate(r));
+    for (let n = 1; n <= QUICK_RETRIES; n++) {
+      await settle();
+      t.mock.timers.tick(retryMs - 1);
+      await settle();
+      assert.equal(s.calls.length, n, `slow retry ${n} waits its retryMs`);
+      t.mock.timers.tick(1);
+    }
+    for (let n = QUICK_RETRIES + 1; n <= QUICK_RETRIES + 2; n++) {
+      await settle();
+      assert.equal(s.calls.length, n);
+      t.mock.timers.tick(1);
+      await settle();
+      assert.equal(s.calls.length, n + 1, `after ${QUICK_RETRIES} slow retries, quick retry ${n} is still quick`);
+    }
+    await done;
   });
 
   it('an election whose generation was superseded makes no attempt, and stops attempting once superseded', async () => {
