@@ -18,10 +18,11 @@
 //   leaderServer.ts, followerConnection.ts (over messages.ts): the two ends of the socket
 //   lease.ts, tenure.ts the leader's lease, its term, beats and leader file: a silent leader is gone
 // This file holds the state: the role, the generation (generation.ts: a new one at every start
-// and stop; async work of an older one gives up), the server or connection, the lease and its term, and the events. A
-// follower whose connection closes runs the election again after a short random delay
-// (50–250 ms); one whose leader went silent past its lease takes its socket over at once. A
-// leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps down.
+// and stop; async work of an older one gives up), the server or connection, the lease and its
+// term, and the events. A follower whose connection closes runs the election again after a short
+// random delay (50–250 ms); one whose leader went silent past its lease takes its socket over at
+// once. A leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps
+// down.
 import * as fs from 'node:fs';
 import type * as net from 'node:net';
 import { attempt, randomBetween, type AttemptContext } from './attempt';

@@ -86,8 +86,7 @@ export class TakeoverLock {
       return;
     }
     await unlinkQuiet(aside);
-    this.log(
-      `leader election: broke a stale takeover lock (owner pid ${pidText}, ${deadOwner ? 'dead' : `${Math.round(age)} ms old`})`,
-    );
+    const why = deadOwner ? 'dead' : `${Math.round(age)} ms old`;
+    this.log(`leader election: broke a stale takeover lock (owner pid ${pidText}, ${why})`);
   }
 }

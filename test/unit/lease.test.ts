@@ -195,7 +195,7 @@ describe('tenure', () => {
     assert.equal(second.term, 10);
   });
 
-  it('renews every renewMs: a beat to the followers and the time in the file; an end stops it and the lease', async () => {
+  it('renews every renewMs (a beat to each follower, the time in the file) until it ends with its lease', async () => {
     const dir = tempDir();
     const t = tenureOptions(dir);
     const t0 = Date.now();
@@ -224,7 +224,7 @@ describe('tenure', () => {
     tenure.end('test');
   });
 
-  it('a revoke ends the lease at once; a leader file that cannot be read or written is logged, the term goes on', async () => {
+  it('a revoke ends the lease at once; a leader file it cannot read or write is logged: the term goes on', async () => {
     const dir = tempDir();
     fs.mkdirSync(path.join(dir, 'n.leader'));
     const t = tenureOptions(dir, { seenTerm: 3 });
