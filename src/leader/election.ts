@@ -13,19 +13,22 @@
 //   takeoverLock.ts     the lock under which a dead leader's socket is replaced
 //   attempt.ts          one attempt: lead, follow, take over, or try again later
 //   electionLoop.ts     attempts until one decides, one election at a time
+//   generation.ts       the generation fence: work of an older generation gives up
 //   pathWatch.ts        the leader's backstop: its path is still its own, else it steps down
 //   leaderServer.ts, followerConnection.ts (over messages.ts): the two ends of the socket
 //   lease.ts, tenure.ts the leader's lease, its term, beats and leader file: a silent leader is gone
-// This file holds the state: the role, the generation (bumped by start and stop: async work of
-// an older one gives up), the server or connection, the lease and its term, and the events. A
-// follower whose connection closes runs the election again after a short random delay
-// (50–250 ms); one whose leader went silent past its lease takes its socket over at once. A
-// leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps down.
+// This file holds the state: the role, the generation (generation.ts: a new one at every start
+// and stop; async work of an older one gives up), the server or connection, the lease and its
+// term, and the events. A follower whose connection closes runs the election again after a short
+// random delay (50–250 ms); one whose leader went silent past its lease takes its socket over at
+// once. A leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps
+// down.
 import * as fs from 'node:fs';
 import type * as net from 'node:net';
 import { attempt, randomBetween, type AttemptContext } from './attempt';
 import { ElectionLoop } from './electionLoop';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
+import { Generations, type Generation } from './generation';
 import { relinquish, type Candidate } from './exclusiveListen';
 import { FollowerConnection, type Quiet } from './followerConnection';
 import type { LeaderServer } from './leaderServer';
@@ -82,12 +85,12 @@ export class LeaderElection {
   private _socketPath: string | undefined;
   private lock: TakeoverLock | undefined;
   private _role: Role = 'stopped';
-  /** Bumped by start and stop: async work of an older generation gives up. */
-  private generation = 0;
+  /** A new one at every start and stop: async work of an older generation gives up. */
+  private readonly generations = new Generations();
   private running = false;
   /** The start in flight: concurrent calls share it (a single flight, not a queue). */
   private starting: Promise<void> | undefined;
-  private readonly loop: ElectionLoop;
+  private readonly loop: ElectionLoop<Generation>;
   private electTimer: NodeJS.Timeout | undefined;
   private watch: PathWatch | undefined;
   private _server: LeaderServer | undefined;
@@ -127,10 +130,10 @@ export class LeaderElection {
     this.leaderEmitter = new Emitter<LeaderServer>(this.log, 'onLeader listener');
     this.followerEmitter = new Emitter<FollowerConnection>(this.log, 'onFollower listener');
     this.roleEmitter = new Emitter<Role>(this.log, 'onRoleChange listener');
-    this.loop = new ElectionLoop({
+    this.loop = new ElectionLoop<Generation>({
       retryMs: this.retryMs,
       log: this.log,
-      live: (gen) => gen === this.generation && this.running,
+      live: (gen) => this.generations.current(gen),
       attempt: (gen) => attempt(this.attemptContext(gen)),
     });
   }
@@ -225,7 +228,7 @@ export class LeaderElection {
     this._socketPath = socketPath;
     this.lock = new TakeoverLock(takeoverLockPath(dir, this.name), this.log);
     this.running = true;
-    const gen = ++this.generation;
+    const gen = this.generations.begin();
     try {
       await this.loop.run(gen, true);
     } catch (e) {
@@ -237,7 +240,7 @@ export class LeaderElection {
   /** Gives up the role: a leader removes its socket (if still its own) and disconnects followers. */
   async stop(): Promise<void> {
     this.running = false;
-    this.generation++;
+    this.generations.begin();
     clearTimeout(this.electTimer);
     this.electTimer = undefined;
     this.loop.wakeUp();
@@ -267,15 +270,15 @@ export class LeaderElection {
 
   // ---- election ------------------------------------------------------------------------------
 
-  private scheduleElection(delayMs: number): void {
-    if (!this.running) return;
+  /** Elects again (generation `gen`, that of the caller) after `delayMs`, unless `gen` is over. */
+  private scheduleElection(gen: Generation, delayMs: number): void {
+    if (!this.generations.current(gen)) return; // a stale caller leaves a current timer alone
     clearTimeout(this.electTimer);
-    const gen = this.generation;
     this.electTimer = setTimeout(() => {
       this.electTimer = undefined;
-      // Neither leading nor following (an election still finishing may have settled it).
       const go = () => {
-        if (gen !== this.generation || !this.running || this._server || this._connection) return;
+        const seat = { leading: this._server !== undefined, following: this._connection !== undefined };
+        if (!this.generations.electsAgain(gen, seat)) return;
         this.loop.run(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
       };
       if (this.loop.idle) go();
@@ -284,7 +287,7 @@ export class LeaderElection {
   }
 
   /** What an attempt of generation `gen` works with, read now. */
-  private attemptContext(gen: number): AttemptContext {
+  private attemptContext(gen: Generation): AttemptContext {
     return {
       dir: this.dir!,
       socketPath: this._socketPath!,
@@ -293,7 +296,7 @@ export class LeaderElection {
       connectTimeoutMs: this.connectTimeoutMs,
       log: this.log,
       who: this.who,
-      superseded: () => gen !== this.generation,
+      superseded: () => !this.generations.current(gen),
       silentKey: this.silentKey,
       lead: (cand) => this.becomeLeader(gen, cand),
       follow: (socket, key) => this.becomeFollower(gen, socket, key),
@@ -301,8 +304,8 @@ export class LeaderElection {
   }
 
   /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
-  private async becomeLeader(gen: number, cand: Candidate): Promise<boolean> {
-    if (gen !== this.generation || !this.running) {
+  private async becomeLeader(gen: Generation, cand: Candidate): Promise<boolean> {
+    if (!this.generations.current(gen)) {
       await relinquish(cand.server, cand.key, this._socketPath!, this.log);
       return true; // relinquish closed it
     }
@@ -314,13 +317,15 @@ export class LeaderElection {
       filePath: leaderFilePath(this.dir!, this.name),
       seenTerm: this.seenTerm,
       leaseMs: this.leaseMs,
+      renewMs: RENEW_MS,
       who: this.who ?? 'engine',
       socketKey: cand.key,
       server: cand.server,
       log: this.log,
       lost: (reason) => void this.stepDown(`lease lost: ${reason}`),
     });
-    if (gen !== this.generation || !this.running || this._server !== cand.server) {
+    // A stop meanwhile let go of the server (and so does a newer start, stopped before it).
+    if (this._server !== cand.server) {
       tenure.end('stopped meanwhile');
       return true;
     }
@@ -334,8 +339,8 @@ export class LeaderElection {
     return true;
   }
 
-  private becomeFollower(gen: number, socket: net.Socket, key: string): void {
-    if (gen !== this.generation || !this.running) {
+  private becomeFollower(gen: Generation, socket: net.Socket, key: string): void {
+    if (!this.generations.current(gen)) {
       socket.destroy();
       return;
     }
@@ -355,7 +360,7 @@ export class LeaderElection {
       this.quietEmitter.fire(ms === null ? null : conn.quietOf(ms));
     });
     conn.onSilent((ms) => {
-      if (this._connection !== conn || gen !== this.generation || !this.running) return;
+      if (this._connection !== conn) return; // a stop let go of it
       noteTerm();
       const who = conn.leaderPid !== undefined ? ` (${conn.leaderWho ?? 'engine'}, pid ${conn.leaderPid})` : '';
       this.log(
@@ -366,15 +371,14 @@ export class LeaderElection {
       this.quietEmitter.fire(conn.quietOf(ms));
       this._connection = undefined;
       conn.close();
-      this.scheduleElection(0);
+      this.scheduleElection(gen, 0);
     });
     conn.onClose(() => {
-      if (this._connection !== conn) return;
+      if (this._connection !== conn) return; // a stop (or a silent leader's replacement) let go of it
       this._connection = undefined;
       this.quietEmitter.fire(null);
-      if (gen !== this.generation || !this.running) return;
       this.log('leader election: lost the leader; electing again');
-      this.scheduleElection(randomBetween(50, 250));
+      this.scheduleElection(gen, randomBetween(50, 250));
     });
     this.setRole('follower');
     this.followerEmitter.fire(conn);
@@ -384,13 +388,13 @@ export class LeaderElection {
 
   private startWatch(key: string): void {
     this.stopWatch();
-    const gen = this.generation;
+    const gen = this.generations.now;
     this.watch = new PathWatch({
       socketPath: this._socketPath!,
       key,
       everyMs: this.checkMs,
       log: this.log,
-      current: () => gen === this.generation && this._role === 'leader',
+      current: () => this.generations.current(gen) && this._role === 'leader',
       serverClosed: () => this._server?.closed === true,
       lost: (reason) => this.stepDown(reason),
     });
@@ -409,6 +413,7 @@ export class LeaderElection {
    */
   private async stepDown(reason: string): Promise<void> {
     if (this._role !== 'leader') return;
+    const gen = this.generations.now;
     this.log(`leader election: stepping down: ${reason}`);
     this.endTenure('stepped down');
     this.stopWatch();
@@ -417,7 +422,7 @@ export class LeaderElection {
     this.serverKey = undefined;
     this.setRole('follower');
     await server?.close();
-    this.scheduleElection(randomBetween(0, 100));
+    this.scheduleElection(gen, randomBetween(0, 100));
   }
 
   private endTenure(reason: string): void {

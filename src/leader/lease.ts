@@ -112,7 +112,7 @@ export async function readLeaderFile(path: string): Promise<LeaderFile | null> {
   }
   try {
     // A renewal is written padded with spaces; a reader may see it half-written: null then.
-    const parsed = LeaderFileSchema.safeParse(JSON.parse(text.trim()));
+    const parsed = LeaderFileSchema.safeParse(JSON.parse(text)); // JSON.parse skips the padding
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
@@ -153,15 +153,17 @@ export class LeaderFileWriter {
     await this.fh.write(line(this.content), 0);
   }
 
+  /** Closes the file; closing it again changes nothing (the handle's error is ignored). */
   async close(): Promise<void> {
-    if (this.closed) return;
     this.closed = true;
     await this.fh.close().catch(() => undefined);
   }
 }
 
-/** The file's text: one JSON line padded to a fixed width, so a renewal overwrites it whole. */
+/**
+ * The file's text: one JSON line padded with spaces to at least 512 characters, so a renewal
+ * (as long: only `renewedAt` changes, and it keeps its 13 digits) overwrites it whole.
+ */
 function line(content: LeaderFile): string {
-  const text = JSON.stringify(content);
-  return text.padEnd(Math.max(512, text.length + 1), ' ') + '\n';
+  return JSON.stringify(content).padEnd(512) + '\n';
 }

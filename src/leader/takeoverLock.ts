@@ -3,9 +3,10 @@
 //
 // A file created atomically with its owner's pid and a token (written to a temporary file, then
 // `link`ed: exclusive, never seen half-written). A lock whose owner pid is dead, or older than
-// 10 s, is stale: it is renamed aside (atomic; of two breakers only one succeeds), and the renamed
-// file's token is checked to be the one judged stale (if not, it is put back).
-import { promises as fsp, type Stats } from 'node:fs';
+// 10 s, or that does not read as a lock, is stale: it is renamed aside (atomic; of two breakers
+// only one succeeds), and the renamed file's token is checked to be the one judged stale (if
+// not, it is put back).
+import { promises as fsp } from 'node:fs';
 import type { Log } from './emitter';
 import { errCode, pidAlive, token, unlinkQuiet } from './files';
 
@@ -23,20 +24,23 @@ export class TakeoverLock {
   async acquire(): Promise<{ release: () => Promise<void> } | null> {
     const mine = `${process.pid} ${token()} ${Date.now()}\n`;
     const tmp = `${this.lockPath}.${token()}.tmp`;
-    await fsp.writeFile(tmp, mine, { mode: 0o600, flag: 'wx' });
+    await fsp.writeFile(tmp, mine, { mode: 0o600 }); // a private directory: nobody else writes there
     try {
-      for (let i = 0; i < 2; i++) {
-        try {
-          await fsp.link(tmp, this.lockPath);
-          return { release: () => this.release(mine) };
-        } catch (e) {
-          if (errCode(e) !== 'EEXIST') throw e;
-        }
-        if (i === 0 && !(await this.breakIfStale())) return null;
-      }
-      return null;
+      await this.breakIfStale(); // the lock in the way, if any and stale
+      return (await this.link(tmp)) ? { release: () => this.release(mine) } : null;
     } finally {
       await unlinkQuiet(tmp);
+    }
+  }
+
+  /** Links `tmp` into place: false if a lock is there already. */
+  private async link(tmp: string): Promise<boolean> {
+    try {
+      await fsp.link(tmp, this.lockPath);
+      return true;
+    } catch (e) {
+      if (errCode(e) === 'EEXIST') return false;
+      throw e;
     }
   }
 
@@ -49,50 +53,40 @@ export class TakeoverLock {
     }
   }
 
-  /** Breaks the lock if its owner is dead or it is too old; true if it is (now) gone. */
-  private async breakIfStale(): Promise<boolean> {
+  /** Breaks the lock if its owner is dead or it is too old (or it does not read as a lock). */
+  private async breakIfStale(): Promise<void> {
     let seen: string;
-    let st: Stats;
     try {
-      st = await fsp.lstat(this.lockPath);
       seen = await fsp.readFile(this.lockPath, 'utf8');
     } catch (e) {
-      if (errCode(e) === 'ENOENT') return true;
+      if (errCode(e) === 'ENOENT') return; // none (or released meanwhile)
       throw e;
     }
-    const [pidText, , atText] = seen.trim().split(' ');
-    const pid = Number(pidText);
-    const at = Number(atText);
-    const age = Date.now() - (Number.isFinite(at) ? at : st.mtimeMs);
-    const deadOwner = Number.isInteger(pid) && pid !== process.pid && !pidAlive(pid);
-    if (!deadOwner && age <= LOCK_STALE_MS) return false;
+    const [pidText, , atText] = seen.split(' '); // Number() ignores the newline
+    const age = Date.now() - Number(atText);
+    const deadOwner = !pidAlive(Number(pidText));
+    if (!deadOwner && age <= LOCK_STALE_MS) return;
     const aside = `${this.lockPath}.stale.${token()}`;
     try {
       await fsp.rename(this.lockPath, aside);
     } catch (e) {
-      if (errCode(e) === 'ENOENT') return true; // somebody else broke (or released) it
+      if (errCode(e) === 'ENOENT') return; // somebody else broke (or released) it
       throw e;
     }
-    let got = '';
-    try {
-      got = await fsp.readFile(aside, 'utf8');
-    } catch {
-      // vanished: treat as broken
-    }
-    if (got !== '' && got !== seen) {
-      // We moved a newer, live lock: put it back if its place is still free.
+    // A private name: nobody else touches it.
+    if ((await fsp.readFile(aside, 'utf8')) !== seen) {
+      // Released and taken again since it was read: a live lock, moved by mistake. Put it back if
+      // its place is still free.
       try {
         await fsp.link(aside, this.lockPath);
       } catch {
         this.log('leader election: could not restore a takeover lock moved by mistake');
       }
       await unlinkQuiet(aside);
-      return false;
+      return;
     }
     await unlinkQuiet(aside);
-    this.log(
-      `leader election: broke a stale takeover lock (owner pid ${pidText}, ${deadOwner ? 'dead' : `${Math.round(age)} ms old`})`,
-    );
-    return true;
+    const why = deadOwner ? 'dead' : `${Math.round(age)} ms old`;
+    this.log(`leader election: broke a stale takeover lock (owner pid ${pidText}, ${why})`);
   }
 }

@@ -1,10 +1,10 @@
 // A leader's tenure: its term, its lease and its renewals (lease.ts says why and how long).
 // Begun when a candidate holds the path: the term is one above every term known (the leader
-// file's, and any a follower heard of), written into a new leader file; then every RENEW_MS the
+// file's, and any a follower heard of), written into a new leader file; then every `renewMs` the
 // lease is renewed, the followers get a beat and the file its renewal time. A renewal that comes
 // after the lease ran out renews nothing: `lost` is called, and the leader steps down.
 import type { Log } from './emitter';
-import { Lease, LeaderFileWriter, readLeaderFile, RENEW_MS } from './lease';
+import { Lease, LeaderFileWriter, readLeaderFile } from './lease';
 
 export interface TenureOptions {
   /** The leader file (`<name>.leader`). */
@@ -12,6 +12,8 @@ export interface TenureOptions {
   /** The highest term this process heard of as a follower. */
   seenTerm: number;
   leaseMs: number;
+  /** How often the lease is renewed (RENEW_MS). */
+  renewMs: number;
   who: string;
   /** The leader's socket file (`dev:ino`). */
   socketKey: string;
@@ -25,7 +27,6 @@ export interface TenureOptions {
 export class Tenure {
   private timer: NodeJS.Timeout | undefined;
   private file: LeaderFileWriter | undefined;
-  private ended = false;
 
   private constructor(
     readonly term: number,
@@ -71,27 +72,29 @@ export class Tenure {
     this.lease.revoke(reason);
   }
 
-  /** Stops renewing, ends the lease and closes the leader file (left in place: it keeps the term). */
+  /**
+   * Stops renewing, ends the lease and closes the leader file (left in place: it keeps the term).
+   * Nothing renews after it: the one pending renewal is cleared, and a renewal running calls it
+   * only from `lost`, after which it schedules nothing.
+   */
   end(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
     clearTimeout(this.timer);
     this.lease.revoke(`this engine no longer leads (${reason})`);
     void this.file?.close();
   }
 
   private schedule(): void {
-    if (this.ended) return;
-    this.timer = setTimeout(() => this.renew(), RENEW_MS);
+    this.timer = setTimeout(() => this.renew(), this.opts.renewMs);
     this.timer.unref();
   }
 
   private renew(): void {
-    if (this.ended) return;
-    if (!this.lease.renew()) {
-      this.opts.lost(this.lease.check() ?? 'the lease ran out');
+    const lost = this.lease.check();
+    if (lost !== null) {
+      this.opts.lost(lost);
       return;
     }
+    this.lease.renew();
     this.opts.server.beat();
     this.file?.renew(Date.now()).catch((e: unknown) => {
       this.opts.log(`leader election: cannot renew the leader file: ${(e as Error).message}`);
