@@ -1,7 +1,7 @@
 // Watches as the engine writes them, and random corruptions of them: the faster load path
 // (src/store/fastCheck.ts) and the stored record form (src/store/watchRecord.ts) are checked
 // against zod on both.
-import { newWatch, type WatchedThread } from '../../src/model/watch';
+import { newWatch, type WatchedThread, type WatchState, type WatchStateKind } from '../../src/model/watch';
 
 /** Watches as the engine writes them: fresh, failed and scheduled, recovered, held, elsewhere. */
 export function samples(): WatchedThread[] {
@@ -95,3 +95,33 @@ export function corrupt(v: unknown, random: () => number): unknown {
   else parent[key] = structuredClone(ODD[Math.floor(random() * ODD.length)]);
   return copy;
 }
+
+const held = { kind: 'backoff', attempt: 2, failedTurnId: 'turn-1' } as const;
+
+/** One state of every kind this release has (a record: a new kind does not compile without one). */
+export const EVERY_STATE: { [K in WatchStateKind]: Extract<WatchState, { kind: K }> } = {
+  running: { kind: 'running' },
+  idle: { kind: 'idle' },
+  waitingApproval: { kind: 'waitingApproval' },
+  codexRetrying: { kind: 'codexRetrying', detail: 'reconnecting 1/5' },
+  backoff: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' },
+  waitingSlot: { kind: 'waitingSlot', slotAt: 9_000, held: { kind: 'usageLimited', resetsAt: null } },
+  waitingProbe: { kind: 'waitingProbe', probe: 'probe-thread', held },
+  turnEnding: { kind: 'turnEnding' },
+  recovering: { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: 3_000 },
+  usageLimited: { kind: 'usageLimited', resetsAt: 8_000 },
+  userIntent: { kind: 'userIntent', requested: 'paused', at: 2_000 },
+  disarmed: { kind: 'disarmed', at: 2_000 },
+  paused: { kind: 'paused' },
+  complete: { kind: 'complete' },
+  budgetLimited: { kind: 'budgetLimited' },
+  modelBlocked: { kind: 'modelBlocked' },
+  interrupted: { kind: 'interrupted' },
+  needsAttention: { kind: 'needsAttention', code: 'contextWindowExceeded', message: 'context window full' },
+  gaveUp: { kind: 'gaveUp', attempts: 6 },
+  budgetSpent: { kind: 'budgetSpent', used: 12, limit: 12, until: 90_000 },
+  notAdopted: { kind: 'notAdopted', status: 'blocked' },
+  failedBeforeArming: { kind: 'failedBeforeArming', code: 'internalServerError', message: 'boom' },
+  unloaded: { kind: 'unloaded' },
+  elsewhere: { kind: 'elsewhere', since: 1, goal: 'blocked', seenActive: true, retryable: true },
+};

@@ -23,6 +23,7 @@ import {
   type WatchState,
   type WatchStateKind,
 } from '../../src/model/watch';
+import { EVERY_STATE as STATES } from '../support/watchSamples';
 
 /** The state kinds a protocol-3 (and 0.3.0's protocol-2) follower knows. */
 const PROTOCOL_3_STATE_KINDS: readonly string[] = [
@@ -68,43 +69,13 @@ const PROTOCOL_3_DECISION_TYPES: readonly string[] = [
   'warning',
 ];
 
-const held = { kind: 'backoff', attempt: 2, failedTurnId: 'turn-1' } as const;
-
-/** One state of every kind this release has (a record: a new kind does not compile without one). */
-const STATES: { [K in WatchStateKind]: Extract<WatchState, { kind: K }> } = {
-  running: { kind: 'running' },
-  idle: { kind: 'idle' },
-  waitingApproval: { kind: 'waitingApproval' },
-  codexRetrying: { kind: 'codexRetrying', detail: 'reconnecting 1/5' },
-  backoff: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' },
-  waitingSlot: { kind: 'waitingSlot', slotAt: 9_000, held: { kind: 'usageLimited', resetsAt: null } },
-  waitingProbe: { kind: 'waitingProbe', probe: 'probe-thread', held },
-  turnEnding: { kind: 'turnEnding' },
-  recovering: { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: 3_000 },
-  usageLimited: { kind: 'usageLimited', resetsAt: 8_000 },
-  userIntent: { kind: 'userIntent', requested: 'paused', at: 2_000 },
-  disarmed: { kind: 'disarmed', at: 2_000 },
-  paused: { kind: 'paused' },
-  complete: { kind: 'complete' },
-  budgetLimited: { kind: 'budgetLimited' },
-  modelBlocked: { kind: 'modelBlocked' },
-  interrupted: { kind: 'interrupted' },
-  needsAttention: { kind: 'needsAttention', code: 'contextWindowExceeded', message: 'context window full' },
-  gaveUp: { kind: 'gaveUp', attempts: 6 },
-  budgetSpent: { kind: 'budgetSpent', used: 12, limit: 12, until: 90_000 },
-  notAdopted: { kind: 'notAdopted', status: 'blocked' },
-  failedBeforeArming: { kind: 'failedBeforeArming', code: 'internalServerError', message: 'boom' },
-  unloaded: { kind: 'unloaded' },
-  elsewhere: { kind: 'elsewhere', since: 1, goal: 'blocked', seenActive: true, retryable: true },
-};
-
 /**
  * What an older follower is shown for each kind it does not know: a goal waiting for its outage's
  * probe backs off (as it did before the probe); a spent budget is a goal given up on after the
  * recoveries counted, on which an older window offers Retry now (it never does on needsAttention).
  */
 const TRANSLATED: Partial<Record<WatchStateKind, WatchState>> = {
-  waitingProbe: held,
+  waitingProbe: STATES.waitingProbe.held,
   budgetSpent: { kind: 'gaveUp', attempts: 12 },
 };
 
@@ -353,7 +324,7 @@ describe('the leader server with an older and a newer follower', () => {
       assert.deepEqual(states[0], JSON.parse(JSON.stringify(olderSnapshot(snapshot))), name);
       assert.ok(parseSnapshot(states[0]), `${name}: still a snapshot of this release`);
       const byThread = new Map(states[0].watches.map((w) => [w.threadId, w.state]));
-      assert.deepEqual(byThread.get('t-waitingProbe'), held, `${name}: backing off`);
+      assert.deepEqual(byThread.get('t-waitingProbe'), STATES.waitingProbe.held, `${name}: backing off`);
       assert.deepEqual(byThread.get('t-budgetSpent'), { kind: 'gaveUp', attempts: 12 }, `${name}: Retry now applies`);
       assert.deepEqual(
         of(lines, 'decision').map((l) => l.decision!.type),

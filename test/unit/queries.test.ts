@@ -23,37 +23,10 @@ import {
   type WatchState,
   type WatchStateKind,
 } from '../../src/model/watch';
+import { EVERY_STATE } from '../support/watchSamples';
 
-const BACKOFF = { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } as const;
-const USAGE = { kind: 'usageLimited', resetsAt: null } as const;
-
-/** One state of each kind (a kind missing here fails to compile). */
-const STATES: { [K in WatchStateKind]: Extract<WatchState, { kind: K }> } = {
-  running: { kind: 'running' },
-  idle: { kind: 'idle' },
-  waitingApproval: { kind: 'waitingApproval' },
-  codexRetrying: { kind: 'codexRetrying', detail: 'retrying' },
-  backoff: BACKOFF,
-  waitingSlot: { kind: 'waitingSlot', slotAt: 9, held: USAGE },
-  waitingProbe: { kind: 'waitingProbe', probe: 'other', held: BACKOFF },
-  turnEnding: { kind: 'turnEnding' },
-  recovering: { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: 3 },
-  usageLimited: USAGE,
-  userIntent: { kind: 'userIntent', requested: 'paused', at: 2 },
-  disarmed: { kind: 'disarmed', at: 2 },
-  paused: { kind: 'paused' },
-  complete: { kind: 'complete' },
-  budgetLimited: { kind: 'budgetLimited' },
-  modelBlocked: { kind: 'modelBlocked' },
-  interrupted: { kind: 'interrupted' },
-  needsAttention: { kind: 'needsAttention', code: 'badRequest', message: 'bad request' },
-  gaveUp: { kind: 'gaveUp', attempts: 5 },
-  budgetSpent: { kind: 'budgetSpent', used: 10, limit: 10, until: 50 },
-  notAdopted: { kind: 'notAdopted', status: 'blocked' },
-  failedBeforeArming: { kind: 'failedBeforeArming', code: 'badRequest', message: 'bad request' },
-  unloaded: { kind: 'unloaded' },
-  elsewhere: { kind: 'elsewhere', since: 1, goal: 'blocked', seenActive: true, retryable: true },
-};
+/** One state of each kind (a kind missing there fails to compile). */
+const STATES = EVERY_STATE;
 const KINDS = Object.keys(STATES) as WatchStateKind[];
 
 /** A watch in `state` whose goal `status` was stopped by a failed turn (due at 500) not recovered yet. */
@@ -82,8 +55,8 @@ test('a recovery is scheduled in backoff and under a usage limit, and while the 
   assert.equal(scheduledOf(STATES.backoff), STATES.backoff);
   assert.equal(scheduledOf(STATES.usageLimited), STATES.usageLimited);
   // A held recovery is the recovery as it was scheduled.
-  assert.equal(scheduledOf(STATES.waitingSlot), USAGE);
-  assert.equal(scheduledOf(STATES.waitingProbe), BACKOFF);
+  assert.equal(scheduledOf(STATES.waitingSlot), STATES.waitingSlot.held);
+  assert.equal(scheduledOf(STATES.waitingProbe), STATES.waitingProbe.held);
   for (const k of KINDS) if (!isScheduled(STATES[k])) assert.equal(scheduledOf(STATES[k]), null, k);
 });
 
