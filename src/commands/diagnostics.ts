@@ -11,7 +11,7 @@ import type { RecoveryService } from '../host/service';
 import { TESTED_CODEX } from '../model/codexVersion';
 import type { EngineSnapshot } from '../model/snapshot';
 import { recentLines } from '../views/recentLog';
-import { goalNeedsPerson } from '../model/queries';
+import { needsPerson } from '../model/queries';
 import { policyLine } from '../views/statusBar';
 
 export const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
@@ -84,7 +84,7 @@ function countsByState(snap: EngineSnapshot): string[] {
   const rows = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([k, n]) => `- ${k}: ${n}`);
   return [
     ...(rows.length ? rows : ['- none']),
-    `- waiting for a person (the badge): ${snap.watches.filter(goalNeedsPerson).length}`,
+    `- waiting for a person (the badge): ${snap.watches.filter(needsPerson).length}`,
   ];
 }
 

@@ -4,7 +4,7 @@
 // window that gets them (src/views/notificationBurst.ts): the window picked for the first keeps
 // the rest of that burst (`BurstTarget`), even if the focus moves meanwhile, while it still follows.
 import type { Decision } from '../model/decision';
-import { needsPerson, NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../model/notice';
+import { asksForPerson, NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../model/notice';
 
 export interface WindowFocus {
   /** The window's viewer id (random, its own). */
@@ -56,7 +56,7 @@ export class BurstTarget {
 
   target(windows: readonly WindowFocus[], d: Decision): string | null {
     const live = notifyTarget(windows);
-    if (!needsPerson(d)) return live;
+    if (!asksForPerson(d)) return live;
     const now = this.now();
     const p = this.pick;
     const open = p && now - p.lastAt < this.timing.holdMs && now - p.firstAt < this.timing.maxMs;

@@ -2,7 +2,7 @@
 // (src/runner/lines.ts: `level` under --json, the journal's priority) and the OpenTelemetry export
 // maps it to a log record's severity (src/telemetry/otlp.ts). One mapping for both.
 import type { Decision } from './decision';
-import { needsPerson } from './notice';
+import { asksForPerson } from './notice';
 
 /** The syslog severities the runner uses (RFC 5424 names, as journald shows them). */
 export type Level = 'error' | 'warning' | 'notice' | 'info' | 'debug';
@@ -14,7 +14,7 @@ export type Level = 'error' | 'warning' | 'notice' | 'info' | 'debug';
  */
 export function decisionLevel(d: Decision): Level {
   if (d.type === 'gave-up') return 'error';
-  if (needsPerson(d) || d.type === 'warning') return 'warning';
+  if (asksForPerson(d) || d.type === 'warning') return 'warning';
   switch (d.type) {
     case 'connection':
       return d.state === 'disconnected' || d.state === 'error' ? 'warning' : 'info';

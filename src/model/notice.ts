@@ -9,7 +9,10 @@ export const NOTICE_HOLD_MS = 2_000;
 /** The longest a burst stays open, from its first decision (ms). */
 export const NOTICE_MAX_MS = 10_000;
 
-/** A decision that needs a person: a goal given up on, or one that needs attention. */
-export function needsPerson(d: Decision): d is Extract<Decision, { type: 'gave-up' | 'attention' }> {
+/**
+ * A decision that asks for a person: a goal given up on, or one that needs attention (told when
+ * its goal comes to need one: `needsPerson` in queries.ts).
+ */
+export function asksForPerson(d: Decision): d is Extract<Decision, { type: 'gave-up' | 'attention' }> {
   return d.type === 'gave-up' || d.type === 'attention';
 }

@@ -53,30 +53,35 @@ export function isDisarmed(state: WatchState): boolean {
   return state.kind === 'userIntent' || state.kind === 'disarmed';
 }
 
-/** States a person should look at. */
-export function needsAttention(state: WatchState): boolean {
-  return state.kind === 'needsAttention' || state.kind === 'gaveUp' || state.kind === 'budgetSpent';
-}
-
 /**
- * The goals that wait for a person (the view's badge): a failure re-activation cannot fix, a goal
- * the engine gave up on (or whose recovery budget is spent), a failure older than the arming
- * (resume it in Codex), a failed goal on a thread the daemon has not loaded (Retry now loads it),
- * and a goal stopped in another Codex app.
+ * Why a goal waits for a person, or null when it does not: the one answer for the view's badge,
+ * the status bar, the tree's order, `status`'s exit code and Copy Diagnostics.
+ * - `attention`: a failure re-activation cannot fix, a goal the engine gave up on, a spent budget;
+ * - `beforeArming`: a failure older than the arming (resume it in Codex);
+ * - `load`: a failed goal on a thread the daemon has not loaded (Retry now loads it);
+ * - `elsewhere`: a goal stopped in another Codex app.
  */
-export function goalNeedsPerson(w: WatchedThread): boolean {
+export type PersonWait = 'attention' | 'beforeArming' | 'load' | 'elsewhere';
+
+export function personWait(w: WatchedThread): PersonWait | null {
   const s = w.state;
   switch (s.kind) {
     case 'needsAttention':
     case 'gaveUp':
     case 'budgetSpent':
+      return 'attention';
     case 'failedBeforeArming':
-      return true;
+      return 'beforeArming';
     case 'unloaded':
-      return waitsForLoad(w);
+      return waitsForLoad(w) ? 'load' : null;
     case 'elsewhere':
-      return s.goal === 'blocked' || s.goal === 'usageLimited';
+      return s.goal === 'blocked' || s.goal === 'usageLimited' ? 'elsewhere' : null;
     default:
-      return false;
+      return null;
   }
+}
+
+/** Whether the goal waits for a person (`personWait`). */
+export function needsPerson(w: WatchedThread): boolean {
+  return personWait(w) !== null;
 }

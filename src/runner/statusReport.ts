@@ -5,7 +5,7 @@
 // checks read them, so they keep their meaning (a superset, never a rename).
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
 import { budgetUse, type PersistedState, type WatchedThread } from '../model/watch';
-import { needsAttention } from '../model/queries';
+import { needsPerson } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { leaderText, type LeaderInfo } from './control';
 
@@ -36,14 +36,14 @@ export interface StatusReport {
   connection: ConnectionState | null;
   /** The soonest time the engine will act; null when nothing is due, or from the state file. */
   nextDueAt: number | null;
-  /** Threads that need a person: their goal needs attention or the engine gave up (status exits 1). */
+  /** Threads whose goal waits for a person (`needsPerson`, as the view's badge counts them): status exits 1. */
   attention: string[];
   /** Every watched thread with its explicit state, as the engine keeps it. */
   watches: WatchedThread[];
 }
 
 function attentionOf(watches: WatchedThread[]): string[] {
-  return watches.filter((w) => needsAttention(w.state)).map((w) => w.threadId);
+  return watches.filter(needsPerson).map((w) => w.threadId);
 }
 
 /** The report from the snapshot the leading engine pushed. */
@@ -93,7 +93,7 @@ export function reportFromStateFile(
   };
 }
 
-/** 0 when nothing needs a person, 1 when a goal needs attention or the engine gave up. */
+/** 0 when no goal waits for a person, 1 when one does (`needsPerson`). */
 export function statusExitCode(report: StatusReport): 0 | 1 {
   return report.attention.length > 0 ? 1 : 0;
 }

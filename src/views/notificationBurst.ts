@@ -15,7 +15,7 @@
 // The leader sends a whole burst to one window (src/leader/notifyTarget.ts, `BurstTarget`).
 import type { NotificationLevel } from '../config/settings';
 import type { Decision } from '../model/decision';
-import { needsPerson, NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../model/notice';
+import { asksForPerson, NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../model/notice';
 import type { EngineSnapshot } from '../model/snapshot';
 import { canRetryNow } from '../model/queries';
 
@@ -122,7 +122,7 @@ export class BurstNotifier {
     if (level === 'none') return;
     const t = this.io.t.bind(this.io);
     const title = (threadId: string) => snap.watches.find((w) => w.threadId === threadId)?.title ?? threadId;
-    if (needsPerson(d)) {
+    if (asksForPerson(d)) {
       const text =
         d.type === 'gave-up'
           ? t('Codex Goal Recovery gave up on "{0}" after {1} tries.', title(d.threadId), d.attempts)

@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
 import { formatDuration, type WatchedThread } from '../model/watch';
-import { dueAt, goalNeedsPerson, isScheduled, waitsForLoad } from '../model/queries';
+import { dueAt, isScheduled, needsPerson, waitsForLoad } from '../model/queries';
 import { clockTime } from './locale';
 
 /** What holds a scheduled recovery back: the user's global pause, the daemon away, or a silent engine. */
@@ -106,7 +106,7 @@ function stateText(w: WatchedThread, held: Held, now: number): string {
 
 /** The view's badge: how many goals wait for a person; none when none do. */
 export function attentionBadge(snap: EngineSnapshot): vscode.ViewBadge | undefined {
-  const n = snap.watches.filter(goalNeedsPerson).length;
+  const n = snap.watches.filter(needsPerson).length;
   if (n === 0) return undefined;
   return {
     value: n,

@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
 import { formatDuration } from '../model/watch';
-import { isScheduled, needsAttention, waitsForLoad } from '../model/queries';
+import { isScheduled, personWait } from '../model/queries';
 
 export const STATUS_ITEM_ID = 'codex-goal-recovery.status';
 
@@ -43,14 +43,15 @@ export class RecoveryStatusBar {
 
   /** Renders the snapshot; returns whether a countdown is shown (the caller ticks only then). */
   render(snap: EngineSnapshot, now = Date.now()): boolean {
-    const attention = snap.watches.filter((w) => needsAttention(w.state)).length;
+    const waits = snap.watches.map(personWait);
+    const attention = waits.filter((r) => r === 'attention' || r === 'beforeArming').length;
     const scheduled = snap.watches.filter((w) => isScheduled(w.state)).length;
     const held = snap.watches.filter((w) => w.state.kind === 'waitingSlot').length;
     const waitingProbe = snap.watches.filter((w) => w.state.kind === 'waitingProbe').length;
     const running = snap.watches.filter((w) => w.state.kind === 'running' || w.state.kind === 'recovering').length;
-    const unloaded = snap.watches.filter(waitsForLoad).length;
+    const unloaded = waits.filter((r) => r === 'load').length;
     const elsewhere = snap.watches.filter((w) => w.state.kind === 'elsewhere');
-    const stoppedElsewhere = elsewhere.filter((w) => w.state.kind === 'elsewhere' && w.state.goal !== 'active').length;
+    const stoppedElsewhere = waits.filter((r) => r === 'elsewhere').length;
     const version = snap.connection.kind === 'connected' ? (snap.connection.versionWarning ?? null) : null;
     const paused = snap.pausedAt !== null;
     let countdown = false;

@@ -2,7 +2,7 @@
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
 import { describeErrorCode, type HistoryEntry, type WatchedThread } from '../model/watch';
-import { isScheduled, needsAttention } from '../model/queries';
+import { isScheduled, needsPerson } from '../model/queries';
 import { dateTime, timeOfDay } from './locale';
 import { contextValue, stateIcon, tooltip } from './presentation';
 import { heldBy, rowDescription } from './rowText';
@@ -12,7 +12,7 @@ export type TreeNode = { kind: 'thread'; threadId: string } | { kind: 'history';
 /** Threads that need a person first, then those with a countdown, then the rest; newest first. */
 export function sortWatches(watches: readonly WatchedThread[]): WatchedThread[] {
   const rank = (w: WatchedThread) =>
-    needsAttention(w.state)
+    needsPerson(w)
       ? 0
       : isScheduled(w.state) || w.state.kind === 'recovering'
         ? 1

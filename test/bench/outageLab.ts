@@ -7,7 +7,7 @@ import type { Random } from '../../src/core/backoff';
 import type { EngineOptions } from '../../src/core/options';
 import type { StartedGoalThread } from '../../src/demo/goalThreads';
 import type { Decision } from '../../src/model/decision';
-import { needsPerson } from '../../src/model/notice';
+import { asksForPerson } from '../../src/model/notice';
 import type { WatchState } from '../../src/model/watch';
 import { connectDaemon } from '../../src/protocol/client';
 import { Burst, type BurstTimers } from '../../src/views/notificationBurst';
@@ -162,7 +162,7 @@ export class OutageRow {
       recoveries: 0,
       downtimesMs: [],
       gaveUp: 0,
-      needsPersonAt: timed.filter((x) => needsPerson(x.d)).map((x) => x.at),
+      needsPersonAt: timed.filter((x) => asksForPerson(x.d)).map((x) => x.at),
       oddities: [],
     };
     for (const g of this.goals) {

@@ -28,8 +28,8 @@ import assert from 'node:assert/strict';
 import { codexBuilds } from '../../src/demo/codexBinary';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
-import { needsPerson } from '../../src/model/notice';
-import { needsAttention } from '../../src/model/queries';
+import { asksForPerson } from '../../src/model/notice';
+import { personWait } from '../../src/model/queries';
 import { connectDaemon } from '../../src/protocol/client';
 import { BURST_HOLD_MS, BurstNotifier, realTimers } from '../../src/views/notificationBurst';
 import { DaemonLab } from '../support/daemonLab';
@@ -62,7 +62,7 @@ async function engineWithNotifications(lab: DaemonLab, options: Partial<EngineOp
   /** performance.now() when each decision that needs a person reached the notifier. */
   const told: { at: number; d: PersonDecision }[] = [];
   real.onDecision((d) => {
-    if (needsPerson(d)) told.push({ at: performance.now(), d });
+    if (asksForPerson(d)) told.push({ at: performance.now(), d });
     notifier.decided(d, real.engine.snapshot());
   });
   return { real, window, notifier, told };
@@ -167,7 +167,7 @@ for (const codex of codexBuilds()) {
         // Its turn fails too: the goal waits for a person again (held by the budget, not given up).
         await real.until(() => {
           const now = engine.watch(id);
-          return now !== undefined && now.lastFailure?.turnId !== heldTurn && needsAttention(now.state);
+          return now !== undefined && now.lastFailure?.turnId !== heldTurn && personWait(now) === 'attention';
         }, 'a person’s state again after the person’s recovery failed');
         const again = structuredClone(engine.watch(id)!);
         assert.equal(again.state.kind, 'budgetSpent', real.decisionLog());

@@ -24,6 +24,7 @@ import { LeaderElection } from '../../src/leader/election';
 import { electionFor } from '../../src/leader/naming';
 import { leaderSocketPath } from '../../src/leader/privateDir';
 import type { EngineSnapshot } from '../../src/model/snapshot';
+import { needsPerson } from '../../src/model/queries';
 import { emptyState, newWatch, type WatchedThread, type WatchState } from '../../src/model/watch';
 
 const env = { HOME: '/home/u' } as NodeJS.ProcessEnv;
@@ -205,16 +206,34 @@ describe('the one status shape', () => {
     );
   });
 
-  it('exits 1 when a goal needs attention or the engine gave up, from either source', () => {
+  // The goals the view's badge counts (model/queries.ts `needsPerson`), no more, no fewer.
+  it('exits 1 when a goal waits for a person, as the badge counts it, from either source', () => {
+    const elsewhere = (goal: 'active' | 'blocked'): WatchState => ({
+      kind: 'elsewhere',
+      since: NOW - 1000,
+      goal,
+      seenActive: true,
+      retryable: goal === 'blocked',
+    });
     const cases: [WatchState, 0 | 1][] = [
       [{ kind: 'gaveUp', attempts: 3 }, 1],
       [{ kind: 'budgetSpent', used: 12, limit: 12, until: NOW + 60_000 }, 1],
       [{ kind: 'needsAttention', code: 'contextWindowExceeded', message: 'full' }, 1],
+      [{ kind: 'failedBeforeArming', code: 'internalServerError', message: 'boom' }, 1],
+      [{ kind: 'unloaded' }, 1],
+      [elsewhere('blocked'), 1],
+      [elsewhere('active'), 0],
       [{ kind: 'disarmed', at: NOW }, 0],
       [{ kind: 'complete' }, 0],
     ];
     for (const [state, code] of cases) {
       const w = watch('b', state);
+      if (state.kind === 'unloaded') {
+        // A failed goal on a thread the daemon has not loaded (Retry now loads it).
+        w.goal = { status: 'blocked', objective: 'b', tokensUsed: 0, tokenBudget: null, updatedAt: NOW - 2000 };
+        w.lastFailure = { ...backoff.lastFailure!, turnId: 'tb' };
+      }
+      assert.equal(needsPerson(w), code === 1, state.kind);
       const fromEngine: StatusReport = reportFromSnapshot(snapshot([backoff, w]), { who: null, pid: 1 });
       assert.equal(statusExitCode(fromEngine), code, state.kind);
       assert.deepEqual(fromEngine.attention, code ? ['b'] : []);

@@ -1,17 +1,18 @@
 // The questions asked of a watch's state (src/model/queries.ts), for every state a watch can be in:
 // which states keep a recovery scheduled (a held one too) and when it is due; when "Retry now" and
 // "Pause goal" apply; which states leave the thread to a person; and which goals wait for a person
-// (the view's badge): a failed goal on a thread the daemon has not loaded waits for its load.
+// (the badge, the status bar, `status`): a failed goal on a thread the daemon has not loaded waits for its load.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   canPauseGoal,
   canRetryNow,
   dueAt,
-  goalNeedsPerson,
   isDisarmed,
   isScheduled,
-  needsAttention,
+  needsPerson,
+  personWait,
+  type PersonWait,
   scheduledOf,
   waitsForLoad,
 } from '../../src/model/queries';
@@ -130,16 +131,14 @@ test('a thread is out of the engine’s hands after a person’s goal marker or 
   );
 });
 
-test('a person should look at a failure re-activation cannot fix, a goal given up on, and a spent budget', () => {
-  assert.deepEqual(
-    kindsWhere((w) => needsAttention(w.state)),
-    ['needsAttention', 'gaveUp', 'budgetSpent'],
-  );
-});
-
-// Also: a goal that failed before the arming, waits for its load, or is stopped in another Codex app.
+// One answer for the badge, the status bar, the tree's order and `status`'s exit code.
 test('a goal waits for a person when it needs attention, or is stopped where the engine cannot recover it', () => {
-  assert.deepEqual(kindsWhere(goalNeedsPerson), [
+  const because = (reason: PersonWait) => kindsWhere((w) => personWait(w) === reason);
+  assert.deepEqual(because('attention'), ['needsAttention', 'gaveUp', 'budgetSpent']);
+  assert.deepEqual(because('beforeArming'), ['failedBeforeArming']);
+  assert.deepEqual(because('load'), ['unloaded']);
+  assert.deepEqual(because('elsewhere'), ['elsewhere']);
+  assert.deepEqual(kindsWhere(needsPerson), [
     'needsAttention',
     'gaveUp',
     'budgetSpent',
@@ -149,7 +148,8 @@ test('a goal waits for a person when it needs attention, or is stopped where the
   ]);
   const loadedNothing = failed(STATES.unloaded);
   loadedNothing.lastFailure = null;
-  assert.equal(goalNeedsPerson(loadedNothing), false, 'unloaded, with no failure to recover');
-  const elsewhere = GOAL_STATUSES.filter((goal) => goalNeedsPerson(failed({ ...STATES.elsewhere, goal })));
+  assert.equal(personWait(loadedNothing), null, 'unloaded, with no failure to recover');
+  assert.equal(needsPerson(loadedNothing), false);
+  const elsewhere = GOAL_STATUSES.filter((goal) => needsPerson(failed({ ...STATES.elsewhere, goal })));
   assert.deepEqual(elsewhere, ['blocked', 'usageLimited']);
 });

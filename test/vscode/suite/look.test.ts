@@ -10,7 +10,7 @@ import { emptySnapshot, type EngineSnapshot } from '../../../src/model/snapshot'
 import { newWatch, type WatchedThread, type WatchState } from '../../../src/model/watch';
 import { maskSecrets, newIssueUrl } from '../../../src/commands/diagnostics';
 import { tooltip } from '../../../src/views/presentation';
-import { goalNeedsPerson } from '../../../src/model/queries';
+import { needsPerson } from '../../../src/model/queries';
 import { attentionBadge, heldBy, rowDescription } from '../../../src/views/rowText';
 import { RecoveryStatusBar } from '../../../src/views/statusBar';
 import { stateKeys, threadCommandKeys, viewMessage } from '../../../src/views/viewState';
@@ -123,8 +123,8 @@ suite('the badge: goals that wait for a person', () => {
       watch({ kind: 'elsewhere', since: NOW, goal: 'active', seenActive: true, retryable: false }, 'active'),
       watch({ kind: 'notAdopted', status: 'complete' }, 'complete'),
     ];
-    for (const w of waiting) assert.ok(goalNeedsPerson(w), w.state.kind);
-    for (const w of notWaiting) assert.ok(!goalNeedsPerson(w), w.state.kind);
+    for (const w of waiting) assert.ok(needsPerson(w), w.state.kind);
+    for (const w of notWaiting) assert.ok(!needsPerson(w), w.state.kind);
     assert.deepEqual(attentionBadge(snapshot([...waiting, ...notWaiting])), {
       value: 5,
       tooltip: '5 goals need attention',
