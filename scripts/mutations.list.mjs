@@ -74,7 +74,7 @@ export const MUTATIONS = [
     id: 'due-early-after-crash',
     invariant: 'never before the due time, also after a crash that cut a prepared recovery short',
     fault: 'an intent found on disk after a restart is due at once, even before its stored due time',
-    file: LOOKS,
+    file: 'src/core/transitions.ts',
     find: 'w.lastFailure.dueAt = Math.max(core.now(), w.lastFailure.dueAt ?? 0);',
     replace: 'w.lastFailure.dueAt = core.now();',
     guard: { file: 'test/unit/crashConsistency.test.ts', pattern: 'holds safety and liveness' },
@@ -246,9 +246,9 @@ export const MUTATIONS = [
     invariant: 'a rejected set is a failed attempt: backed off further, given up after maxAttempts',
     fault: 'an error reply to the set is taken for success',
     file: ATTEMPT,
-    find: "    if (w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {\n      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite",
+    find: '    if (setTookEffect(w.goal?.status, live.turn, failedTurnId)) {\n      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite',
     replace:
-      "    if (Date.now() > 0 || w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {\n      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite",
+      '    if (Date.now() > 0 || setTookEffect(w.goal?.status, live.turn, failedTurnId)) {\n      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite',
     guard: { file: 'test/faults/transport.test.ts', pattern: 'keeps every invariant' },
   },
   {
@@ -373,9 +373,9 @@ export const MUTATIONS = [
     id: 'probe-failure-not-followed',
     invariant: 'a probe that fails again moves its group to its next step, and they give up together',
     fault: 'the goals of a probe’s group keep their own schedule when it fails again',
-    file: 'src/core/outcomes.ts',
-    find: '    if (outageGroup(w) === group) waiting.push([w, held.failedTurnId]);',
-    replace: '    if (outageGroup(w) === group && w === probe) waiting.push([w, held.failedTurnId]);',
+    file: 'src/core/outage.ts',
+    find: '    if (outageGroup(w) === group) followers.push([w, held.failedTurnId]);',
+    replace: '    if (outageGroup(w) === group && w === probe) followers.push([w, held.failedTurnId]);',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe fails again',

@@ -9,8 +9,8 @@ import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import type { LiveThread } from './live';
 import type { Looks } from './looks';
-import { backOff, confirmRecovered } from './outcomes';
-import { veto } from './policy';
+import { backOff, confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
+import { setTookEffect, veto } from './policy';
 import { applyThread, goalSnapshot, readBoth } from './reads';
 import { errorText } from '../util/errorText';
 
@@ -78,8 +78,7 @@ export class Attempts {
       if (p.timer) core.deps.clock.clearTimer(p.timer);
       if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
       if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
-      if (p.w.state.kind === 'recovering') core.setState(p.w, p.scheduled, true);
-      core.mark(p.w.threadId);
+      setWithdrawn(core, p.w, p.scheduled);
       this.hooks.done(p.w.threadId);
     }
     this.prepared.clear();
@@ -97,7 +96,7 @@ export class Attempts {
     const scheduled = scheduledOf(w.state);
     const due = dueAt(w);
     if (!scheduled || due === null || due > core.now() + this.hooks.prepareLead()) return false;
-    if (w.state !== scheduled) core.setState(w, scheduled, true); // its slot came: no longer held
+    unhold(core, w); // its slot came: no longer held
     const backoff = scheduled.kind === 'backoff';
     const live = core.liveOf(threadId);
     const p: Prepared = {
@@ -138,12 +137,7 @@ export class Attempts {
       w.pending = { failedTurnId: p.failedTurnId, attempt: p.attempt, sentAt: core.now() };
       p.sentAt = w.pending.sentAt;
       countRecovery(w, p.sentAt);
-      core.setState(w, {
-        kind: 'recovering',
-        attempt: p.attempt,
-        failedTurnId: p.failedTurnId,
-        sentAt: w.pending.sentAt,
-      });
+      recovering(core, w, p.attempt, p.failedTurnId, p.sentAt);
       if (!(await core.persist()))
         throw new SaveFailed(
           `the intent could not be saved to ${core.deps.store.location}; the recovery waits ${SAVE_RETRY_MS / 1000} s and tries again`,
@@ -200,13 +194,9 @@ export class Attempts {
     if (withdrawn) w.pending = null;
     if (p.sentAt !== null) uncountRecovery(w, p.sentAt);
     this.hooks.giveBack();
-    if (w.state.kind === 'recovering') core.setState(w, p.scheduled, true);
-    const f = w.lastFailure;
-    if (error instanceof SaveFailed && scheduledOf(w.state) && f?.turnId === failedTurnId && f.dueAt !== null) {
-      // Never sent without its intent on disk; and not at once again, against a failing disk.
-      f.dueAt = Math.max(f.dueAt, core.now() + SAVE_RETRY_MS);
-    }
-    core.mark(w.threadId);
+    setWithdrawn(core, w, p.scheduled);
+    // Never sent without its intent on disk; and not at once again, against a failing disk.
+    if (error instanceof SaveFailed) dueNotBefore(core, w, failedTurnId, core.now() + SAVE_RETRY_MS);
     if (!(error instanceof Abort)) throw error;
     core.emit({ type: 'skipped', threadId: w.threadId, reason: error.message });
     if (core.session === p.session && !core.stopped) {
@@ -244,9 +234,8 @@ export class Attempts {
     try {
       const result = await session.setGoalActive(threadId);
       if (result) w.goal = goalSnapshot(result);
-      if (result?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {
+      if (setTookEffect(result?.status, live.turn, failedTurnId))
         confirmRecovered(core, w, failedTurnId, attempt, 'thread/goal/set accepted');
-      }
     } catch (error) {
       if (error instanceof ConnectionLostError) {
         // Lost reply: the intent stays on disk; the state after reconnecting decides.
@@ -286,7 +275,7 @@ export class Attempts {
       w.goal = goal ? goalSnapshot(goal) : null;
       live.turn = turn;
     }
-    if (w.goal?.status === 'active' || (live.turn && live.turn.id !== failedTurnId)) {
+    if (setTookEffect(w.goal?.status, live.turn, failedTurnId)) {
       confirmRecovered(core, w, failedTurnId, attempt, `took effect despite the error reply (${errorText(error)})`);
       return;
     }

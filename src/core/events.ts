@@ -1,10 +1,12 @@
 // The daemon event table: what each notification tells the engine about a thread. Every event
 // bumps the thread's sequence number (an attempt whose reads saw one is called off: the
-// notification barrier) and queues a look at the thread in its lane; nothing here decides.
+// notification barrier) and queues a look at the thread in its lane; what an event decides is
+// asked of the table (policy.ts: a completed turn ends the run of failures).
 import type { DaemonListener, ThreadGoal } from '../protocol/daemon';
 import { describeErrorInfo } from './classify';
 import type { EngineCore } from './core';
 import type { LiveThread, RateLimitNotice } from './live';
+import { endsFailureRun } from './policy';
 
 /**
  * How long before a goal's `usageLimited` update a rate-limit notification still counts as that
@@ -85,7 +87,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.retrying = null;
       live.approvals = null;
       const w = core.state.watches[threadId];
-      if (w && turn.status === 'completed') w.failures = 0; // a successful turn resets the count
+      if (w && endsFailureRun(turn.status)) w.failures = 0;
       // Its last response said what it had to (a turn's end is no newer request of its own).
       live.requestSince = null;
       core.touch(threadId);

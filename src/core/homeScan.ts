@@ -12,6 +12,7 @@ import { type DaemonSession, RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import { elsewhere, type ElsewhereVerdict } from './elsewherePolicy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
+import { shownElsewhere } from './transitions';
 
 /** Threads per `thread/list` page: the first look reads far back; later ones stop at the mark, mostly on page one. */
 const FIRST_PAGE = 100;
@@ -135,9 +136,7 @@ export class HomeScan {
 
   private show(w: WatchedThread, verdict: Extract<ElsewhereVerdict, { act: 'show' }>, isNew: boolean): void {
     const core = this.core;
-    if (verdict.failure !== undefined) w.lastFailure = verdict.failure;
-    core.mark(w.threadId);
-    core.setState(w, verdict.state);
+    shownElsewhere(core, w, verdict);
     if (isNew || verdict.announce)
       core.emit({ type: 'elsewhere', threadId: w.threadId, status: verdict.state.goal, reason: verdict.why });
     if (verdict.announce) {

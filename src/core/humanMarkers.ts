@@ -5,6 +5,8 @@
 import type { WatchedThread } from '../model/watch';
 import { scanForMarkers, scanFromLastActivation, type ScanOptions } from '../rollout/markers';
 import type { EngineCore } from './core';
+import { markerMove } from './policy';
+import { markerMoved } from './transitions';
 import { errorText } from '../util/errorText';
 
 export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<void> {
@@ -63,20 +65,6 @@ export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<v
   for (const marker of markers) {
     w.lastMarker = marker;
     if (marker.offset < w.armOffset) continue; // older than the arming
-    const now = core.now();
-    if (marker.status === 'active') {
-      // A person set the goal active again after its recovery budget was spent: afresh.
-      if (w.state.kind === 'budgetSpent') w.recoveries = [];
-      if (w.state.kind === 'userIntent') {
-        w.armedAt = now;
-        w.armOffset = marker.offset;
-        core.setState(w, { kind: 'running' });
-        core.emit({ type: 'rearmed', threadId: w.threadId, reason: 'the user set the goal active' });
-      }
-    } else if (!(w.state.kind === 'userIntent' && w.state.requested === marker.status)) {
-      w.pending = null;
-      core.setState(w, { kind: 'userIntent', requested: marker.status, at: now });
-      core.emit({ type: 'disarmed', threadId: w.threadId, reason: `the user set the goal ${marker.status}` });
-    }
+    markerMoved(core, w, markerMove(w.state, marker.status), marker);
   }
 }

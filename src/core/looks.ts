@@ -1,15 +1,24 @@
 // Looking at a thread: the reads that gather the facts (goal, thread, newest turn, the
 // rollout's markers), then the decision table (policy.ts) and carrying out its verdict. Also
 // the first sight of a goal (adopt, arm) and the subscription to a thread's turn events.
-import { addHistory, newWatch, type WatchedThread } from '../model/watch';
+import { newWatch, type WatchedThread } from '../model/watch';
 import { isDisarmed } from '../model/queries';
 import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type ThreadGoal } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
-import { backOff, confirmRecovered, giveUp, holdForBudget, takeOver, waitForStep } from './outcomes';
 import { adoptsFromElsewhere, type ElsewhereState, resumesRetry } from './elsewherePolicy';
-import { adopts, decide, type Facts, keepsOnUnload, overBudget, pendingOutcome, type Verdict } from './policy';
+import { adopts, decide, type Facts, keepsOnUnload, pendingOutcome, type Verdict } from './policy';
+import {
+  applyVerdict,
+  armed,
+  confirmRecovered,
+  intentLost,
+  notAdopted,
+  takeOver,
+  unloaded,
+  usagePlanned,
+} from './transitions';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
 import { type LimitReading, readLimit, untimedFromMessage } from './rateLimits';
@@ -54,14 +63,13 @@ export class Looks {
     }
     if (w.state.kind === 'elsewhere') return this.fromElsewhere(session, w, w.state);
     if (!live.loaded) return this.markUnloaded(w);
-    if (w.goal === null) return core.forget(threadId, 'goal cleared'); // nothing left to watch
-    if (w.state.kind === 'notAdopted') {
+    if (w.goal !== null && w.state.kind === 'notAdopted') {
       if (adopts(w.goal.status, core.options) && !core.state.disarmed[threadId]) await this.arm(session, w);
-      else if (w.state.status !== w.goal.status) core.setState(w, { kind: 'notAdopted', status: w.goal.status }, true);
+      else if (w.state.status !== w.goal.status) notAdopted(core, w, w.goal.status, true);
       return;
     }
-    if (!isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
-    await this.decide(session, w);
+    if (w.goal !== null && !isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
+    await this.decide(session, w); // a cleared goal: the table forgets the watch
   }
 
   /** One RPC for a thread the engine already knows and whose goal did not change (the resync). */
@@ -135,33 +143,8 @@ export class Looks {
   }
 
   private async apply(session: DaemonSession, w: WatchedThread, verdict: Verdict): Promise<void> {
-    const core = this.core;
-    switch (verdict.act) {
-      case 'keep':
-        return;
-      case 'settle':
-        if (verdict.attention) core.emit({ type: 'attention', threadId: w.threadId, reason: verdict.why });
-        return core.setState(w, verdict.state);
-      case 'giveUp':
-        return giveUp(core, w, verdict.failedTurnId);
-      case 'count': {
-        const failure = verdict.failure;
-        if (verdict.failedAgain && w.lastFailure)
-          addHistory(w, {
-            at: failure.at,
-            failedTurnId: w.lastFailure.turnId,
-            attempt: w.failures,
-            error: w.lastFailure.code,
-            outcome: 'failed-again',
-            detail: failure.code,
-          });
-        w.lastFailure = failure;
-        if (verdict.halfStep !== null) return waitForStep(core, w, failure.turnId, verdict.halfStep);
-        return backOff(core, w, failure.turnId, failure.code, failure.at);
-      }
-      case 'readReset':
-        return this.usageLimit(session, w, verdict.key);
-    }
+    if (verdict.act === 'readReset') return this.usageLimit(session, w, verdict.key);
+    applyVerdict(this.core, w, verdict);
   }
 
   /**
@@ -179,33 +162,7 @@ export class Looks {
     const text = live.turn?.error?.message ?? null;
     const message = text !== null ? resetFromMessage(text, now) : null;
     const messageLimit = text !== null ? untimedFromMessage(text) : null;
-    const plan = usagePlan({ notice, read, message, messageLimit }, now, core.options);
-    if (plan.act === 'attention') {
-      w.lastFailure = { turnId: key, message: plan.message, code: plan.code, httpStatus: 429, at: now, dueAt: null };
-      core.emit({ type: 'attention', threadId: w.threadId, reason: plan.message });
-      return core.setState(w, { kind: 'needsAttention', code: plan.code, message: plan.message });
-    }
-    const due = plan.dueAt;
-    w.lastFailure = {
-      turnId: key,
-      message: `usage limit reached; reset from ${plan.source}`,
-      code: 'usageLimitExceeded',
-      httpStatus: 429,
-      at: now,
-      dueAt: due,
-    };
-    const spent = overBudget(w, core.options, now);
-    if (spent) return holdForBudget(core, w, spent);
-    core.setState(w, { kind: 'usageLimited', resetsAt: plan.resetsAt });
-    core.emit({
-      type: 'backoff',
-      threadId: w.threadId,
-      attempt: 1,
-      failedTurnId: key,
-      dueAt: due,
-      delayMs: due - now,
-      error: 'usageLimitExceeded',
-    });
+    usagePlanned(core, w, key, usagePlan({ notice, read, message, messageLimit }, now, core.options));
   }
 
   /** `account/rateLimits/read` (fails without a Codex account: said, and the message is used). */
@@ -238,22 +195,7 @@ export class Looks {
         core.mark(w.threadId);
         return;
       case 'lost':
-        w.pending = null;
-        addHistory(w, {
-          at: core.now(),
-          failedTurnId: pending.failedTurnId,
-          attempt: pending.attempt,
-          error: w.lastFailure?.code ?? '',
-          outcome: 'skipped',
-          detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
-        });
-        // Due again at once, but never before its due time: an intent prepared ahead of it (and
-        // cut short by a crash before the set went out) is not sent early.
-        if (w.lastFailure?.turnId === pending.failedTurnId)
-          w.lastFailure.dueAt = Math.max(core.now(), w.lastFailure.dueAt ?? 0);
-        // Not in backoff any more: the next decision puts it back, due then.
-        core.setState(w, { kind: 'running' }, true);
-        core.mark(w.threadId);
+        return intentLost(core, w);
     }
   }
 
@@ -269,7 +211,7 @@ export class Looks {
     core.state.watches[threadId] = w;
     core.mark(threadId);
     if (!adopts(seen.status, core.options)) {
-      core.setState(w, { kind: 'notAdopted', status: current.status }, true);
+      notAdopted(core, w, current.status, true);
       core.changed();
       return;
     }
@@ -284,15 +226,7 @@ export class Looks {
   private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
     const core = this.core;
     const resumed = await this.subscribe(session, w.threadId);
-    w.armedAt = core.now();
-    w.armOffset = null;
-    w.rolloutOffset = 0;
-    w.lastMarker = null;
-    w.failures = 0;
-    w.lastFailure = null;
-    w.pending = null;
-    core.setState(w, { kind: 'running' });
-    core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
+    armed(core, w);
     const live = core.liveOf(w.threadId);
     const seq = live.seq;
     // The newest turn as of the subscription (a turn may end between an earlier read and it,
@@ -379,11 +313,11 @@ export class Looks {
     core.emit({ type: 'loaded', threadId: w.threadId, reason: 'a goal from another Codex app is in the daemon now' });
     if (adoptsFromElsewhere(state, goal.status, core.options) && core.state.disarmed[w.threadId] === undefined)
       return this.arm(session, w);
-    core.setState(w, { kind: 'notAdopted', status: goal.status });
+    notAdopted(core, w, goal.status);
   }
 
   /** The daemon no longer has the thread loaded: what waited for it says so. */
   markUnloaded(w: WatchedThread): void {
-    if (!keepsOnUnload(w.state)) this.core.setState(w, { kind: 'unloaded' });
+    if (!keepsOnUnload(w.state)) unloaded(this.core, w);
   }
 }

@@ -96,6 +96,28 @@ export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, since: nu
 }
 
 /**
+ * The goals that follow `probe`, whose turn the provider failed again: every goal whose recovery is
+ * scheduled for a failure of that kind on that provider older than the probe's set, waiting for it
+ * or not due yet (the outage failed them together), each with its failed turn. Found before any
+ * state moves (a move looks again at who still waits). None when the probe never went out.
+ */
+export function probeFollowers(
+  probe: Readonly<WatchedThread>,
+  scheduled: readonly WatchedThread[],
+): [WatchedThread, string][] {
+  const sentAt = probe.recoveries.at(-1);
+  const group = outageGroup(probe);
+  if (sentAt === undefined || group === null) return [];
+  const followers: [WatchedThread, string][] = [];
+  for (const w of scheduled) {
+    const held = scheduledOf(w.state);
+    if (w === probe || held?.kind !== 'backoff' || w.lastFailure === null || w.lastFailure.at > sentAt) continue;
+    if (outageGroup(w) === group) followers.push([w, held.failedTurnId]);
+  }
+  return followers;
+}
+
+/**
  * A goal that waited for a probe whose turn the provider failed again (its next recovery due at
  * `probeDueAt`): the failure counts for it too, one step, and it is tried again with the probe,
  * never sooner than its own due time. A group that failed together counts alike, so it gives up

@@ -45,11 +45,16 @@ export type Verdict =
   /** A failure counted before, past `maxAttempts` now: give up. */
   | { act: 'giveUp'; failedTurnId: string; why: string }
   /** A usage limit not scheduled yet: read when it resets, then `usageDue`. */
-  | { act: 'readReset'; key: string; why: string };
+  | { act: 'readReset'; key: string; why: string }
+  /** Nothing is left to watch (the goal was cleared): the watch goes, said once. */
+  | { act: 'forget'; why: string };
 
 /** The table. Called once the goal, the newest turn and the rollout's markers have been read. */
 export function decide(f: Facts): Verdict {
   const { w, live } = f;
+  const goal = w.goal;
+  // The goal was cleared: nothing left to watch, whoever disarmed it.
+  if (!goal) return { act: 'forget', why: 'goal cleared' };
   // The user disarmed the thread from the extension: nothing automatic until Re-arm.
   if (f.disarmedAt !== undefined)
     return w.state.kind === 'disarmed'
@@ -65,8 +70,6 @@ export function decide(f: Facts): Verdict {
         };
   // A person's goal marker in the rollout, newer than the arming (TestPauseDuringRead).
   if (w.state.kind === 'userIntent') return { act: 'keep', why: `the user set the goal ${w.state.requested}` };
-  const goal = w.goal;
-  if (!goal) return { act: 'keep', why: 'the goal was cleared' };
   switch (goal.status) {
     case 'active': // TestLiveActivity
       return { act: 'settle', state: activeState(live), why: 'the goal is active' };
@@ -280,9 +283,42 @@ export function pendingOutcome(w: Readonly<WatchedThread>, live: Readonly<LiveTh
   const pending = w.pending;
   if (!pending) return 'moot';
   if (live.turn === null && w.goal?.status !== 'active') return 'undecided';
-  const newerTurn = live.turn !== null && live.turn.id !== pending.failedTurnId;
-  if (w.goal?.status === 'active' || newerTurn) return 'recovered';
+  if (setTookEffect(w.goal?.status, live.turn, pending.failedTurnId)) return 'recovered';
   return w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited' ? 'lost' : 'moot';
+}
+
+/**
+ * What a person's goal marker in the rollout, newer than the arming, does (TestPauseDuringRead):
+ * `active` re-arms a thread their earlier marker disarmed (`rearm`), and starts a spent recovery
+ * budget afresh (`afresh`); any other status disarms the thread (`disarm`: `userIntent`), unless it
+ * already says that very status.
+ */
+export type MarkerMove = 'rearm' | 'afresh' | 'disarm' | 'none';
+
+export function markerMove(state: WatchState, status: GoalSnapshot['status']): MarkerMove {
+  if (status === 'active') {
+    if (state.kind === 'userIntent') return 'rearm';
+    return state.kind === 'budgetSpent' ? 'afresh' : 'none';
+  }
+  return state.kind === 'userIntent' && state.requested === status ? 'none' : 'disarm';
+}
+
+/** A turn that completed ends the run of consecutive failures: the next failure counts from one. */
+export function endsFailureRun(turnStatus: string): boolean {
+  return turnStatus === 'completed';
+}
+
+/**
+ * Whether a set for failed turn `failedTurnId` took effect, read from the daemon's state, never
+ * from a reply alone: the goal is active, or a newer turn than the failed one exists (whatever the
+ * reply said: TestLostSetReply, TestRestartPending). `goal`: its status as just read or replied.
+ */
+export function setTookEffect(
+  goal: string | undefined,
+  turn: Readonly<LiveThread['turn']>,
+  failedTurnId: string,
+): boolean {
+  return goal === 'active' || (turn !== null && turn.id !== failedTurnId);
 }
 
 /** First sight of a goal: armed only if it was active (never an old block: TestOldBlocked) and `autoArm` is on. */

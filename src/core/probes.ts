@@ -6,6 +6,7 @@ import { type PersistedState, type WatchedThread } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 import type { EngineCore } from './core';
 import { isProbing, outageGroup, releasedBy } from './outage';
+import { dueBy, unhold, waitForProbe } from './transitions';
 
 export class Probes {
   /**
@@ -67,10 +68,7 @@ export class Probes {
 
   /** Holds a due recovery for its group's probe (said once: the state says it from then on). */
   hold(w: WatchedThread, probe: string): void {
-    const scheduled = scheduledOf(w.state);
-    if (scheduled?.kind !== 'backoff') return;
-    if (w.state.kind === 'waitingProbe' && w.state.probe === probe) return;
-    this.core.setState(w, { kind: 'waitingProbe', probe, held: scheduled }, true);
+    if (!waitForProbe(this.core, w, probe)) return;
     this.core.emit({ type: 'skipped', threadId: w.threadId, reason: 'waiting for the probe', detail: probe });
   }
 
@@ -85,7 +83,7 @@ export class Probes {
       if (w.state.kind !== 'waitingProbe') continue;
       const probe = this.core.state.watches[w.state.probe];
       if (probe && outageGroup(probe) === outageGroup(w) && this.isOut(probe)) continue;
-      this.core.setState(w, w.state.held, true);
+      unhold(this.core, w);
       released = true;
     }
     if (released) this.core.changed();
@@ -106,9 +104,8 @@ export class Probes {
     let released = 0;
     for (const w of this.core.scheduledWatches()) {
       if (!releasedBy(w, runsOn, since, now) || w.lastFailure === null) continue;
-      w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt ?? now, now);
-      if (w.state.kind === 'waitingProbe') this.core.setState(w, w.state.held, true);
-      this.core.mark(w.threadId);
+      dueBy(this.core, w, now);
+      if (w.state.kind === 'waitingProbe') unhold(this.core, w);
       this.core.emit({
         type: 'released',
         threadId: w.threadId,

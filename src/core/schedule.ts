@@ -4,13 +4,14 @@
 // `waitingSlot`, with when its turn is expected, instead of a countdown stuck at zero; one held
 // for its outage's probe shows as `waitingProbe`.
 import { type WatchedThread } from '../model/watch';
-import { dueAt, scheduledOf } from '../model/queries';
+import { dueAt } from '../model/queries';
 import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './core';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
 import { Probes } from './probes';
+import { unhold, waitForSlot } from './transitions';
 
 /** However slow the store, a recovery is not prepared more than this early. */
 export const MAX_PREPARE_MS = 2_000;
@@ -99,11 +100,7 @@ export class Schedule {
    */
   release(): void {
     let released = 0;
-    for (const w of this.core.scheduledWatches()) {
-      if (w.state.kind !== 'waitingSlot' && w.state.kind !== 'waitingProbe') continue;
-      this.core.setState(w, w.state.held, true);
-      released += 1;
-    }
+    for (const w of this.core.scheduledWatches()) if (unhold(this.core, w)) released += 1;
     if (released > 0) this.core.changed();
   }
 
@@ -191,12 +188,8 @@ export class Schedule {
    */
   private hold(held: readonly WatchedThread[], nextSlotAt: number): void {
     const interval = this.core.options.limiterIntervalMs;
-    for (const [i, w] of held.entries()) {
-      const scheduled = scheduledOf(w.state);
-      if (!scheduled) continue;
-      const slotAt = Math.ceil((nextSlotAt + i * interval) / 1000) * 1000;
-      this.core.setState(w, { kind: 'waitingSlot', slotAt, held: scheduled }, true);
-    }
+    for (const [i, w] of held.entries())
+      waitForSlot(this.core, w, Math.ceil((nextSlotAt + i * interval) / 1000) * 1000);
     this.core.changed();
   }
 

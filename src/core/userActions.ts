@@ -3,14 +3,22 @@
 // everything. Each is recorded (durably) as the user's intent; none is ever done on the engine's
 // own initiative.
 import { emptyState, type WatchedThread } from '../model/watch';
-import { canRetryNow, isDisarmed, scheduledOf } from '../model/queries';
+import { canRetryNow, isDisarmed } from '../model/queries';
 import { RpcError, type Resumed } from '../protocol/daemon';
 import type { EngineCore } from './core';
 import type { Looks } from './looks';
-import { armFromActivation, failureAtArming, personArms } from './arming';
+import { failureAtArming, personArms } from './arming';
 import { decide } from './policy';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
-import { takeOver } from './outcomes';
+import {
+  applyVerdict,
+  armedByPerson,
+  dueBy,
+  elsewhereRetry,
+  rearmedByPerson,
+  retriedNow,
+  takeOver,
+} from './transitions';
 import type { Schedule } from './schedule';
 
 /** The daemon's refusal to load a thread another process holds (measured on 0.169.0 and 0.171.0). */
@@ -92,14 +100,7 @@ export class UserActions {
       // Armed as at a first arming (from the goal's last activation in the rollout: the first look
       // reads back to it), but what stopped the goal by now stays the person's to resume.
       delete core.state.disarmed[threadId];
-      armFromActivation(w, core.now());
-      w.recoveries = []; // a person's arming: the recovery budget starts afresh
-      w.failures = 0;
-      w.lastFailure = null;
-      w.pending = null;
-      w.beforeArming = failureAtArming(w, live);
-      core.setState(w, { kind: 'running' }, true);
-      core.mark(threadId);
+      armedByPerson(core, w, failureAtArming(w, live)); // the recovery budget starts afresh
       await core.persist(); // durable before acted on, and before it is said
       outcome.armed = true;
       core.emit({ type: 'armed', threadId, title: w.title });
@@ -130,7 +131,7 @@ export class UserActions {
     // The state follows from that record, by the table (its first row).
     const w = core.state.watches[threadId];
     const verdict = w ? decide(this.looks.facts(w, now)) : null;
-    if (w && verdict?.act === 'settle') core.setState(w, verdict.state);
+    if (w && verdict?.act === 'settle') applyVerdict(core, w, verdict);
     core.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
     this.schedule.reschedule();
     core.changed();
@@ -149,10 +150,7 @@ export class UserActions {
       // next look reads back to it). What happened since still counts: a block the model chose
       // while the thread was disarmed (never read then) is not taken for a failure to recover,
       // and a person's marker since the activation still speaks for them.
-      armFromActivation(w, core.now());
-      w.recoveries = []; // a person's re-arm: the recovery budget starts afresh
-      core.setState(w, { kind: 'running' });
-      core.mark(threadId);
+      rearmedByPerson(core, w); // the recovery budget starts afresh
     }
     core.emit({ type: 'rearmed', threadId, reason: 're-armed by the user' });
     await core.persist();
@@ -165,23 +163,7 @@ export class UserActions {
     const w = core.state.watches[threadId];
     if (!w || !canRetryNow(w)) return;
     if (w.state.kind === 'unloaded' || w.state.kind === 'elsewhere') return this.loadAndRetry(w);
-    const now = core.now();
-    const scheduled = scheduledOf(w.state);
-    if (scheduled) {
-      core.setState(w, scheduled, true); // no longer held for a slot: due now
-    } else if (w.state.kind === 'gaveUp' && w.lastFailure) {
-      core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId: w.lastFailure.turnId });
-    } else if (w.state.kind === 'budgetSpent' && w.lastFailure) {
-      // One recovery past the budget, the person's (counted with the others at its write-ahead).
-      core.setState(
-        w,
-        w.goal?.status === 'usageLimited'
-          ? { kind: 'usageLimited', resetsAt: null }
-          : { kind: 'backoff', attempt: Math.max(1, w.failures), failedTurnId: w.lastFailure.turnId },
-      );
-    }
-    if (w.lastFailure) w.lastFailure.dueAt = now;
-    core.mark(threadId);
+    retriedNow(core, w);
     core.changed();
     this.schedule.reschedule();
     await core.persist();
@@ -214,7 +196,7 @@ export class UserActions {
       const asked = w.state.kind === 'elsewhere' ? w.state : null;
       if (asked && w.lastFailure) {
         // Durable before acted on: a restart that finds the thread loaded carries the retry out.
-        core.setState(w, { ...asked, retryAsked: { at: core.now(), failedTurnId: w.lastFailure.turnId } });
+        elsewhereRetry(core, w, asked, true);
         await core.persist();
       }
       let resumed: Resumed;
@@ -223,7 +205,7 @@ export class UserActions {
         resumed = await session.resume(threadId);
       } catch (error) {
         if (!(error instanceof RpcError)) throw error;
-        if (asked) core.setState(w, asked); // refused: nothing to carry out
+        if (asked) elsewhereRetry(core, w, asked, false); // refused: nothing to carry out
         outcome.refused = ACTIVE_WRITER.test(error.message)
           ? 'another Codex app still has this thread open (the daemon cannot load it while it does): continue it there, or close it there and Retry now'
           : `the daemon did not load it: ${error.message}`;
@@ -245,8 +227,7 @@ export class UserActions {
           : 'Retry now on a thread the daemon had not loaded (thread/resume)',
       });
       if (fromElsewhere) takeOver(core, w, goal.status);
-      if (w.lastFailure && w.lastFailure.dueAt !== null)
-        w.lastFailure.dueAt = Math.min(w.lastFailure.dueAt, core.now());
+      if (w.lastFailure && w.lastFailure.dueAt !== null) dueBy(core, w, core.now());
       await this.looks.decide(session, w);
       this.schedule.reschedule();
     });

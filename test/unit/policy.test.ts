@@ -48,7 +48,20 @@ const ROWS: Row[] = [
     live: { turn: failed('t1') },
     expect: { act: 'keep' },
   },
-  { name: 'goal cleared → kept (the look removes the watch)', goal: null, expect: { act: 'keep' } },
+  { name: 'goal cleared → forgotten: nothing left to watch', goal: null, expect: { act: 'forget' } },
+  {
+    name: 'goal cleared on a thread the user disarmed → forgotten all the same',
+    goal: null,
+    disarmedAt: NOW - 5,
+    watch: { state: { kind: 'disarmed', at: NOW - 5 } },
+    expect: { act: 'forget' },
+  },
+  {
+    name: "goal cleared after a person's marker (userIntent) → forgotten",
+    goal: null,
+    watch: { state: { kind: 'userIntent', requested: 'paused', at: NOW - 5 } },
+    expect: { act: 'forget' },
+  },
   // The goal's own status.
   {
     name: 'active, a turn running → running (TestLiveActivity)',

@@ -1,12 +1,22 @@
 // The decision table's rules beyond its one-row verdicts (src/core/policy.ts): what a settled
 // state says to a person, the give-up boundary, which usage limit is which, what a pending intent
-// turned out to be, what an unload leaves alone, when a usage limit resumes.
+// turned out to be, what an unload leaves alone, when a usage limit resumes, what a person's goal
+// marker does, which turn ends a run of failures.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { describeErrorCode } from '../../src/model/watch';
+import { describeErrorCode, GOAL_STATUSES, type WatchState } from '../../src/model/watch';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { adopts, decide, keepsOnUnload, pendingOutcome, usageDue } from '../../src/core/policy';
-import type { WatchState } from '../../src/model/watch';
+import {
+  adopts,
+  decide,
+  endsFailureRun,
+  keepsOnUnload,
+  markerMove,
+  pendingOutcome,
+  setTookEffect,
+  usageDue,
+} from '../../src/core/policy';
+import { EVERY_STATE } from '../support/watchSamples';
 import { counted, facts, failed, NOW, type Situation, turn } from '../support/policyFacts';
 
 const MAX = DEFAULT_OPTIONS.maxAttempts;
@@ -179,6 +189,17 @@ describe('the other rows', () => {
     });
   }
 
+  test('a set took effect when the goal reads active, or a newer turn than the failed one exists; never by its reply alone', () => {
+    assert.equal(setTookEffect('active', null, 't1'), true, 'the goal active, no turn known');
+    assert.equal(setTookEffect('active', failed('t1'), 't1'), true, 'the goal active on the failed turn');
+    assert.equal(setTookEffect('blocked', turn('t2', 'inProgress'), 't1'), true, 'a newer turn');
+    assert.equal(setTookEffect(undefined, turn('t2', 'completed'), 't1'), true, 'a newer turn, the goal not read');
+    assert.equal(setTookEffect('blocked', failed('t1'), 't1'), false, 'still blocked on the failed turn');
+    assert.equal(setTookEffect('usageLimited', failed('t1'), 't1'), false);
+    assert.equal(setTookEffect(undefined, null, 't1'), false, 'nothing read: nothing proves it');
+    assert.equal(setTookEffect('paused', null, 't1'), false);
+  });
+
   test('adoption: only a goal seen active, and only with autoArm on (TestOldBlocked)', () => {
     assert.equal(adopts('active', DEFAULT_OPTIONS), true);
     assert.equal(adopts('blocked', DEFAULT_OPTIONS), false);
@@ -220,4 +241,29 @@ describe('the other rows', () => {
     assert.equal(usageDue(NOW, NOW, DEFAULT_OPTIONS), NOW + DEFAULT_OPTIONS.maxDelayMs);
     assert.equal(usageDue(NOW, NOW + 1, DEFAULT_OPTIONS), NOW + 1 + DEFAULT_OPTIONS.usageMarginMs);
   });
+});
+
+describe("a person's goal marker, newer than the arming (TestPauseDuringRead)", () => {
+  const states = Object.values(EVERY_STATE);
+  test('any status but active disarms the thread, unless its marker already says that very status', () => {
+    for (const status of GOAL_STATUSES.filter((g) => g !== 'active'))
+      for (const state of states) {
+        const same = state.kind === 'userIntent' && state.requested === status;
+        assert.equal(markerMove(state, status), same ? 'none' : 'disarm', `${status} on ${state.kind}`);
+      }
+    assert.equal(markerMove({ kind: 'userIntent', requested: 'paused', at: 1 }, 'complete'), 'disarm');
+    assert.equal(markerMove({ kind: 'userIntent', requested: 'paused', at: 1 }, 'paused'), 'none');
+  });
+
+  test('active re-arms what a marker disarmed, starts a spent budget afresh, and changes nothing else', () => {
+    for (const state of states) {
+      const expected = state.kind === 'userIntent' ? 'rearm' : state.kind === 'budgetSpent' ? 'afresh' : 'none';
+      assert.equal(markerMove(state, 'active'), expected, state.kind);
+    }
+  });
+});
+
+test('only a completed turn ends the run of consecutive failures', () => {
+  assert.equal(endsFailureRun('completed'), true);
+  for (const status of ['failed', 'interrupted', 'inProgress']) assert.equal(endsFailureRun(status), false, status);
 });
