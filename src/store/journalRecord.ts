@@ -14,6 +14,7 @@ import * as z from '../util/zod';
 import { PersistedStateSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import { parseWatch, type StateChanges } from './store';
+import { leftOutProto, PROTO_DISARM } from './watchRecord';
 
 export const JOURNAL_FORMAT = 1;
 
@@ -85,8 +86,11 @@ export function replayJournal(state: PersistedState, text: string, generation: s
     }
     const raw = parseLine(line);
     const problem = apply(state, raw);
-    if (problem === null) result.applied += 1;
-    else result.dropped.push(`journal record ${i}: ${problem}${raw === undefined ? ` (${excerpt(line, 60)})` : ''}`);
+    if (problem === null) {
+      result.applied += 1;
+      if (leftOutProto((raw as { top?: { disarmed?: unknown } }).top?.disarmed))
+        result.dropped.push(`journal record ${i}: ${PROTO_DISARM}; the rest applied`);
+    } else result.dropped.push(`journal record ${i}: ${problem}${raw === undefined ? ` (${excerpt(line, 60)})` : ''}`);
   }
   return result;
 }
@@ -127,7 +131,6 @@ function apply(state: PersistedState, raw: unknown): string | null {
   if ('top' in record) {
     const top = TopSchema.safeParse(record.top);
     if (!top.success) return `top: ${top.error.issues[0].message}`;
-    // (A disarm under "__proto__" never reaches here: zod's record leaves that key out.)
     state.pausedAt = top.data.pausedAt;
     state.disarmed = top.data.disarmed;
     return null;

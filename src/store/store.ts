@@ -6,7 +6,7 @@ import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type Persiste
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
 import { compileFastCheck } from './fastCheck';
-import { keyedRecord, storedWatch, wholeWatch, withThreadId } from './watchRecord';
+import { keyedRecord, leftOutProto, PROTO_DISARM, storedWatch, wholeWatch, withThreadId } from './watchRecord';
 
 export interface LoadResult {
   state: PersistedState;
@@ -173,11 +173,8 @@ export function parsePersisted(
     if (inPlace) delete watches[key];
   }
   const disarmed: PersistedState['disarmed'] = {};
+  if (leftOutProto(doc.disarmed)) dropped.push(PROTO_DISARM);
   for (const [key, value] of Object.entries(outer.data.disarmed)) {
-    if (key === '__proto__') {
-      dropped.push(`disarm of ${JSON.stringify(key)}: not a usable thread id`);
-      continue;
-    }
     const at = DisarmTimeSchema.safeParse(value);
     if (at.success) disarmed[key] = at.data;
     else {

@@ -103,3 +103,14 @@ function generate<F>(param: string, body: string): F {
   const make = new Function('NONE', `return function (${param}) {\n${body}\n};`) as (none: unknown) => F;
   return make(noEntries());
 }
+
+/** What is said of a disarm stored under "__proto__" (no thread has that id). */
+export const PROTO_DISARM = 'the disarm of "__proto__" is not a usable thread id: left out';
+
+/**
+ * Whether a record of disarms read from JSON holds the key "__proto__" (JSON.parse makes it an own
+ * key): zod's record leaves it out, so it is said instead of lost without a word.
+ */
+export function leftOutProto(disarmed: unknown): boolean {
+  return typeof disarmed === 'object' && disarmed !== null && Object.hasOwn(disarmed, '__proto__');
+}

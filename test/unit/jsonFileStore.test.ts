@@ -105,6 +105,16 @@ describe('parsePersisted', () => {
     assert.ok('state' in clean);
     assert.deepEqual(clean.dropped, []);
   });
+  test('a disarm under "__proto__" (JSON.parse makes it an own key) is said, never lost without a word; the others load', () => {
+    const text = JSON.stringify(sampleState()).replace('"disarmed":{', '"disarmed":{"__proto__":5,');
+    const raw = JSON.parse(text) as { disarmed: object };
+    assert.ok(Object.hasOwn(raw.disarmed, '__proto__'), 'the file holds it as a key');
+    const r = parsePersisted(raw);
+    assert.ok('state' in r);
+    assert.deepEqual(r.dropped, ['the disarm of "__proto__" is not a usable thread id: left out']);
+    assert.deepEqual(r.state.disarmed, { thr_2: 1_700_000_000_100 });
+    assert.equal(Object.getPrototypeOf(r.state.disarmed), Object.prototype);
+  });
 });
 
 describe('JsonFileStore', () => {

@@ -12,7 +12,14 @@ import * as zm from 'zod/mini';
 import { emptyState, newWatch, STATE_VERSION, WatchedThreadSchema } from '../../src/model/watch';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { parsePersisted, parseWatch } from '../../src/store/store';
-import { keyedRecord, recordFields, storedWatch, wholeWatch, withThreadId } from '../../src/store/watchRecord';
+import {
+  keyedRecord,
+  leftOutProto,
+  recordFields,
+  storedWatch,
+  wholeWatch,
+  withThreadId,
+} from '../../src/store/watchRecord';
 import { rng } from '../support/random';
 import { corrupt, samples } from '../support/watchSamples';
 
@@ -214,4 +221,11 @@ test('anything but a plain object is given to the check as it is, to say what it
 test('a record keyed by its thread id gets that id when it has none, and keeps its own otherwise', () => {
   assert.deepEqual(withThreadId({ title: 'x' }, 'k'), { threadId: 'k', title: 'x' });
   assert.deepEqual(withThreadId({ title: 'x', threadId: 'own' }, 'k'), { threadId: 'own', title: 'x' });
+});
+
+test('a record of disarms holds "__proto__" only as its own key, as JSON.parse makes it; nothing else does', () => {
+  assert.equal(leftOutProto(JSON.parse('{"__proto__":1,"a":2}')), true);
+  assert.equal(leftOutProto(JSON.parse('{"a":2}')), false);
+  assert.equal(leftOutProto({}), false, 'inherited, not its own');
+  for (const notRecord of [null, undefined, 5, '__proto__', true]) assert.equal(leftOutProto(notRecord), false);
 });
