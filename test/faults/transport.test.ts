@@ -4,7 +4,8 @@
 // connections, on random schedules (fast-check). The engine runs with the shipped
 // DEFAULT_OPTIONS, each goal on a provider of its own (no outage's probe: a wire's faults, not
 // an outage, are the subject here). See test/support/faultProxy.ts for the fault model and
-// test/support/transportScenario.ts for the threads and every invariant checked:
+// test/support/transportScenario.ts for the run (transportPlan.ts the threads, transportOracle.ts
+// every invariant checked):
 //
 //   Invariant: never a set on a goal that is paused by a person (once the engine was told),
 //     complete, budget-limited, model-blocked, or was blocked before the engine saw it; never
@@ -175,7 +176,7 @@ const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
 /**
  * The cases the property names, and how many times each must be reached in a run of RUNS (200)
  * schedules, counted from what the daemon received and what reached the engine's socket (see
- * `Reached` in transportScenario.ts), scaled for other run counts. Below the minimum, the
+ * `Reached` in transportPlan.ts), scaled for other run counts. Below the minimum, the
  * generator no longer reaches what the property claims to test: the run fails. Each minimum sits
  * well below what 14 seeds reached (2026-12-02): the seed changes at every run, so a minimum close
  * to the lowest of them failed now and then with nothing wrong (limiterAtLimit was reached 23–64

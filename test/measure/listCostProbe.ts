@@ -3,7 +3,7 @@
  * threads that another Codex app (a private stdio app-server on the same home) owns, against
  * one `thread/goal/get` per thread. Recorded in docs/daemon-behaviour.md (k).
  *
- *   npx tsc -p . && node out/test/support/listCostProbe.js [--threads 200] [--codex pinned|latest]
+ *   npx tsc -p . && node out/test/measure/listCostProbe.js [--threads 200] [--codex pinned|latest]
  *
  * Starts its own mock model, CODEX_HOME, daemon and private app-server, and removes them at the end.
  */
@@ -16,7 +16,7 @@ import { startThreadWithGoal, waitGoalStatus } from '../../src/demo/goalThreads'
 import { controlSocketPath, startDaemon } from '../../src/demo/managedDaemon';
 import { startMockModel } from '../../src/demo/mockModel';
 import { UserClient } from '../../src/demo/userClient';
-import type { Json } from './json';
+import type { Json } from '../support/json';
 
 const args = process.argv.slice(2);
 const opt = (name: string, fallback: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
