@@ -7,15 +7,18 @@
 //   node scripts/mutations.mjs ID...      only those
 //   node scripts/mutations.mjs --list     the mutations and their guards
 //   node scripts/mutations.mjs --table    the Markdown table of docs/testing.md, from the last results
+//   node scripts/mutations.mjs --doc      docs/testing.md's block (counts and table), from the last results
 //
 // Results go to docs/mutations.json (one entry per mutation: caught or not, the failing test and
-// its first assertion line, the time); docs/testing.md explains them. A mutation whose anchor
+// its first assertion line, the time), and then into docs/testing.md's generated block (the counts
+// and the table: scripts/mutationsDoc.mjs), which explains them. A mutation whose anchor
 // text is no longer found exactly once fails the script: the list follows the code.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MUTATIONS } from './mutations.list.mjs';
+import { mutationsTable, updateMutationsDoc } from './mutationsDoc.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const args = process.argv.slice(2);
@@ -25,25 +28,13 @@ if (args.includes('--list')) {
 }
 if (args.includes('--table')) {
   // The Markdown table of docs/testing.md, from the last results.
-  const saved = JSON.parse(fs.readFileSync(path.join(root, 'docs', 'mutations.json'), 'utf8'));
-  const cell = (t) =>
-    String(t ?? '')
-      .replace(/\|/g, '\\|')
-      .replace(/\s+/g, ' ')
-      .slice(0, 160);
-  console.log('| invariant | fault (one line) | guard | result |');
-  console.log('|---|---|---|---|');
-  for (const m of MUTATIONS) {
-    const r = saved.results.find((x) => x.id === m.id);
-    const result = !r
-      ? 'not run'
-      : r.caught
-        ? `red: ${cell(r.message)}`
-        : `**${r.error ? cell(r.error) : 'green (missed)'}**`;
-    console.log(
-      `| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${result} |`,
-    );
-  }
+  console.log(mutationsTable(JSON.parse(fs.readFileSync(path.join(root, 'docs', 'mutations.json'), 'utf8'))));
+  process.exit(0);
+}
+if (args.includes('--doc')) {
+  // docs/testing.md's block (the counts and the table), from the last results, without a run.
+  updateMutationsDoc(root);
+  console.log('docs/testing.md: the mutations block written from docs/mutations.json');
   process.exit(0);
 }
 const chosen = args.length ? MUTATIONS.filter((m) => args.includes(m.id)) : MUTATIONS;
@@ -211,6 +202,9 @@ const merged = [
 ];
 merged.sort((a, b) => MUTATIONS.findIndex((m) => m.id === a.id) - MUTATIONS.findIndex((m) => m.id === b.id));
 fs.writeFileSync(out, `${JSON.stringify({ generatedAt: new Date().toISOString(), results: merged }, null, 2)}\n`);
+updateMutationsDoc(root);
 const missed = results.filter((r) => !r.caught);
-console.log(`${results.length - missed.length} of ${results.length} mutations caught; written to docs/mutations.json`);
+console.log(
+  `${results.length - missed.length} of ${results.length} mutations caught; written to docs/mutations.json and docs/testing.md`,
+);
 process.exit(missed.length ? 1 : 0);

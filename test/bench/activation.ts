@@ -24,7 +24,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium } from '../vscode/browser';
 import { guardProcess } from '../vscode/cleanup';
 import { startCodeServer, type CodeServer } from '../vscode/launch';
-import { assertInstalled, CODE_SERVER_VERSION, codeServerEntry, node24Path } from '../vscode/paths';
+import { assertInstalled, CODE_SERVER_VERSION, codeServerEntry, MissingToolError, node24Path } from '../vscode/paths';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
 const run = promisify(execFile);
@@ -392,6 +392,15 @@ async function releasePackage(
 export const activationBench: Bench = {
   id: 'activation',
   title: 'Activation: bundle and .vsix size, activate() in the real extension host',
+  unavailable(): string | null {
+    try {
+      assertInstalled({ codeServer: true, chromium: true, playwright: true });
+      return null;
+    } catch (error) {
+      if (error instanceof MissingToolError) return error.message;
+      throw error;
+    }
+  },
   async run(ctx: BenchContext): Promise<BenchSection> {
     const runs = ctx.quick ? 3 : 5;
     const t0 = Date.now();

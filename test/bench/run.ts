@@ -1,11 +1,14 @@
 // `npm run bench`: runs every benchmark beside its naive baseline, prints a table and writes
 // bench/results.json (and .md). Flags: --quick (smaller sizes), --only id[,id] (some of them;
 // the other sections of an existing results file are kept), --out file (another results file).
+// A section this machine cannot run (activation without the headless VS Code of
+// .ci/install-vscode.sh) is reported as skipped, with the reason, and the others still run.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BENCHES } from './registry';
-import type { BenchSection, Figure } from './types';
+import type { Bench, BenchSection, Figure } from './types';
+import { MissingToolError } from '../vscode/paths';
 
 interface Flags {
   quick: boolean;
@@ -37,6 +40,7 @@ function fmt(n: number | null): string {
 }
 
 function table(section: BenchSection): string {
+  if (section.skipped !== undefined) return `## ${section.title} (${section.id})\n  skipped: ${section.skipped}`;
   const rows = section.figures.map((f: Figure) => [
     f.metric,
     `${fmt(f.value)} ${f.unit}`,
@@ -62,6 +66,7 @@ function table(section: BenchSection): string {
 
 /** The same tables as Markdown, for docs/performance.md. */
 function markdown(section: BenchSection): string {
+  if (section.skipped !== undefined) return [`### ${section.title}`, '', `Skipped: ${section.skipped}`, ''].join('\n');
   const cell = (f: Figure) => [
     f.metric,
     `${fmt(f.value)} ${f.unit}`,
@@ -92,7 +97,20 @@ async function main(): Promise<number> {
   const started = new Date();
   const sections: BenchSection[] = [];
   const failed: { id: string; error: string }[] = [];
+  const skipped: { id: string; reason: string }[] = [];
+  const skip = (bench: Bench, reason: string) => {
+    skipped.push({ id: bench.id, reason });
+    const section = { id: bench.id, title: bench.title, params: {}, figures: [], notes: [], skipped: reason };
+    sections.push({ ...section, measuredAt: new Date().toISOString() });
+    process.stdout.write(`${table(section)}\n`);
+  };
   for (const bench of chosen) {
+    const unavailable = bench.unavailable?.() ?? null;
+    if (unavailable !== null) {
+      process.stdout.write(`\n… ${bench.title}\n`);
+      skip(bench, unavailable);
+      continue;
+    }
     const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), `cgr-bench-${bench.id}-`));
     const t0 = performance.now();
     process.stdout.write(`\n… ${bench.title}\n`);
@@ -102,6 +120,10 @@ async function main(): Promise<number> {
       sections.push(section);
       process.stdout.write(`${table(section)}\n  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
     } catch (error) {
+      if (error instanceof MissingToolError) {
+        skip(bench, error.message);
+        continue;
+      }
       const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
       failed.push({ id: bench.id, error: text });
       process.stdout.write(`!! ${bench.id} failed: ${text}\n`);
@@ -110,13 +132,16 @@ async function main(): Promise<number> {
     }
   }
   if (flags.only && fs.existsSync(flags.out)) {
-    // Some of them: the others keep their figures from the last run (in registry order).
+    // Some of them: the others keep their figures from the last run (in registry order), and so
+    // does a section skipped here (the top-level `skipped` says why it was not measured again).
     try {
       const previous = JSON.parse(fs.readFileSync(flags.out, 'utf8')) as { sections?: BenchSection[] };
       const fresh = new Map(sections.map((s) => [s.id, s]));
-      const merged = BENCHES.map((b) => fresh.get(b.id) ?? previous.sections?.find((s) => s.id === b.id)).filter(
-        (s): s is BenchSection => s !== undefined,
-      );
+      const last = (id: string) => previous.sections?.find((s) => s.id === id && s.skipped === undefined);
+      const merged = BENCHES.map((b) => {
+        const now = fresh.get(b.id);
+        return now === undefined || now.skipped !== undefined ? (last(b.id) ?? now) : now;
+      }).filter((s): s is BenchSection => s !== undefined);
       sections.splice(0, sections.length, ...merged);
     } catch (error) {
       process.stdout.write(
@@ -141,6 +166,7 @@ async function main(): Promise<number> {
     ratio: 'baseline ÷ product: how many times better the product is (every metric here is lower-is-better)',
     sections,
     targetsMissed: missed,
+    skipped,
     failed,
   };
   fs.mkdirSync(path.dirname(flags.out), { recursive: true });
@@ -150,6 +176,8 @@ async function main(): Promise<number> {
   fs.writeFileSync(md, header + sections.map(markdown).join('\n'));
   process.stdout.write(`\nwrote ${flags.out} and ${md}\n`);
   if (missed.length > 0) process.stdout.write(`targets missed:\n${missed.map((m) => `  - ${m}`).join('\n')}\n`);
+  if (skipped.length > 0)
+    process.stdout.write(`skipped (not measured on this machine): ${skipped.map((s) => s.id).join(', ')}\n`);
   if (failed.length > 0) process.stdout.write(`failed: ${failed.map((f) => f.id).join(', ')}\n`);
   return failed.length > 0 ? 1 : 0;
 }

@@ -27,6 +27,8 @@ export interface BenchSection {
   notes: string[];
   /** When this section was measured (set by the runner). */
   measuredAt?: string;
+  /** Why this section was not measured on this machine (set by the runner; no figures then). */
+  skipped?: string;
 }
 
 export interface BenchContext {
@@ -40,6 +42,8 @@ export interface BenchContext {
 export interface Bench {
   id: string;
   title: string;
+  /** What this machine lacks for the section, in words, or null: asked before `run`; a reason skips it. */
+  unavailable?(): string | null;
   run(ctx: BenchContext): Promise<BenchSection>;
 }
 

@@ -1,45 +1,15 @@
 // The house rules of src/, checked (docs/architecture.md, "Layers"): imports only point down the
 // layer table; the decision table (src/core/policy.ts) imports nothing that does I/O; no file is
-// far above 400 lines.
+// far above 400 lines. The layer list is test/support/layers.ts (docs/architecture.md's table,
+// checked against it by architectureDoc.test.ts).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import { FACES, LAYERS, layerOf, ROOT, sources, SRC } from '../support/layers';
 
-const root = path.resolve(__dirname, '../../..');
-const src = path.join(root, 'src');
-
-/** Each layer, and the layers it may import from (docs/architecture.md's table). */
-const LAYERS: Record<string, string[]> = {
-  util: [],
-  version: [],
-  model: ['util'],
-  protocol: ['util', 'model'],
-  store: ['util', 'model', 'protocol'],
-  rollout: ['util', 'model', 'protocol'],
-  core: ['util', 'model', 'protocol', 'store', 'rollout'],
-  leader: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'version'],
-  telemetry: ['util', 'model', 'version'],
-  config: ['util', 'core', 'protocol', 'model'],
-  host: ['util', 'model', 'protocol', 'store', 'rollout', 'core', 'leader', 'config', 'version', 'telemetry'],
-  views: ['util', 'model', 'config'],
-  commands: ['util', 'model', 'config', 'host', 'views'],
-};
-/** The faces import everything below them. */
-const FACES = new Set(['runner', 'demo', 'extension']);
-
-function layerOf(file: string): string {
-  const rel = path.relative(src, file).split(path.sep);
-  return rel.length === 1 ? rel[0].replace(/\.ts$/, '') : rel[0];
-}
-
-function sources(dir: string): string[] {
-  return fs
-    .readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) =>
-      e.isDirectory() ? sources(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
-    );
-}
+const root = ROOT;
+const src = SRC;
 
 function imports(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
