@@ -296,11 +296,12 @@ export function pendingOutcome(w: Readonly<WatchedThread>, live: Readonly<LiveTh
 export type MarkerMove = 'rearm' | 'afresh' | 'disarm' | 'none';
 
 export function markerMove(state: WatchState, status: GoalSnapshot['status']): MarkerMove {
-  if (status === 'active') {
-    if (state.kind === 'userIntent') return 'rearm';
+  if (state.kind !== 'userIntent') {
+    if (status !== 'active') return 'disarm';
     return state.kind === 'budgetSpent' ? 'afresh' : 'none';
   }
-  return state.kind === 'userIntent' && state.requested === status ? 'none' : 'disarm';
+  if (status === 'active') return 'rearm';
+  return state.requested === status ? 'none' : 'disarm';
 }
 
 /** A turn that completed ends the run of consecutive failures: the next failure counts from one. */
