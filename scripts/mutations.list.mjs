@@ -4,7 +4,6 @@
 // `pattern` for --test-name-pattern). docs/testing.md is the readable table of the same list.
 const ATTEMPT = 'src/core/attempt.ts';
 const POLICY = 'src/core/policy.ts';
-const LOOKS = 'src/core/looks.ts';
 const EVENTS = 'src/core/events.ts';
 
 const HOME_SCAN = 'src/core/homeScan.ts';

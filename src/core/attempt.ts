@@ -5,10 +5,10 @@ import { addHistory, countRecovery, type ScheduledState, uncountRecovery, type W
 import { dueAt, scheduledOf } from '../model/queries';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
 import type { TimerHandle } from './clock';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
 import type { LiveThread } from './live';
-import type { Looks } from './looks';
+import type { Reconciler } from './reconciler';
 import { backOff, confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
 import { setTookEffect, veto } from './policy';
 import { applyThread, goalSnapshot, readBoth } from './reads';
@@ -51,7 +51,7 @@ export class Attempts {
 
   constructor(
     private readonly core: EngineCore,
-    private readonly looks: Looks,
+    private readonly reconciler: Reconciler,
     private readonly hooks: AttemptHooks,
   ) {}
 
@@ -176,7 +176,7 @@ export class Attempts {
   private check(p: Prepared): void {
     const core = this.core;
     if (core.stopped) throw new Abort('stopping');
-    const facts = this.looks.facts(p.w);
+    const facts = this.reconciler.facts(p.w);
     const reason = veto(facts, p.expectedStatus, p.failedTurnId, core.state.pausedAt !== null);
     if (reason === null) return;
     if (p.live.status?.type === 'notLoaded') p.live.loaded = false; // until some client loads it again
@@ -201,8 +201,8 @@ export class Attempts {
     core.emit({ type: 'skipped', threadId: w.threadId, reason: error.message });
     if (core.session === p.session && !core.stopped) {
       // Until some client loads it again, an unloaded thread waits as such.
-      if (!core.liveOf(w.threadId).loaded) this.looks.markUnloaded(w);
-      else await this.looks.decide(p.session, w);
+      if (!core.liveOf(w.threadId).loaded) this.reconciler.markUnloaded(w);
+      else await this.reconciler.decide(p.session, w);
       core.hooks.reschedule();
       core.saver.persistSoon();
     } else await core.persist();
@@ -254,7 +254,7 @@ export class Attempts {
       });
       await this.afterSetError(session, w, failedTurnId, attempt, error);
     }
-    await this.looks.decide(session, w);
+    await this.reconciler.decide(session, w);
     core.hooks.reschedule();
     core.saver.persistSoon();
   }

@@ -6,7 +6,7 @@
 import { formatDuration, type PersistedState } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 import type { TimerHandle } from './clock';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 
 /** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not a jump. */
 const CLOCK_JUMP_TOLERANCE_MS = 2_000;

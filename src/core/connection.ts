@@ -4,10 +4,10 @@
 import { type DaemonSession, RpcError, STATUS_PAGE } from '../protocol/daemon';
 import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { daemonListener } from './events';
 import type { HomeScan } from './homeScan';
-import type { Looks } from './looks';
+import type { Reconciler } from './reconciler';
 import { untestedVersionWarning } from '../model/codexVersion';
 import { errorText } from '../util/errorText';
 import { eachAtMost } from '../util/serial';
@@ -27,7 +27,7 @@ export class Connection {
   constructor(
     private readonly core: EngineCore,
     private readonly guard: ClockGuard,
-    private readonly looks: Looks,
+    private readonly reconciler: Reconciler,
     private readonly home: HomeScan,
   ) {}
 
@@ -39,7 +39,7 @@ export class Connection {
     core.connection = { kind: 'connecting', detail: 'connecting' };
     core.changed();
     const listener = daemonListener(core, generation, {
-      seenActive: this.looks.seenActive,
+      seenActive: this.reconciler.seenActive,
       closed: (reason) => this.lost(reason, 'disconnected'),
     });
     const attempt = core.deps.connect(listener).then(
@@ -142,7 +142,7 @@ export class Connection {
     for (const w of core.watches()) {
       if (!loaded.has(w.threadId)) {
         core.liveOf(w.threadId).loaded = false;
-        this.looks.markUnloaded(w);
+        this.reconciler.markUnloaded(w);
       }
     }
     await this.readStatuses(session, ids);
@@ -152,7 +152,7 @@ export class Connection {
     let looked = 0;
     try {
       await eachAtMost(ids, RESYNC_WIDTH, async (id) => {
-        await core.inLane(id, () => this.looks.refresh(session, id));
+        await core.inLane(id, () => this.reconciler.refresh(session, id));
         if (++looked % RESYNC_SAVE_EVERY === 0) void core.track(core.persist());
       });
     } finally {

@@ -3,7 +3,7 @@
 // clock and randomness are injected. This file is the lifecycle and the wiring; each concern
 // lives in a file of its own (docs/architecture.md, "The engine's files"):
 //   policy.ts       the decision table (pure): which state, and what to do
-//   looks.ts        the reads that gather the facts, and carrying out the verdict
+//   reconciler.ts        the reads that gather the facts, and carrying out the verdict
 //   attempt.ts      the recovery attempt: veto, write-ahead, set, outcome
 //   schedule.ts     the due timer, the preparation lead, the limiter hand-off
 //   events.ts       the daemon event table
@@ -12,25 +12,25 @@
 //   userActions.ts  pause, resume, arm, disarm, re-arm, retry now, pause goal, reset
 //   saving.ts       durable before announced: saves and the outbox
 //   clockGuard.ts   wall-clock jumps, and timers Node can keep
-//   core.ts         what they share: the state, the one state write, the lanes
+//   engineCore.ts   what they share: the state, the one state write, the lanes
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import type { WatchedThread } from '../model/watch';
 import { Attempts } from './attempt';
 import { ClockGuard } from './clockGuard';
 import { Connection } from './connection';
-import { type EngineDeps, EngineCore } from './core';
+import { type EngineDeps, EngineCore } from './engineCore';
 import { HomeScan } from './homeScan';
-import { Looks } from './looks';
+import { Reconciler } from './reconciler';
 import type { EngineOptions } from './options';
 import { Schedule } from './schedule';
 import { UserActions } from './userActions';
 
-export type { EngineDeps } from './core';
+export type { EngineDeps } from './engineCore';
 
 export class Engine {
   private readonly core: EngineCore;
   private readonly guard: ClockGuard;
-  private readonly looks: Looks;
+  private readonly reconciler: Reconciler;
   private readonly attempts: Attempts;
   private readonly schedule: Schedule;
   private readonly connection: Connection;
@@ -39,25 +39,25 @@ export class Engine {
   constructor(options: EngineOptions, deps: EngineDeps) {
     const core = (this.core = new EngineCore(options, deps));
     this.guard = new ClockGuard(core);
-    this.looks = new Looks(core, (threadId) => this.attempts.isPrepared(threadId));
+    this.reconciler = new Reconciler(core, (threadId) => this.attempts.isPrepared(threadId));
     this.schedule = new Schedule(core, this.guard, (threadId, notBeforeMono) => {
       const session = core.session;
       if (session) this.attempts.start(session, threadId, notBeforeMono);
     });
-    this.attempts = new Attempts(core, this.looks, {
+    this.attempts = new Attempts(core, this.reconciler, {
       prepareLead: () => this.schedule.prepareLead(),
       done: (threadId) => this.schedule.done(threadId),
       giveBack: () => this.schedule.giveBack(),
     });
     const home = new HomeScan(core);
-    this.connection = new Connection(core, this.guard, this.looks, home);
-    this.actions = new UserActions(core, this.looks, this.schedule, () => {
+    this.connection = new Connection(core, this.guard, this.reconciler, home);
+    this.actions = new UserActions(core, this.reconciler, this.schedule, () => {
       home.reset();
       return this.resync();
     });
     core.hooks = {
       reschedule: () => this.schedule.reschedule(),
-      evaluate: (session, threadId) => this.looks.evaluate(session, threadId),
+      evaluate: (session, threadId) => this.reconciler.evaluate(session, threadId),
       answered: (threadId, since) => {
         if (!this.schedule.probes.answered(threadId, since)) return;
         this.schedule.reschedule();

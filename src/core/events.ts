@@ -4,7 +4,7 @@
 // asked of the table (policy.ts: a completed turn ends the run of failures).
 import type { DaemonListener, ThreadGoal } from '../protocol/daemon';
 import { describeErrorInfo } from './classify';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import type { LiveThread, RateLimitNotice } from './live';
 import { endsFailureRun } from './policy';
 

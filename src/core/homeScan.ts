@@ -9,7 +9,7 @@
 // every goal it showed there before it stopped. The rows that decide are `elsewhere` in policy.ts.
 import { newWatch, type WatchedThread } from '../model/watch';
 import { type DaemonSession, RpcError, type Thread } from '../protocol/daemon';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { elsewhere, type ElsewhereVerdict } from './elsewherePolicy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
 import { shownElsewhere } from './transitions';

@@ -4,7 +4,7 @@
 // `active` marker of theirs arms it again.
 import type { WatchedThread } from '../model/watch';
 import { scanForMarkers, scanFromLastActivation, type ScanOptions } from '../rollout/markers';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { markerMove } from './policy';
 import { markerMoved } from './transitions';
 import { errorText } from '../util/errorText';

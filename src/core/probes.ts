@@ -4,7 +4,7 @@
 // failure is counted.
 import { type PersistedState, type WatchedThread } from '../model/watch';
 import { scheduledOf } from '../model/queries';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { isProbing, outageGroup, releasedBy } from './outage';
 import { dueBy, unhold, waitForProbe } from './transitions';
 

@@ -7,7 +7,7 @@ import { type WatchedThread } from '../model/watch';
 import { dueAt } from '../model/queries';
 import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
 import { Probes } from './probes';

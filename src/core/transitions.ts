@@ -13,7 +13,7 @@ import {
 import { scheduledOf } from '../model/queries';
 import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
 import { followProbe, halfStepDue, outageKind, probeFollowers } from './outage';
 import { type BudgetSpentState, budgetWhy, type MarkerMove, overBudget, type Verdict } from './policy';

@@ -5,8 +5,8 @@
 import { emptyState, type WatchedThread } from '../model/watch';
 import { canRetryNow, isDisarmed } from '../model/queries';
 import { RpcError, type Resumed } from '../protocol/daemon';
-import type { EngineCore } from './core';
-import type { Looks } from './looks';
+import type { EngineCore } from './engineCore';
+import type { Reconciler } from './reconciler';
 import { failureAtArming, personArms } from './arming';
 import { decide } from './policy';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
@@ -27,7 +27,7 @@ const ACTIVE_WRITER = /already has an active writer/i;
 export class UserActions {
   constructor(
     private readonly core: EngineCore,
-    private readonly looks: Looks,
+    private readonly reconciler: Reconciler,
     private readonly schedule: Schedule,
     private readonly resync: () => Promise<void>,
   ) {}
@@ -104,10 +104,10 @@ export class UserActions {
       await core.persist(); // durable before acted on, and before it is said
       outcome.armed = true;
       core.emit({ type: 'armed', threadId, title: w.title });
-      if (!live.loaded) this.looks.markUnloaded(w);
+      if (!live.loaded) this.reconciler.markUnloaded(w);
       else {
-        await this.looks.subscribe(session, threadId);
-        await this.looks.decide(session, w);
+        await this.reconciler.subscribe(session, threadId);
+        await this.reconciler.decide(session, w);
       }
       this.schedule.reschedule();
       core.changed();
@@ -130,7 +130,7 @@ export class UserActions {
     core.state.disarmed[threadId] = now;
     // The state follows from that record, by the table (its first row).
     const w = core.state.watches[threadId];
-    const verdict = w ? decide(this.looks.facts(w, now)) : null;
+    const verdict = w ? decide(this.reconciler.facts(w, now)) : null;
     if (w && verdict?.act === 'settle') applyVerdict(core, w, verdict);
     core.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
     this.schedule.reschedule();
@@ -228,7 +228,7 @@ export class UserActions {
       });
       if (fromElsewhere) takeOver(core, w, goal.status);
       if (w.lastFailure && w.lastFailure.dueAt !== null) dueBy(core, w, core.now());
-      await this.looks.decide(session, w);
+      await this.reconciler.decide(session, w);
       this.schedule.reschedule();
     });
     await core.persist();

@@ -3,7 +3,7 @@
 // which logs them in this window, streams them to the others and picks the window that notifies.
 import type * as vscode from 'vscode';
 import { systemClock } from '../core/clock';
-import { runCommand } from '../core/commands';
+import { runCommand } from '../core/commandTable';
 import { Engine } from '../core/engine';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';

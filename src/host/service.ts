@@ -1,10 +1,10 @@
 // What the views and commands talk to, whichever window runs the engine: the state to show,
 // a change event, and the user's commands. The leader implements it over its own engine; a
 // follower over the leader's channel.
-import type { ServiceCommand } from '../core/commands';
+import type { ServiceCommand } from '../core/commandTable';
 import type { EngineSnapshot } from '../model/snapshot';
 
-export { COMMANDS, isServiceCommand, type ServiceCommand } from '../core/commands';
+export { COMMANDS, isServiceCommand, type ServiceCommand } from '../core/commandTable';
 
 export interface RecoveryService {
   snapshot(): EngineSnapshot;

@@ -14,7 +14,7 @@
 // Every change of role is a new term: the old term's engine has fully stopped (and saved) before
 // the next term's starts or follows, and work of an older term gives up.
 import { randomUUID } from 'node:crypto';
-import { parseChannelCommand, type ServiceCommand } from '../core/commands';
+import { parseChannelCommand, type ServiceCommand } from '../core/commandTable';
 import { Throttle } from '../core/throttle';
 import { DecisionSchema, type Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';

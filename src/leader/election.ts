@@ -25,7 +25,7 @@
 // down.
 import * as fs from 'node:fs';
 import type * as net from 'node:net';
-import { attempt, randomBetween, type AttemptContext } from './attempt';
+import { attempt, randomBetween, type AttemptContext } from './electionAttempt';
 import { ElectionLoop } from './electionLoop';
 import { Emitter, type Log, type Unsubscribe } from './emitter';
 import { Generations, type Generation } from './generation';

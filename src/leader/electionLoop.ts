@@ -6,7 +6,7 @@
 // once QUICK_RETRIES quick retries (asked for sooner than `retryMs`) were made, each further quick
 // one waits `retryMs`; a stop cuts the pause short.
 import { Serial } from '../util/serial';
-import { retryIn, type Outcome } from './attempt';
+import { retryIn, type Outcome } from './electionAttempt';
 import type { Log } from './emitter';
 
 /**

@@ -12,7 +12,7 @@
 //  - no election possible (an unsafe directory): runs the engine anyway, and says so.
 // A private stdio daemon has no election: nobody else can reach it.
 import type { Engine } from '../core/engine';
-import { runCommand } from '../core/commands';
+import { runCommand } from '../core/commandTable';
 import { ElectedEngine, type TermEngine } from '../leader/electedEngine';
 import type { Decision } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';

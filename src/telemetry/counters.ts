@@ -2,7 +2,7 @@
 //  - recoveries: `recovered` decisions (a set that took: the engine read the goal active again, or
 //    a newer turn);
 //  - give-ups: `gave-up` decisions;
-//  - wasted turns: recoveries whose turn failed again. The engine's own notion (src/core/looks.ts,
+//  - wasted turns: recoveries whose turn failed again. The engine's own notion (src/core/reconciler.ts,
 //    the history's `failed-again`): a new failure counted on a goal whose last counted failure was
 //    recovered. Told by decisions: after a `recovered`, the next `backoff` or `gave-up` of that
 //    thread that names another failed turn (a backoff of the same turn is a set the daemon refused,

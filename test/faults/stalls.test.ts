@@ -3,7 +3,7 @@
 // (src/leader/lease.ts: renewed every RENEW_MS, lost after LEASE_MS of silence): a follower that
 // hears nothing for the lease replaces the silent leader's socket and leads; the old leader, woken,
 // finds its lease expired on its monotonic clock and acts no more (the fence, asked before every
-// set, resume, save and announcement: src/core/core.ts), steps down and follows.
+// set, resume, save and announcement: src/core/engineCore.ts), steps down and follows.
 // Headless runners (dist/cli.js watch --json) on one real daemon (DaemonLab: each Codex build in
 // node_modules, 0.169.0 pinned and 0.171.0; every test names its version), one XDG_RUNTIME_DIR,
 // each runner with its own state file (a takeover cannot lean on a shared file).

@@ -32,7 +32,7 @@ import {
 import { UserClient } from '../../src/demo/userClient';
 import { Engine } from '../../src/core/engine';
 import { systemClock } from '../../src/core/clock';
-import { isServiceCommand, runCommand } from '../../src/core/commands';
+import { isServiceCommand, runCommand } from '../../src/core/commandTable';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { ElectedEngine, type DecidedBy, type TermEngine } from '../../src/leader/electedEngine';
 import { HandoverStore } from '../../src/leader/handover';
@@ -99,13 +99,17 @@ function cli(...args: string[]): Promise<CliRun> {
   return runCli([...args, '--codex-home', env.home.dir]);
 }
 
-/** `status --json` as the leading engine reports it (exit 0: nothing needs attention). */
+/**
+ * `status --json` as the leading engine reports it; it exits 1 exactly when a goal waits for a
+ * person (its `attention` list: a goal stopped before it was armed, too), else 0.
+ */
 async function status(): Promise<StatusReport> {
   const r = await cli('status', '--json');
-  assert.equal(r.status, 0, `status: ${r.stderr}`);
   const lines = r.stdout.trim().split('\n');
-  assert.equal(lines.length, 1, `status --json printed more than one line: ${r.stdout}`);
-  return JSON.parse(lines[0]) as StatusReport;
+  assert.equal(lines.length, 1, `status --json printed more than one line: ${r.stdout}${r.stderr}`);
+  const report = JSON.parse(lines[0]) as StatusReport;
+  assert.equal(r.status, report.attention.length > 0 ? 1 : 0, `status: exit ${r.status}: ${r.stdout}${r.stderr}`);
+  return report;
 }
 
 function stateOf(report: StatusReport, threadId: string): string | undefined {

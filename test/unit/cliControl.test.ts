@@ -18,7 +18,7 @@ import {
   statusText,
   type StatusReport,
 } from '../../src/runner/statusReport';
-import { COMMANDS } from '../../src/core/commands';
+import { COMMANDS } from '../../src/core/commandTable';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { LeaderElection } from '../../src/leader/election';
 import { electionFor } from '../../src/leader/naming';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ServiceCommand } from '../../src/core/commands';
+import type { ServiceCommand } from '../../src/core/commandTable';
 import {
   ElectedEngine,
   type DecidedBy,

@@ -7,7 +7,7 @@
 // test.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DONE, retryIn, type Outcome } from '../../src/leader/attempt';
+import { DONE, retryIn, type Outcome } from '../../src/leader/electionAttempt';
 import { ElectionLoop, QUICK_RETRIES } from '../../src/leader/electionLoop';
 
 interface Script {

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';
 import { readSettings, type Settings } from '../../../src/config/settings';
-import type { ServiceCommand } from '../../../src/core/commands';
+import type { ServiceCommand } from '../../../src/core/commandTable';
 import type { FocusSource, TermEvents } from '../../../src/leader/electedEngine';
 import type { Decision } from '../../../src/model/decision';
 import { emptySnapshot, type EngineSnapshot } from '../../../src/model/snapshot';

@@ -4,7 +4,7 @@
 import { newWatch, type WatchedThread } from '../model/watch';
 import { isDisarmed } from '../model/queries';
 import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type ThreadGoal } from '../protocol/daemon';
-import type { EngineCore } from './core';
+import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
 import { isThreadActive, type LiveThread } from './live';
 import { adoptsFromElsewhere, type ElsewhereState, resumesRetry } from './elsewherePolicy';
@@ -25,7 +25,7 @@ import { type LimitReading, readLimit, untimedFromMessage } from './rateLimits';
 import { resetFromMessage } from './usageReset';
 import { usagePlan } from './usagePlan';
 
-export class Looks {
+export class Reconciler {
   /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
   readonly seenActive = new Map<string, ThreadGoal>();
 

@@ -41,7 +41,7 @@ export interface EngineDeps {
 export interface CoreHooks {
   /** The timer follows the due times (after any change of one). */
   reschedule(): void;
-  /** Looks at a thread now, in its lane: an event or a command changed something. */
+  /** Reconciler at a thread now, in its lane: an event or a command changed something. */
   evaluate(session: DaemonSession, threadId: string): Promise<void>;
   /**
    * A response completed on a thread, to a request sent no earlier than `since`: its provider
