@@ -29,24 +29,10 @@ import { FakeClock } from '../support/fakeClock';
 import { MemoryStore } from '../support/memoryStore';
 import { CLI, RunnerProcess } from '../support/runnerProcess';
 import { RecordingListener } from '../support/wireFuzz';
+import { tempDir, until } from '../support/wait';
 
 const ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(done: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
-function tempDir(prefix: string, mode = 0o700): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  fs.chmodSync(d, mode);
-  return d;
-}
 
 // ---- a daemon on a Unix socket that answers just enough for a client to connect ------------------
 
@@ -206,8 +192,8 @@ test(
 );
 
 test('Invariant: through a symbolic link, it is the real socket and its real directory that are checked (and connected to)', async () => {
-  const unsafe = tempDir('cgr-sec-', 0o700);
-  const safe = tempDir('cgr-sec-', 0o700);
+  const unsafe = tempDir('cgr-sec-');
+  const safe = tempDir('cgr-sec-');
   const d = await miniDaemon(unsafe);
   try {
     // A link in a private directory to a socket in a world-writable one: refused.
@@ -570,8 +556,8 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   try {
     await engine.start();
     await until(
-      () => engine.connectionState().kind === 'connected',
       `the engine to connect: ${JSON.stringify(decisions)}`,
+      () => engine.connectionState().kind === 'connected',
     );
     await leader.start();
     await follower.start();
@@ -653,7 +639,7 @@ test('Invariant: the election directory is created 0700 and its socket is 0600, 
     election = undefined;
 
     for (const mode of [0o770, 0o707, 0o777, 0o1777]) {
-      const bad = tempDir('cgr-sec-', mode);
+      const bad = tempDir('cgr-sec-', { mode });
       try {
         await assert.rejects(
           new LeaderElection({ dir: bad, name: 'x' }).start(),

@@ -18,10 +18,10 @@ import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
 import { DaemonLab } from '../support/daemonLab';
 import { RealEngine } from '../support/realEngine';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
+import { sleep } from '../support/wait';
 
 const T = 60_000;
 const MARGIN = DEFAULT_OPTIONS.usageMarginMs;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const codex of codexBuilds())
   describe(`A usage limit resumes at its real reset (real daemon), codex ${codex.version}`, () => {

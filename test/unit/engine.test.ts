@@ -5,6 +5,8 @@
 // backoff base 30 s (the jitter is pinned to the full nominal delay: 30 s, 60 s, 120 s, ...), cap
 // 30 min, the 200 ms preparation, a burst of 3 recoveries then one per 5 s, the 60 s resync.
 // The fake daemon is strict (test/support/fakeDaemon.ts): any forbidden set fails the test.
+// A wait for async work polls real time (at most 5 s, every 10 ms), then goes on: the assertion
+// after it says what was missing.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -22,6 +24,7 @@ import { MemoryStore } from '../support/memoryStore';
 import { failByEvents, ownProviders } from '../support/fleet';
 import { goalEvent, modelGoalCall, noiseLine, realMarker, RolloutWriter } from '../support/rolloutLines';
 import { rng } from '../support/random';
+import { poll } from '../support/wait';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -62,11 +65,6 @@ async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['t
   harnesses.push(h);
   for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', `${id} not armed`);
   return h;
-}
-
-/** Waits (real time, at most 5 s) for a condition that async work makes true. */
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 const BASE = DEFAULT_OPTIONS.baseDelayMs;
@@ -1096,7 +1094,7 @@ describe('engine: durable before announced', () => {
       }
     };
     await h.engine.start();
-    await until(() => h.engine.watch('thread-1')?.state.kind === 'running');
+    await poll(() => h.engine.watch('thread-1')?.state.kind === 'running', 5_000, 10);
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running', 'not armed in memory');
     assert.deepEqual(
@@ -1117,7 +1115,7 @@ describe('engine: durable before announced', () => {
 
     store.held = true;
     daemon.failWithEvents('thread-1');
-    await until(() => h.engine.watch('thread-1')?.state.kind === 'backoff');
+    await poll(() => h.engine.watch('thread-1')?.state.kind === 'backoff', 5_000, 10);
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
     assert.equal(
@@ -1138,7 +1136,7 @@ describe('engine: durable before announced', () => {
     // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
     store.held = true;
     void h.clock.advance(backoff.dueAt - h.clock.now() + 500); // not awaited: its reactor waits for the held save
-    await until(() => h.engine.watch('thread-1')?.state.kind === 'recovering'); // the write-ahead is waiting
+    await poll(() => h.engine.watch('thread-1')?.state.kind === 'recovering', 5_000, 10); // the write-ahead is waiting
     await turns();
     assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out before its intent was on disk');
     assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 0);
@@ -1192,7 +1190,7 @@ describe('engine: durable before announced', () => {
     harnesses.push(first);
     void first.engine.start();
     // Dropped at the resync's first save of its armings (every 256 looks): the rest is only in memory.
-    await until(() => Object.keys(store.saved.watches).length > 0);
+    await poll(() => Object.keys(store.saved.watches).length > 0, 5_000, 10);
     first.crash();
     const saved = new Set(Object.keys(store.saved.watches));
     assert.ok(saved.size > 0 && saved.size < threads, `crashed mid-arming: ${saved.size} of ${threads} saved`);

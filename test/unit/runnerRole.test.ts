@@ -21,30 +21,14 @@ import { RunnerRole, roleObject, roleLine, type RoleEvent } from '../../src/runn
 import { FakeDaemon } from '../support/fakeDaemon';
 import { TEST_OPTIONS } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
+import { sleep, tempDir, until } from '../support/wait';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const CLI = path.resolve(__dirname, '..', '..', 'src', 'runner', 'cli.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const dirs: string[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(prefix = 'cgr-role-'): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 describe('election naming', () => {
   it('a runner watching socket P and a window whose settings resolve to P join the same election', () => {
@@ -164,7 +148,7 @@ describe("a new leader's first save", () => {
   it("writes what it took from the old leader's snapshot, even if nothing changes it: a crash right after keeps it", async () => {
     // No daemon to reach: nothing the engine does touches the watch, and its only saves are the
     // ones its connection attempts bring.
-    const file = path.join(tempDir(), 'state.json');
+    const file = path.join(tempDir('cgr-role-'), 'state.json');
     const engine = new Engine(TEST_OPTIONS, {
       connect: () => Promise.reject(new Error('no daemon here')),
       target: 'fake',
@@ -249,7 +233,7 @@ function failThread(d: FakeDaemon, id: string, turnId: string): void {
 
 describe("the runner's role", () => {
   it("one runner leads, the other stands by naming it; the leader serves its state and the commands; the follower takes over with the leader's state and recovers once", async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
     const a = runner(daemon, path.join(dir, 'election'));
@@ -307,7 +291,7 @@ describe("the runner's role", () => {
   });
 
   it("a command from another engine's window waits until the leader has loaded its state (it never saves an empty state over it)", async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
     const saved = emptyState();
@@ -341,7 +325,7 @@ describe("the runner's role", () => {
   });
 
   it('without a usable election directory it runs the engine anyway and says so', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const open = path.join(dir, 'open');
     fs.mkdirSync(open, { mode: 0o777 });
     fs.chmodSync(open, 0o777);
@@ -359,7 +343,7 @@ describe("the runner's role", () => {
   });
 
   it('with no election (a private stdio daemon) it runs the engine and tells nothing', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
     const r = runner(daemon, null);
@@ -420,7 +404,7 @@ class Cli {
 
 describe('the command line', () => {
   it('text mode: the second runner on a socket stands by naming the first, and takes over when it is killed', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
     fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
     // No daemon at that socket: the engine keeps reconnecting, which is all this needs.
@@ -453,7 +437,7 @@ describe('the command line', () => {
   });
 
   it('JSON mode: role lines; an unusable election directory is a warning and the runner leads anyway', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const run = path.join(dir, 'run');
     fs.mkdirSync(path.join(run, 'codex-goal-recovery'), { recursive: true });
     fs.chmodSync(path.join(run, 'codex-goal-recovery'), 0o777);
@@ -502,7 +486,7 @@ describe('the command line', () => {
   });
 
   it('a reader that goes away (watch piped into `head`): the runner stops cleanly, its state saved, instead of dying on EPIPE', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
     fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
     const state = path.join(dir, 's.json');
@@ -522,7 +506,7 @@ describe('the command line', () => {
  * service's stdout to): its lines once it said the connection failed and was stopped.
  */
 async function journalRun(flags: string[]): Promise<string[]> {
-  const dir = tempDir();
+  const dir = tempDir('cgr-role-');
   const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
   fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
   const log = path.join(dir, 'journal');
