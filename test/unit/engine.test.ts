@@ -5,6 +5,8 @@
 // backoff base 30 s (the jitter is pinned to the full nominal delay: 30 s, 60 s, 120 s, ...), cap
 // 30 min, the 200 ms preparation, a burst of 3 recoveries then one per 5 s, the 60 s resync.
 // The fake daemon is strict (test/support/fakeDaemon.ts): any forbidden set fails the test.
+// The store is test/support/memoryStore.ts; the durability tests hold its loads or saves (a slow
+// disk), fail its saves (a full disk), or watch each save as it is asked for.
 // A wait for async work polls real time (at most 5 s, every 10 ms), then goes on: the assertion
 // after it says what was missing.
 import { after, describe, it } from 'node:test';
@@ -1022,15 +1024,7 @@ describe('engine', () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
-    const store = new MemoryStore();
-    const slow = {
-      location: 'slow',
-      load: async () => {
-        await gate;
-        return store.load();
-      },
-      save: (st: Parameters<MemoryStore['save']>[0]) => store.save(st),
-    };
+    const slow = new MemoryStore(undefined, { location: 'slow', loadGate: gate });
     const h = await makeHarness({ dir, daemon, store: slow, start: false });
     harnesses.push(h);
     const starting = h.engine.start();
@@ -1063,27 +1057,13 @@ describe('engine', () => {
   });
 });
 
-/** A store whose saves wait until the test opens the gate: what a slow disk looks like. */
-class GatedStore extends MemoryStore {
-  private gate: Array<() => void> = [];
-  held = true;
-  override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-    const copy = structuredClone(state);
-    if (this.held) await new Promise<void>((resolve) => this.gate.push(resolve));
-    await super.save(copy, changed);
-  }
-  open(): void {
-    this.held = false;
-    for (const f of this.gate.splice(0)) f();
-  }
-}
-
 describe('engine: durable before announced', () => {
   it('announces a decision, and tells its views, only once the save holding it is on disk; never sends the set before its write-ahead is', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
-    const store = new GatedStore();
+    const store = new MemoryStore(); // its saves held (a slow disk) until the test opens them
+    store.hold();
     const h = await makeHarness({ dir, daemon, store, start: false });
     harnesses.push(h);
     // While a save is held, the engine is not idle (h.settle would wait for it): turns of the loop.
@@ -1113,7 +1093,7 @@ describe('engine: durable before announced', () => {
     assert.ok(h.changes() > viewsBefore, 'the views were not told after the save');
     assert.equal(store.saved.watches['thread-1']?.state.kind, 'running');
 
-    store.held = true;
+    store.hold();
     daemon.failWithEvents('thread-1');
     await poll(() => h.engine.watch('thread-1')?.state.kind === 'backoff', 5_000, 10);
     await turns();
@@ -1134,7 +1114,7 @@ describe('engine: durable before announced', () => {
     );
 
     // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
-    store.held = true;
+    store.hold();
     void h.clock.advance(backoff.dueAt - h.clock.now() + 500); // not awaited: its reactor waits for the held save
     await poll(() => h.engine.watch('thread-1')?.state.kind === 'recovering', 5_000, 10); // the write-ahead is waiting
     await turns();
@@ -1156,13 +1136,9 @@ describe('engine: durable before announced', () => {
     /** For each save: how many decisions had been announced when it was asked for, and what it held. */
     const saves: Array<{ announced: number; ids: Set<string> }> = [];
     let announced = (): number => 0;
-    class CountingStore extends MemoryStore {
-      override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-        saves.push({ announced: announced(), ids: new Set(Object.keys(state.watches)) });
-        await super.save(state, changed);
-      }
-    }
-    const h = await makeHarness({ dir, daemon, store: new CountingStore(), start: false });
+    const store = new MemoryStore();
+    store.onSave = (state) => saves.push({ announced: announced(), ids: new Set(Object.keys(state.watches)) });
+    const h = await makeHarness({ dir, daemon, store, start: false });
     harnesses.push(h);
     announced = () => h.decisions.length;
     await h.engine.start();
@@ -1215,19 +1191,13 @@ describe('engine: durable before announced', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
-    let failing = false;
-    class FailingStore extends MemoryStore {
-      override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-        if (failing) throw new Error('ENOSPC: no space left on device');
-        await super.save(state, changed);
-      }
-    }
-    const h = await makeHarness({ dir, daemon, store: new FailingStore() });
+    const store = new MemoryStore();
+    const h = await makeHarness({ dir, daemon, store });
     harnesses.push(h);
     daemon.failWithEvents('thread-1');
     await h.settle();
     const due = dueAt(h.engine.watch('thread-1')!)!;
-    failing = true;
+    store.failing = 'ENOSPC: no space left on device';
     await h.advance(due - h.clock.now() + 1_000);
     assert.equal(daemon.count('thread/goal/set'), 0, 'sent the set although its intent could not be saved');
     assert.ok(
@@ -1239,7 +1209,7 @@ describe('engine: durable before announced', () => {
       'the held recovery was not explained',
     );
     const sets = daemon.count('thread/goal/set');
-    failing = false;
+    store.failing = null;
     await h.advance(6_000);
     assert.equal(daemon.count('thread/goal/set'), sets + 1, 'not recovered once the disk was back');
   });

@@ -1,6 +1,7 @@
 // The runner in the leader election: naming (a runner and a window on one daemon meet), the
 // handover of the old leader's state, the runner's roles with real elections over a fake daemon,
-// and the command line's role lines (text and JSON) with real processes.
+// and the command line's role lines (text and JSON) with real processes. One runner test holds its
+// store's load (a slow disk: MemoryStore's `loadGate`).
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -176,24 +177,10 @@ interface Runner {
   store: MemoryStore;
 }
 
-function runner(
-  daemon: FakeDaemon,
-  dir: string | null,
-  name = 'leader-unit',
-  store = new MemoryStore(),
-  loadGate: Promise<void> = Promise.resolve(),
-): Runner {
+function runner(daemon: FakeDaemon, dir: string | null, name = 'leader-unit', store = new MemoryStore()): Runner {
   const events: RoleEvent[] = [];
   const decisions: Decision[] = [];
   const warnings: string[] = [];
-  const gated = {
-    location: 'memory',
-    load: async () => {
-      await loadGate;
-      return store.load();
-    },
-    save: (st: PersistedState) => store.save(st),
-  };
   const role = new RunnerRole({
     election: dir === null ? null : { dir, name },
     // The shipped options but a 300 ms backoff (base and cap; shipped 30 s / 30 min): this runs on
@@ -204,7 +191,7 @@ function runner(
         {
           connect: daemon.connector(),
           target: 'fake',
-          store: new HandoverStore(gated, seed),
+          store: new HandoverStore(store, seed),
           clock: systemClock,
           random: () => 1,
           onDecision: (d) => {
@@ -296,12 +283,12 @@ describe("the runner's role", () => {
     daemon.addThread('t1');
     const saved = emptyState();
     saved.watches.t1 = watch('t1', 1, { recovered: ['turn-0'] });
-    const store = new MemoryStore(saved);
     let open: () => void = () => undefined;
     const gate = new Promise<void>((r) => {
       open = r;
     });
-    const r = runner(daemon, path.join(dir, 'election'), 'leader-gated', store, gate);
+    const store = new MemoryStore(saved, { loadGate: gate });
+    const r = runner(daemon, path.join(dir, 'election'), 'leader-gated', store);
     const starting = r.role.start();
     await until('the role line', () => r.events.length > 0);
     const win = new FollowerConnection(net.createConnection(path.join(dir, 'election', 'leader-gated.sock')));
