@@ -17,16 +17,12 @@ import * as path from 'node:path';
 import tlsModule from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { Engine } from '../../src/core/engine';
 import { LeaderElection } from '../../src/leader/election';
 import { connectDaemon, startSession } from '../../src/protocol/client';
 import { checkWsUrl, DAEMON_SHUTDOWN_PATH } from '../../src/protocol/socketSafety';
 import { openTransport, TransportError } from '../../src/protocol/transport';
 import { parseCli, UsageError } from '../../src/runner/args';
-import type { Decision } from '../../src/model/decision';
-import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { FakeClock } from '../support/fakeClock';
-import { MemoryStore } from '../support/memoryStore';
+import { makeHarness } from '../support/engineHarness';
 import { CLI, RunnerProcess } from '../support/runnerProcess';
 import { RecordingListener } from '../support/wireFuzz';
 import { tempDir, until } from '../support/wait';
@@ -540,17 +536,14 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   const dir = tempDir('cgr-sec-');
   const d = await miniDaemon(dir);
   const electionDir = path.join(dir, 'election');
-  const decisions: Decision[] = [];
-  const engine = new Engine(
-    DEFAULT_OPTIONS, // the shipped options: only its sockets are looked at
-    {
-      connect: (listener) => connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
-      store: new MemoryStore(),
-      clock: new FakeClock(),
-      random: () => 1,
-      onDecision: (x) => decisions.push(x),
-    },
-  );
+  // The harness's engine (the shipped options: only its sockets are looked at) on the mini daemon.
+  const h = await makeHarness({
+    dir,
+    start: false,
+    connect: () => (listener) =>
+      connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
+  });
+  const { engine, decisions } = h;
   const leader = new LeaderElection({ dir: electionDir, name: 'sec-test' });
   const follower = new LeaderElection({ dir: electionDir, name: 'sec-test' });
   try {
@@ -574,7 +567,7 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   } finally {
     await follower.stop();
     await leader.stop();
-    await engine.stop();
+    await h.cleanup();
     await d.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
