@@ -15,8 +15,9 @@ export class MemoryStore implements StateStore {
   failing: string | null = null;
   /** Sees each save as it is asked for, before it is checked or lands. */
   onSave?: (state: PersistedState, changed?: ReadonlySet<string>) => void;
-  /** Saves waiting for `open()` (null: saves are not held). */
-  private held: (() => void)[] | null = null;
+  /** What held saves wait for (null: saves are not held), and what opens it. */
+  private gate: Promise<void> | null = null;
+  private openGate: () => void = () => undefined;
   private readonly loadGate: Promise<void>;
 
   /** `loadGate`: loads wait for it (a slow disk at start). */
@@ -42,8 +43,7 @@ export class MemoryStore implements StateStore {
     }
     if (this.failing !== null) throw new Error(this.failing);
     const copy = structuredClone(state);
-    const held = this.held;
-    if (held) await new Promise<void>((resolve) => held.push(resolve));
+    if (this.gate) await this.gate;
     this.saves += 1;
     this.lastChanged = changed && new Set(changed);
     this.saved = copy;
@@ -51,13 +51,12 @@ export class MemoryStore implements StateStore {
 
   /** Saves from now on wait (a slow disk) until `open()`. */
   hold(): void {
-    this.held ??= [];
+    this.gate ??= new Promise<void>((resolve) => (this.openGate = resolve));
   }
 
   /** Lets the held saves land, in order, and the next ones straight through. */
   open(): void {
-    const held = this.held ?? [];
-    this.held = null;
-    for (const land of held) land();
+    this.gate = null;
+    this.openGate();
   }
 }
