@@ -21,7 +21,7 @@ import { StateSerializer } from '../../src/store/store';
 import type { PersistedState } from '../../src/model/watch';
 import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { FaultProxy } from '../support/faultProxy';
-import { makeHarness, type Harness } from '../support/engineHarness';
+import { armedHarness, makeHarness, type Harness, type HarnessInit } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { failByEvents, ownProviders } from '../support/fleet';
 import { goalEvent, modelGoalCall, noiseLine, realMarker, RolloutWriter } from '../support/rolloutLines';
@@ -59,15 +59,7 @@ function usageLimit(h: Harness, status: 'idle' | 'systemError' | null, ended: bo
   if (ended) h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
 }
 
-async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['thread-1']): Promise<Harness> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
-  const daemon = init.daemon ?? new FakeDaemon(dir);
-  for (const id of threads) daemon.addThread(id);
-  const h = await makeHarness({ dir, ...init, daemon });
-  harnesses.push(h);
-  for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', `${id} not armed`);
-  return h;
-}
+const armed = (init: HarnessInit = {}, threads = ['thread-1']) => armedHarness(threads, init, harnesses);
 
 const BASE = DEFAULT_OPTIONS.baseDelayMs;
 const PREPARE = DEFAULT_OPTIONS.prepareMs;
