@@ -15,6 +15,7 @@ import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import { pinnedCodex } from '../../src/demo/codexBinary';
 import { NOTICE_HOLD_MS, NOTICE_MAX_MS } from '../../src/model/notice';
 import { rng } from '../support/random';
+import { sleep, until } from '../support/wait';
 import { burstNotifications, OutageRow, type RowCost } from './outageLab';
 import { figure, percentile, round, type Bench, type BenchContext, type BenchSection, type Figure } from './types';
 
@@ -77,17 +78,10 @@ interface Scenario {
   costs: RowCost[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
-async function until(check: () => boolean, timeoutMs: number, what: string, rows: OutageRow[]): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) {
-      const logs = rows.map((r) => `--- ${r.spec.name}\n${r.decisionLog().split('\n').slice(-60).join('\n')}`);
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${logs.join('\n')}`);
-    }
-    await sleep(25);
-  }
+/** Waits for `check` (25 ms polls); a timeout's message has every row's last 60 decisions. */
+function untilRows(rows: OutageRow[], check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const logs = () => rows.map((r) => `--- ${r.spec.name}\n${r.decisionLog().split('\n').slice(-60).join('\n')}`);
+  return until(() => `${what} (${timeoutMs} ms)\n${logs().join('\n')}`, check, timeoutMs, 25);
 }
 
 async function runScenario(ctx: BenchContext, goals: number, length: Length): Promise<Scenario> {
@@ -106,7 +100,7 @@ async function runScenario(ctx: BenchContext, goals: number, length: Length): Pr
     const downAt = Date.now();
     const ended = rows.map((r) => r.down());
     if (ended.some((n) => n !== goals)) ctx.log(`(first answers under way at the switch: ${ended.join(', ')})`);
-    await until(() => rows.every((r) => r.firstFailures() !== null), 60_000, 'every goal’s first failure', rows);
+    await untilRows(rows, () => rows.every((r) => r.firstFailures() !== null), 60_000, 'every goal’s first failure');
     const firstFailures = rows.flatMap((r) => r.firstFailures()!);
     const lastFailure = Math.max(...firstFailures);
     const failMs = percentile(
@@ -116,7 +110,7 @@ async function runScenario(ctx: BenchContext, goals: number, length: Length): Pr
     await sleep(lastFailure + downAfterLastFailure(length, goals) - Date.now());
     const healedAt = Date.now();
     for (const r of rows) r.heal();
-    await until(() => rows.every((r) => r.finished()), 70 * BASE_MS, 'every goal complete or given up', rows);
+    await untilRows(rows, () => rows.every((r) => r.finished()), 70 * BASE_MS, 'every goal complete or given up');
     const costs = await Promise.all(rows.map((r) => r.measure(healedAt)));
     for (const [i, c] of costs.entries())
       if (c.oddities.length > 0 || c.wasted !== c.wastedByDecisions)

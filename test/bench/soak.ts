@@ -35,6 +35,7 @@ import { field } from '../../src/demo/userClientLog';
 import { daemonRecord, rolloutPathOf, type DaemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 import { CLI, RunnerProcess, type RunnerDecision } from '../support/runnerProcess';
+import { sleep } from '../support/wait';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
 const T = 60_000;
@@ -68,7 +69,6 @@ interface Recovery {
   startedAt: number | null;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 function vmRssKiB(pid: number): number | null {

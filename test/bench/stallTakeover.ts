@@ -11,12 +11,12 @@
 // Times are read from the runners' own line stamps (`ts`, ms) against the stop's wall-clock time.
 import { DaemonLab } from '../support/daemonLab';
 import { RunnerProcess } from '../support/runnerProcess';
+import { sleep } from '../support/wait';
 import { LEASE_MS, RENEW_MS } from '../../src/leader/lease';
 import * as path from 'node:path';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
 const T = 30_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Round {
   toLeaderMs: number;

@@ -11,12 +11,12 @@ import { JsonFileStore } from '../../src/store/jsonFileStore';
 import type { FakeDaemon } from '../support/fakeDaemon';
 import { failByEvents, healthyFleet } from '../support/fleet';
 import { rng } from '../support/random';
+import { sleep } from '../support/wait';
 import { PollingReconciler } from './baselines/pollingReconciler';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
 
 const now = () => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Params {
   threads: number;

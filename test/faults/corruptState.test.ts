@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
 import { CORRUPT_PREFIX, GlobalStateStore, MAX_STATE_CHARS, STATE_KEY } from '../../src/store/globalStateStore';
@@ -20,6 +19,7 @@ import { makeHarness, TEST_OPTIONS } from '../support/engineHarness';
 import { FakeDaemon } from '../support/fakeDaemon';
 import { CLI } from '../support/runnerProcess';
 import { Memento } from '../support/memento';
+import { tempDir } from '../support/wait';
 
 const NOW = Date.UTC(2026, 10, 30, 9, 8, 7, 654);
 const FILE_ASIDE_SUFFIX = '.corrupt-2026-11-30T09-08-07-654Z';
@@ -38,11 +38,6 @@ function goodState(): PersistedState {
 }
 const goodJson = () => JSON.stringify(goodState(), null, 2);
 
-function tempDir(prefix: string): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  fs.chmodSync(d, 0o700);
-  return d;
-}
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 // ---- the table ----------------------------------------------------------------------------------

@@ -17,36 +17,18 @@ import * as path from 'node:path';
 import tlsModule from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { Engine } from '../../src/core/engine';
 import { LeaderElection } from '../../src/leader/election';
 import { connectDaemon, startSession } from '../../src/protocol/client';
 import { checkWsUrl, DAEMON_SHUTDOWN_PATH } from '../../src/protocol/socketSafety';
 import { openTransport, TransportError } from '../../src/protocol/transport';
 import { parseCli, UsageError } from '../../src/runner/args';
-import type { Decision } from '../../src/model/decision';
-import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { FakeClock } from '../support/fakeClock';
-import { MemoryStore } from '../support/memoryStore';
+import { makeHarness } from '../support/engineHarness';
 import { CLI, RunnerProcess } from '../support/runnerProcess';
 import { RecordingListener } from '../support/wireFuzz';
+import { tempDir, until } from '../support/wait';
 
 const ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(done: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
-function tempDir(prefix: string, mode = 0o700): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  fs.chmodSync(d, mode);
-  return d;
-}
 
 // ---- a daemon on a Unix socket that answers just enough for a client to connect ------------------
 
@@ -206,8 +188,8 @@ test(
 );
 
 test('Invariant: through a symbolic link, it is the real socket and its real directory that are checked (and connected to)', async () => {
-  const unsafe = tempDir('cgr-sec-', 0o700);
-  const safe = tempDir('cgr-sec-', 0o700);
+  const unsafe = tempDir('cgr-sec-');
+  const safe = tempDir('cgr-sec-');
   const d = await miniDaemon(unsafe);
   try {
     // A link in a private directory to a socket in a world-writable one: refused.
@@ -554,24 +536,21 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   const dir = tempDir('cgr-sec-');
   const d = await miniDaemon(dir);
   const electionDir = path.join(dir, 'election');
-  const decisions: Decision[] = [];
-  const engine = new Engine(
-    DEFAULT_OPTIONS, // the shipped options: only its sockets are looked at
-    {
-      connect: (listener) => connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
-      store: new MemoryStore(),
-      clock: new FakeClock(),
-      random: () => 1,
-      onDecision: (x) => decisions.push(x),
-    },
-  );
+  // The harness's engine (the shipped options: only its sockets are looked at) on the mini daemon.
+  const h = await makeHarness({
+    dir,
+    start: false,
+    connect: () => (listener) =>
+      connectDaemon({ kind: 'socket', path: d.socketPath }, listener, { clientVersion: 'sec' }),
+  });
+  const { engine, decisions } = h;
   const leader = new LeaderElection({ dir: electionDir, name: 'sec-test' });
   const follower = new LeaderElection({ dir: electionDir, name: 'sec-test' });
   try {
     await engine.start();
     await until(
-      () => engine.connectionState().kind === 'connected',
       `the engine to connect: ${JSON.stringify(decisions)}`,
+      () => engine.connectionState().kind === 'connected',
     );
     await leader.start();
     await follower.start();
@@ -588,7 +567,7 @@ test('Invariant: while an engine is connected to the daemon socket and a leader 
   } finally {
     await follower.stop();
     await leader.stop();
-    await engine.stop();
+    await h.cleanup();
     await d.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -653,7 +632,7 @@ test('Invariant: the election directory is created 0700 and its socket is 0600, 
     election = undefined;
 
     for (const mode of [0o770, 0o707, 0o777, 0o1777]) {
-      const bad = tempDir('cgr-sec-', mode);
+      const bad = tempDir('cgr-sec-', { mode });
       try {
         await assert.rejects(
           new LeaderElection({ dir: bad, name: 'x' }).start(),

@@ -7,14 +7,12 @@
 // shipped `autoArm: true` a goal seen active is armed at once, and `arm` has nothing to do); the
 // backoff base = cap = 10 s, so that the recovery of the new failure falls due 5–10 s after it
 // instead of 15–30 s (the resync, the limiter and the prepare lead stay as shipped).
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { codexBuilds } from '../../src/demo/codexBinary';
-import { connectDaemon } from '../../src/protocol/client';
 import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
 import { type UserClient } from '../../src/demo/userClient';
-import { DaemonLab } from '../support/daemonLab';
-import { RealEngine } from '../support/realEngine';
+import { engineLab } from '../support/engineLab';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 
@@ -23,28 +21,15 @@ const DELAY_MS = 10_000;
 
 for (const codex of codexBuilds())
   describe(`arm THREAD with autoArm off (real daemon), codex ${codex.version}`, () => {
-    let lab: DaemonLab;
-    let real: RealEngine;
+    const env = engineLab(codex, { autoArm: false, baseDelayMs: DELAY_MS, maxDelayMs: DELAY_MS });
     let user: UserClient<Json>;
-
-    before(async () => {
-      lab = await DaemonLab.start(codex);
-      real = await RealEngine.start(
-        (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
-        { autoArm: false, baseDelayMs: DELAY_MS, maxDelayMs: DELAY_MS },
-      );
-      user = await lab.user();
-    });
-
-    after(async () => {
-      await real?.close();
-      await lab?.close();
-    });
+    before(async () => (user = await env.lab.user()));
 
     it(
       'a goal blocked by HTTP 500 before arm is not recovered; after arm, a new failure is recovered exactly once',
       { timeout: 4 * T },
       async () => {
+        const { lab, real } = env;
         const { engine, decisions } = real;
         const until = real.until.bind(real);
         lab.mock.setMode('http500');

@@ -30,11 +30,10 @@ import { DEFAULT_OPTIONS, type EngineOptions } from '../../src/core/options';
 import type { Decision } from '../../src/model/decision';
 import { asksForPerson } from '../../src/model/notice';
 import { personWait } from '../../src/model/queries';
-import { connectDaemon } from '../../src/protocol/client';
 import { BURST_HOLD_MS, BurstNotifier, realTimers } from '../../src/views/notificationBurst';
-import { DaemonLab } from '../support/daemonLab';
+import { engineLab } from '../support/engineLab';
 import { RecordedWindow } from '../support/recordedWindow';
-import { RealEngine } from '../support/realEngine';
+import type { RealEngine } from '../support/realEngine';
 import {
   assertNoAutomaticSet,
   assertOneRecoveryPerFailedTurn,
@@ -51,12 +50,8 @@ const BURST = 5;
 
 type PersonDecision = Extract<Decision, { type: 'gave-up' | 'attention' }>;
 
-/** An engine on the lab's daemon whose decisions reach the product's notifications, as in a window. */
-async function engineWithNotifications(lab: DaemonLab, options: Partial<EngineOptions> = {}) {
-  const real = await RealEngine.start(
-    (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
-    options,
-  );
+/** The lab's engine with its decisions reaching the product's notifications, as in a window. */
+function withNotifications(real: RealEngine) {
   const window = new RecordedWindow();
   const notifier = new BurstNotifier(window, SHOW_COMMAND, realTimers);
   /** performance.now() when each decision that needs a person reached the notifier. */
@@ -85,25 +80,17 @@ const budgetTold = (decisions: readonly Decision[], threadId: string) =>
 
 for (const codex of codexBuilds()) {
   describe(`The recovery budget on the real daemon, codex ${codex.version}`, () => {
-    let lab: DaemonLab;
-    let world: Awaited<ReturnType<typeof engineWithNotifications>>;
-
-    before(async () => {
-      lab = await DaemonLab.start(codex);
-      world = await engineWithNotifications(lab, BUDGET_OPTIONS);
-    });
-
-    after(async () => {
-      world?.notifier.dispose();
-      await world?.real.close();
-      await lab?.close();
-    });
+    let world: ReturnType<typeof withNotifications>;
+    after(() => world?.notifier.dispose());
+    const env = engineLab(codex, BUDGET_OPTIONS);
+    before(() => (world = withNotifications(env.real)));
 
     it(
       `recovers until ${BUDGET} recoveries are spent, says so once, sends no more; Retry now sends one more`,
       { timeout: 3 * T },
       async () => {
         const { real, window, told } = world;
+        const { lab } = env;
         const { engine, decisions } = real;
         const maxDelayMs = BUDGET_OPTIONS.maxDelayMs!;
         const user = await lab.user();
@@ -192,25 +179,17 @@ for (const codex of codexBuilds()) {
   });
 
   describe(`One notification for a burst on the real daemon, codex ${codex.version}`, () => {
-    let lab: DaemonLab;
-    let world: Awaited<ReturnType<typeof engineWithNotifications>>;
-
-    before(async () => {
-      lab = await DaemonLab.start(codex);
-      world = await engineWithNotifications(lab, DEFAULT_OPTIONS);
-    });
-
-    after(async () => {
-      world?.notifier.dispose();
-      await world?.real.close();
-      await lab?.close();
-    });
+    let world: ReturnType<typeof withNotifications>;
+    after(() => world?.notifier.dispose());
+    const env = engineLab(codex, DEFAULT_OPTIONS);
+    before(() => (world = withNotifications(env.real)));
 
     it(
       `${BURST} goals that need a person at once: one notification; a goal alone afterwards: its own`,
       { timeout: 3 * T },
       async () => {
         const { real, window, told } = world;
+        const { lab } = env;
         const { engine } = real;
         const user = await lab.user();
         lab.mock.setMode('http400');

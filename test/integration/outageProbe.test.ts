@@ -11,14 +11,13 @@
 // over the 3 s of the mock's slow answers and Codex's one retry, all come before the first is due;
 // the limiter, the resync, the prepare lead and the budget stay as shipped; the cap also bounds
 // the wait for a probe's verdict, which here comes within a second).
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { codexBuilds } from '../../src/demo/codexBinary';
-import { connectDaemon } from '../../src/protocol/client';
 import { waitGoalStatus } from '../../src/demo/goalThreads';
 import type { StartedGoalThread } from '../../src/demo/goalThreads';
-import { DaemonLab } from '../support/daemonLab';
-import { RealEngine } from '../support/realEngine';
+import { engineLab } from '../support/engineLab';
+import type { RealEngine } from '../support/realEngine';
 import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 
@@ -28,26 +27,13 @@ const GOALS = 10;
 
 for (const codex of codexBuilds())
   describe(`one outage, one probe (real daemon), codex ${codex.version}`, () => {
-    let lab: DaemonLab;
-    let real: RealEngine;
-
-    before(async () => {
-      lab = await DaemonLab.start(codex);
-      real = await RealEngine.start(
-        (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
-        { baseDelayMs: DELAY_MS, maxDelayMs: DELAY_MS },
-      );
-    });
-
-    after(async () => {
-      await real?.close();
-      await lab?.close();
-    });
+    const env = engineLab(codex, { baseDelayMs: DELAY_MS, maxDelayMs: DELAY_MS });
 
     it(
       '10 goals, one outage: one probe, a group step on its failure, the rest released by its answer',
       { timeout: 6 * T },
       async () => {
+        const { lab, real } = env;
         const { engine, decisions } = real;
         const user = await lab.user();
         // Armed while running (a slow first answer): subscribed before anything fails.

@@ -7,16 +7,14 @@
 // and restart (about 1–3 s here) and the engine's look that finds the thread not loaded, i.e.
 // inside the window where the engine must leave the thread alone. The test checks that it did:
 // past that due time and a resync after it, the daemon's record shows no set.
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { codexBuilds } from '../../src/demo/codexBinary';
 import { canRetryNow } from '../../src/model/queries';
-import { connectDaemon } from '../../src/protocol/client';
 import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
 import { type UserClient } from '../../src/demo/userClient';
-import { DaemonLab } from '../support/daemonLab';
-import { RealEngine } from '../support/realEngine';
+import { engineLab } from '../support/engineLab';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 
@@ -24,28 +22,15 @@ const T = 60_000;
 
 for (const codex of codexBuilds())
   describe(`Retry now after a daemon restart (real daemon), codex ${codex.version}`, () => {
-    let lab: DaemonLab;
-    let real: RealEngine;
+    const env = engineLab(codex, { baseDelayMs: 10_000, maxDelayMs: 10_000 });
     let user: UserClient<Json>;
-
-    before(async () => {
-      lab = await DaemonLab.start(codex);
-      real = await RealEngine.start(
-        (listener) => connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
-        { baseDelayMs: 10_000, maxDelayMs: 10_000 },
-      );
-      user = await lab.user();
-    });
-
-    after(async () => {
-      await real?.close();
-      await lab?.close();
-    });
+    before(async () => (user = await env.lab.user()));
 
     it(
       'shows the thread as not loaded, sets nothing by itself, and Retry now recovers it once',
       { timeout: 3 * T },
       async () => {
+        const { lab, real } = env;
         const { engine, decisions } = real;
         const until = real.until.bind(real);
         lab.mock.setMode('http500');

@@ -8,40 +8,26 @@
 // workspace out of credits (the reached type the daemon passes on from the headers): no reset
 // clears it, so the goal needs attention and is never resumed on a timer.
 // Judged from the daemon's record: the rollout's automatic activation and when it was written.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { codexBuilds } from '../../src/demo/codexBinary';
 import { rateLimitHeaders } from '../../src/demo/mockModes';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { connectDaemon } from '../../src/protocol/client';
 import { waitGoalStatus, waitTurnCompleted } from '../../src/demo/goalThreads';
-import { DaemonLab } from '../support/daemonLab';
-import { RealEngine } from '../support/realEngine';
+import { engineLab } from '../support/engineLab';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
+import { sleep } from '../support/wait';
 
 const T = 60_000;
 const MARGIN = DEFAULT_OPTIONS.usageMarginMs;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const codex of codexBuilds())
   describe(`A usage limit resumes at its real reset (real daemon), codex ${codex.version}`, () => {
-    let lab: DaemonLab;
-    let real: RealEngine;
-
-    before(async () => {
-      lab = await DaemonLab.start(codex);
-      real = await RealEngine.start((listener) =>
-        connectDaemon({ kind: 'socket', path: lab.socket }, listener, { clientVersion: 'test' }),
-      );
-    });
-
-    after(async () => {
-      await real?.close();
-      await lab?.close();
-    });
+    const env = engineLab(codex);
 
     /** A goal that runs into the usage limit (reset at `resetAt`), then is resumed: when, and how often. */
     async function limitedThenResumed(name: string, resetAt: number, headers: boolean) {
+      const { lab, real } = env;
       const user = await lab.user();
       const resetS = Math.ceil(resetAt / 1000);
       // The engine must be subscribed to the thread when the limit comes, or the daemon's
@@ -97,6 +83,7 @@ for (const codex of codexBuilds())
       'out of credits (a reached type no reset clears): needs attention, never resumed',
       { timeout: 2 * T },
       async () => {
+        const { lab, real } = env;
         const user = await lab.user();
         lab.mock.setMode('usageLimit', {
           rateLimitHeaders: rateLimitHeaders({

@@ -12,6 +12,7 @@
 // failed turn" and "no automatic set".
 import assert from 'node:assert/strict';
 import { readRolloutGoals, type Activation, type RolloutGoals } from './rolloutGoals';
+import { sleep } from './wait';
 
 /** Anything that can make a JSON-RPC request to the daemon (the demo's UserClient, a probe). */
 export interface DaemonReader {
@@ -37,7 +38,6 @@ export interface DaemonRecord {
 }
 
 const T = 60_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Reads the daemon's record of a thread. With `settled` (the default), first waits until no turn

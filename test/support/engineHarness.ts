@@ -7,6 +7,7 @@
 // The daemon is strict (test/support/fakeDaemon.ts): a broken rule fails the test. `settle`,
 // `advance`, `reconcile` and `cleanup` throw the first one; the fake clock fires one timer at a
 // time and waits for this engine to react (settle) before the next.
+import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -21,6 +22,7 @@ import { ScopedClock } from './crashWorld';
 import { startSession } from '../../src/protocol/client';
 import type { PersistedState } from '../../src/model/watch';
 import { MemoryStore } from './memoryStore';
+import { tempDir } from './wait';
 
 export interface Harness {
   dir: string;
@@ -72,6 +74,23 @@ class MortalStore implements StateStore {
 export const TEST_OPTIONS: EngineOptions = { ...DEFAULT_OPTIONS };
 
 const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export type HarnessInit = Parameters<typeof makeHarness>[0];
+
+/**
+ * The start of most engine tests: a harness whose daemon (`init.daemon`, or a new one in `init.dir`
+ * or a private directory) has `threads` with active goals, each checked armed. `list` gets it, for
+ * the test file's `after` to clean up.
+ */
+export async function armedHarness(threads: string[], init: HarnessInit = {}, list?: Harness[]): Promise<Harness> {
+  const dir = init.dir ?? tempDir('cgr-engine-');
+  const daemon = init.daemon ?? new FakeDaemon(dir);
+  for (const id of threads) daemon.addThread(id);
+  const h = await makeHarness({ ...init, dir, daemon });
+  list?.push(h);
+  for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', `${id} not armed`);
+  return h;
+}
 
 export async function makeHarness(
   init: {

@@ -11,6 +11,7 @@ import type { Decision } from '../../src/model/decision';
 import type { Connector } from '../../src/protocol/daemon';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { sleep } from '../../src/demo/codexProcesses';
+import { until } from './wait';
 
 export class RealEngine {
   readonly decisions: Decision[] = [];
@@ -66,13 +67,8 @@ export class RealEngine {
     return this.decisions.map((d) => JSON.stringify(d)).join('\n');
   }
 
-  async until(check: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!check()) {
-      if (Date.now() > deadline)
-        throw new Error(`timed out waiting for ${what}\n${this.decisions.map((d) => JSON.stringify(d)).join('\n')}`);
-      await sleep(50);
-    }
+  until(check: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
+    return until(() => `${what}\n${this.decisionLog()}`, check, timeoutMs, 50);
   }
 
   /**

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { readStateFile } from '../../src/store/jsonFileStore';
+import { sleep } from './wait';
 
 export interface RunnerDecision {
   ts: string;
@@ -320,7 +321,7 @@ export async function settled(
   );
   const latestDue = Math.max(0, ...dues);
   const deadline = Math.max(Date.now(), latestDue) + (opts.timeoutMs ?? 20_000);
-  await sleepMs(latestDue + PAST_DUE_MS - Date.now());
+  await sleep(latestDue + PAST_DUE_MS - Date.now());
   const kinds = (id: string) => {
     const e = expected[id];
     return typeof e === 'string' ? [e] : e;
@@ -346,13 +347,9 @@ export async function settled(
         `the runner never settled: ${left.map((id) => `${id} expected ${kinds(id).join('|')}, saved ${JSON.stringify(saved[id] ? { state: saved[id].state, pending: saved[id].pending } : null)}`).join('; ')}\n${r.transcript()}`,
       );
     }
-    await sleepMs(Math.max(50, Math.min(500, Math.max(0, ...planned) + PAST_DUE_MS - Date.now())));
+    await sleep(Math.max(50, Math.min(500, Math.max(0, ...planned) + PAST_DUE_MS - Date.now())));
   }
   return saved;
-}
-
-function sleepMs(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
 /**

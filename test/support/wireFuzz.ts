@@ -10,6 +10,7 @@ import { PassThrough } from 'node:stream';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { until } from './wait';
 import { startSession } from '../../src/protocol/client';
 import type {
   DaemonListener,
@@ -115,13 +116,7 @@ export interface WireSession {
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-async function until(done: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
+const worldUntil: WireSession['until'] = (done, what, timeoutMs = 20_000) => until(what, done, timeoutMs, 2);
 
 function answerInitialize(m: ClientMessage, reply: (text: string) => void): void {
   if (m.method === 'initialize')
@@ -211,7 +206,7 @@ export async function stdioSession(
       toClient.write(data);
       await tick();
     },
-    until,
+    until: worldUntil,
     close: () => session.close(),
   };
 }
@@ -306,7 +301,7 @@ export async function websocketSession(
       await sendOne(data, { binary: false });
       await tick();
     },
-    until,
+    until: worldUntil,
     close: () => session.close(),
   };
 }

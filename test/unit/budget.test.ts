@@ -10,14 +10,13 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { newWatch } from '../../src/model/watch';
 import { parsePersisted, StateSerializer } from '../../src/store/store';
-import { FakeDaemon, testTurn } from '../support/fakeDaemon';
+import { testTurn } from '../support/fakeDaemon';
 import { failByEvents } from '../support/fleet';
-import { makeHarness, type Harness } from '../support/engineHarness';
+import { armedHarness, makeHarness, type Harness } from '../support/engineHarness';
+import { tempDir } from '../support/wait';
 import { MemoryStore } from '../support/memoryStore';
 
 const BUDGET = DEFAULT_OPTIONS.recoveryBudget;
@@ -31,13 +30,8 @@ after(async () => {
   for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
 });
 
-async function armed(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-budget-')), store = new MemoryStore()) {
-  const daemon = new FakeDaemon(dir);
-  daemon.addThread(T);
-  const h = await makeHarness({ dir, daemon, store });
-  harnesses.push(h);
-  assert.equal(h.engine.watch(T)?.state.kind, 'running');
-  return { h, store };
+async function armed(dir = tempDir('cgr-budget-'), store = new MemoryStore()) {
+  return { h: await armedHarness([T], { dir, store }, harnesses), store };
 }
 
 /** The daemon's own count of automatic sets on the thread. */

@@ -6,7 +6,6 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ServiceCommand } from '../../src/core/commandTable';
 import {
@@ -25,28 +24,12 @@ import { encodeMessage } from '../../src/leader/messages';
 import { notifyTarget } from '../../src/leader/notifyTarget';
 import type { Decision } from '../../src/model/decision';
 import { emptySnapshot, type EngineSnapshot } from '../../src/model/snapshot';
+import { sleep, tempDir, until } from '../support/wait';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const dirs: string[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-elected-'));
-  dirs.push(d);
-  return d;
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /** A term's engine that records what is done to it, in one log shared by every engine of a test. */
 class FakeEngine implements TermEngine {
@@ -176,7 +159,7 @@ const id = (d: Decision): string => ('threadId' in d && d.threadId) || d.type;
 
 describe('the elected engine', () => {
   it("one leads, the other follows with the leader's snapshot; a follower's command runs on the leader only once its engine has loaded", async () => {
-    const election = { dir: tempDir(), name: 'e1' };
+    const election = { dir: tempDir('cgr-elected-'), name: 'e1' };
     const a = member('A', election, { gated: true });
     const starting = a.elected.start();
     await until('A leads', () => a.engines.length === 1);
@@ -239,7 +222,7 @@ describe('the elected engine', () => {
   });
 
   it('every decision reaches every follower in order, marked with who decided; exactly one window notifies: the focused one, else the one focused last', async () => {
-    const election = { dir: tempDir(), name: 'e3' };
+    const election = { dir: tempDir('cgr-elected-'), name: 'e3' };
     const focus = { A: new Focus(false), B: new Focus(true), C: new Focus(false) };
     // Every decision its own burst here (a burst keeps its window: the next test).
     const notifyBurst = { holdMs: 0, maxMs: 0 };
@@ -293,7 +276,7 @@ describe('the elected engine', () => {
   });
 
   it('one burst, one window: the focus moving mid-burst sends the rest of it to the same window, the next burst to the focused one', async () => {
-    const election = { dir: tempDir(), name: 'e3b' };
+    const election = { dir: tempDir('cgr-elected-'), name: 'e3b' };
     const focus = { B: new Focus(true), C: new Focus(false) };
     const runner = member('runner', election, { notifyBurst: { holdMs: 600, maxMs: 5_000 } });
     await runner.elected.start();
@@ -321,7 +304,7 @@ describe('the elected engine', () => {
   });
 
   it('a runner leading: the focused window notifies; with no window following, nobody does', async () => {
-    const election = { dir: tempDir(), name: 'e4' };
+    const election = { dir: tempDir('cgr-elected-'), name: 'e4' };
     const runner = member('runner', election); // no focus: not a window
     await runner.elected.start();
     runner.engines[0].decide(gaveUp('alone'));
@@ -356,7 +339,7 @@ describe('the elected engine', () => {
     assert.deepEqual(throws.alone, ['not on this platform']);
     assert.deepEqual(throws.roles, ['lead alone']);
     assert.ok(throws.elected.runningEngine);
-    const dir = tempDir();
+    const dir = tempDir('cgr-elected-');
     fs.chmodSync(dir, 0o777);
     const unsafe = member('Y', { dir, name: 'e5' });
     await unsafe.elected.start();
@@ -370,7 +353,7 @@ describe('the elected engine', () => {
   });
 
   it('a malformed decision or state from the leader is said and skipped; the next decision still arrives, and one for this window notifies', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-elected-');
     const sock = path.join(dir, 'raw.sock');
     let peer: net.Socket | null = null;
     const raw = net.createServer((s) => (peer = s));

@@ -5,23 +5,15 @@
 import { after, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { LeaderElection } from '../../src/leader/election';
+import { tempDir, until } from '../support/wait';
 
 const NAME = 'gen-test';
-const dirs: string[] = [];
 const elections: LeaderElection[] = [];
 after(async () => {
   await Promise.all(elections.map((e) => e.stop()));
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(): string {
-  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-gen-')));
-  dirs.push(dir);
-  return dir;
-}
 
 function election(dir: string, checkMs = 60_000): { e: LeaderElection; logs: string[]; led: number } {
   const logs: string[] = [];
@@ -30,10 +22,6 @@ function election(dir: string, checkMs = 60_000): { e: LeaderElection; logs: str
   const t = { e, logs, led: 0 };
   e.onLeader(() => t.led++);
   return t;
-}
-
-async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setTimeout(r, 5));
 }
 
 /** Stops `e` just before the first call of `fs.promises[name]` on `p` (the step it races with). */
@@ -54,7 +42,7 @@ function stopBefore(
 
 describe('election generations', () => {
   it('an election stopped just as its candidate takes the path does not lead, and lets the path go', async (t) => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-gen-', { realpath: true });
     const a = election(dir);
     const sock = path.join(dir, `${NAME}.sock`);
     const stop = stopBefore(t, a.e, 'link', sock);
@@ -68,7 +56,7 @@ describe('election generations', () => {
   });
 
   it('an election stopped while its candidate begins its term does not lead', async (t) => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-gen-', { realpath: true });
     const a = election(dir);
     const stop = stopBefore(t, a.e, 'open', path.join(dir, `${NAME}.leader`));
     await a.e.start();
@@ -81,7 +69,7 @@ describe('election generations', () => {
   });
 
   it('an election stopped just as it finds a live leader does not follow it', async (t) => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-gen-', { realpath: true });
     const leader = election(dir);
     await leader.e.start();
     const b = election(dir);
@@ -96,16 +84,16 @@ describe('election generations', () => {
   });
 
   it('a follower that is stopped does not report a lost leader, nor elect again', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-gen-', { realpath: true });
     const leader = election(dir);
     await leader.e.start();
     const b = election(dir);
     await b.e.start();
     assert.equal(b.e.role, 'follower');
     const server = leader.e.server!;
-    await until(() => server.followerCount === 1);
+    await until('the follower', () => server.followerCount === 1, Infinity);
     await b.e.stop();
-    await until(() => server.followerCount === 0);
+    await until('no follower', () => server.followerCount === 0, Infinity);
     assert.deepEqual(
       b.logs.filter((l) => /lost the leader/.test(l)),
       [],

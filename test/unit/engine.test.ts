@@ -5,6 +5,10 @@
 // backoff base 30 s (the jitter is pinned to the full nominal delay: 30 s, 60 s, 120 s, ...), cap
 // 30 min, the 200 ms preparation, a burst of 3 recoveries then one per 5 s, the 60 s resync.
 // The fake daemon is strict (test/support/fakeDaemon.ts): any forbidden set fails the test.
+// The store is test/support/memoryStore.ts; the durability tests hold its loads or saves (a slow
+// disk), fail its saves (a full disk), or watch each save as it is asked for.
+// A wait for async work polls real time (at most 5 s, every 10 ms), then goes on: the assertion
+// after it says what was missing.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -17,11 +21,12 @@ import { StateSerializer } from '../../src/store/store';
 import type { PersistedState } from '../../src/model/watch';
 import { FakeDaemon, testGoal, testTurn } from '../support/fakeDaemon';
 import { FaultProxy } from '../support/faultProxy';
-import { makeHarness, type Harness } from '../support/engineHarness';
+import { armedHarness, makeHarness, type Harness, type HarnessInit } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { failByEvents, ownProviders } from '../support/fleet';
 import { goalEvent, modelGoalCall, noiseLine, realMarker, RolloutWriter } from '../support/rolloutLines';
 import { rng } from '../support/random';
+import { poll } from '../support/wait';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -54,20 +59,7 @@ function usageLimit(h: Harness, status: 'idle' | 'systemError' | null, ended: bo
   if (ended) h.daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
 }
 
-async function armed(init: Parameters<typeof makeHarness>[0] = {}, threads = ['thread-1']): Promise<Harness> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
-  const daemon = init.daemon ?? new FakeDaemon(dir);
-  for (const id of threads) daemon.addThread(id);
-  const h = await makeHarness({ dir, ...init, daemon });
-  harnesses.push(h);
-  for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', `${id} not armed`);
-  return h;
-}
-
-/** Waits (real time, at most 5 s) for a condition that async work makes true. */
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-}
+const armed = (init: HarnessInit = {}, threads = ['thread-1']) => armedHarness(threads, init, harnesses);
 
 const BASE = DEFAULT_OPTIONS.baseDelayMs;
 const PREPARE = DEFAULT_OPTIONS.prepareMs;
@@ -1024,15 +1016,7 @@ describe('engine', () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
-    const store = new MemoryStore();
-    const slow = {
-      location: 'slow',
-      load: async () => {
-        await gate;
-        return store.load();
-      },
-      save: (st: Parameters<MemoryStore['save']>[0]) => store.save(st),
-    };
+    const slow = new MemoryStore(undefined, { location: 'slow', loadGate: gate });
     const h = await makeHarness({ dir, daemon, store: slow, start: false });
     harnesses.push(h);
     const starting = h.engine.start();
@@ -1065,27 +1049,13 @@ describe('engine', () => {
   });
 });
 
-/** A store whose saves wait until the test opens the gate: what a slow disk looks like. */
-class GatedStore extends MemoryStore {
-  private gate: Array<() => void> = [];
-  held = true;
-  override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-    const copy = structuredClone(state);
-    if (this.held) await new Promise<void>((resolve) => this.gate.push(resolve));
-    await super.save(copy, changed);
-  }
-  open(): void {
-    this.held = false;
-    for (const f of this.gate.splice(0)) f();
-  }
-}
-
 describe('engine: durable before announced', () => {
   it('announces a decision, and tells its views, only once the save holding it is on disk; never sends the set before its write-ahead is', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
-    const store = new GatedStore();
+    const store = new MemoryStore(); // its saves held (a slow disk) until the test opens them
+    store.hold();
     const h = await makeHarness({ dir, daemon, store, start: false });
     harnesses.push(h);
     // While a save is held, the engine is not idle (h.settle would wait for it): turns of the loop.
@@ -1096,7 +1066,7 @@ describe('engine: durable before announced', () => {
       }
     };
     await h.engine.start();
-    await until(() => h.engine.watch('thread-1')?.state.kind === 'running');
+    await poll(() => h.engine.watch('thread-1')?.state.kind === 'running', 5_000, 10);
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running', 'not armed in memory');
     assert.deepEqual(
@@ -1115,9 +1085,9 @@ describe('engine: durable before announced', () => {
     assert.ok(h.changes() > viewsBefore, 'the views were not told after the save');
     assert.equal(store.saved.watches['thread-1']?.state.kind, 'running');
 
-    store.held = true;
+    store.hold();
     daemon.failWithEvents('thread-1');
-    await until(() => h.engine.watch('thread-1')?.state.kind === 'backoff');
+    await poll(() => h.engine.watch('thread-1')?.state.kind === 'backoff', 5_000, 10);
     await turns();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
     assert.equal(
@@ -1136,9 +1106,9 @@ describe('engine: durable before announced', () => {
     );
 
     // The write-ahead: held, the set waits; the due time passes; opened, the set goes out.
-    store.held = true;
+    store.hold();
     void h.clock.advance(backoff.dueAt - h.clock.now() + 500); // not awaited: its reactor waits for the held save
-    await until(() => h.engine.watch('thread-1')?.state.kind === 'recovering'); // the write-ahead is waiting
+    await poll(() => h.engine.watch('thread-1')?.state.kind === 'recovering', 5_000, 10); // the write-ahead is waiting
     await turns();
     assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out before its intent was on disk');
     assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 0);
@@ -1158,13 +1128,9 @@ describe('engine: durable before announced', () => {
     /** For each save: how many decisions had been announced when it was asked for, and what it held. */
     const saves: Array<{ announced: number; ids: Set<string> }> = [];
     let announced = (): number => 0;
-    class CountingStore extends MemoryStore {
-      override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-        saves.push({ announced: announced(), ids: new Set(Object.keys(state.watches)) });
-        await super.save(state, changed);
-      }
-    }
-    const h = await makeHarness({ dir, daemon, store: new CountingStore(), start: false });
+    const store = new MemoryStore();
+    store.onSave = (state) => saves.push({ announced: announced(), ids: new Set(Object.keys(state.watches)) });
+    const h = await makeHarness({ dir, daemon, store, start: false });
     harnesses.push(h);
     announced = () => h.decisions.length;
     await h.engine.start();
@@ -1192,7 +1158,7 @@ describe('engine: durable before announced', () => {
     harnesses.push(first);
     void first.engine.start();
     // Dropped at the resync's first save of its armings (every 256 looks): the rest is only in memory.
-    await until(() => Object.keys(store.saved.watches).length > 0);
+    await poll(() => Object.keys(store.saved.watches).length > 0, 5_000, 10);
     first.crash();
     const saved = new Set(Object.keys(store.saved.watches));
     assert.ok(saved.size > 0 && saved.size < threads, `crashed mid-arming: ${saved.size} of ${threads} saved`);
@@ -1217,19 +1183,13 @@ describe('engine: durable before announced', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-'));
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
-    let failing = false;
-    class FailingStore extends MemoryStore {
-      override async save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
-        if (failing) throw new Error('ENOSPC: no space left on device');
-        await super.save(state, changed);
-      }
-    }
-    const h = await makeHarness({ dir, daemon, store: new FailingStore() });
+    const store = new MemoryStore();
+    const h = await makeHarness({ dir, daemon, store });
     harnesses.push(h);
     daemon.failWithEvents('thread-1');
     await h.settle();
     const due = dueAt(h.engine.watch('thread-1')!)!;
-    failing = true;
+    store.failing = 'ENOSPC: no space left on device';
     await h.advance(due - h.clock.now() + 1_000);
     assert.equal(daemon.count('thread/goal/set'), 0, 'sent the set although its intent could not be saved');
     assert.ok(
@@ -1241,7 +1201,7 @@ describe('engine: durable before announced', () => {
       'the held recovery was not explained',
     );
     const sets = daemon.count('thread/goal/set');
-    failing = false;
+    store.failing = null;
     await h.advance(6_000);
     assert.equal(daemon.count('thread/goal/set'), sets + 1, 'not recovered once the disk was back');
   });

@@ -1,7 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as net from 'node:net';
 import * as readline from 'node:readline';
@@ -12,15 +11,14 @@ import { FollowerConnection, LeaderCommandError } from '../../src/leader/followe
 import type { LeaderServer } from '../../src/leader/leaderServer';
 import { encodeMessage, LineDecoder, FollowerMessageSchema, MAX_LINE_BYTES } from '../../src/leader/messages';
 import { LEASE_MS, RENEW_MS } from '../../src/leader/lease';
+import { sleep, tempDir } from '../support/wait';
 
 const CHILD = path.resolve(__dirname, '..', 'support', 'leaderChild.js');
 const NAME = 'leader-test';
 const now = () => Number(process.hrtime.bigint()) / 1e6;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- cleanup, even on failure ---------------------------------------------------------------
 
-const dirs: string[] = [];
 const elections = new Set<LeaderElection>();
 const children = new Set<Child>();
 
@@ -28,15 +26,7 @@ after(async () => {
   for (const c of children) c.kill();
   await Promise.all([...children].map((c) => c.exited));
   await Promise.all([...elections].map((e) => e.stop().catch(() => undefined)));
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(mode = 0o700): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-ld-'));
-  fs.chmodSync(dir, mode);
-  dirs.push(dir);
-  return dir;
-}
 
 async function stopAll(list: LeaderElection[]): Promise<void> {
   await Promise.all(list.map((e) => e.stop()));
@@ -240,7 +230,7 @@ async function waitChildRole(c: Child, role: string, timeoutMs = 5000): Promise<
 // ---- (a) ------------------------------------------------------------------------------------
 
 test('(a) first in is leader, the second and third are followers; the leader counts them', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = election(dir);
   const b = election(dir);
   const c = election(dir);
@@ -283,7 +273,7 @@ test('(a) first in is leader, the second and third are followers; the leader cou
 });
 
 test('(a) many candidates at once on a fresh dir: exactly one leader', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const all = Array.from({ length: 6 }, () => election(dir));
   try {
     await Promise.all(all.map((t) => t.election.start()));
@@ -298,7 +288,7 @@ test('(a) many candidates at once on a fresh dir: exactly one leader', async () 
 // ---- (b) ------------------------------------------------------------------------------------
 
 test('(b) commands reach the leader and results come back; state reaches every follower, a late one gets the latest', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = election(dir);
   const b = election(dir);
   const c = election(dir);
@@ -371,7 +361,7 @@ test('(b) commands reach the leader and results come back; state reaches every f
 // ---- (c) ------------------------------------------------------------------------------------
 
 test('(c) the leader stops: exactly one follower takes over within 5 s; pending commands fail clearly', async (t) => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = election(dir);
   const b = election(dir);
   const c = election(dir);
@@ -420,7 +410,7 @@ test('(c) the leader stops: exactly one follower takes over within 5 s; pending 
 // ---- (d) ------------------------------------------------------------------------------------
 
 test('(d) the leader process is SIGKILLed: exactly one survivor takes over within 5 s, never two leaders', async (t) => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const kids = [new Child('c1', dir)];
   try {
     await waitChildRole(kids[0], 'leader');
@@ -479,7 +469,7 @@ test('(d) the leader process is SIGKILLed: exactly one survivor takes over withi
 });
 
 test("(d) four processes start at once over a dead leader's socket: exactly one leader", async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   await makeStaleSocket(path.join(dir, `${NAME}.sock`));
   const kids = ['p1', 'p2', 'p3', 'p4'].map((l) => new Child(l, dir, true));
   try {
@@ -522,7 +512,7 @@ test("(d) four processes start at once over a dead leader's socket: exactly one 
 // follows the new leader.
 
 async function stalledLeader(t: { diagnostic(m: string): void }, how: 'SIGSTOP' | 'block'): Promise<void> {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = new Child('a', dir);
   const kids = [a];
   try {
@@ -593,7 +583,7 @@ test("(h) the leader's event loop blocked past the lease: a follower takes over;
 });
 
 test('(h) a candidate that finds a silent leader (no welcome within the lease) takes its place; a live one is followed', async (t) => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = new Child('a', dir);
   const kids = [a];
   try {
@@ -623,7 +613,7 @@ test('(h) a candidate that finds a silent leader (no welcome within the lease) t
 // ---- (e) ------------------------------------------------------------------------------------
 
 test('(e) a stale socket file with no process: the newcomer becomes leader', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const sock = path.join(dir, `${NAME}.sock`);
   await makeStaleSocket(sock);
   assert.equal(await connectCode(sock), 'ECONNREFUSED');
@@ -647,7 +637,7 @@ test('(e) a stale socket file with no process: the newcomer becomes leader', asy
 });
 
 test('(e) six candidates at once over a stale socket: exactly one leader, never two', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   await makeStaleSocket(path.join(dir, `${NAME}.sock`));
   const all = Array.from({ length: 6 }, () => election(dir));
   try {
@@ -666,7 +656,7 @@ test('(e) six candidates at once over a stale socket: exactly one leader, never 
 });
 
 test('(e) a stale socket and a takeover lock left by a dead process: the newcomer still leads', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   await makeStaleSocket(path.join(dir, `${NAME}.sock`));
   // The pid of a process that has exited.
   const dead = spawn(process.execPath, ['-e', '0']);
@@ -687,7 +677,7 @@ test('(e) a stale socket and a takeover lock left by a dead process: the newcome
 });
 
 test('(e) a live takeover lock is respected; one older than 10 s is broken', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const sock = path.join(dir, `${NAME}.sock`);
   const lockPath = path.join(dir, `${NAME}.takeover`);
   await makeStaleSocket(sock);
@@ -725,7 +715,7 @@ test('(e) a live takeover lock is respected; one older than 10 s is broken', asy
 });
 
 test('leader watch: the socket path replaced under a leader → it steps down, one leader again', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = election(dir);
   const b = election(dir);
   try {
@@ -754,13 +744,13 @@ test('leader watch: the socket path replaced under a leader → it steps down, o
 
 test('(f) an unsafe directory is refused; a missing one is created 0700', async () => {
   for (const mode of [0o777, 0o770, 0o702]) {
-    const dir = tempDir(mode);
+    const dir = tempDir('cgr-ld-', { mode });
     const e = election(dir).election;
     await assert.rejects(e.start(), /refusing directory .*writable by group or others/);
     assert.equal(e.role, 'stopped');
     assert.deepEqual(fs.readdirSync(dir), []);
   }
-  const parent = tempDir();
+  const parent = tempDir('cgr-ld-');
   const file = path.join(parent, 'file');
   fs.writeFileSync(file, '');
   await assert.rejects(election(file).election.start(), /not a directory|cannot create/);
@@ -782,7 +772,7 @@ test('(f) an unsafe directory is refused; a missing one is created 0700', async 
 // ---- (g) ------------------------------------------------------------------------------------
 
 test('(g) malformed lines from a follower are logged and skipped; the leader keeps serving', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const a = election(dir);
   const b = election(dir);
   try {
@@ -821,7 +811,7 @@ test('(g) malformed lines from a follower are logged and skipped; the leader kee
 });
 
 test('(g) malformed lines from the leader are logged and skipped by a follower', async () => {
-  const dir = tempDir();
+  const dir = tempDir('cgr-ld-');
   const p = path.join(dir, 'fake.sock');
   const srv = net.createServer((s) => {
     s.on('data', () => undefined);

@@ -6,36 +6,19 @@
 // on real timers renewing every RENEW (30 ms, not the shipped RENEW_MS of 1 s: the rules are
 // about the order of renewals and the lease, not their length, and a file of rules must end
 // fast), its files in a temporary directory.
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { Lease, LEASE_MS, LeaderFileWriter, readLeaderFile, seconds, type LeaderFile } from '../../src/leader/lease';
 import { Tenure, type TenureOptions } from '../../src/leader/tenure';
-
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+import { tempDir, until } from '../support/wait';
 
 /** The tenure's renewal period in these tests. */
 const RENEW = 30;
 
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-lease-'));
-  dirs.push(dir);
-  return dir;
-}
-
-/** Waits for `cond`, failing after 2 s (a renewal that never comes fails the test, not hangs it). */
-async function until(cond: () => boolean): Promise<void> {
-  const deadline = performance.now() + 2000;
-  while (!cond()) {
-    assert.ok(performance.now() < deadline, 'not within 2 s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** How long a wait for a renewal lasts: one that never comes fails the test, not hangs it. */
+const WAIT = 2000;
 
 /** How many files this process holds open. */
 const openFiles = (): number => fs.readdirSync('/dev/fd').length;
@@ -96,7 +79,7 @@ describe('lease', () => {
 
 describe('leader file', () => {
   it('is created whole (no temporary file left), private, one padded line; read back as it was', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const file = path.join(dir, 'n.leader');
     const w = await LeaderFileWriter.create(file, content(3));
     assert.equal(w.term, 3);
@@ -110,7 +93,7 @@ describe('leader file', () => {
   });
 
   it("a renewal lands in the leader's own file, never in a newer leader's that replaced it", async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const file = path.join(dir, 'n.leader');
     const old = await LeaderFileWriter.create(file, content(1));
     await old.renew(2000);
@@ -125,7 +108,7 @@ describe('leader file', () => {
   });
 
   it('none, or one that does not read as a leader file, is null; an unreadable path is an error', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const file = path.join(dir, 'n.leader');
     assert.equal(await readLeaderFile(file), null);
     for (const text of ['{"term": 1', '{"term": -1}', 'x'.repeat(5000)]) {
@@ -138,7 +121,7 @@ describe('leader file', () => {
   });
 
   it('a read leaves no file open; a writer holds one until closed, and closing it again changes nothing', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const file = path.join(dir, 'n.leader');
     const before = openFiles();
     const w = await LeaderFileWriter.create(file, content(1));
@@ -152,7 +135,7 @@ describe('leader file', () => {
   });
 
   it('a file that cannot be created is an error, and leaves no temporary file', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     fs.mkdirSync(path.join(dir, 'n.leader'));
     await assert.rejects(LeaderFileWriter.create(path.join(dir, 'n.leader'), content(1)));
     assert.deepEqual(fs.readdirSync(dir), ['n.leader']);
@@ -178,7 +161,7 @@ function tenureOptions(dir: string, extra: Partial<TenureOptions> = {}) {
 
 describe('tenure', () => {
   it("takes a term above the leader file's and every term heard of, and writes it with who leads", async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const file = path.join(dir, 'n.leader');
     fs.writeFileSync(file, JSON.stringify(content(4)));
     const a = tenureOptions(dir, { seenTerm: 2 });
@@ -196,15 +179,15 @@ describe('tenure', () => {
   });
 
   it('renews every renewMs (a beat to each follower, the time in the file) until it ends with its lease', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const t = tenureOptions(dir);
     const t0 = Date.now();
     const tenure = await Tenure.begin(t.opts);
     assert.equal(tenure.check(), null);
-    await until(() => t.events.filter((e) => e === 'beat').length === 2);
+    await until('two beats', () => t.events.filter((e) => e === 'beat').length === 2, WAIT);
     assert.ok(Date.now() - t0 >= 2 * RENEW - 2);
     const renewedAt = () => Number(/"renewedAt":(\d+)/.exec(fs.readFileSync(t.opts.filePath, 'utf8'))?.[1]);
-    await until(() => renewedAt() > t0 + RENEW / 2);
+    await until('a renewal in the file', () => renewedAt() > t0 + RENEW / 2, WAIT);
     tenure.end('stepped down');
     tenure.end('again');
     assert.equal(tenure.check(), 'this engine no longer leads (stepped down)');
@@ -214,10 +197,10 @@ describe('tenure', () => {
   });
 
   it('a renewal that comes after the lease ran out renews nothing: the leader is told it lost', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const t = tenureOptions(dir, { leaseMs: 200, renewMs: 300 });
     const tenure = await Tenure.begin(t.opts);
-    await until(() => t.events.some((e) => e.startsWith('lost ')));
+    await until('the loss', () => t.events.some((e) => e.startsWith('lost ')), WAIT);
     assert.deepEqual(t.events.slice(1), [`lost ${tenure.check()}`], 'no beat');
     assert.match(tenure.check()!, /did not run for 0\.[3-9] s, past its 0\.2 s lease/);
     tenure.revoke('ignored');
@@ -225,7 +208,7 @@ describe('tenure', () => {
   });
 
   it('a revoke ends the lease at once; a leader file it cannot read or write is logged: the term goes on', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     fs.mkdirSync(path.join(dir, 'n.leader'));
     const t = tenureOptions(dir, { seenTerm: 3 });
     const tenure = await Tenure.begin(t.opts);
@@ -234,7 +217,7 @@ describe('tenure', () => {
     assert.match(t.events[0], /^log leader election: cannot read the leader file .*n\.leader: EISDIR/);
     assert.equal(t.events[1], 'term 4');
     assert.match(t.events[2], /^log leader election: cannot write the leader file .*n\.leader: /);
-    await until(() => t.events.length === 4);
+    await until('a beat', () => t.events.length === 4, WAIT);
     assert.equal(t.events[3], 'beat', 'renewed without a file');
     tenure.revoke('its socket path was removed');
     assert.equal(tenure.check(), 'its socket path was removed');
@@ -242,12 +225,12 @@ describe('tenure', () => {
   });
 
   it('a renewal the leader file cannot take is logged; the lease and the beats go on', async (t) => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-lease-');
     const e = tenureOptions(dir);
     const enospc = () => Promise.reject(new Error('ENOSPC: no space left on device'));
     t.mock.method(LeaderFileWriter.prototype, 'renew', enospc);
     const tenure = await Tenure.begin(e.opts);
-    await until(() => e.events.filter((x) => x === 'beat').length === 2);
+    await until('two beats', () => e.events.filter((x) => x === 'beat').length === 2, WAIT);
     assert.equal(tenure.check(), null);
     tenure.end('test');
     assert.deepEqual(e.events.slice(0, 3), [

@@ -5,9 +5,7 @@
 // src/model/watch.ts and decision.ts at the commit that introduced protocol 3, 3f1edb8, the same
 // as 0.3.0's): the old schemas are not kept, so a translated snapshot is held to that list.
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { LeaderServer } from '../../src/leader/leaderServer';
@@ -24,6 +22,7 @@ import {
   type WatchStateKind,
 } from '../../src/model/watch';
 import { EVERY_STATE as STATES } from '../support/watchSamples';
+import { tempDir, until } from '../support/wait';
 
 /** The state kinds a protocol-3 (and 0.3.0's protocol-2) follower knows. */
 const PROTOCOL_3_STATE_KINDS: readonly string[] = [
@@ -230,21 +229,10 @@ describe('states and decisions for an older follower', () => {
 
 // ---- the leader's server with followers of both protocols at once --------------------------
 
-const dirs: string[] = [];
 const closers: (() => Promise<void>)[] = [];
 after(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 interface Line {
   type: string;
@@ -266,7 +254,7 @@ async function follower(sock: string, version: number): Promise<Line[]> {
   });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   socket.write(encodeMessage({ type: 'hello', version, pid: 4000 + version }));
-  await until(`the welcome of the v${version} follower`, () => lines.some((l) => l.type === 'welcome'));
+  await until(`the welcome of the v${version} follower`, () => lines.some((l) => l.type === 'welcome'), 5_000);
   return lines;
 }
 
@@ -275,8 +263,7 @@ const of = (lines: Line[], type: string) => lines.filter((l) => l.type === type)
 describe('the leader server with an older and a newer follower', () => {
   it('the older one gets the translated snapshot and no decision it does not know; the newer, everything', async () => {
     assert.equal(LEADER_PROTOCOL_VERSION, PROBE_BUDGET_VERSION);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-older-'));
-    dirs.push(dir);
+    const dir = tempDir('cgr-older-');
     const sock = path.join(dir, 'leader.sock');
     const raw = net.createServer();
     await new Promise<void>((resolve) => raw.listen(sock, resolve));
@@ -302,6 +289,7 @@ describe('the leader server with an older and a newer follower', () => {
       await until(
         'the decisions',
         () => of(lines, 'decision').length > 0 && of(lines, 'decision').at(-1)!.decision!.type === 'attention',
+        5_000,
       );
 
     const sent = JSON.parse(JSON.stringify(snapshot)) as EngineSnapshot;
@@ -336,7 +324,11 @@ describe('the leader server with an older and a newer follower', () => {
     // A follower that joins later gets the latest state its own way, at once.
     const late3 = await follower(sock, 3);
     const late4 = await follower(sock, 4);
-    await until('the late followers’ state', () => of(late3, 'state').length > 0 && of(late4, 'state').length > 0);
+    await until(
+      'the late followers’ state',
+      () => of(late3, 'state').length > 0 && of(late4, 'state').length > 0,
+      5_000,
+    );
     assert.deepEqual(readableByProtocol3(of(late3, 'state')[0].snapshot!), []);
     assert.deepEqual(of(late4, 'state')[0].snapshot, sent);
   });

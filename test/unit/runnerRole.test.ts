@@ -1,6 +1,7 @@
 // The runner in the leader election: naming (a runner and a window on one daemon meet), the
 // handover of the old leader's state, the runner's roles with real elections over a fake daemon,
-// and the command line's role lines (text and JSON) with real processes.
+// and the command line's role lines (text and JSON) with real processes. One runner test holds its
+// store's load (a slow disk: MemoryStore's `loadGate`).
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,30 +22,14 @@ import { RunnerRole, roleObject, roleLine, type RoleEvent } from '../../src/runn
 import { FakeDaemon } from '../support/fakeDaemon';
 import { TEST_OPTIONS } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
+import { sleep, tempDir, until } from '../support/wait';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const CLI = path.resolve(__dirname, '..', '..', 'src', 'runner', 'cli.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const dirs: string[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
-
-function tempDir(prefix = 'cgr-role-'): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 describe('election naming', () => {
   it('a runner watching socket P and a window whose settings resolve to P join the same election', () => {
@@ -164,7 +149,7 @@ describe("a new leader's first save", () => {
   it("writes what it took from the old leader's snapshot, even if nothing changes it: a crash right after keeps it", async () => {
     // No daemon to reach: nothing the engine does touches the watch, and its only saves are the
     // ones its connection attempts bring.
-    const file = path.join(tempDir(), 'state.json');
+    const file = path.join(tempDir('cgr-role-'), 'state.json');
     const engine = new Engine(TEST_OPTIONS, {
       connect: () => Promise.reject(new Error('no daemon here')),
       target: 'fake',
@@ -192,24 +177,10 @@ interface Runner {
   store: MemoryStore;
 }
 
-function runner(
-  daemon: FakeDaemon,
-  dir: string | null,
-  name = 'leader-unit',
-  store = new MemoryStore(),
-  loadGate: Promise<void> = Promise.resolve(),
-): Runner {
+function runner(daemon: FakeDaemon, dir: string | null, name = 'leader-unit', store = new MemoryStore()): Runner {
   const events: RoleEvent[] = [];
   const decisions: Decision[] = [];
   const warnings: string[] = [];
-  const gated = {
-    location: 'memory',
-    load: async () => {
-      await loadGate;
-      return store.load();
-    },
-    save: (st: PersistedState) => store.save(st),
-  };
   const role = new RunnerRole({
     election: dir === null ? null : { dir, name },
     // The shipped options but a 300 ms backoff (base and cap; shipped 30 s / 30 min): this runs on
@@ -220,7 +191,7 @@ function runner(
         {
           connect: daemon.connector(),
           target: 'fake',
-          store: new HandoverStore(gated, seed),
+          store: new HandoverStore(store, seed),
           clock: systemClock,
           random: () => 1,
           onDecision: (d) => {
@@ -249,7 +220,7 @@ function failThread(d: FakeDaemon, id: string, turnId: string): void {
 
 describe("the runner's role", () => {
   it("one runner leads, the other stands by naming it; the leader serves its state and the commands; the follower takes over with the leader's state and recovers once", async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
     const a = runner(daemon, path.join(dir, 'election'));
@@ -307,17 +278,17 @@ describe("the runner's role", () => {
   });
 
   it("a command from another engine's window waits until the leader has loaded its state (it never saves an empty state over it)", async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
     const saved = emptyState();
     saved.watches.t1 = watch('t1', 1, { recovered: ['turn-0'] });
-    const store = new MemoryStore(saved);
     let open: () => void = () => undefined;
     const gate = new Promise<void>((r) => {
       open = r;
     });
-    const r = runner(daemon, path.join(dir, 'election'), 'leader-gated', store, gate);
+    const store = new MemoryStore(saved, { loadGate: gate });
+    const r = runner(daemon, path.join(dir, 'election'), 'leader-gated', store);
     const starting = r.role.start();
     await until('the role line', () => r.events.length > 0);
     const win = new FollowerConnection(net.createConnection(path.join(dir, 'election', 'leader-gated.sock')));
@@ -341,7 +312,7 @@ describe("the runner's role", () => {
   });
 
   it('without a usable election directory it runs the engine anyway and says so', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const open = path.join(dir, 'open');
     fs.mkdirSync(open, { mode: 0o777 });
     fs.chmodSync(open, 0o777);
@@ -359,7 +330,7 @@ describe("the runner's role", () => {
   });
 
   it('with no election (a private stdio daemon) it runs the engine and tells nothing', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const daemon = new FakeDaemon(dir);
     daemon.addThread('t1');
     const r = runner(daemon, null);
@@ -420,7 +391,7 @@ class Cli {
 
 describe('the command line', () => {
   it('text mode: the second runner on a socket stands by naming the first, and takes over when it is killed', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
     fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
     // No daemon at that socket: the engine keeps reconnecting, which is all this needs.
@@ -453,7 +424,7 @@ describe('the command line', () => {
   });
 
   it('JSON mode: role lines; an unusable election directory is a warning and the runner leads anyway', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const run = path.join(dir, 'run');
     fs.mkdirSync(path.join(run, 'codex-goal-recovery'), { recursive: true });
     fs.chmodSync(path.join(run, 'codex-goal-recovery'), 0o777);
@@ -502,7 +473,7 @@ describe('the command line', () => {
   });
 
   it('a reader that goes away (watch piped into `head`): the runner stops cleanly, its state saved, instead of dying on EPIPE', async () => {
-    const dir = tempDir();
+    const dir = tempDir('cgr-role-');
     const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
     fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
     const state = path.join(dir, 's.json');
@@ -522,7 +493,7 @@ describe('the command line', () => {
  * service's stdout to): its lines once it said the connection failed and was stopped.
  */
 async function journalRun(flags: string[]): Promise<string[]> {
-  const dir = tempDir();
+  const dir = tempDir('cgr-role-');
   const env = { XDG_RUNTIME_DIR: path.join(dir, 'run') };
   fs.mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
   const log = path.join(dir, 'journal');

@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as net from 'node:net';
 import * as http from 'node:http';
@@ -12,14 +11,7 @@ import { createMessageConnection, type MessageConnection } from 'vscode-jsonrpc/
 import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protocol/webSocketFraming';
 import { checkSocketSafety, checkWsUrl, defaultCodexHome, defaultSocketPath } from '../../src/protocol/socketSafety';
 import { openTransport, TransportError, type Transport } from '../../src/protocol/transport';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function tempDir(mode = 0o700): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-t-'));
-  fs.chmodSync(dir, mode);
-  return dir;
-}
+import { sleep, tempDir } from '../support/wait';
 
 async function listenUnix(sockPath: string): Promise<net.Server> {
   const srv = net.createServer((s) => s.destroy());
@@ -53,7 +45,7 @@ test('defaultCodexHome / defaultSocketPath', () => {
 });
 
 test('checkSocketSafety: missing, dangling symlink, not a socket, dir 0777 refused, 0700 accepted, symlink resolved', async () => {
-  const dir = tempDir(0o700);
+  const dir = tempDir('cgr-t-');
   try {
     const missing = await checkSocketSafety(path.join(dir, 'nope.sock'));
     assert.equal(missing.ok, false);
@@ -81,7 +73,7 @@ test('checkSocketSafety: missing, dangling symlink, not a socket, dir 0777 refus
       assert.deepEqual(good, { ok: true, resolved: fs.realpathSync(sock) });
 
       // symlink from another (safe) dir into this one: resolved to the real socket
-      const linkDir = tempDir(0o700);
+      const linkDir = tempDir('cgr-t-');
       try {
         const link = path.join(linkDir, 'app-server-control.sock');
         fs.symlinkSync(sock, link);
@@ -205,7 +197,7 @@ test('url transport: round trip over ws on 127.0.0.1:0; server close fires onClo
 });
 
 test('socket transport: WebSocket over a Unix socket in a 0700 dir, path "/", client close', async () => {
-  const dir = tempDir(0o700);
+  const dir = tempDir('cgr-t-');
   const sock = path.join(dir, 'app-server-control.sock');
   const httpServer = http.createServer((_req, res) => res.writeHead(404).end());
   await new Promise<void>((r) => httpServer.listen(sock, () => r()));
@@ -233,7 +225,7 @@ test('socket transport: WebSocket over a Unix socket in a 0700 dir, path "/", cl
 });
 
 test('socket transport errors: missing, unsafe, stale socket refused', async () => {
-  const dir = tempDir(0o700);
+  const dir = tempDir('cgr-t-');
   try {
     await expectTransportError(
       openTransport({ kind: 'socket', path: path.join(dir, 'none.sock') }),

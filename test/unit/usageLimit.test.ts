@@ -6,16 +6,12 @@
 // Shipped defaults (usageMarginMs 60 s, maxDelayMs 30 min).
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { dueAt } from '../../src/model/queries';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { isUntimedCode, untimedFromMessage, readLimit } from '../../src/core/rateLimits';
 import { usagePlan } from '../../src/core/usagePlan';
 import type { RateLimitSnapshot } from '../../src/protocol/schema';
-import { FakeDaemon } from '../support/fakeDaemon';
-import { makeHarness, type Harness } from '../support/engineHarness';
+import { armedHarness, type Harness } from '../support/engineHarness';
 
 const NOW = new Date(2026, 10, 30, 20, 46, 50).getTime();
 const MARGIN = DEFAULT_OPTIONS.usageMarginMs;
@@ -313,15 +309,7 @@ describe('a usage limit on the engine (strict fake daemon, fake clock, shipped d
   after(async () => {
     for (const h of harnesses) await h.cleanup();
   });
-  async function armed(): Promise<Harness> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-usage-'));
-    const daemon = new FakeDaemon(dir);
-    daemon.addThread('thread-1');
-    const h = await makeHarness({ dir, daemon });
-    harnesses.push(h);
-    assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
-    return h;
-  }
+  const armed = () => armedHarness(['thread-1'], {}, harnesses);
   /** The clock text the real daemon puts in the message: the reset rounded down to the minute. */
   const clockText = (at: number) =>
     new Date(at).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit', hour12: true });
