@@ -255,8 +255,8 @@ export const MUTATIONS = [
     invariant: 'never before the due time',
     fault: 'a prepared recovery is sent at once, 200 ms (the prepare lead) before it is due',
     file: ATTEMPT,
-    find: '    if (early <= 0) {\n',
-    replace: '    if (early <= 1e9) {\n',
+    find: '    if (early <= 0) return this.send(p);\n',
+    replace: '    if (early <= 1e9) return this.send(p);\n',
     guard: {
       file: 'test/unit/engine.test.ts',
       name: 'prepares a recovery ahead: reads and the write-ahead save before the due time, the set exactly at it',

@@ -4,7 +4,6 @@
 import { addHistory, countRecovery, type ScheduledState, uncountRecovery, type WatchedThread } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
-import type { TimerHandle } from './clock';
 import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
 import type { LiveThread } from './live';
@@ -33,69 +32,42 @@ interface Prepared {
   attempt: number;
   /** Its write-ahead's time, once written (the recovery budget's count). */
   sentAt: number | null;
-  timer: TimerHandle | null;
-}
-
-export interface AttemptHooks {
-  /** How early a recovery is prepared, ms. */
-  prepareLead(): number;
-  /** The attempt ended (sent, called off, or withdrawn): the thread may fall due again. */
-  done(threadId: string): void;
-  /** The global limiter's slot is given back: the set was not sent. */
-  giveBack(): void;
 }
 
 export class Attempts {
-  /** Attempts prepared ahead, waiting for their due time to send the set. */
+  /** Attempts prepared ahead, waiting for their due time to send the set (a `send` job delayed in its queue). */
   private readonly prepared = new Map<string, Prepared>();
 
   constructor(
     private readonly core: EngineCore,
     private readonly reconciler: Reconciler,
-    private readonly hooks: AttemptHooks,
   ) {}
-
-  isPrepared(threadId: string): boolean {
-    return this.prepared.has(threadId);
-  }
-
-  /** Starts the attempt in the thread's lane; `done` follows when it ends. */
-  start(session: DaemonSession, threadId: string, notBeforeMono: number): void {
-    void this.core.inLane(threadId, async () => {
-      let waiting = false;
-      try {
-        waiting = await this.run(session, threadId, notBeforeMono);
-      } finally {
-        if (!waiting) this.hooks.done(threadId);
-      }
-    });
-  }
 
   /** Stopping: every prepared set is withdrawn (not sent: due again at the next start). */
   withdrawAll(): void {
     const core = this.core;
     for (const p of this.prepared.values()) {
-      if (p.timer) core.deps.clock.clearTimer(p.timer);
+      core.work.cancel(p.w.threadId, 'send');
       if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
       if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
       setWithdrawn(core, p.w, p.scheduled);
-      this.hooks.done(p.w.threadId);
     }
     this.prepared.clear();
   }
 
   /**
-   * Re-reads everything, vetoes, persists the intent, then sends the set: at once when it is due,
-   * else from a timer at the due time (true: the send is waiting; the lane is free meanwhile,
-   * and any event for the thread calls the send off).
+   * The attempt of a due recovery (its thread's `attempt` job): re-reads everything, vetoes,
+   * persists the intent, then sends the set: at once when it is due, else as a `send` job delayed
+   * to the due time (the thread's queue is free meanwhile, and any event for the thread calls the
+   * send off).
    */
-  private async run(session: DaemonSession, threadId: string, notBeforeMono: number): Promise<boolean> {
+  async run(session: DaemonSession, threadId: string, notBeforeMono: number): Promise<void> {
     const core = this.core;
     const w = core.state.watches[threadId];
-    if (!w) return false;
+    if (!w) return;
     const scheduled = scheduledOf(w.state);
     const due = dueAt(w);
-    if (!scheduled || due === null || due > core.now() + this.hooks.prepareLead()) return false;
+    if (!scheduled || due === null || due > core.now() + core.schedule.prepareLead()) return;
     unhold(core, w); // its slot came: no longer held
     const backoff = scheduled.kind === 'backoff';
     const live = core.liveOf(threadId);
@@ -109,7 +81,6 @@ export class Attempts {
       expectedStatus: backoff ? 'blocked' : 'usageLimited',
       attempt: backoff ? scheduled.attempt : 1,
       sentAt: null,
-      timer: null,
     };
     try {
       const seq = p.seq;
@@ -148,24 +119,21 @@ export class Attempts {
       return this.calledOff(p, error);
     }
     const early = Math.max(due - core.now(), notBeforeMono - core.deps.clock.elapsed());
-    if (early <= 0) {
-      await this.send(p);
-      return false;
-    }
+    if (early <= 0) return this.send(p);
     // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
     this.prepared.set(threadId, p);
-    p.timer = core.deps.clock.setTimer(() => {
-      p.timer = null;
-      void core.inLane(threadId, async () => {
-        try {
-          await this.send(p);
-        } finally {
-          this.prepared.delete(threadId);
-          this.hooks.done(threadId);
-        }
-      });
-    }, early);
-    return true;
+    core.work.addAfter(threadId, { kind: 'send' }, early);
+  }
+
+  /** A prepared attempt's due time came (its thread's `send` job): the set goes out, or is called off. */
+  async sendPrepared(threadId: string): Promise<void> {
+    const p = this.prepared.get(threadId);
+    if (!p) return;
+    try {
+      await this.send(p);
+    } finally {
+      this.prepared.delete(threadId);
+    }
   }
 
   private unchanged(live: LiveThread, seq: number, reason: string): void {
@@ -184,7 +152,7 @@ export class Attempts {
   }
 
   /** The attempt stops before the set: the intent is withdrawn and the thread decided again. */
-  private async calledOff(p: Prepared, error: unknown): Promise<false> {
+  private async calledOff(p: Prepared, error: unknown): Promise<void> {
     const core = this.core;
     const { w, failedTurnId } = p;
     // The set never went out: its intent is withdrawn, whatever state a look moved the watch to
@@ -193,7 +161,7 @@ export class Attempts {
     const withdrawn = w.pending?.failedTurnId === failedTurnId;
     if (withdrawn) w.pending = null;
     if (p.sentAt !== null) uncountRecovery(w, p.sentAt);
-    this.hooks.giveBack();
+    core.schedule.giveBack();
     setWithdrawn(core, w, p.scheduled);
     // Never sent without its intent on disk; and not at once again, against a failing disk.
     if (error instanceof SaveFailed) dueNotBefore(core, w, failedTurnId, core.now() + SAVE_RETRY_MS);
@@ -203,10 +171,9 @@ export class Attempts {
       // Until some client loads it again, an unloaded thread waits as such.
       if (!core.liveOf(w.threadId).loaded) this.reconciler.markUnloaded(w);
       else await this.reconciler.decide(p.session, w);
-      core.hooks.reschedule();
+      core.schedule.reschedule();
       core.saver.persistSoon();
     } else await core.persist();
-    return false;
   }
 
   /** Sends the set of a prepared attempt, after a last check. */
@@ -255,7 +222,7 @@ export class Attempts {
       await this.afterSetError(session, w, failedTurnId, attempt, error);
     }
     await this.reconciler.decide(session, w);
-    core.hooks.reschedule();
+    core.schedule.reschedule();
     core.saver.persistSoon();
   }
 

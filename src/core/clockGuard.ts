@@ -79,7 +79,7 @@ export class ClockGuard {
       type: 'warning',
       message: `the wall clock went back by ${formatDuration(ms)} ${when}; ${moved} scheduled ${moved === 1 ? 'recovery keeps' : 'recoveries keep'} the time it had left`,
     });
-    core.hooks.reschedule();
+    core.schedule.reschedule();
     core.changed();
     void core.persist();
   }

@@ -2,7 +2,6 @@
 // socket is missing or closes), then a full pass over the daemon's loaded threads, again every
 // `resyncMs` (what notifications missed, e.g. after a daemon restart).
 import { type DaemonSession, RpcError, STATUS_PAGE } from '../protocol/daemon';
-import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './engineCore';
 import { daemonListener } from './events';
@@ -26,7 +25,6 @@ export class Connection {
 
   constructor(
     private readonly core: EngineCore,
-    private readonly guard: ClockGuard,
     private readonly reconciler: Reconciler,
     private readonly home: HomeScan,
   ) {}
@@ -54,7 +52,7 @@ export class Connection {
         core.emit({ type: 'connection', state: 'connected', detail });
         if (warning) core.emit({ type: 'warning', message: warning });
         core.changed();
-        core.hooks.reschedule();
+        core.schedule.reschedule();
         await this.resyncOnce();
       },
       (error: unknown) => {
@@ -101,7 +99,7 @@ export class Connection {
 
   private armResync(): void {
     if (this.resyncTimer) this.core.deps.clock.clearTimer(this.resyncTimer);
-    this.resyncTimer = this.guard.timer(() => void this.resync(), this.core.options.resyncMs);
+    this.resyncTimer = this.core.guard.timer(() => void this.resync(), this.core.options.resyncMs);
   }
 
   private lost(reason: string, kind: 'error' | 'disconnected'): void {
@@ -123,7 +121,7 @@ export class Connection {
     });
     core.changed();
     if (this.reconnectTimer) core.deps.clock.clearTimer(this.reconnectTimer);
-    this.reconnectTimer = this.guard.timer(() => this.connectNow(), delay);
+    this.reconnectTimer = this.core.guard.timer(() => this.connectNow(), delay);
   }
 
   private async resyncOnce(): Promise<void> {
@@ -152,7 +150,7 @@ export class Connection {
     let looked = 0;
     try {
       await eachAtMost(ids, RESYNC_WIDTH, async (id) => {
-        await core.inLane(id, () => this.reconciler.refresh(session, id));
+        await core.work.add(id, { kind: 'refresh', session });
         if (++looked % RESYNC_SAVE_EVERY === 0) void core.track(core.persist());
       });
     } finally {
@@ -164,7 +162,7 @@ export class Connection {
     } catch (error) {
       core.readFailed('thread/list', error);
     }
-    core.hooks.reschedule();
+    core.schedule.reschedule();
     await core.persist();
   }
 

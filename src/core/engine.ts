@@ -3,7 +3,9 @@
 // clock and randomness are injected. This file is the lifecycle and the wiring; each concern
 // lives in a file of its own (docs/architecture.md, "The engine's files"):
 //   policy.ts       the decision table (pure): which state, and what to do
-//   reconciler.ts        the reads that gather the facts, and carrying out the verdict
+//   transitions.ts  carrying out a verdict: the one writer of a watch's state and due time
+//   reconciler.ts   the reads that gather the facts, and asking the table
+//   threadWork.ts   the work queue of each thread: what goes in, who does it
 //   attempt.ts      the recovery attempt: veto, write-ahead, set, outcome
 //   schedule.ts     the due timer, the preparation lead, the limiter hand-off
 //   events.ts       the daemon event table
@@ -12,58 +14,35 @@
 //   userActions.ts  pause, resume, arm, disarm, re-arm, retry now, pause goal, reset
 //   saving.ts       durable before announced: saves and the outbox
 //   clockGuard.ts   wall-clock jumps, and timers Node can keep
-//   engineCore.ts   what they share: the state, the one state write, the lanes
+//   engineCore.ts   what they share: the state, the one state write, the queues, the timers
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import type { WatchedThread } from '../model/watch';
 import { Attempts } from './attempt';
-import { ClockGuard } from './clockGuard';
 import { Connection } from './connection';
 import { type EngineDeps, EngineCore } from './engineCore';
 import { HomeScan } from './homeScan';
 import { Reconciler } from './reconciler';
 import type { EngineOptions } from './options';
-import { Schedule } from './schedule';
+import { ThreadWorker } from './threadWork';
 import { UserActions } from './userActions';
 
 export type { EngineDeps } from './engineCore';
 
 export class Engine {
   private readonly core: EngineCore;
-  private readonly guard: ClockGuard;
-  private readonly reconciler: Reconciler;
   private readonly attempts: Attempts;
-  private readonly schedule: Schedule;
   private readonly connection: Connection;
-  private readonly actions: UserActions;
+  /** What a person asks of the engine, one method a command (commandTable.ts names them). */
+  readonly commands: UserActions;
 
   constructor(options: EngineOptions, deps: EngineDeps) {
     const core = (this.core = new EngineCore(options, deps));
-    this.guard = new ClockGuard(core);
-    this.reconciler = new Reconciler(core, (threadId) => this.attempts.isPrepared(threadId));
-    this.schedule = new Schedule(core, this.guard, (threadId, notBeforeMono) => {
-      const session = core.session;
-      if (session) this.attempts.start(session, threadId, notBeforeMono);
-    });
-    this.attempts = new Attempts(core, this.reconciler, {
-      prepareLead: () => this.schedule.prepareLead(),
-      done: (threadId) => this.schedule.done(threadId),
-      giveBack: () => this.schedule.giveBack(),
-    });
+    const reconciler = new Reconciler(core);
+    this.attempts = new Attempts(core, reconciler);
+    core.serve(new ThreadWorker(core, reconciler, this.attempts));
     const home = new HomeScan(core);
-    this.connection = new Connection(core, this.guard, this.reconciler, home);
-    this.actions = new UserActions(core, this.reconciler, this.schedule, () => {
-      home.reset();
-      return this.resync();
-    });
-    core.hooks = {
-      reschedule: () => this.schedule.reschedule(),
-      evaluate: (session, threadId) => this.reconciler.evaluate(session, threadId),
-      answered: (threadId, since) => {
-        if (!this.schedule.probes.answered(threadId, since)) return;
-        this.schedule.reschedule();
-        core.saver.persistSoon();
-      },
-    };
+    this.connection = new Connection(core, reconciler, home);
+    this.commands = new UserActions(core, reconciler, this.connection, home);
   }
 
   /**
@@ -74,9 +53,9 @@ export class Engine {
   updateOptions(options: EngineOptions): void {
     const previous = this.core.options;
     this.core.options = { ...options };
-    this.schedule.updateOptions(previous);
+    this.core.schedule.updateOptions(previous);
     this.connection.updateOptions();
-    this.schedule.reschedule();
+    this.core.schedule.reschedule();
     this.core.changed();
     if (!previous.autoArm && options.autoArm && this.core.session) void this.resync();
   }
@@ -96,8 +75,8 @@ export class Engine {
     for (const id of loaded.changed ?? []) core.mark(id);
     if (loaded.problem) core.emit({ type: 'warning', message: loaded.problem });
     core.stopped = false;
-    this.guard.started();
-    this.schedule.reschedule();
+    this.core.guard.started();
+    this.core.schedule.reschedule();
     this.connection.connectNow();
   }
 
@@ -106,7 +85,7 @@ export class Engine {
     const core = this.core;
     core.stopped = true;
     core.generation += 1;
-    this.schedule.stop();
+    this.core.schedule.stop();
     this.connection.stopTimers();
     // Not sent: each intent is withdrawn (saved below), the recovery is due again next start.
     this.attempts.withdrawAll();
@@ -160,44 +139,7 @@ export class Engine {
 
   /** The soonest time the engine will act, or null. */
   nextDueAt(): number | null {
-    return this.schedule.nextDueAt();
-  }
-
-  // ---- the user's commands -------------------------------------------------
-
-  pauseAll(): Promise<void> {
-    return this.actions.pauseAll();
-  }
-
-  resumeAll(): Promise<void> {
-    return this.actions.resumeAll();
-  }
-
-  /** Watch a goal the engine did not adopt: armed from now on; an older failure is never recovered. */
-  arm(threadId: string): Promise<void> {
-    return this.actions.arm(threadId);
-  }
-
-  disarm(threadId: string): Promise<void> {
-    return this.actions.disarm(threadId);
-  }
-
-  rearm(threadId: string): Promise<void> {
-    return this.actions.rearm(threadId);
-  }
-
-  /** Makes a scheduled (or given-up) recovery due now; on an unloaded thread, loads it first. */
-  retryNow(threadId: string): Promise<void> {
-    return this.actions.retryNow(threadId);
-  }
-
-  pauseGoal(threadId: string): Promise<void> {
-    return this.actions.pauseGoal(threadId);
-  }
-
-  /** Forgets every watched thread and every intent marker (the user asked, and confirmed). */
-  reset(): Promise<void> {
-    return this.actions.reset();
+    return this.core.schedule.nextDueAt();
   }
 
   /** A full pass over the daemon's loaded threads (also run every `resyncMs`). */

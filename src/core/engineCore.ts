@@ -1,7 +1,8 @@
 // What every part of the engine shares: the state it owns, what it knows of each thread right
-// now, the one state write, the per-thread lanes, and the way out (the saver's outbox). The parts
-// (looks, attempts, schedule, events, clock guard, commands, connection) each hold this and
-// nothing of one another's internals; the engine wires them.
+// now, the one state write, the work queue of each thread (threadWork.ts says what goes in and who
+// does it), the timers (the clock guard, the schedule) and the way out (the saver's outbox). The
+// parts (the reconciler, attempts, events, commands, connection) each hold this and nothing of one
+// another's internals; the engine makes them and names the queue's worker.
 import { sharedState } from '../model/sharedState';
 import type { Decision } from '../model/decision';
 import type { ConnectionState } from '../model/snapshot';
@@ -9,12 +10,15 @@ import { emptyState, type PersistedState, type WatchedThread, type WatchState } 
 import { scheduledOf } from '../model/queries';
 import { ConnectionLostError, type Connector, type DaemonSession, RpcError } from '../protocol/daemon';
 import type { StateStore } from '../store/store';
-import { Lanes } from '../util/serial';
+import { WorkQueue } from '../util/workQueue';
 import type { Random } from './backoff';
 import type { Clock } from './clock';
+import { ClockGuard } from './clockGuard';
 import { type LiveThread, newLive } from './live';
 import type { EngineOptions } from './options';
 import { Saver } from './saving';
+import { Schedule } from './schedule';
+import { merges, type ThreadJob, type ThreadWorker } from './threadWork';
 import { errorText } from '../util/errorText';
 
 export interface EngineDeps {
@@ -37,19 +41,6 @@ export interface EngineDeps {
   fence?: () => string | null;
 }
 
-/** What the parts ask of one another, wired by the engine. */
-export interface CoreHooks {
-  /** The timer follows the due times (after any change of one). */
-  reschedule(): void;
-  /** Reconciler at a thread now, in its lane: an event or a command changed something. */
-  evaluate(session: DaemonSession, threadId: string): Promise<void>;
-  /**
-   * A response completed on a thread, to a request sent no earlier than `since`: its provider
-   * answers (an outage's probe, src/core/probes.ts).
-   */
-  answered(threadId: string, since: number): void;
-}
-
 export class EngineCore {
   private current: PersistedState = emptyState();
   /**
@@ -66,10 +57,13 @@ export class EngineCore {
   generation = 0;
   readonly live = new Map<string, LiveThread>();
   readonly saver: Saver;
-  hooks: CoreHooks = { reschedule: () => undefined, evaluate: () => Promise.resolve(), answered: () => undefined };
-  private readonly lanes = new Lanes<string>();
-  /** Threads with an evaluation queued in their lane, not started yet (one is enough). */
-  private readonly queued = new Set<string>();
+  /** Every engine timer goes through it: wall-clock jumps, and delays Node can keep. */
+  readonly guard: ClockGuard;
+  /** The due timer, the preparation lead, the limiter and the outage's probe. */
+  readonly schedule: Schedule;
+  /** One queue per thread: a thread's work never overlaps, a look asked twice while one waits runs once. */
+  readonly work: WorkQueue<ThreadJob>;
+  private worker: ThreadWorker | null = null;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
@@ -87,6 +81,24 @@ export class EngineCore {
       stopped: () => this.stopped,
       fence: () => this.fence(),
     });
+    this.guard = new ClockGuard(this);
+    this.schedule = new Schedule(this);
+    this.work = new WorkQueue<ThreadJob>({
+      process: (threadId, job) => this.process(threadId, job),
+      merges,
+      // An attempt ended (sent, called off, or withdrawn): its thread may fall due again.
+      done: (_threadId, job) => {
+        if (job.kind === 'attempt' || job.kind === 'send') this.schedule.reschedule();
+      },
+      // Every job, a delayed `send` too once it is due: `idle()` waits for them all.
+      track: (done) => void this.track(done),
+      timers: deps.clock,
+    });
+  }
+
+  /** The one that does what the thread queues hold (the engine names it once, at its start). */
+  serve(worker: ThreadWorker): void {
+    this.worker = worker;
   }
 
   /** The state the engine owns; replacing it (a load, a reset) re-reads which watches are scheduled. */
@@ -155,7 +167,7 @@ export class EngineCore {
     w.updatedAt = Math.max(w.updatedAt, this.now());
     this.saver.mark(w.threadId);
     if (quiet) return;
-    if (timing) this.hooks.reschedule();
+    if (timing) this.schedule.reschedule();
     this.changed();
   }
 
@@ -189,34 +201,33 @@ export class EngineCore {
     return this.saver.hold();
   }
 
-  /** Schedules an evaluation of the thread after the work already queued for it. */
+  /** Queues a look at the thread after the work already queued for it (one waiting look is enough). */
   touch(threadId: string): void {
     this.mark(threadId);
     this.changed();
-    if (this.queued.has(threadId)) return;
-    this.queued.add(threadId);
-    void this.inLane(threadId, async () => {
-      this.queued.delete(threadId);
-      const session = this.session;
-      if (session) await this.hooks.evaluate(session, threadId);
-    });
+    void this.work.add(threadId, { kind: 'look' });
   }
 
-  /** Runs `work` after everything queued for the same thread; errors are logged, never thrown. */
-  inLane(threadId: string, work: () => Promise<void>): Promise<void> {
-    const run = this.lanes
-      .run(threadId, async () => {
-        try {
-          await work();
-        } finally {
-          this.mark(threadId); // whatever it changed after its last save is saved next time
-        }
-      })
-      .catch((error: unknown) => {
-        this.liveOf(threadId).needsLook = true;
-        this.readFailed(threadId, error);
-      });
-    return this.track(run);
+  /** Runs `work` in the thread's queue, after everything queued for it; errors are logged, never thrown. */
+  run(threadId: string, work: () => Promise<void>): Promise<void> {
+    return this.work.add(threadId, { kind: 'task', run: work });
+  }
+
+  /** A recovery attempt of the thread is queued, under way, or prepared and waiting for its due time. */
+  attempting(threadId: string): boolean {
+    return this.work.has(threadId, 'attempt') || this.work.has(threadId, 'send');
+  }
+
+  /** One job of a thread's queue; whatever it changed after its last save is saved next time. */
+  private async process(threadId: string, job: ThreadJob): Promise<void> {
+    try {
+      await this.worker?.process(threadId, job);
+    } catch (error) {
+      this.liveOf(threadId).needsLook = true;
+      this.readFailed(threadId, error);
+    } finally {
+      this.mark(threadId);
+    }
   }
 
   track<T>(promise: Promise<T>): Promise<T> {

@@ -87,7 +87,7 @@ export class HomeScan {
             });
           }
     }
-    for (const t of moved) await core.inLane(t.id, () => this.look(session, t));
+    for (const t of moved) await core.run(t.id, () => this.look(session, t));
     // Never ahead of the clock: after it was set back, times listed from before are in its future.
     this.mark = Math.min(newest, Math.floor(wall / 1000));
   }

@@ -19,11 +19,7 @@ export class Probes {
   /** When a response last completed on each provider, in this run (`runsOn` → ms). */
   private readonly answeredAt = new Map<string, number>();
 
-  constructor(
-    private readonly core: EngineCore,
-    /** Whether a thread's recovery attempt is under way (started, its set not yet known). */
-    private readonly attempting: (threadId: string) => boolean,
-  ) {}
+  constructor(private readonly core: EngineCore) {}
 
   /** Grouping is on (always, but in the bench's per-goal baseline). */
   get enabled(): boolean {
@@ -58,7 +54,7 @@ export class Probes {
     for (const threadId of this.candidates) {
       const w = this.core.state.watches[threadId];
       if (!w || !this.isOut(w)) {
-        if (!this.attempting(threadId)) this.candidates.delete(threadId);
+        if (!this.core.attempting(threadId)) this.candidates.delete(threadId);
         continue;
       }
       if (outageGroup(w) === group) return threadId;
@@ -125,12 +121,12 @@ export class Probes {
   waitedUntil(probe: string): number | null {
     const w = this.core.state.watches[probe];
     const sentAt = w?.recoveries.at(-1);
-    if (!w || sentAt === undefined || this.attempting(probe) || w.state.kind === 'recovering') return null;
+    if (!w || sentAt === undefined || this.core.attempting(probe) || w.state.kind === 'recovering') return null;
     return sentAt + this.core.options.maxDelayMs + 1;
   }
 
   private isOut(w: WatchedThread): boolean {
-    if (this.attempting(w.threadId)) return true;
+    if (this.core.attempting(w.threadId)) return true;
     // The turn the recovery started: not known yet while the newest known is the failed one.
     const turn = this.core.live.get(w.threadId)?.turn ?? null;
     const recovered = turn !== null && turn.id !== w.lastFailure?.turnId ? turn : null;

@@ -29,11 +29,7 @@ export class Reconciler {
   /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
   readonly seenActive = new Map<string, ThreadGoal>();
 
-  constructor(
-    private readonly core: EngineCore,
-    /** An attempt is prepared for the thread, its set not sent yet: its intent is not resolved meanwhile. */
-    private readonly isPrepared: (threadId: string) => boolean,
-  ) {}
+  constructor(private readonly core: EngineCore) {}
 
   /** The facts the table decides on, as they are now. */
   facts(w: WatchedThread, now = this.core.now()): Facts {
@@ -63,13 +59,14 @@ export class Reconciler {
     }
     if (w.state.kind === 'elsewhere') return this.fromElsewhere(session, w, w.state);
     if (!live.loaded) return this.markUnloaded(w);
-    if (w.goal !== null && w.state.kind === 'notAdopted') {
+    if (w.goal === null) return this.decide(session, w); // a cleared goal: the table forgets the watch
+    if (w.state.kind === 'notAdopted') {
       if (adopts(w.goal.status, core.options) && !core.state.disarmed[threadId]) await this.arm(session, w);
       else if (w.state.status !== w.goal.status) notAdopted(core, w, w.goal.status, true);
       return;
     }
-    if (w.goal !== null && !isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
-    await this.decide(session, w); // a cleared goal: the table forgets the watch
+    if (!isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
+    await this.decide(session, w);
   }
 
   /** One RPC for a thread the engine already knows and whose goal did not change (the resync). */
@@ -137,8 +134,8 @@ export class Reconciler {
     // With 10,000 threads armed at once, this read was a fifth of the CPU the arming cost.
     const readLater = w.armOffset === null && w.goal.status === 'active' && w.pending === null;
     if (!readLater) await readMarkers(core, w);
-    // A prepared set is not sent yet; a person's marker speaks first.
-    if (w.pending && !this.isPrepared(threadId) && w.state.kind !== 'userIntent') this.resolvePending(w, live);
+    // A prepared set (a `send` job waiting for its due time) is not sent yet; a person's marker speaks first.
+    if (w.pending && !core.work.has(threadId, 'send') && w.state.kind !== 'userIntent') this.resolvePending(w, live);
     await this.apply(session, w, decide(this.facts(w, now)));
   }
 

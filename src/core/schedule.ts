@@ -5,7 +5,6 @@
 // for its outage's probe shows as `waitingProbe`.
 import { type WatchedThread } from '../model/watch';
 import { dueAt } from '../model/queries';
-import type { ClockGuard } from './clockGuard';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
@@ -25,19 +24,12 @@ export class Schedule {
   private limiterAt = 0;
   /** The soonest due time, on the monotonic clock, when the due timer was set. */
   private dueNotBeforeMono = 0;
-  /** Threads whose recovery attempt is under way: not due again until it ends. */
-  private readonly attempting = new Set<string>();
   /** One outage, one probe: the goals of a group wait for the one out first (outage.ts). */
   readonly probes: Probes;
 
-  constructor(
-    private readonly core: EngineCore,
-    private readonly guard: ClockGuard,
-    /** Starts the attempt of a thread whose recovery is due (and has its limiter slot). */
-    private readonly start: (threadId: string, notBeforeMono: number) => void,
-  ) {
+  constructor(private readonly core: EngineCore) {
     this.limiter = newLimiter(core.options);
-    this.probes = new Probes(core, (threadId) => this.attempting.has(threadId));
+    this.probes = new Probes(core);
   }
 
   /** New settings: a new limiter if its policy changed; due times already set stay. */
@@ -75,13 +67,17 @@ export class Schedule {
     // The soonest due time on the monotonic clock: a prepared set never goes out before it,
     // even if the wall clock jumps forward meanwhile (that is not time that passed for a timer).
     this.dueNotBeforeMono = clock.elapsed() + Math.max(0, soonest - now);
-    this.dueTimer = this.guard.timer(() => this.fire(), Math.max(0, next - now));
+    this.dueTimer = core.guard.timer(() => this.fire(), Math.max(0, next - now));
   }
 
-  /** The attempt of a thread ended: it may fall due again. */
-  done(threadId: string): void {
-    this.attempting.delete(threadId);
+  /**
+   * A response completed on a thread, to a request sent no earlier than `since`: its provider
+   * answers (an outage's probe, probes.ts).
+   */
+  answered(threadId: string, since: number): void {
+    if (!this.probes.answered(threadId, since)) return;
     this.reschedule();
+    this.core.saver.persistSoon();
   }
 
   giveBack(): void {
@@ -116,7 +112,7 @@ export class Schedule {
       .scheduledWatches()
       .filter((w) => {
         const d = dueAt(w);
-        return d !== null && d <= now + this.prepareLead() && !this.attempting.has(w.threadId);
+        return d !== null && d <= now + this.prepareLead() && !core.attempting(w.threadId);
       })
       // At one due time (a group's step) the goal with the fewest recent recoveries first: the
       // outage's probe and its half-step tries are spread over the group's recovery budgets.
@@ -156,12 +152,12 @@ export class Schedule {
         break;
       }
       this.limitedUntil = null;
-      this.attempting.add(w.threadId);
+      // Under way from here (core.attempting): not due again until its attempt ends.
+      void core.work.add(w.threadId, { kind: 'attempt', session, notBeforeMono });
       if (group !== null) {
         probes.set(group, { probe: w.threadId, waiting: 0 });
         this.probes.started(w, group);
       }
-      this.start(w.threadId, notBeforeMono);
     }
     if (probes.size > 0) core.changed();
     this.reschedule();
@@ -213,7 +209,7 @@ export class Schedule {
       // Held for its outage's probe: due at the verdict, or when the probe is waited for no more
       // (not prepared ahead: until then it waits, and a timer early by the lead would find it so).
       const due = w.state.kind === 'waitingProbe' ? this.probeBound(w.state.probe) : dueAt(w);
-      if (due !== null && !this.attempting.has(w.threadId) && (soonest === null || due < soonest)) soonest = due;
+      if (due !== null && !this.core.attempting(w.threadId) && (soonest === null || due < soonest)) soonest = due;
     }
     return soonest;
   }

@@ -5,7 +5,9 @@
 import { emptyState, type WatchedThread } from '../model/watch';
 import { canRetryNow, isDisarmed } from '../model/queries';
 import { RpcError, type Resumed } from '../protocol/daemon';
+import type { Connection } from './connection';
 import type { EngineCore } from './engineCore';
+import type { HomeScan } from './homeScan';
 import type { Reconciler } from './reconciler';
 import { failureAtArming, personArms } from './arming';
 import { decide } from './policy';
@@ -19,7 +21,6 @@ import {
   retriedNow,
   takeOver,
 } from './transitions';
-import type { Schedule } from './schedule';
 
 /** The daemon's refusal to load a thread another process holds (measured on 0.169.0 and 0.171.0). */
 const ACTIVE_WRITER = /already has an active writer/i;
@@ -28,16 +29,16 @@ export class UserActions {
   constructor(
     private readonly core: EngineCore,
     private readonly reconciler: Reconciler,
-    private readonly schedule: Schedule,
-    private readonly resync: () => Promise<void>,
+    private readonly connection: Connection,
+    private readonly home: HomeScan,
   ) {}
 
   async pauseAll(): Promise<void> {
     const core = this.core;
     core.state.pausedAt = core.now();
     core.emit({ type: 'skipped', threadId: '*', reason: 'auto-recovery paused by the user' });
-    this.schedule.release();
-    this.schedule.reschedule();
+    core.schedule.release();
+    core.schedule.reschedule();
     core.changed();
     await core.persist();
   }
@@ -46,7 +47,7 @@ export class UserActions {
     const core = this.core;
     core.state.pausedAt = null;
     core.emit({ type: 'rearmed', threadId: '*', reason: 'auto-recovery resumed by the user' });
-    this.schedule.reschedule();
+    core.schedule.reschedule();
     core.changed();
     await core.persist();
   }
@@ -70,7 +71,7 @@ export class UserActions {
       refused: null,
       noop: null,
     };
-    await core.inLane(threadId, async () => {
+    await core.run(threadId, async () => {
       const w = core.state.watches[threadId];
       const verdict = personArms(w, core.state.disarmed[threadId]); // decided again: something may have come first
       if (verdict.act === 'refuse') return void (outcome.refused = verdict.why);
@@ -109,7 +110,7 @@ export class UserActions {
         await this.reconciler.subscribe(session, threadId);
         await this.reconciler.decide(session, w);
       }
-      this.schedule.reschedule();
+      core.schedule.reschedule();
       core.changed();
     });
     await core.persist();
@@ -133,7 +134,7 @@ export class UserActions {
     const verdict = w ? decide(this.reconciler.facts(w, now)) : null;
     if (w && verdict?.act === 'settle') applyVerdict(core, w, verdict);
     core.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
-    this.schedule.reschedule();
+    core.schedule.reschedule();
     core.changed();
     await core.persist();
   }
@@ -165,7 +166,7 @@ export class UserActions {
     if (w.state.kind === 'unloaded' || w.state.kind === 'elsewhere') return this.loadAndRetry(w);
     retriedNow(core, w);
     core.changed();
-    this.schedule.reschedule();
+    core.schedule.reschedule();
     await core.persist();
   }
 
@@ -181,7 +182,7 @@ export class UserActions {
     if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
     const threadId = w.threadId;
     const outcome: { refused: string | null } = { refused: null };
-    await core.inLane(threadId, async () => {
+    await core.run(threadId, async () => {
       const live = core.liveOf(threadId);
       const fromElsewhere = w.state.kind === 'elsewhere';
       if (core.state.watches[threadId] !== w || !canRetryNow(w)) return; // decided meanwhile
@@ -229,7 +230,7 @@ export class UserActions {
       if (fromElsewhere) takeOver(core, w, goal.status);
       if (w.lastFailure && w.lastFailure.dueAt !== null) dueBy(core, w, core.now());
       await this.reconciler.decide(session, w);
-      this.schedule.reschedule();
+      core.schedule.reschedule();
     });
     await core.persist();
     if (outcome.refused) throw new Error(`Retry now: ${outcome.refused}`);
@@ -250,14 +251,20 @@ export class UserActions {
     core.touch(threadId);
   }
 
+  /** A full pass over the daemon's loaded threads, now (the engine also makes one every `resyncMs`). */
+  refresh(): Promise<void> {
+    return this.connection.resync();
+  }
+
   /** Forgets every watched thread and every intent marker (the user asked, and confirmed). */
   async reset(): Promise<void> {
     const core = this.core;
     core.state = emptyState();
     core.saver.markAll();
-    this.schedule.reschedule();
+    core.schedule.reschedule();
     core.changed();
     await core.persist();
-    await this.resync();
+    this.home.reset();
+    await this.connection.resync();
   }
 }

@@ -1,8 +1,7 @@
 // The one primitive for serialized work (vscode-go's `utils/mutex.ts` is the model): a `Serial`
-// runs each piece of work after every earlier one has settled; `Lanes` keeps one `Serial` per
-// key, so work on different keys runs side by side and work on one key never overlaps
-// (client-go's work queue: one worker per key). Failures reach the caller of `run` only: the
-// next piece of work starts all the same. Imports nothing.
+// runs each piece of work after every earlier one has settled. Failures reach the caller of `run`
+// only: the next piece of work starts all the same. Work kept apart per key (one queue per thread)
+// is src/util/workQueue.ts. Imports nothing.
 
 export class Serial {
   private tail: Promise<unknown> = Promise.resolve();
@@ -31,35 +30,6 @@ export class Serial {
 
   private settle(): void {
     this.waiting -= 1;
-  }
-}
-
-export class Lanes<K> {
-  private readonly lanes = new Map<K, Serial>();
-
-  /** Runs `work` after everything run before it on the same key has settled. */
-  run<T>(key: K, work: () => T | Promise<T>): Promise<T> {
-    let lane = this.lanes.get(key);
-    if (!lane) {
-      lane = new Serial();
-      this.lanes.set(key, lane);
-    }
-    const result = lane.run(work);
-    const forget = (): void => {
-      if (this.lanes.get(key)?.idle) this.lanes.delete(key);
-    };
-    result.then(forget, forget);
-    return result;
-  }
-
-  /** Work runs or waits on this key. */
-  busy(key: K): boolean {
-    return this.lanes.has(key);
-  }
-
-  /** How many keys have work running or waiting. */
-  get size(): number {
-    return this.lanes.size;
   }
 }
 

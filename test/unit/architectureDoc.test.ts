@@ -117,3 +117,29 @@ test('the file tables name every file of src/ exactly once, and none that does n
     'each file of src/ once in the file tables of docs/architecture.md',
   );
 });
+
+test('the hop list of one recovery names functions that are in the files it names, in order', () => {
+  const rows = tableAfter('## A recovery, step by step');
+  assert.ok(rows.length >= 10, 'a hop list of one recovery');
+  const wrong: string[] = [];
+  for (const [n, where] of rows.map((r) => [r[0], r[1]])) {
+    const [file, ...names] = quoted(where);
+    const source = path.join(SRC, file);
+    if (!fs.existsSync(source)) {
+      wrong.push(`hop ${n}: ${file} is not in src/`);
+      continue;
+    }
+    const text = fs.readFileSync(source, 'utf8');
+    for (const name of names) {
+      // A function, a method or an arrow property of that name defined in the file.
+      const defined = new RegExp(`(function ${name}\\b|^\\s*(private |async |readonly )*${name}(\\(|: \\())`, 'm');
+      if (!defined.test(text)) wrong.push(`hop ${n}: ${name} is not defined in src/${file}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.deepEqual(
+    rows.map((r) => Number(r[0])),
+    rows.map((_, i) => i + 1),
+    'the hops are numbered 1, 2, 3, …',
+  );
+});

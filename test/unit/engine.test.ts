@@ -151,6 +151,17 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running');
   });
 
+  it('idle() waits for a prepared set that went out at its due time (a shutdown or a crash test sees it)', async () => {
+    const h = await preparedRecovery();
+    // The due time, and nothing else: the send's timer fires; only idle() is waited for.
+    while (h.clock.step(PREPARE)) {
+      /* every timer due by then */
+    }
+    await h.engine.idle();
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'idle() returned with the set not sent');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'idle() returned before its outcome was read');
+  });
+
   it('a prepared recovery is called off when the user acts while it waits for its due time', async () => {
     const h = await preparedRecovery();
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
@@ -200,20 +211,20 @@ describe('engine', () => {
     await h.advance(BASE);
     failByEvents(h.daemon, 't-c', 'turn-1');
     await h.settle();
-    await h.engine.retryNow('t-c');
+    await h.engine.commands.retryNow('t-c');
     await h.settle();
-    await h.engine.disarm('t-d');
+    await h.engine.commands.disarm('t-d');
     h.daemon.human('t-a', 'paused');
     await h.advance(2_000);
-    await h.engine.rearm('t-d');
+    await h.engine.commands.rearm('t-d');
     // A change that moves no state (tokens used): it must be saved all the same.
     const c = h.daemon.thread('t-c');
     c.goal = { ...c.goal!, tokensUsed: 999, updatedAt: c.goal!.updatedAt + 1 };
     h.daemon.notify('thread/goal/updated', { threadId: 't-c', turnId: null, goal: c.goal });
     await h.settle();
-    await h.engine.pauseAll();
+    await h.engine.commands.pauseAll();
     assert.equal(store.saved.watches['t-c']?.goal?.tokensUsed, 999, 'a goal change was not saved');
-    await h.engine.resumeAll();
+    await h.engine.commands.resumeAll();
     failByEvents(h.daemon, 't-b', 'turn-2');
     await h.settle();
     await h.advance(10 * 60_000);
@@ -304,12 +315,12 @@ describe('engine', () => {
   it('a block the model chose while the thread was disarmed is not recovered after Re-arm (found by the crash-consistency property)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
-    await h.engine.disarm('thread-1');
+    await h.engine.commands.disarm('thread-1');
     fs.appendFileSync(t.path, `${modelGoalCall('blocked')}\n`);
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'disarmed');
-    await h.engine.rearm('thread-1');
+    await h.engine.commands.rearm('thread-1');
     await h.settle();
     assert.equal(
       h.engine.watch('thread-1')!.state.kind,
@@ -346,7 +357,7 @@ describe('engine', () => {
     await h.advance(2 * 60 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 5, 'kept trying after giving up');
     // Retry now is the user's explicit request: one more try.
-    await h.engine.retryNow('thread-1');
+    await h.engine.commands.retryNow('thread-1');
     await h.settle();
     assert.equal(h.daemon.count('thread/goal/set'), 6);
   });
@@ -498,13 +509,13 @@ describe('engine', () => {
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
     const before = h.changes();
-    await h.engine.pauseAll();
+    await h.engine.commands.pauseAll();
     assert.ok(h.changes() > before, 'pausing did not tell the views');
     await h.advance(10 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 0);
     assert.equal(h.engine.nextDueAt(), null);
     const paused = h.changes();
-    await h.engine.resumeAll();
+    await h.engine.commands.resumeAll();
     assert.ok(h.changes() > paused, 'resuming did not tell the views');
     await h.settle();
     assert.equal(h.daemon.count('thread/goal/set'), 1);
@@ -512,7 +523,7 @@ describe('engine', () => {
 
   it('Pause auto-recovery that lands while a recovery is prepared calls it off at the last check; Resume recovers it once', async () => {
     const h = await preparedRecovery();
-    await h.engine.pauseAll();
+    await h.engine.commands.pauseAll();
     await h.advance(PREPARE);
     await h.advance(RESYNC);
     assert.equal(
@@ -521,7 +532,7 @@ describe('engine', () => {
       `set while auto-recovery was paused: ${JSON.stringify(h.decisions)}`,
     );
     assert.equal(h.engine.watch('thread-1')!.pending, null, 'the intent of the called-off recovery is still pending');
-    await h.engine.resumeAll();
+    await h.engine.commands.resumeAll();
     await h.advance(RESYNC);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'not recovered once after Resume');
   });
@@ -534,7 +545,7 @@ describe('engine', () => {
     assert.equal(backoff.state.kind, 'backoff');
     const before = backoff.updatedAt;
     h.clock.jump(-3_600_000); // the wall clock set back an hour
-    await h.engine.disarm('thread-1');
+    await h.engine.commands.disarm('thread-1');
     const disarmed = h.engine.watch('thread-1')!;
     assert.equal(disarmed.state.kind, 'disarmed');
     assert.ok(
@@ -546,7 +557,7 @@ describe('engine', () => {
   it("the extension's disarm marker survives a restart; re-arm clears it", async () => {
     const store = new MemoryStore();
     const h = await armed({ store });
-    await h.engine.disarm('thread-1');
+    await h.engine.commands.disarm('thread-1');
     await h.engine.stop();
     const h2 = await makeHarness({ dir: h.dir, daemon: h.daemon, store, clock: h.clock });
     harnesses.push(h2);
@@ -555,7 +566,7 @@ describe('engine', () => {
     assert.equal(h2.engine.watch('thread-1')!.state.kind, 'disarmed');
     await h2.advance(10 * 60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered a disarmed thread');
-    await h2.engine.rearm('thread-1');
+    await h2.engine.commands.rearm('thread-1');
     await h2.settle();
     // Re-armed after the failure: the failure predates the arming, but it is the user's own request.
     assert.equal(h2.engine.watch('thread-1')!.state.kind, 'backoff');
@@ -936,7 +947,7 @@ describe('engine', () => {
     const resumes = h.daemon.count('thread/resume');
     await h.advance(60_000);
     assert.equal(h.daemon.count('thread/resume'), resumes, 'loaded a thread without being asked');
-    await h.engine.retryNow('thread-1');
+    await h.engine.commands.retryNow('thread-1');
     await h.settle();
     assert.equal(h.daemon.count('thread/resume'), resumes + 1);
     assert.ok(
@@ -949,7 +960,7 @@ describe('engine', () => {
     assert.deepEqual(w.recovered, ['turn-1']);
     assert.equal(w.history.filter((x) => x.outcome === 'recovered').length, 1);
     assert.ok(!canRetryNow(w));
-    await h.engine.retryNow('thread-1'); // nothing left to retry: a no-op
+    await h.engine.commands.retryNow('thread-1'); // nothing left to retry: a no-op
     await h.reconcile();
     await h.advance(60_000);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'recovered the failed turn twice');
@@ -960,7 +971,7 @@ describe('engine', () => {
     const h = await unloadedAfterFailure();
     const resumes = h.daemon.count('thread/resume');
     h.daemon.thread().goal = { ...h.daemon.thread().goal!, status: 'paused' };
-    await assert.rejects(h.engine.retryNow('thread-1'), /nothing to retry, the goal is paused now/);
+    await assert.rejects(h.engine.commands.retryNow('thread-1'), /nothing to retry, the goal is paused now/);
     assert.equal(h.daemon.count('thread/resume'), resumes, 'loaded a thread whose goal is paused');
     assert.equal(h.daemon.count('thread/goal/set'), 0);
     assert.equal(h.engine.watch('thread-1')!.goal?.status, 'paused');
@@ -969,7 +980,7 @@ describe('engine', () => {
   it('Retry now reports a thread the daemon refuses to load, and keeps its failure', async () => {
     const h = await unloadedAfterFailure();
     h.daemon.resumeError = 'no rollout found for thread id thread-1';
-    await assert.rejects(h.engine.retryNow('thread-1'), /the daemon did not load it: .*no rollout found/);
+    await assert.rejects(h.engine.commands.retryNow('thread-1'), /the daemon did not load it: .*no rollout found/);
     assert.ok(
       h.decisions.some((d) => d.type === 'warning' && d.threadId === 'thread-1' && /did not load it/.test(d.message)),
     );
@@ -978,7 +989,7 @@ describe('engine', () => {
     assert.equal(w.lastFailure?.turnId, 'turn-1');
     assert.equal(h.daemon.count('thread/goal/set'), 0);
     h.daemon.resumeError = null;
-    await h.engine.retryNow('thread-1');
+    await h.engine.commands.retryNow('thread-1');
     await h.settle();
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });

@@ -1,8 +1,8 @@
-// The serialization primitive (src/util/serial.ts): order, isolation of failures, and lanes that
-// run side by side per key and are forgotten when idle; work over many items, a few at a time.
+// The serialization primitive (src/util/serial.ts): order and isolation of failures; work over
+// many items, a few at a time. The queue per key is test/unit/workQueue.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { eachAtMost, Lanes, Serial } from '../../src/util/serial';
+import { eachAtMost, Serial } from '../../src/util/serial';
 
 function gate(): { open: () => void; opened: Promise<void> } {
   let open = (): void => undefined;
@@ -41,29 +41,6 @@ describe('Serial', () => {
     const next = serial.run(() => 'ran');
     await assert.rejects(failed, /boom/);
     assert.equal(await next, 'ran');
-  });
-});
-
-describe('Lanes', () => {
-  test('serializes work per key, runs different keys side by side, forgets idle keys', async () => {
-    const lanes = new Lanes<string>();
-    const log: string[] = [];
-    const held = gate();
-    const a1 = lanes.run('a', async () => {
-      log.push('a1');
-      await held.opened;
-    });
-    const a2 = lanes.run('a', () => void log.push('a2'));
-    const b1 = lanes.run('b', () => void log.push('b1'));
-    await b1;
-    assert.deepEqual(log, ['a1', 'b1'], 'b ran while a was held; a2 waited for a1');
-    assert.equal(lanes.busy('a'), true);
-    held.open();
-    await Promise.all([a1, a2]);
-    await new Promise((r) => setImmediate(r));
-    assert.deepEqual(log, ['a1', 'b1', 'a2']);
-    assert.equal(lanes.size, 0);
-    assert.equal(lanes.busy('a'), false);
   });
 });
 
