@@ -81,7 +81,7 @@ export class EngineHost implements RecoveryService, TermEngine {
   async run(command: ServiceCommand, threadId?: string): Promise<void> {
     if (!this.ready) throw new Error(`${command}: the engine has not started yet`);
     await this.ready;
-    return runCommand(this.engine, command, threadId);
+    return runCommand(this.engine.commands, command, threadId);
   }
 
   /** Stops the engine (it saves its state). */

@@ -65,7 +65,7 @@ class RunnerTerm implements TermEngine {
     return this.engine.snapshot();
   }
   run(command: Parameters<TermEngine['run']>[0], threadId?: string): Promise<void> {
-    return runCommand(this.engine, command, threadId);
+    return runCommand(this.engine.commands, command, threadId);
   }
 }
 

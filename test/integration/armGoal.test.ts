@@ -43,7 +43,7 @@ for (const codex of codexBuilds())
           'the goal shown as not adopted (blocked)',
         );
 
-        await engine.arm(t.threadId);
+        await engine.commands.arm(t.threadId);
         const armedAt = Date.now();
         assert.ok(
           decisions.some((d) => d.type === 'armed' && d.threadId === t.threadId),

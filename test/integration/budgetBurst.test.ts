@@ -143,7 +143,7 @@ for (const codex of codexBuilds()) {
         // A person's Retry now, on the notification: one set past the budget, its turn fails too.
         await window.shown[0].click('Retry now');
         assert.deepEqual(window.ran, [{ command: RETRY_COMMAND, arg: { threadId: id } }]);
-        await engine.retryNow(window.ran[0].arg.threadId); // what the command runs
+        await engine.commands.retryNow(window.ran[0].arg.threadId); // what the command runs
         await waitForDaemonRecord(
           user,
           id,

@@ -205,7 +205,7 @@ for (const codex of codexBuilds())
 
     it('Retry now while the other app holds the thread: refused with what to do, nothing sent', async () => {
       const { engine } = real;
-      await assert.rejects(engine.retryNow(blocked.threadId), /another Codex app still has this thread open/);
+      await assert.rejects(engine.commands.retryNow(blocked.threadId), /another Codex app still has this thread open/);
       assert.equal(engine.watch(blocked.threadId)?.state.kind, 'elsewhere');
       assertNoAutomaticSet(await daemonRecord(watcher, blocked.threadId, String(blocked.thread.path)));
     });
@@ -228,7 +228,7 @@ for (const codex of codexBuilds())
 
       const seq = watcher.lastSeq;
       const asked = Date.now();
-      await engine.retryNow(blocked.threadId);
+      await engine.commands.retryNow(blocked.threadId);
       assert.ok(decisions.some((d) => d.type === 'loaded' && d.threadId === blocked.threadId));
       // Now, not after a backoff (the shipped base of 30 s waits at least 15 s).
       await real.until(

@@ -70,7 +70,7 @@ for (const codex of codexBuilds())
         assert.ok(!decisions.some((d) => d.type === 'recovering' || d.type === 'loaded'));
 
         const seq = user.lastSeq;
-        await engine.retryNow(t.threadId);
+        await engine.commands.retryNow(t.threadId);
         assert.ok(
           decisions.some((d) => d.type === 'loaded' && d.threadId === t.threadId),
           'no line says the thread was loaded',

@@ -329,7 +329,7 @@ for (const codex of codexBuilds())
             start: () => engine.start(),
             stop: () => engine.stop(),
             snapshot: () => engine.snapshot(),
-            run: (command, threadId) => runCommand(engine, command, threadId),
+            run: (command, threadId) => runCommand(engine.commands, command, threadId),
           };
         },
         onLead: (t, how) => {

@@ -187,7 +187,7 @@ export class CrashWorld extends CrashLives {
   // ---- the person's commands in this product ------------------------------------------
 
   async command(name: 'pauseAll' | 'resumeAll' | 'disarm' | 'rearm' | 'retryNow', id?: string): Promise<void> {
-    const e = this.engine;
+    const e = this.engine.commands;
     this.log.push(`+${this.at()} s command ${name}${id ? ` ${id}` : ''}`);
     switch (name) {
       case 'pauseAll':

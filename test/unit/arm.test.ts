@@ -123,7 +123,7 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     w.daemon.before = (m) => {
       if (m.method === 'thread/resume') savedAtResume ??= w.store.saved.watches[T1]?.state.kind;
     };
-    await h.engine.arm(T1);
+    await h.engine.commands.arm(T1);
     await h.settle();
     assert.equal(savedAtResume, 'running', 'the engine subscribed before the arming was saved');
     assert.equal(stateOf(h)?.kind, 'running');
@@ -143,11 +143,11 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     const w = world('blocked', testTurn('turn-1', 'failed'));
     const h = await harness(w);
     assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' });
-    await h.engine.disarm(T1);
+    await h.engine.commands.disarm(T1);
     await h.settle();
     const disarmed = stateOf(h);
     assert.ok(disarmed?.kind === 'disarmed' && disarmed.neverArmed === true, JSON.stringify(disarmed));
-    await h.engine.rearm(T1);
+    await h.engine.commands.rearm(T1);
     await h.settle();
     assert.equal(stateOf(h)?.kind, 'failedBeforeArming', `re-armed as if armed before: ${JSON.stringify(stateOf(h))}`);
     await h.advance(BASE + 2 * RESYNC);
@@ -170,7 +170,7 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     const w = world('blocked', testTurn('turn-1', 'failed'));
     const h = await harness(w);
     assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' });
-    await h.engine.arm(T1);
+    await h.engine.commands.arm(T1);
     await h.settle();
     const state = stateOf(h);
     assert.equal(state?.kind, 'failedBeforeArming', `not shown as stopped before the arming: ${JSON.stringify(state)}`);
@@ -188,7 +188,7 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     const w = world('usageLimited', testTurn('turn-1', 'failed', 'usageLimitExceeded'));
     const h = await harness(w);
     assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'usageLimited' });
-    await h.engine.arm(T1);
+    await h.engine.commands.arm(T1);
     await h.settle();
     assert.deepEqual(
       { kind: stateOf(h)?.kind, code: (stateOf(h) as { code?: string }).code },
@@ -203,11 +203,11 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
   it('a thread the user disarmed: arm is a choice made again, it clears the disarm record; the old failure stays unrecovered', async () => {
     const w = world('blocked', testTurn('turn-1', 'failed'));
     const h = await harness(w);
-    await h.engine.disarm(T1);
+    await h.engine.commands.disarm(T1);
     await h.settle();
     assert.equal(stateOf(h)?.kind, 'disarmed');
     assert.ok(w.store.saved.disarmed[T1] !== undefined);
-    await h.engine.arm(T1);
+    await h.engine.commands.arm(T1);
     await h.settle();
     assert.equal(w.store.saved.disarmed[T1], undefined, 'the disarm record survived the arming');
     assert.equal(stateOf(h)?.kind, 'failedBeforeArming');
@@ -219,11 +219,14 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
   it('an unknown thread is refused with a clear error; one already armed is a no-op, said in the log', async () => {
     const w = world('active', testTurn('turn-1', 'inProgress'));
     const h = await harness(w);
-    await assert.rejects(h.engine.arm('no-such-thread'), /arm no-such-thread: the engine knows no goal in this thread/);
+    await assert.rejects(
+      h.engine.commands.arm('no-such-thread'),
+      /arm no-such-thread: the engine knows no goal in this thread/,
+    );
     assert.equal(stateOf(h)?.kind, 'running', 'not armed at first sight (autoArm is on)');
     const before = structuredClone(h.engine.watch(T1));
     const requests = w.daemon.requests.length;
-    await h.engine.arm(T1);
+    await h.engine.commands.arm(T1);
     await h.settle();
     assert.deepEqual(h.engine.watch(T1), before, 'arm changed a watch that was armed already');
     assert.equal(w.daemon.requests.length, requests, 'arm of an armed thread asked the daemon');
@@ -240,7 +243,7 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     w.daemon.down = true;
     w.daemon.disconnect();
     await h.settle();
-    await assert.rejects(h.engine.arm(T1), /arm thread-1: not connected to the Codex daemon/);
+    await assert.rejects(h.engine.commands.arm(T1), /arm thread-1: not connected to the Codex daemon/);
     assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' });
     assert.deepEqual(w.store.saved.watches[T1]?.state, { kind: 'notAdopted', status: 'blocked' });
   });
@@ -254,7 +257,7 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     await h.advance(RESYNC);
     assert.deepEqual(stateOf(h), { kind: 'notAdopted', status: 'blocked' }, 'the unload changed the row');
     const resumes = w.daemon.count('thread/resume');
-    await h.engine.arm(T1);
+    await h.engine.commands.arm(T1);
     await h.settle();
     assert.equal(stateOf(h)?.kind, 'unloaded');
     assert.equal(h.engine.watch(T1)?.beforeArming, 'turn-1');
@@ -280,11 +283,11 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
           first.crash();
           return false;
         };
-        void first.engine.arm(T1).catch(() => undefined); // a crashed engine's arm never returns
+        void first.engine.commands.arm(T1).catch(() => undefined); // a crashed engine's arm never returns
         for (let i = 0; i < 200 && w.daemon.before !== null; i++) await new Promise((r) => setImmediate(r));
         assert.equal(w.daemon.before, null, 'the engine never subscribed');
       } else {
-        await first.engine.arm(T1);
+        await first.engine.commands.arm(T1);
         await first.settle();
         assert.equal(stateOf(first)?.kind, 'failedBeforeArming');
         await first.engine.stop();

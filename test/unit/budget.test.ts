@@ -110,7 +110,7 @@ describe('the recovery budget', () => {
     for (let i = 0; i < BUDGET; i++) await outage(h);
     await fail(h);
     assert.equal(h.engine.watch(T)!.state.kind, 'budgetSpent');
-    await h.engine.retryNow(T);
+    await h.engine.commands.retryNow(T);
     await h.settle();
     assert.equal(sets(h), BUDGET + 1, 'Retry now did not recover it');
     assert.equal(h.engine.watch(T)!.recoveries.length, BUDGET + 1, "the person's recovery was not counted");
@@ -127,8 +127,8 @@ describe('the recovery budget', () => {
     for (let i = 0; i < BUDGET; i++) await outage(h);
     await fail(h);
     assert.equal(h.engine.watch(T)!.state.kind, 'budgetSpent');
-    await h.engine.disarm(T);
-    await h.engine.rearm(T);
+    await h.engine.commands.disarm(T);
+    await h.engine.commands.rearm(T);
     await h.settle();
     await h.advance(BASE + 1_000);
     assert.equal(sets(h), BUDGET + 1, 'not recovered after the re-arm');
@@ -140,7 +140,7 @@ describe('the recovery budget', () => {
     await fail(h);
     await h.advance(BASE - DEFAULT_OPTIONS.prepareMs / 2); // prepared ahead: its write-ahead counted it
     assert.equal(h.engine.watch(T)!.recoveries.length, 1, 'not counted with its write-ahead');
-    await h.engine.pauseAll(); // the set waiting for its due time is called off by the veto
+    await h.engine.commands.pauseAll(); // the set waiting for its due time is called off by the veto
     await h.advance(BASE + 1_000);
     assert.equal(sets(h), 0);
     assert.deepEqual(h.engine.watch(T)!.recoveries, [], 'a set never sent was counted');

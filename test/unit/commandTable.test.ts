@@ -1,5 +1,5 @@
 // The command table (src/core/commandTable.ts): every command by name, whether it names a thread,
-// and the engine method it runs; the names, the channel's check and the dispatch derive from it.
+// the method of its name it runs; the names, the channel's check and the dispatch derive from it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
@@ -20,9 +20,7 @@ function recorder(): { target: CommandTarget; calls: string[] } {
       calls.push(`${name}(${args.join(',')})`);
       return Promise.resolve();
     };
-  const target = Object.fromEntries(
-    Object.values(COMMAND_TABLE).map(({ method: m }) => [m, method(m)]),
-  ) as unknown as CommandTarget;
+  const target = Object.fromEntries(COMMANDS.map((m) => [m, method(m)])) as unknown as CommandTarget;
   return { target, calls };
 }
 
@@ -37,7 +35,7 @@ test('each command runs its own method: a thread command with its thread, the ot
     'disarm(t1)',
     'rearm(t1)',
     'retryNow(t1)',
-    'resync()',
+    'refresh()',
     'reset()',
   ]);
 });

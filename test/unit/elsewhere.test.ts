@@ -468,7 +468,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     assert.match(decided(h, 'attention')[0].reason, /look at it there/);
     assert.ok(!canRetryNow(h.engine.watch(FOREIGN)!));
     t.elsewhere = false; // even with the owner gone
-    await h.engine.retryNow(FOREIGN);
+    await h.engine.commands.retryNow(FOREIGN);
     await h.advance(BASE + 2 * RESYNC);
     assert.equal(h.daemon.count('thread/resume'), 0, 'loaded a thread Retry now does not apply to');
     assert.equal(h.daemon.count('thread/goal/set'), 0);
@@ -629,7 +629,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     const t = foreignThread(w, 'blocked', testTurn('turn-1', 'failed'));
     const start = w.clock.now();
     const h = await harness(w);
-    await assert.rejects(h.engine.retryNow(FOREIGN), /another Codex app still has this thread open/);
+    await assert.rejects(h.engine.commands.retryNow(FOREIGN), /another Codex app still has this thread open/);
     await h.settle();
     assert.equal(h.daemon.count('thread/resume'), 1);
     assert.ok(decided(h, 'warning').some((d) => /another Codex app/.test(d.message)));
@@ -652,7 +652,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     const t = foreignThread(w, 'blocked', testTurn('turn-1', 'failed'));
     const h = await harness(w);
     t.elsewhere = false; // its owner exited: nothing holds the thread, and the daemon has not loaded it
-    await h.engine.retryNow(FOREIGN);
+    await h.engine.commands.retryNow(FOREIGN);
     await h.settle();
     assert.equal(h.daemon.count('thread/resume'), 1);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'not recovered');
@@ -664,7 +664,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     const watch = h.engine.watch(FOREIGN)!;
     assert.deepEqual(watch.recovered, ['turn-1']);
     assert.ok(!canRetryNow(watch), 'Retry now still offered after the recovery');
-    await h.engine.retryNow(FOREIGN); // nothing left to retry: a no-op
+    await h.engine.commands.retryNow(FOREIGN); // nothing left to retry: a no-op
     await h.reconcile();
     await h.advance(3 * RESYNC);
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'recovered twice');
@@ -692,7 +692,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
       return false; // no reply: the engine is gone
     };
     // Not awaited: a crashed engine's saves never land, so its Retry now never returns.
-    void first.engine.retryNow(FOREIGN).catch(() => undefined);
+    void first.engine.commands.retryNow(FOREIGN).catch(() => undefined);
     for (let i = 0; i < 50 && !loaded; i++) await new Promise((r) => setImmediate(r));
     assert.ok(loaded, 'the resume never reached the daemon');
     assert.equal(w.daemon.count('thread/goal/set'), 0);
@@ -714,7 +714,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     assert.ok(canRetryNow(h.engine.watch(FOREIGN)!), 'Retry now is not offered on a usage limit there');
     assert.match(text(h), /^usage limit in another Codex app · /);
     t.elsewhere = false;
-    await h.engine.retryNow(FOREIGN);
+    await h.engine.commands.retryNow(FOREIGN);
     await h.settle();
     assert.equal(h.daemon.count('thread/goal/set'), 1, 'not resumed');
     assert.deepEqual(h.engine.watch(FOREIGN)!.recovered, ['turn-1']);

@@ -79,7 +79,7 @@ describe('waiting states', () => {
     await h.settle();
     await h.advance(dueAt(h.engine.watch('a')!)! - h.clock.now());
     assert.equal(ids.filter((id) => h.engine.watch(id)!.state.kind === 'waitingSlot').length, 1);
-    await h.engine.pauseAll();
+    await h.engine.commands.pauseAll();
     assert.equal(ids.filter((id) => h.engine.watch(id)!.state.kind === 'waitingSlot').length, 0);
     assert.equal(ids.filter((id) => h.engine.watch(id)!.state.kind === 'backoff').length, 1);
     await h.advance(60_000);
