@@ -10,10 +10,12 @@ import {
   budgetUse,
   describeErrorCode,
   type GoalSnapshot,
+  type ScheduledState,
   type TurnFailure,
   type WatchedThread,
   type WatchState,
 } from '../model/watch';
+import { scheduledOf } from '../model/queries';
 import { classifyFailure, describeErrorInfo } from './classify';
 import { isThreadActive, type LiveThread, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
@@ -302,6 +304,24 @@ export function markerMove(state: WatchState, status: GoalSnapshot['status']): M
   }
   if (status === 'active') return 'rearm';
   return state.requested === status ? 'none' : 'disarm';
+}
+
+/**
+ * A person's Retry now (TestRetryNow): the state it makes due, now. A scheduled recovery as it is
+ * (no longer held for a slot or a probe: the person's goes first); one given up, the backoff of its
+ * last failure; one held by the budget, what it was held from (its usage limit, or its backoff).
+ * Null: nothing to make due (the state stays; its failure, if any, is due now all the same).
+ */
+export function retryNowState(w: Readonly<WatchedThread>): ScheduledState | null {
+  const scheduled = scheduledOf(w.state);
+  if (scheduled) return scheduled;
+  const failed = w.lastFailure?.turnId;
+  if (failed === undefined) return null;
+  if (w.state.kind === 'gaveUp') return { kind: 'backoff', attempt: w.failures, failedTurnId: failed };
+  if (w.state.kind !== 'budgetSpent') return null;
+  return w.goal?.status === 'usageLimited'
+    ? { kind: 'usageLimited', resetsAt: null }
+    : { kind: 'backoff', attempt: Math.max(1, w.failures), failedTurnId: failed };
 }
 
 /** A turn that completed ends the run of consecutive failures: the next failure counts from one. */

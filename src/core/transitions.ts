@@ -16,7 +16,7 @@ import { jitteredDelay } from './backoff';
 import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
 import { followProbe, halfStepDue, outageKind, probeFollowers } from './outage';
-import { type BudgetSpentState, budgetWhy, type MarkerMove, overBudget, type Verdict } from './policy';
+import { type BudgetSpentState, budgetWhy, type MarkerMove, overBudget, retryNowState, type Verdict } from './policy';
 import type { UsagePlan } from './usagePlan';
 
 /**
@@ -64,10 +64,23 @@ function failedFor(w: WatchedThread, failedTurnId: string, error: string, now: n
 /** The watch backs off, due at `due` (its failure's record holds it): in the state, and said. */
 function backingOff(core: EngineCore, w: WatchedThread, failedTurnId: string, due: number, now: number, why: string) {
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
+  saidDue(core, w, w.failures, failedTurnId, due, now, why);
+}
+
+/** The one `backoff` line: attempt `attempt` of recovering `failedTurnId` is due at `due`. */
+function saidDue(
+  core: EngineCore,
+  w: WatchedThread,
+  attempt: number,
+  failedTurnId: string,
+  due: number,
+  now: number,
+  why: string,
+) {
   core.emit({
     type: 'backoff',
     threadId: w.threadId,
-    attempt: w.failures,
+    attempt,
     failedTurnId,
     dueAt: due,
     delayMs: due - now,
@@ -240,15 +253,7 @@ export function usagePlanned(core: EngineCore, w: WatchedThread, key: string, pl
   const spent = overBudget(w, core.options, now);
   if (spent) return holdForBudget(core, w, spent);
   core.setState(w, { kind: 'usageLimited', resetsAt: plan.resetsAt });
-  core.emit({
-    type: 'backoff',
-    threadId: w.threadId,
-    attempt: 1,
-    failedTurnId: key,
-    dueAt: due,
-    delayMs: due - now,
-    error: 'usageLimitExceeded',
-  });
+  saidDue(core, w, 1, key, due, now, 'usageLimitExceeded');
 }
 
 /**
@@ -273,12 +278,9 @@ export function intentLost(core: EngineCore, w: WatchedThread): void {
   core.mark(w.threadId);
 }
 
-/** Armed from now on (first sight of an active goal, or a goal from another app loaded): said. */
+/** Armed from now on (first sight of an active goal, `autoArm` on, or a person's goal not adopted): said. */
 export function armed(core: EngineCore, w: WatchedThread): void {
-  w.armedAt = core.now();
-  w.armOffset = null;
-  w.rolloutOffset = 0;
-  w.lastMarker = null;
+  armFromActivation(w, core.now());
   w.failures = 0;
   w.lastFailure = null;
   w.pending = null;
@@ -406,17 +408,8 @@ export function dueNotBefore(core: EngineCore, w: WatchedThread, failedTurnId: s
  * recovery past the budget, the person's, counted with the others at its write-ahead).
  */
 export function retriedNow(core: EngineCore, w: WatchedThread): void {
-  const scheduled = scheduledOf(w.state);
-  if (scheduled) core.setState(w, scheduled, true);
-  else if (w.state.kind === 'gaveUp' && w.lastFailure)
-    core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId: w.lastFailure.turnId });
-  else if (w.state.kind === 'budgetSpent' && w.lastFailure)
-    core.setState(
-      w,
-      w.goal?.status === 'usageLimited'
-        ? { kind: 'usageLimited', resetsAt: null }
-        : { kind: 'backoff', attempt: Math.max(1, w.failures), failedTurnId: w.lastFailure.turnId },
-    );
+  const due = retryNowState(w);
+  if (due) core.setState(w, due, scheduledOf(w.state) !== null);
   if (w.lastFailure) w.lastFailure.dueAt = core.now();
   core.mark(w.threadId);
 }

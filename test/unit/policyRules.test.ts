@@ -4,7 +4,7 @@
 // marker does, which turn ends a run of failures.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { describeErrorCode, GOAL_STATUSES, type WatchState } from '../../src/model/watch';
+import { describeErrorCode, GOAL_STATUSES, newWatch, type WatchState } from '../../src/model/watch';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import {
   adopts,
@@ -13,6 +13,7 @@ import {
   keepsOnUnload,
   markerMove,
   pendingOutcome,
+  retryNowState,
   setTookEffect,
   usageDue,
 } from '../../src/core/policy';
@@ -266,4 +267,69 @@ describe("a person's goal marker, newer than the arming (TestPauseDuringRead)", 
 test('only a completed turn ends the run of consecutive failures', () => {
   assert.equal(endsFailureRun('completed'), true);
   for (const status of ['failed', 'interrupted', 'inProgress']) assert.equal(endsFailureRun(status), false, status);
+});
+
+describe("a person's Retry now (TestRetryNow): the state it makes due", () => {
+  const failure = {
+    turnId: 'turn-7',
+    message: 'boom',
+    code: 'internalServerError',
+    httpStatus: 500,
+    at: NOW,
+    dueAt: null,
+  };
+  const watch = (state: WatchState, failures: number, withFailure: boolean, goal: 'blocked' | 'usageLimited') => {
+    const w = newWatch('thread-1', NOW);
+    w.state = state;
+    w.failures = failures;
+    w.lastFailure = withFailure ? { ...failure } : null;
+    w.goal = { status: goal, objective: 'ship it', tokensUsed: 0, tokenBudget: null, updatedAt: NOW };
+    return w;
+  };
+
+  test('a scheduled recovery stays as it is, no longer held for a slot or a probe', () => {
+    const { backoff, usageLimited, waitingSlot, waitingProbe } = EVERY_STATE;
+    for (const state of [backoff, usageLimited, waitingSlot, waitingProbe])
+      for (const withFailure of [true, false])
+        assert.deepEqual(
+          retryNowState(watch(state, 2, withFailure, 'blocked')),
+          'held' in state ? state.held : state,
+          state.kind,
+        );
+  });
+
+  test('given up: the backoff of its last failure, at its count', () => {
+    assert.deepEqual(retryNowState(watch(EVERY_STATE.gaveUp, 7, true, 'blocked')), {
+      kind: 'backoff',
+      attempt: 7,
+      failedTurnId: 'turn-7',
+    });
+  });
+
+  test('held by the budget: its usage limit (its reset unknown now), or its backoff, counted from one at least', () => {
+    const spent = EVERY_STATE.budgetSpent;
+    assert.deepEqual(retryNowState(watch(spent, 3, true, 'usageLimited')), { kind: 'usageLimited', resetsAt: null });
+    assert.deepEqual(retryNowState(watch(spent, 3, true, 'blocked')), {
+      kind: 'backoff',
+      attempt: 3,
+      failedTurnId: 'turn-7',
+    });
+    assert.deepEqual(retryNowState(watch(spent, 0, true, 'blocked')), {
+      kind: 'backoff',
+      attempt: 1,
+      failedTurnId: 'turn-7',
+    });
+    const unread = watch(spent, 2, true, 'blocked');
+    unread.goal = null; // not read since a restart: a usage limit only when the goal says so
+    assert.deepEqual(retryNowState(unread), { kind: 'backoff', attempt: 2, failedTurnId: 'turn-7' });
+  });
+
+  test('nothing to make due: no failure to retry, or a state that schedules nothing', () => {
+    for (const state of [EVERY_STATE.gaveUp, EVERY_STATE.budgetSpent])
+      assert.equal(retryNowState(watch(state, 3, false, 'blocked')), null, `${state.kind} without a failure`);
+    const schedules = new Set(['backoff', 'usageLimited', 'waitingSlot', 'waitingProbe', 'gaveUp', 'budgetSpent']);
+    for (const state of Object.values(EVERY_STATE).filter((s) => !schedules.has(s.kind)))
+      for (const goal of ['blocked', 'usageLimited'] as const)
+        assert.equal(retryNowState(watch(state, 3, true, goal)), null, `${state.kind}, goal ${goal}`);
+  });
 });
