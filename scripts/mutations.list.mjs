@@ -397,8 +397,8 @@ export const MUTATIONS = [
     invariant: 'a half-step try that fails is a try, not a step: the group gives up together, after its steps',
     fault: 'the half-step try’s failure is counted as a step',
     file: 'src/core/policy.ts',
-    find: '  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now);',
-    replace: '  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now) === null ? null : null;',
+    find: '  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now, f.options.baseDelayMs);',
+    replace: '  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now, f.options.baseDelayMs) && null;',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe fails again',

@@ -146,15 +146,17 @@ export function halfStepDue(failedAt: number, stepDueAt: number, baseMs: number)
 
 /**
  * A new failed turn after `previous`: when `previous` was a half-step try (its recovery went out
- * and took effect), the step its group waits for (never before `now`): the goal waits for it with
- * them, its count unchanged (a try, not a step; its set is counted against the recovery budget).
- * Null: an ordinary failure, counted.
+ * and took effect), the step its group waits for: the goal waits for it with them, its count
+ * unchanged (a try, not a step; its set is counted against the recovery budget). Null: an ordinary
+ * failure, counted; so is the try's failure when its group's step is nearer than the shortest
+ * backoff (`baseMs` / 2), or passed while its turn ran: a failure is never retried sooner than that.
  */
 export function halfStepFailed(
   previous: Readonly<TurnFailure> | null,
   recovered: readonly string[],
   now: number,
+  baseMs: number,
 ): number | null {
   if (previous?.stepDueAt === undefined || !recovered.includes(previous.turnId)) return null;
-  return Math.max(previous.stepDueAt, now);
+  return previous.stepDueAt - now >= baseMs / 2 ? previous.stepDueAt : null;
 }

@@ -141,7 +141,7 @@ function blocked(f: Facts): Verdict {
   // A new failed turn: counted, then a backoff (TestRecovery), or the end after `maxAttempts`
   // (`backOff` counts it and decides); after an outage's half-step try, a try and not a step: due
   // with its group (outage.ts).
-  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now);
+  const halfStep = halfStepFailed(w.lastFailure, w.recovered, f.now, f.options.baseDelayMs);
   return {
     act: 'count',
     failure: { turnId: turn.id, message, code, httpStatus, at: f.now, dueAt: null },

@@ -171,9 +171,20 @@ describe('the probe’s half-step try', () => {
 describe('a half-step try failed', () => {
   const tried = (patch: Partial<WatchedThread['lastFailure'] & object> = {}) =>
     failed({ recovered: ['turn-1'], lastFailure: { ...failed().lastFailure!, stepDueAt: NOW + 60_000, ...patch } });
+  const BASE = 30_000;
   const rows: [string, WatchedThread, number | null][] = [
     ['its try went out and took effect → due with its group’s step', tried(), NOW + 60_000],
-    ['its group’s step passed while it ran → due now', tried({ stepDueAt: NOW - 5_000 }), NOW],
+    [
+      'its group’s step the shortest backoff away (half a base) → due with it',
+      tried({ stepDueAt: NOW + BASE / 2 }),
+      NOW + BASE / 2,
+    ],
+    [
+      'its group’s step nearer than the shortest backoff → counted (never retried sooner)',
+      tried({ stepDueAt: NOW + BASE / 2 - 1 }),
+      null,
+    ],
+    ['its group’s step passed while its turn ran → counted', tried({ stepDueAt: NOW - 5_000 }), null],
     [
       'its try never took effect (its failure not recovered) → counted',
       failed({ lastFailure: tried().lastFailure }),
@@ -183,5 +194,5 @@ describe('a half-step try failed', () => {
     ['no failure before → counted', failed({ lastFailure: null }), null],
   ];
   for (const [name, w, due] of rows)
-    test(name, () => assert.equal(halfStepFailed(w.lastFailure, w.recovered, NOW), due));
+    test(name, () => assert.equal(halfStepFailed(w.lastFailure, w.recovered, NOW, BASE), due));
 });
