@@ -40,7 +40,15 @@ test('imports only point down the layer table', () => {
 
 test('the decision table imports nothing that does I/O', () => {
   const policy = path.join(src, 'core', 'policy.ts');
-  const allowed = ['../model/watch', '../model/queries', './classify', './live', './options', './outage', './rateLimits'];
+  const allowed = [
+    '../model/watch',
+    '../model/queries',
+    './classify',
+    './live',
+    './options',
+    './outage',
+    './rateLimits',
+  ];
   assert.deepEqual(
     imports(policy).filter((s) => !allowed.includes(s)),
     [],
