@@ -26,6 +26,7 @@ import { guardProcess } from '../vscode/cleanup';
 import { startCodeServer, type CodeServer } from '../vscode/launch';
 import { assertInstalled, CODE_SERVER_VERSION, codeServerEntry, MissingToolError, node24Path } from '../vscode/paths';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
+import { sleep } from '../support/wait';
 
 const run = promisify(execFile);
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -305,7 +306,7 @@ async function measureActivations(
             `run ${i + 1}: no new extension host logged both activations within 150 s\n--- code-server ---\n${server.logTail(20)}`,
           );
         }
-        await new Promise((resolve) => setTimeout(resolve, 250));
+        await sleep(250);
       }
     }
     return { runs: results, loadMs };

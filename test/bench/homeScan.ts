@@ -15,6 +15,7 @@ import { FakeDaemon, testTurn } from '../support/fakeDaemon';
 import { rng } from '../support/random';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import { figure, type Bench, type BenchContext, type BenchSection } from './types';
+import { immediate } from '../support/wait';
 
 interface Params {
   threads: number;
@@ -36,7 +37,7 @@ interface Cost {
   shown: number;
 }
 
-const flush = () => new Promise((resolve) => setImmediate(resolve));
+const flush = () => immediate();
 
 function fleet(dir: string, p: Params, clock: FakeClock): { daemon: FakeDaemon; ids: string[] } {
   const daemon = new FakeDaemon(dir);

@@ -14,6 +14,7 @@ import { rng } from '../support/random';
 import { PollingReconciler } from './baselines/pollingReconciler';
 import { IGNORE_EVENTS } from './baselines/ignoreEvents';
 import { figure, type Bench, type BenchContext, type BenchSection } from './types';
+import { immediate } from '../support/wait';
 
 interface Params {
   threads: number;
@@ -31,7 +32,7 @@ interface Idle {
   cpuMs: number;
 }
 
-const flush = () => new Promise((resolve) => setImmediate(resolve));
+const flush = () => immediate();
 
 function cpuMs(since: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(since);

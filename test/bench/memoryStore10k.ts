@@ -17,6 +17,7 @@ import { STATUS_PAGE } from '../../src/protocol/daemon';
 import { RESYNC_WIDTH } from '../../src/core/connection';
 import { eachAtMost } from '../../src/util/serial';
 import { figure, percentile, type Bench, type BenchContext, type BenchSection } from './types';
+import { immediate } from '../support/wait';
 
 interface Footprint {
   heapBytes: number;
@@ -28,7 +29,7 @@ interface Footprint {
   recovered: number;
 }
 
-const flush = () => new Promise((resolve) => setImmediate(resolve));
+const flush = () => immediate();
 
 /** After what earlier work still lets go of on the next turns of the event loop (a closed connection's last events). */
 async function heapAfterGc(): Promise<number> {

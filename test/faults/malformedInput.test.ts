@@ -25,6 +25,7 @@ import {
   type WireSession,
 } from '../support/wireFuzz';
 import { makeHarness, TEST_OPTIONS } from '../support/engineHarness';
+import { sleep } from '../support/wait';
 
 const SEED = process.env.FAULTS_SEED ? Number(process.env.FAULTS_SEED) : undefined;
 const MAX_LINE_BYTES = 1024 * 1024;
@@ -645,7 +646,7 @@ async function runScript(w: WireSession, script: Script, totals: Totals): Promis
       10_000,
     )
     .catch(() => undefined); // the checks below say what is missing
-  await new Promise((resolve) => setTimeout(resolve, 10)); // anything extra would show up now
+  await sleep(10); // anything extra would show up now
 
   // No crash, no closed session.
   assert.deepEqual(w.listener.closes, [], 'the session must stay open');

@@ -40,6 +40,7 @@ import {
   daemonRecord,
   waitForDaemonRecord,
 } from '../support/daemonJudge';
+import { immediate } from '../support/wait';
 
 const T = 60_000;
 const SHOW_COMMAND = 'codexGoalRecovery.watchedGoals.focus';
@@ -70,7 +71,7 @@ function withNotifications(real: RealEngine) {
 async function burstsClosed(real: RealEngine, told: readonly { at: number }[]): Promise<void> {
   const last = Math.max(0, ...told.map((x) => x.at));
   await real.until(() => performance.now() > last + BURST_HOLD_MS + 100, 'the burst to close');
-  await new Promise((r) => setImmediate(r));
+  await immediate();
 }
 
 const budgetTold = (decisions: readonly Decision[], threadId: string) =>

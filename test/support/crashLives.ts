@@ -15,6 +15,7 @@ import type { Connector } from '../../src/protocol/daemon';
 import { DurableStore, Gate, microtasks, ScopedClock } from './crashProcess';
 import { type CrashPhase, CrashWorldBase, type Facts, type Life, type StallPhase } from './crashWorldBase';
 import type { WireMessage } from './fakeDaemon';
+import { sleep, turns } from './wait';
 
 export abstract class CrashLives extends CrashWorldBase {
   // ---- lives ----------------------------------------------------------------------------
@@ -183,8 +184,8 @@ export abstract class CrashLives extends CrashWorldBase {
     // the process stops a little later, with no time passing. Its rollout reads are real file
     // I/O, which nothing holds: they are given a few real milliseconds to complete first.
     for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < 6; i++) await new Promise((resolve) => setImmediate(resolve));
-      if (round < 2) await new Promise((resolve) => setTimeout(resolve, 1));
+      await turns(6);
+      if (round < 2) await sleep(1);
     }
     a.frozen = true;
     const lastRenewal = a.renewedAt;
@@ -241,7 +242,7 @@ export abstract class CrashLives extends CrashWorldBase {
       // Its stop may wait for a rollout read (real file I/O): a few real milliseconds at most.
       for (let i = 0; i < 30 && !a.stopped; i++) {
         await this.settle();
-        if (i >= 5) await new Promise((resolve) => setTimeout(resolve, 1));
+        if (i >= 5) await sleep(1);
       }
     });
     if (!a.lostLease)

@@ -11,6 +11,7 @@ import type { PersistedState } from '../../src/model/watch';
 import type { DurableStore, Gate, ScopedClock } from './crashProcess';
 import { FakeClock } from './fakeClock';
 import { FakeDaemon, type WireMessage } from './fakeDaemon';
+import { immediate } from './wait';
 
 /** What one crash found on disk for a thread: the phase of its recovery it cut. */
 export type CrashPhase =
@@ -178,7 +179,7 @@ export abstract class CrashWorldBase {
     // A rule the strict daemon saw broken is thrown here, in the property's run (with its counterexample).
     await this.daemon.checking(async () => {
       for (let i = 0; i < 6; i++) {
-        await new Promise((resolve) => setImmediate(resolve));
+        await immediate();
         while (this.clock.fireDue()) {
           /* every timer due now, as the loop turns */
         }
@@ -195,7 +196,7 @@ export abstract class CrashWorldBase {
     if (turns >= 6) return this.settle();
     await this.daemon.checking(async () => {
       for (let i = 0; i < turns; i++) {
-        await new Promise((resolve) => setImmediate(resolve));
+        await immediate();
         while (this.clock.fireDue()) {
           /* every timer due now, as the loop turns */
         }

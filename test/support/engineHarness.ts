@@ -22,7 +22,7 @@ import { ScopedClock } from './crashWorld';
 import { startSession } from '../../src/protocol/client';
 import type { PersistedState } from '../../src/model/watch';
 import { MemoryStore } from './memoryStore';
-import { tempDir } from './wait';
+import { immediate, tempDir } from './wait';
 
 export interface Harness {
   dir: string;
@@ -72,8 +72,6 @@ class MortalStore implements StateStore {
 
 /** What every unit test runs with unless it says otherwise: the shipped defaults. */
 export const TEST_OPTIONS: EngineOptions = { ...DEFAULT_OPTIONS };
-
-const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export type HarnessInit = Parameters<typeof makeHarness>[0];
 

@@ -16,6 +16,7 @@
 // (about 24.8 days) after 1 ms, so such a delay (or one that is not a number) is refused here
 // with a thrown RangeError: the product must clamp it and re-arm.
 import type { Clock, TimerHandle } from '../../src/core/clock';
+import { turns } from './wait';
 
 interface Pending {
   id: number;
@@ -28,11 +29,6 @@ export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 /** A timer firing this many times within one `advance` is a spin, not time passing. */
 const SPIN_LIMIT = 100_000;
-
-/** Without a reactor: a few turns of the event loop, so in-memory streams deliver. */
-async function turns(n = 10): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
-}
 
 export class FakeClock implements Clock {
   private timers: Pending[] = [];
@@ -160,7 +156,7 @@ export class FakeClock implements Clock {
   }
 
   private async react(): Promise<void> {
-    if (this.reactors.size === 0) return turns();
+    if (this.reactors.size === 0) return turns(10);
     for (const r of [...this.reactors]) await r();
   }
 }

@@ -4,6 +4,7 @@
 // burst rule (a fake clock) and the real-daemon test of the budget and the burst (real time).
 import type { NotificationLevel } from '../../src/config/settings';
 import type { NotifyIo } from '../../src/views/notificationBurst';
+import { immediate } from './wait';
 
 export interface Shown {
   /** When it was shown, on the window's clock (ms). */
@@ -35,7 +36,7 @@ export class RecordedWindow implements NotifyIo {
         buttons,
         click: async (button) => {
           resolve(button);
-          await new Promise((r) => setImmediate(r));
+          await immediate();
         },
       });
     });

@@ -7,6 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { FakeDaemon } from './fakeDaemon';
 import { makeHarness } from './engineHarness';
+import { sleep } from './wait';
 
 it('makes a forbidden set and never calls the harness again', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-backstop-'));
@@ -17,7 +18,7 @@ it('makes a forbidden set and never calls the harness again', async () => {
   c.fromClient.write(
     `${JSON.stringify({ id: 'x', method: 'thread/goal/set', params: { threadId: 'thread-1', status: 'active', origin: 'automatic' } })}\n`,
   );
-  await new Promise((resolve) => setTimeout(resolve, 50)); // real time passes; no harness call, no check
+  await sleep(50); // real time passes; no harness call, no check
 });
 
 it('a clean test next to it passes', () => undefined);

@@ -8,6 +8,7 @@ import { OPTIONS, type Schedule, TRANSIENT_INFOS } from './transportPlan';
 import type { TransportRun } from './transportRun';
 import { endWith, fail, humanPause, retryThenFail } from './transportStory';
 import { modelGoalCallLine } from './fakeDaemon';
+import { immediate, sleep } from './wait';
 import * as fs from 'node:fs';
 
 /** After the faults stop, time runs in steps of this until nothing is due and nothing moves. */
@@ -24,9 +25,6 @@ function lcg(seed: number): () => number {
     return x / 2 ** 32;
   };
 }
-
-export const immediate = () => new Promise<void>((resolve) => setImmediate(resolve));
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The engine with the shipped options, on the fault proxy; it places each planned pause in the backoff. */
 export function newEngine(run: TransportRun, seed: number): Engine {

@@ -1,11 +1,20 @@
-// Waiting in tests, declared once: `sleep`, `poll`/`until` (a condition that async work makes true)
-// and `tempDir` (a private directory, removed when the test process exits).
+// Waiting in tests, declared once: `sleep`, `immediate`/`turns` (turns of the event loop), `poll`/
+// `until` (a condition that async work makes true) and `tempDir` (a private directory, removed when
+// the test process exits).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One turn of the event loop: what is ready (I/O, in-memory streams, promises) runs first. */
+export const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** `n` turns of the event loop. */
+export async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await immediate();
+}
 
 /** Polls `check` every `intervalMs` until it holds (true) or `timeoutMs` has passed (false). */
 export async function poll(check: () => boolean, timeoutMs: number, intervalMs = 5): Promise<boolean> {

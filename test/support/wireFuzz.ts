@@ -10,7 +10,7 @@ import { PassThrough } from 'node:stream';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { until } from './wait';
+import { immediate, turns, until } from './wait';
 import { startSession } from '../../src/protocol/client';
 import type {
   DaemonListener,
@@ -114,8 +114,6 @@ export interface WireSession {
   close(): Promise<void>;
 }
 
-const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 const worldUntil: WireSession['until'] = (done, what, timeoutMs = 20_000) => until(what, done, timeoutMs, 2);
 
 function answerInitialize(m: ClientMessage, reply: (text: string) => void): void {
@@ -198,13 +196,13 @@ export async function stdioSession(
         const size = Math.max(1, chunk());
         toClient.write(all.subarray(at, at + size));
         at += size;
-        if (++n % 16 === 0) await tick(); // let the client read while the daemon writes
+        if (++n % 16 === 0) await immediate(); // let the client read while the daemon writes
       }
-      await tick();
+      await immediate();
     },
     async raw(data) {
       toClient.write(data);
-      await tick();
+      await immediate();
     },
     until: worldUntil,
     close: () => session.close(),
@@ -293,13 +291,13 @@ export async function websocketSession(
           for (let i = 0; i < parts.length; i++)
             await sendOne(parts[i], { binary: false, fin: i === parts.length - 1 });
         }
-        if (++n % 16 === 0) await tick();
+        if (++n % 16 === 0) await immediate();
       }
-      await tick();
+      await immediate();
     },
     async raw(data) {
       await sendOne(data, { binary: false });
-      await tick();
+      await immediate();
     },
     until: worldUntil,
     close: () => session.close(),
@@ -329,7 +327,7 @@ export function collectGarbage(): void {
 
 /** Bytes the JavaScript heap and Buffers hold after a full collection. */
 export async function liveBytes(): Promise<number> {
-  for (let i = 0; i < 3; i++) await tick();
+  await turns(3);
   collectGarbage();
   const m = process.memoryUsage();
   return m.heapUsed + m.arrayBuffers;

@@ -22,6 +22,7 @@ import { MemoryStore } from '../support/memoryStore';
 import { failByEvents } from '../support/fleet';
 import { taskStarted } from '../support/rolloutLines';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecordFrom } from '../support/daemonJudge';
+import { immediate } from '../support/wait';
 
 const T1 = 'thread-1';
 const BASE = DEFAULT_OPTIONS.baseDelayMs;
@@ -284,7 +285,7 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
           return false;
         };
         void first.engine.commands.arm(T1).catch(() => undefined); // a crashed engine's arm never returns
-        for (let i = 0; i < 200 && w.daemon.before !== null; i++) await new Promise((r) => setImmediate(r));
+        for (let i = 0; i < 200 && w.daemon.before !== null; i++) await immediate();
         assert.equal(w.daemon.before, null, 'the engine never subscribed');
       } else {
         await first.engine.commands.arm(T1);

@@ -9,6 +9,7 @@ import { failureAtArming, personArms } from '../../src/core/arming';
 import { decide, keepsOnUnload, veto } from '../../src/core/policy';
 import { newWatch, type GoalStatus, type WatchedThread, type WatchState } from '../../src/model/watch';
 import type { Turn } from '../../src/protocol/daemon';
+import { turn } from '../support/policyFacts';
 
 const NOW = 1_800_000_000_000;
 
@@ -17,7 +18,6 @@ const failed = (id: string, codexErrorInfo: unknown = 'internalServerError'): Tu
   status: 'failed',
   error: { message: 'boom', codexErrorInfo, additionalDetails: null } as Turn['error'],
 });
-const turn = (id: string, status: string): Turn => ({ id, status, error: null });
 
 function watch(goal: GoalStatus | null, more: Partial<WatchedThread> = {}): WatchedThread {
   const w = newWatch('thread-1', NOW - 60_000);

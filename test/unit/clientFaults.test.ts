@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stdioSession, unixWsServer, websocketSession, type WireSession } from '../support/wireFuzz';
+import { sleep } from '../support/wait';
 
 const line = (value: unknown) => ({ text: JSON.stringify(value) });
 
@@ -28,7 +29,7 @@ test('a server request reaches the listener in wire order, between the notificat
       ['serverRequest', 't', 7, 'item/commandExecution/requestApproval'],
       ['threadClosed', 'after'],
     ]);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     assert.deepEqual(w.received, [], 'nothing sent back, not even on a cancel');
     assert.deepEqual(w.listener.problems, []);
   } finally {

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DONE, retryIn, type Outcome } from '../../src/leader/electionAttempt';
 import { ElectionLoop, QUICK_RETRIES } from '../../src/leader/electionLoop';
+import { immediate, sleep } from '../support/wait';
 
 interface Script {
   loop: ElectionLoop<number>;
@@ -100,7 +101,7 @@ describe('election loop', () => {
       n <= QUICK_RETRIES ? retryIn(retryMs) : n <= QUICK_RETRIES + 2 ? retryIn(0) : DONE,
     );
     const done = s.loop.run(1, true);
-    const settle = () => new Promise((r) => setImmediate(r));
+    const settle = immediate;
     for (let n = 1; n <= QUICK_RETRIES; n++) {
       await settle();
       t.mock.timers.tick(retryMs - 1);
@@ -132,7 +133,7 @@ describe('election loop', () => {
   it('a stop cuts the pause short: the election ends at once, not after the retry delay', async () => {
     const s = loopOf(60_000, () => retryIn(60_000));
     const done = s.loop.run(1, true);
-    while (s.calls.length === 0) await new Promise((r) => setImmediate(r));
+    while (s.calls.length === 0) await immediate();
     s.live.delete(1);
     s.loop.wakeUp();
     assert.equal(await settlesWithin(done, 5000), true);
@@ -155,7 +156,7 @@ describe('election loop', () => {
     const a = s.loop.run(1, true);
     assert.equal(s.loop.run(1, true), a);
     const b = s.loop.run(2, true);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     assert.deepEqual(
       s.calls.map((c) => c.gen),
       [1],

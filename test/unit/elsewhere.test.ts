@@ -33,6 +33,7 @@ import { canRetryNow } from '../../src/model/queries';
 import { describeState } from '../../src/model/stateText';
 import type { Decision } from '../../src/model/decision';
 import type { Turn } from '../../src/protocol/daemon';
+import { turn } from '../support/policyFacts';
 import { FakeDaemon, type FakeThread, type FakeTurn, testGoal, testTurn } from '../support/fakeDaemon';
 import { FakeClock } from '../support/fakeClock';
 import { MemoryStore } from '../support/memoryStore';
@@ -44,6 +45,7 @@ import {
   type TurnRow,
 } from '../support/daemonJudge';
 import { taskStarted } from '../support/rolloutLines';
+import { immediate } from '../support/wait';
 
 // ---- the table ---------------------------------------------------------------
 
@@ -55,7 +57,6 @@ const failed = (id: string, codexErrorInfo: unknown = 'internalServerError', mes
   status: 'failed',
   error: { message, codexErrorInfo, additionalDetails: null } as Turn['error'],
 });
-const turn = (id: string, status: string): Turn => ({ id, status, error: null });
 
 const shown = (goal: GoalStatus, seenActive = false, retryable = false): ElsewhereState => ({
   kind: 'elsewhere',
@@ -693,7 +694,7 @@ describe('the engine: goals in other Codex apps, on the strict fake daemon', () 
     };
     // Not awaited: a crashed engine's saves never land, so its Retry now never returns.
     void first.engine.commands.retryNow(FOREIGN).catch(() => undefined);
-    for (let i = 0; i < 50 && !loaded; i++) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 50 && !loaded; i++) await immediate();
     assert.ok(loaded, 'the resume never reached the daemon');
     assert.equal(w.daemon.count('thread/goal/set'), 0);
     const second = await harness(w);

@@ -26,7 +26,7 @@ import { MemoryStore } from '../support/memoryStore';
 import { failByEvents, ownProviders } from '../support/fleet';
 import { goalEvent, modelGoalCall, noiseLine, realMarker, RolloutWriter } from '../support/rolloutLines';
 import { rng } from '../support/random';
-import { poll } from '../support/wait';
+import { immediate, poll, turns } from '../support/wait';
 
 const harnesses: Harness[] = [];
 after(async () => {
@@ -694,7 +694,7 @@ describe('engine', () => {
     // out on the fake clock as well).
     const tick = async (ms: number) => {
       void h.clock.advance(ms);
-      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      await turns(20);
     };
     const timedOut = () =>
       h.decisions.some(
@@ -848,7 +848,7 @@ describe('engine', () => {
     h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: t.turn.id, goal: t.goal });
     for (let s = 0; s <= 16; s++) {
       void h.clock.advance(s === 0 ? 0 : 1_000);
-      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      await turns(20);
     }
     assert.ok(
       h.decisions.some((d) => d.type === 'connection' && d.state === 'disconnected' && d.detail.includes('timed out')),
@@ -1070,15 +1070,15 @@ describe('engine: durable before announced', () => {
     const h = await makeHarness({ dir, daemon, store, start: false });
     harnesses.push(h);
     // While a save is held, the engine is not idle (h.settle would wait for it): turns of the loop.
-    const turns = async (n = 20) => {
+    const turnsAdvancing = async (n = 20) => {
       for (let i = 0; i < n; i++) {
-        await new Promise((resolve) => setImmediate(resolve));
+        await immediate();
         void h.clock.advance(0);
       }
     };
     await h.engine.start();
     await poll(() => h.engine.watch('thread-1')?.state.kind === 'running', 5_000, 10);
-    await turns();
+    await turnsAdvancing();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'running', 'not armed in memory');
     assert.deepEqual(
       h.decisions.filter((d) => d.type === 'armed'),
@@ -1099,7 +1099,7 @@ describe('engine: durable before announced', () => {
     store.hold();
     daemon.failWithEvents('thread-1');
     await poll(() => h.engine.watch('thread-1')?.state.kind === 'backoff', 5_000, 10);
-    await turns();
+    await turnsAdvancing();
     assert.equal(h.engine.watch('thread-1')?.state.kind, 'backoff');
     assert.equal(
       h.decisions.filter((d) => d.type === 'backoff').length,
@@ -1120,7 +1120,7 @@ describe('engine: durable before announced', () => {
     store.hold();
     void h.clock.advance(backoff.dueAt - h.clock.now() + 500); // not awaited: its reactor waits for the held save
     await poll(() => h.engine.watch('thread-1')?.state.kind === 'recovering', 5_000, 10); // the write-ahead is waiting
-    await turns();
+    await turnsAdvancing();
     assert.equal(daemon.count('thread/goal/set'), 0, 'the set went out before its intent was on disk');
     assert.equal(h.decisions.filter((d) => d.type === 'recovering').length, 0);
     store.open();

@@ -5,6 +5,7 @@ import { createMessageConnection, type Message, type MessageConnection } from 'v
 import { WebSocketServer, WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { validateMessage } from '../../src/protocol/framing';
+import { immediate, sleep } from '../support/wait';
 import { LineMessageReader, LineMessageWriter } from '../../src/protocol/lineFraming';
 import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protocol/webSocketFraming';
 
@@ -18,8 +19,6 @@ function collect(reader: LineMessageReader | WebSocketMessageReader) {
   return { messages, errors, closes: () => closes };
 }
 
-const tick = () => new Promise((r) => setImmediate(r));
-
 test('line reader: frames split across chunks, several per chunk, multi-byte UTF-8 split', async () => {
   const s = new PassThrough();
   const r = new LineMessageReader(s);
@@ -30,7 +29,7 @@ test('line reader: frames split across chunks, several per chunk, multi-byte UTF
   const bytes = Buffer.from(`${a}\n${b}\n${d}\n`, 'utf8');
   for (let i = 0; i < bytes.length; i += 3) s.write(bytes.subarray(i, i + 3)); // splits inside code points
   s.write(Buffer.from(`${b}\n${a}\n`));
-  await tick();
+  await immediate();
   assert.equal(c.errors.length, 0, c.errors.map(String).join('\n'));
   assert.equal(c.messages.length, 5);
   assert.deepEqual(c.messages[0], { jsonrpc: '2.0', method: 'a', params: { text: 'héllo ✓ 🎯' } });
@@ -47,7 +46,7 @@ test('line reader: CRLF tolerated, blank lines ignored, string chunks, final lin
   s.write('\n\r\n   \n{"method":"x"}\r\n\r\n{"id":2,"result":null}\r');
   s.write('\n{"method":"last"}');
   s.end();
-  await new Promise((res) => setTimeout(res, 10));
+  await sleep(10);
   assert.equal(c.errors.length, 0);
   assert.deepEqual(
     c.messages.map((m) => (m as unknown as { method?: string }).method ?? (m as unknown as { id?: number }).id),
@@ -72,7 +71,7 @@ test('line reader: a line over the cap is dropped with an error and reading resu
   const padded = JSON.stringify({ method: 'exact', params: { p: 'q'.repeat(1024 - exact.length) } });
   assert.equal(Buffer.byteLength(padded), 1024);
   s.write(`${padded}\n`);
-  await tick();
+  await immediate();
   assert.deepEqual(
     c.messages.map((m) => (m as unknown as { method: string }).method),
     ['before', 'after1', 'after2', 'exact'],
@@ -110,7 +109,7 @@ test('line reader: malformed frames are reported with an excerpt and skipped, ne
     lines.push(JSON.stringify({ method: `ok${i}` }));
   });
   s.write(`${lines.join('\n')}\n`);
-  await tick();
+  await immediate();
   assert.deepEqual(
     c.messages.map((m) => (m as unknown as { method: string }).method),
     bad.map((_, i) => `ok${i}`),
@@ -140,7 +139,7 @@ test('line reader: a throwing callback is reported, reading continues', async ()
     if (method === 'boom') throw new Error('handler exploded');
   });
   s.write('{"method":"boom"}\n{"method":"fine"}\n');
-  await tick();
+  await immediate();
   assert.deepEqual(seen, ['boom', 'fine']);
   assert.equal(errors.length, 1);
   assert.match(errors[0].message, /handler exploded/);
@@ -187,7 +186,7 @@ test('line writer: newline-delimited JSON; failures reported via event and rejec
   assert.ok(errors2.length >= 1);
 
   w.end();
-  await tick();
+  await immediate();
   await assert.rejects(w.write({ jsonrpc: '2.0', method: 'late' } as Message), /closed/);
   assert.ok(errors.length >= 2);
 });
@@ -266,7 +265,7 @@ test('vscode-jsonrpc: malformed lines are reported to connection.onError and do 
   });
   const result = await client.sendRequest('ask', {});
   order.push('response');
-  await new Promise((r) => setTimeout(r, 20));
+  await sleep(20);
   assert.deepEqual(result, { r: 1 });
   assert.notEqual(requestId, undefined);
   assert.deepEqual(order, ['notif before', 'response', 'notif after']);
@@ -297,7 +296,7 @@ test('websocket reader/writer: text and binary frames, malformed frames skipped,
   peer.send('not json at all');
   peer.send('{"id":[1],"method":"x"}');
   peer.send('{"method":"after","emittedAtMs":5}');
-  await new Promise((r) => setTimeout(r, 50));
+  await sleep(50);
   assert.deepEqual(got, ['{"jsonrpc":"2.0","method":"hi"}']);
   assert.deepEqual(
     c.messages.map((m) => (m as unknown as { method?: string }).method ?? 'response'),
@@ -306,7 +305,7 @@ test('websocket reader/writer: text and binary frames, malformed frames skipped,
   assert.equal(reader.malformedCount, 2);
   assert.equal(c.errors.length, 2);
   peer.close();
-  await new Promise((r) => setTimeout(r, 50));
+  await sleep(50);
   assert.equal(c.closes(), 1);
   await assert.rejects(writer.write({ jsonrpc: '2.0', method: 'late' } as Message), /not open/);
   await new Promise<void>((r) => wss.close(() => r()));

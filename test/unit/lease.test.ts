@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Lease, LEASE_MS, LeaderFileWriter, readLeaderFile, seconds, type LeaderFile } from '../../src/leader/lease';
 import { Tenure, type TenureOptions } from '../../src/leader/tenure';
-import { tempDir, until } from '../support/wait';
+import { sleep, tempDir, until } from '../support/wait';
 
 /** The tenure's renewal period in these tests. */
 const RENEW = 30;
@@ -192,7 +192,7 @@ describe('tenure', () => {
     tenure.end('again');
     assert.equal(tenure.check(), 'this engine no longer leads (stepped down)');
     const beats = t.events.length;
-    await new Promise((r) => setTimeout(r, RENEW * 4)); // a renewal would have come by now
+    await sleep(RENEW * 4); // a renewal would have come by now
     assert.equal(t.events.length, beats, 'no renewal after the end');
   });
 

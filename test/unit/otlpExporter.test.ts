@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Decision } from '../../src/model/decision';
 import { OtlpExporter, type Transport } from '../../src/telemetry/exporter';
+import { immediate } from '../support/wait';
 
 interface Sent {
   url: string;
@@ -45,7 +46,7 @@ function collector(answer: () => number) {
   return { sent, transport };
 }
 
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+const settle = immediate;
 const armed = (n: number): Decision => ({ type: 'armed', threadId: `t${n}`, title: 'x' });
 const ids = (s: Sent) =>
   s.body.resourceLogs![0].scopeLogs[0].logRecords.map(

@@ -8,6 +8,7 @@ import { createMessageConnection, ResponseError, type Message } from 'vscode-jso
 import { RpcConnection, RpcResponseError } from '../../src/protocol/rpcConnection';
 import { Emitter, MessageReaderBase, MessageWriterBase } from '../../src/protocol/messageEvents';
 import type { DataCallback, Disposable } from 'vscode-jsonrpc/node';
+import { immediate, turns } from '../support/wait';
 
 class ScriptReader extends MessageReaderBase {
   callback: DataCallback | undefined;
@@ -75,8 +76,6 @@ const theirs: Make = (r, w, log) => {
   };
 };
 
-const turn = () => new Promise((resolve) => setImmediate(resolve));
-
 /** Runs `script` on a connection and returns everything observable, in order. */
 async function observe(
   make: Make,
@@ -107,7 +106,7 @@ async function observe(
     );
   };
   await script(c, r, w, settle);
-  for (let i = 0; i < 20; i++) await turn();
+  await turns(20);
   return { events, written: JSON.parse(JSON.stringify(w.written)) as unknown[], readerDisposed: r.disposed };
 }
 
@@ -133,7 +132,7 @@ describe('the JSON-RPC connection behaves as vscode-jsonrpc did for the client',
       settle(c.sendRequest('a', { x: 1 }), 'a');
       settle(c.sendRequest('b', {}), 'b');
       settle(c.sendRequest('c', { y: [1] }), 'c');
-      await turn();
+      await immediate();
       r.push({ jsonrpc: '2.0', method: 'n1', params: { k: 1 } });
       r.push({ jsonrpc: '2.0', id: 1, error: { code: -32600, message: 'bad' } });
       r.push({ jsonrpc: '2.0', method: 'n2' });
@@ -152,7 +151,7 @@ describe('the JSON-RPC connection behaves as vscode-jsonrpc did for the client',
       c.listen();
       settle(c.sendRequest('a', {}), 'a');
       settle(c.sendRequest('b', {}), 'b');
-      await turn();
+      await immediate();
       r.push({ jsonrpc: '2.0', id: 0 });
       r.push({ jsonrpc: '2.0', id: 1, error: { message: 'no code' } });
       r.push({ jsonrpc: '2.0', foo: 1 });
@@ -166,7 +165,7 @@ describe('the JSON-RPC connection behaves as vscode-jsonrpc did for the client',
       settle(c.sendRequest('a', {}), 'a');
       w.failNext = new Error('socket gone again');
       settle(c.sendNotification('n'), 'n');
-      await turn();
+      await immediate();
       r.error(new Error('read failed'));
       r.error({ message: 'not an Error' });
       w.error(new Error('write failed'));
@@ -177,7 +176,7 @@ describe('the JSON-RPC connection behaves as vscode-jsonrpc did for the client',
     await same(async (c, r, _w, settle) => {
       c.listen();
       settle(c.sendRequest('a', {}), 'a');
-      await turn();
+      await immediate();
       r.push({ jsonrpc: '2.0', method: 'before-close' });
       r.close();
       r.close();
@@ -195,7 +194,7 @@ describe('the JSON-RPC connection behaves as vscode-jsonrpc did for the client',
     await same(async (c, r, _w, settle) => {
       c.listen();
       settle(c.sendRequest('a', {}), 'a');
-      await turn();
+      await immediate();
       r.push({ jsonrpc: '2.0', method: 'queued' });
       c.dispose();
       r.close();
@@ -220,14 +219,14 @@ describe('the JSON-RPC connection behaves as vscode-jsonrpc did for the client',
           () => seen.push('reply'),
           () => seen.push('rejected'),
         );
-      await turn();
+      await immediate();
       for (const m of ['n1', 'n2', 'n3']) r.push({ jsonrpc: '2.0', method: m });
       r.push({ jsonrpc: '2.0', id: 0, result: 1 });
       r.push({ jsonrpc: '2.0', method: 'n4' });
       r.push({ jsonrpc: '2.0', id: 1, error: { code: 1, message: 'm' } });
       const counts: number[] = [];
       for (let i = 0; i < 8; i++) {
-        await turn();
+        await immediate();
         counts.push(seen.length);
       }
       return { counts, seen };

@@ -14,10 +14,7 @@ import { FakeClock } from '../support/fakeClock';
 import { MemoryStore } from '../support/memoryStore';
 import { HandoverStore } from '../../src/leader/handover';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
-
-const turns = async (n = 5): Promise<void> => {
-  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import { turns } from '../support/wait';
 
 function saverWorld(): {
   saver: Saver;
@@ -56,11 +53,11 @@ describe('Saver and the fence (src/leader/lease.ts)', () => {
   test('a leader whose lease ran out saves nothing and announces nothing', async () => {
     const { saver, store, said, arm, fenced } = saverWorld();
     arm('thread-1');
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 1);
     fenced.reason = 'lease lost';
     arm('thread-2');
-    await turns();
+    await turns(5);
     assert.equal(await saver.persist(), false);
     await saver.compact();
     assert.equal(store.saves, 1, 'saved past the fence');
@@ -80,7 +77,7 @@ describe('Saver and the fence (src/leader/lease.ts)', () => {
       fenced.reason = 'lease lost during the save';
     };
     arm('thread-1');
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 1);
     assert.equal(said.length, 0, 'announced by a leader that lost its lease during the save');
   });
@@ -133,7 +130,7 @@ describe('Saver.hold', () => {
   test('unheld: an announcement goes out after the save of the next turn', async () => {
     const { store, said, arm } = saverWorld();
     arm('thread-1');
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 1);
     assert.deepEqual(
       said.map((s) => [s.decision.type, s.saved]),
@@ -146,7 +143,7 @@ describe('Saver.hold', () => {
     const letGo = saver.hold();
     for (let i = 1; i <= 5; i++) {
       arm(`thread-${i}`);
-      await turns();
+      await turns(5);
     }
     assert.equal(store.saves, 0, 'saved while held');
     assert.equal(said.length, 0, 'announced while held, before any save');
@@ -158,7 +155,7 @@ describe('Saver.hold', () => {
       'announced before the save that holds it',
     );
     letGo();
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 1, 'nothing was held since the last save: no save at letting go');
   });
 
@@ -167,13 +164,13 @@ describe('Saver.hold', () => {
     const first = saver.hold();
     const second = saver.hold();
     arm('thread-1');
-    await turns();
+    await turns(5);
     first();
     first(); // letting go twice counts once
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 0, 'saved while another pass still holds');
     second();
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 1);
     assert.deepEqual(
       said.map((s) => [s.decision.type, s.saved]),
@@ -186,10 +183,10 @@ describe('Saver.hold', () => {
     saver.hold(); // a pass whose look waits on the daemon: never lets go here
     arm('thread-1');
     await clock.advance(999);
-    await turns();
+    await turns(5);
     assert.equal(said.length, 0, 'announced before the lazy save');
     await clock.advance(1);
-    await turns();
+    await turns(5);
     assert.equal(store.saves, 1);
     assert.deepEqual(
       said.map((s) => [s.decision.type, s.saved]),

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { eachAtMost, Serial } from '../../src/util/serial';
+import { immediate } from '../support/wait';
 
 function gate(): { open: () => void; opened: Promise<void> } {
   let open = (): void => undefined;
@@ -25,7 +26,7 @@ describe('Serial', () => {
       log.push('b');
       return 2;
     });
-    await new Promise((r) => setImmediate(r));
+    await immediate();
     assert.deepEqual(log, ['a start']);
     assert.equal(serial.idle, false);
     first.open();
@@ -53,7 +54,7 @@ describe('eachAtMost', () => {
       started.push(i);
       running += 1;
       most = Math.max(most, running);
-      for (let k = 0; k < (i % 3) + 1; k++) await new Promise((r) => setImmediate(r));
+      for (let k = 0; k < (i % 3) + 1; k++) await immediate();
       running -= 1;
     });
     assert.equal(most, 4);
@@ -65,12 +66,12 @@ describe('eachAtMost', () => {
     await assert.rejects(
       eachAtMost([...Array(20).keys()], 3, async (i) => {
         started.push(i);
-        await new Promise((r) => setImmediate(r));
+        await immediate();
         if (i === 4) throw new Error(`item ${i} failed`);
       }),
       /item 4 failed/,
     );
-    await new Promise((r) => setImmediate(r));
+    await immediate();
     assert.ok(started.length < 20, `started ${started.length} of 20`);
     assert.ok(Math.max(...started) <= 4 + 3, `nothing much after the failure: ${started.join(',')}`);
   });

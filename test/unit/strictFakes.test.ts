@@ -12,6 +12,7 @@ import * as readline from 'node:readline';
 import { FakeClock, MAX_TIMER_DELAY_MS } from '../support/fakeClock';
 import { FakeDaemon, type FakeConnection, testTurn, type Violation, type WireMessage } from '../support/fakeDaemon';
 import { makeHarness, type Harness } from '../support/engineHarness';
+import { turns } from '../support/wait';
 
 const dirs: string[] = [];
 const harnesses: Harness[] = [];
@@ -278,7 +279,7 @@ describe('the fake clock: real time', () => {
       fired.push(['first', clock.elapsed()]);
       // The reaction comes a few turns of the loop later (streams, a read), then sets a timer.
       void (async () => {
-        for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+        await turns(3);
         clock.setTimer(() => {
           fired.push(['second', clock.elapsed()]);
           void Promise.resolve().then(() => clock.setTimer(() => fired.push(['third', clock.elapsed()]), 5_000));

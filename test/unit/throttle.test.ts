@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { Throttle } from '../../src/core/throttle';
+import { sleep } from '../support/wait';
 
 const INTERVAL_MS = 50;
 
@@ -32,7 +33,7 @@ test('pokes in a burst run the callback once, after the burst', async () => {
     const once = f.next();
     for (let i = 0; i < 10; i++) t.poke();
     await once;
-    await new Promise((r) => setTimeout(r, 2 * INTERVAL_MS));
+    await sleep(2 * INTERVAL_MS);
     assert.equal(f.count, 1);
   } finally {
     t.dispose();

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as net from 'node:net';
 import { WebSocketClient } from '../../src/protocol/webSocketClient';
+import { sleep } from '../support/wait';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
@@ -106,7 +107,7 @@ function accepted(key: string): string {
   return `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`;
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 50));
+const settle = () => sleep(50);
 
 test('opens, joins fragments into one message, answers a ping with its payload, sends masked text', async () => {
   const w = await raw();

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type Job, WorkQueue } from '../../src/util/workQueue';
 import { FakeClock } from '../support/fakeClock';
+import { turns } from '../support/wait';
 
 interface TestJob extends Job {
   readonly kind: 'look' | 'task';
@@ -16,10 +17,6 @@ function gate(): { open: () => void; opened: Promise<void> } {
   const opened = new Promise<void>((resolve) => (open = resolve));
   return { open, opened };
 }
-
-const turns = async (n = 5): Promise<void> => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
-};
 
 /** A queue whose processor logs `key:name start|end`, holds a job while its gate is closed, and fails `fail*` jobs. */
 function lab() {
@@ -103,7 +100,7 @@ describe('WorkQueue', () => {
     const { log, queue, hold } = lab();
     const release = hold('a:look1');
     const first = queue.add('a', look('look1'));
-    await turns();
+    await turns(5);
     assert.deepEqual(log, ['a:look1 start']);
     const second = queue.add('a', look('look2'));
     assert.notEqual(first, second);
@@ -133,7 +130,7 @@ describe('WorkQueue', () => {
     const t1 = queue.add('a', task('t1')).then(() => dones.push('t1 caller'));
     const t2 = queue.add('a', task('t2')).then(() => dones.push('t2 caller'));
     const failed = queue.add('a', task('fail3')).catch(() => dones.push('fail3 caller'));
-    await turns();
+    await turns(5);
     assert.deepEqual(dones, []);
     release();
     await Promise.all([t1, t2, failed]);
@@ -176,11 +173,11 @@ describe('WorkQueue', () => {
     const done = queue.add('a', task('1'));
     assert.equal(queue.has('a', 'task'), true, 'waiting');
     assert.equal(queue.has('a', 'look'), false);
-    await turns();
+    await turns(5);
     assert.equal(queue.has('a', 'task'), true, 'under way');
     release();
     await done;
-    await turns();
+    await turns(5);
     assert.equal(queue.busy('a'), false);
     assert.equal(queue.size, 0);
     queue.addAfter('a', look('later'), 1_000);
@@ -188,7 +185,7 @@ describe('WorkQueue', () => {
     assert.equal(queue.busy('a'), true);
     assert.equal(queue.size, 1);
     await clock.advance(1_000);
-    await turns();
+    await turns(5);
     assert.equal(queue.busy('a'), false);
   });
 
@@ -199,13 +196,13 @@ describe('WorkQueue', () => {
     assert.deepEqual(log, []);
     const release = hold('a:busy');
     const busy = queue.add('a', task('busy'));
-    await turns();
+    await turns(5);
     await clock.advance(1);
     assert.deepEqual(log, ['a:busy start'], 'due, but the key is busy');
     assert.equal(queue.has('a', 'look'), true);
     release();
     await busy;
-    await turns();
+    await turns(5);
     assert.deepEqual(log, ['a:busy start', 'a:busy end', 'a:send start', 'a:send end']);
   });
 
@@ -227,7 +224,7 @@ describe('WorkQueue', () => {
     const { clock, log, queue } = lab();
     queue.addAfter('a', task('fail-later'), 10);
     await clock.advance(10);
-    await turns();
+    await turns(5);
     await queue.add('a', task('after'));
     assert.deepEqual(log, ['a:fail-later start', 'a:fail-later end', 'a:after start', 'a:after end']);
   });

@@ -5,6 +5,7 @@
 import { jitteredDelay, type Random } from '../../../src/core/backoff';
 import type { Clock, TimerHandle } from '../../../src/core/clock';
 import type { DaemonSession, ThreadGoal, Turn } from '../../../src/protocol/daemon';
+import { immediate } from '../../support/wait';
 
 export interface PollingOptions {
   pollMs: number;
@@ -66,7 +67,7 @@ export class PollingReconciler {
 
   /** Resolves when the poll in progress (if any) is done. */
   async idle(): Promise<void> {
-    while (this.running) await new Promise((resolve) => setImmediate(resolve));
+    while (this.running) await immediate();
   }
 
   /** Fixed rate: a tick every `pollMs`; a tick that finds the previous pass still running is skipped. */
