@@ -98,8 +98,10 @@ export const MUTATIONS = [
   },
   {
     id: 'no-usage-retrying-wait',
-    invariant: "a usage-limited goal whose turn Codex still retries waits for the turn's end",
-    fault: 'a blocked or usage-limited goal is scheduled while Codex retries',
+    invariant:
+      "a usage-limited goal whose turn Codex still retries waits for the turn's end, and says Codex is retrying",
+    fault:
+      "a blocked or usage-limited goal whose turn Codex retries is not held as Codex's move (only its turn's end holds it)",
     file: POLICY,
     find: '  return isThreadActive(live.status) || waitsForPerson(live) || live.retrying !== null;',
     replace: '  return isThreadActive(live.status) || waitsForPerson(live);',

@@ -482,8 +482,8 @@ describe('seed scenarios', () => {
   it("never competes with Codex's own retry on a usage-limited goal, even past its due time (TestNoCompetingRetry)", async () => {
     // The retry's request hits the usage limit: the goal is `usageLimited` (the reset unknown: it
     // waits the 30 min cap) while the turn has not ended and Codex still says it retries. Past the
-    // due time nothing may be set (the newest turn has not failed); once the turn's end arrives,
-    // the goal is resumed once.
+    // due time nothing may be set (the newest turn has not failed), and the row says why: Codex is
+    // retrying, not merely a turn ending; once the turn's end arrives, the goal is resumed once.
     const dir = tmp();
     const daemon = new FakeDaemon(dir);
     daemon.addThread();
@@ -507,6 +507,8 @@ describe('seed scenarios', () => {
       if (minute % 5 === 0) retry();
       await h.advance(60_000);
       assert.equal(daemon.count('thread/goal/set'), 0, `competed with internal retry (minute ${minute + 1})`);
+      const state = h.engine.watch('thread-1')!.state;
+      assert.deepEqual(state, { kind: 'codexRetrying', detail: 'Reconnecting... 2/5' }, `minute ${minute + 1}`);
     }
     daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', phase: 'turn' });
     await h.settle();
