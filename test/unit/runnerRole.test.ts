@@ -26,6 +26,8 @@ import { sleep, tempDir, until } from '../support/wait';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 
 const CLI = path.resolve(__dirname, '..', '..', 'src', 'runner', 'cli.js');
+/** The runners end themselves if this test process dies without its `after` (test/support/orphanGuard.ts). */
+const GUARDED = ['--require', path.resolve(__dirname, '..', 'support', 'orphanGuard.js'), CLI];
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -371,7 +373,7 @@ class Cli {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   constructor(args: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [CLI, ...args], {
+    this.child = spawn(process.execPath, [...GUARDED, ...args], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -499,7 +501,7 @@ async function journalRun(flags: string[]): Promise<string[]> {
   const log = path.join(dir, 'journal');
   const fd = fs.openSync(log, 'w');
   const st = fs.fstatSync(fd);
-  const child = spawn(process.execPath, [CLI, 'watch', '--socket', path.join(dir, 'nobody.sock'), ...flags], {
+  const child = spawn(process.execPath, [...GUARDED, 'watch', '--socket', path.join(dir, 'nobody.sock'), ...flags], {
     env: { ...process.env, ...env, JOURNAL_STREAM: `${st.dev}:${st.ino}` },
     stdio: ['ignore', fd, 'ignore'],
   });
