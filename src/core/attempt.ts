@@ -19,8 +19,8 @@ class Abort extends Error {}
 class SaveFailed extends Abort {}
 const SAVE_RETRY_MS = 5_000;
 
-/** An attempt between its write-ahead save and its set. */
-interface Prepared {
+/** An attempt between its write-ahead save and its set (carried by its thread's delayed `send` job). */
+export interface Prepared {
   session: DaemonSession;
   w: WatchedThread;
   live: LiveThread;
@@ -35,24 +35,24 @@ interface Prepared {
 }
 
 export class Attempts {
-  /** Attempts prepared ahead, waiting for their due time to send the set (a `send` job delayed in its queue). */
-  private readonly prepared = new Map<string, Prepared>();
-
   constructor(
     private readonly core: EngineCore,
     private readonly reconciler: Reconciler,
   ) {}
 
-  /** Stopping: every prepared set is withdrawn (not sent: due again at the next start). */
+  /**
+   * Stopping: every prepared set still waiting for its due time is withdrawn (not sent: due again
+   * at the next start). A `send` job already due calls itself off when it runs (`check`: stopping);
+   * a set already on the wire keeps its intent and its count, and its reply decides.
+   */
   withdrawAll(): void {
     const core = this.core;
-    for (const p of this.prepared.values()) {
-      core.work.cancel(p.w.threadId, 'send');
+    for (const { job } of core.work.takeBack('send')) {
+      const p = job.prepared;
       if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
       if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
       setWithdrawn(core, p.w, p.scheduled);
     }
-    this.prepared.clear();
   }
 
   /**
@@ -121,19 +121,7 @@ export class Attempts {
     const early = Math.max(due - core.now(), notBeforeMono - core.deps.clock.elapsed());
     if (early <= 0) return this.send(p);
     // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
-    this.prepared.set(threadId, p);
-    core.work.addAfter(threadId, { kind: 'send' }, early);
-  }
-
-  /** A prepared attempt's due time came (its thread's `send` job): the set goes out, or is called off. */
-  async sendPrepared(threadId: string): Promise<void> {
-    const p = this.prepared.get(threadId);
-    if (!p) return;
-    try {
-      await this.send(p);
-    } finally {
-      this.prepared.delete(threadId);
-    }
+    core.work.addAfter(threadId, { kind: 'send', prepared: p }, early);
   }
 
   private unchanged(live: LiveThread, seq: number, reason: string): void {
@@ -176,8 +164,11 @@ export class Attempts {
     } else await core.persist();
   }
 
-  /** Sends the set of a prepared attempt, after a last check. */
-  private async send(p: Prepared): Promise<void> {
+  /**
+   * Sends the set of a prepared attempt, after a last check: at once from `run` when it is due, or
+   * as its thread's `send` job at its due time.
+   */
+  async send(p: Prepared): Promise<void> {
     const core = this.core;
     const { session, w, live, failedTurnId, attempt } = p;
     const threadId = w.threadId;

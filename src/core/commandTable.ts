@@ -32,9 +32,10 @@ export type CommandTarget = Pick<UserActions, ServiceCommand>;
 
 /** Runs a command on an engine's commands; thread commands need a thread id. */
 export async function runCommand(target: CommandTarget, command: ServiceCommand, threadId?: string): Promise<void> {
-  if (COMMAND_TABLE[command].thread && !threadId) throw new Error(`${command} needs a thread`);
+  const { thread } = COMMAND_TABLE[command];
+  if (thread && !threadId) throw new Error(`${command} needs a thread`);
   const run = target[command] as (this: CommandTarget, threadId?: string) => Promise<void>;
-  return COMMAND_TABLE[command].thread ? run.call(target, threadId) : run.call(target);
+  return thread ? run.call(target, threadId) : run.call(target);
 }
 
 /** A command as it arrives over the leader's channel (`name`, `[threadId?]`), checked. */

@@ -142,8 +142,8 @@ export class Engine {
     return this.core.schedule.nextDueAt();
   }
 
-  /** A full pass over the daemon's loaded threads (also run every `resyncMs`). */
+  /** A full pass over the daemon's loaded threads (also run every `resyncMs`): the Refresh command. */
   resync(): Promise<void> {
-    return this.connection.resync();
+    return this.commands.refresh();
   }
 }

@@ -4,12 +4,12 @@
 //   look     an event or a command changed something: the reconciler decides again
 //   refresh  a resync's pass: the reconciler reads the thread and decides
 //   attempt  its recovery fell due (the schedule): the attempt reads, vetoes, saves its intent, sets
-//   send     a prepared attempt's due time came: the set goes out, or is called off
+//   send     a prepared attempt's due time came: the set goes out, or is called off (the job carries it)
 //   task     a command's or a pass's own work, awaited by whoever asked
 // When an attempt or a send is done, the schedule looks again (engineCore.ts: the thread may fall
 // due again).
 import type { DaemonSession } from '../protocol/daemon';
-import type { Attempts } from './attempt';
+import type { Attempts, Prepared } from './attempt';
 import type { EngineCore } from './engineCore';
 import type { Reconciler } from './reconciler';
 
@@ -17,7 +17,7 @@ export type ThreadJob =
   | { readonly kind: 'look' }
   | { readonly kind: 'refresh'; readonly session: DaemonSession }
   | { readonly kind: 'attempt'; readonly session: DaemonSession; readonly notBeforeMono: number }
-  | { readonly kind: 'send' }
+  | { readonly kind: 'send'; readonly prepared: Prepared }
   | { readonly kind: 'task'; readonly run: () => Promise<void> };
 
 /** Only looks merge: one waiting look sees every change that asked for it. */
@@ -44,7 +44,7 @@ export class ThreadWorker {
       case 'attempt':
         return this.attempts.run(job.session, threadId, job.notBeforeMono);
       case 'send':
-        return this.attempts.sendPrepared(threadId);
+        return this.attempts.send(job.prepared);
       case 'task':
         return job.run();
     }

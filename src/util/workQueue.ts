@@ -27,7 +27,7 @@ interface KeyWork<J> {
   readonly waiting: Entry<J>[];
   current: J | null;
   /** Delayed adds by kind, their timers running. */
-  readonly delayed: Map<string, unknown>;
+  readonly delayed: Map<string, { readonly job: J; readonly timer: unknown }>;
 }
 
 export interface WorkQueueOptions<J extends Job> {
@@ -69,24 +69,28 @@ export class WorkQueue<J extends Job> {
    * does is the processor's to report: the delayed add has no caller to tell.
    */
   addAfter(key: string, job: J, ms: number): void {
-    this.cancel(key, job.kind);
     const work = this.workOf(key);
-    const handle = this.options.timers.setTimer(() => {
+    const replaced = work.delayed.get(job.kind);
+    if (replaced) this.options.timers.clearTimer(replaced.timer);
+    const timer = this.options.timers.setTimer(() => {
       work.delayed.delete(job.kind);
       this.add(key, job).catch(() => undefined);
     }, ms);
-    work.delayed.set(job.kind, handle);
+    work.delayed.set(job.kind, { job, timer });
   }
 
-  /** Takes back a delayed add of this kind not yet due; whether there was one. */
-  cancel(key: string, kind: string): boolean {
-    const work = this.keys.get(key);
-    const handle = work?.delayed.get(kind);
-    if (!work || handle === undefined) return false;
-    this.options.timers.clearTimer(handle);
-    work.delayed.delete(kind);
-    this.forgetIfIdle(key, work);
-    return true;
+  /** Takes back every delayed add of this kind not yet due, on every key: the jobs, with their keys. */
+  takeBack<K extends J['kind']>(kind: K): { key: string; job: Extract<J, { kind: K }> }[] {
+    const taken: { key: string; job: Extract<J, { kind: K }> }[] = [];
+    for (const [key, work] of [...this.keys]) {
+      const delayed = work.delayed.get(kind);
+      if (!delayed) continue;
+      this.options.timers.clearTimer(delayed.timer);
+      work.delayed.delete(kind);
+      taken.push({ key, job: delayed.job as Extract<J, { kind: K }> }); // its kind is `kind`
+      this.forgetIfIdle(key, work);
+    }
+    return taken;
   }
 
   /** A job of this kind is under way, waits, or is delayed for the key. */

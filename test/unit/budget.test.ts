@@ -145,6 +145,25 @@ describe('the recovery budget', () => {
     assert.equal(sets(h), 0);
     assert.deepEqual(h.engine.watch(T)!.recoveries, [], 'a set never sent was counted');
   });
+
+  it('a set on the wire when the engine stops keeps its count and its outcome: only sets not sent are withdrawn', async () => {
+    const { h, store } = await armed();
+    await fail(h);
+    const failed = h.engine.watch(T)!.lastFailure!.turnId;
+    const stopping: Promise<void>[] = [];
+    h.daemon.before = (m) => {
+      // The set has left the engine; its reply has not reached it yet.
+      if (m.method === 'thread/goal/set') stopping.push(h.engine.stop());
+    };
+    await h.advance(BASE + 1_000);
+    assert.equal(sets(h), 1);
+    assert.equal(stopping.length, 1, 'the engine was not stopped with its set on the wire');
+    await Promise.all(stopping);
+    const w = store.saved.watches[T];
+    assert.equal(w.recoveries.length, 1, 'a set that went out was taken back from the budget');
+    assert.deepEqual(w.recovered, [failed], 'its outcome (the goal active again) was not kept');
+    assert.equal(w.pending, null);
+  });
 });
 
 describe('the recovery budget on disk', () => {

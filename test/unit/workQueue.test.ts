@@ -206,18 +206,39 @@ describe('WorkQueue', () => {
     assert.deepEqual(log, ['a:busy start', 'a:busy end', 'a:send start', 'a:send end']);
   });
 
-  test('a delayed add taken back never runs; a second delayed add of a kind replaces the first', async () => {
+  test('delayed adds taken back never run and are handed back; a second delayed add of a kind replaces the first', async () => {
     const { clock, log, queue } = lab();
     queue.addAfter('a', look('first'), 100);
     queue.addAfter('a', look('second'), 300);
-    await clock.advance(200);
-    assert.deepEqual(log, [], 'the first was replaced');
-    assert.equal(queue.cancel('a', 'look'), true);
-    assert.equal(queue.cancel('a', 'look'), false, 'nothing left to take back');
-    assert.equal(queue.busy('a'), false);
-    await clock.advance(1_000);
+    queue.addAfter('b', look('third'), 50);
+    queue.addAfter('c', task('other kind'), 400);
+    await clock.advance(20);
     assert.deepEqual(log, []);
-    assert.equal(clock.pending().length, 0, 'its timer cleared');
+    assert.deepEqual(queue.takeBack('look'), [
+      { key: 'a', job: look('second') },
+      { key: 'b', job: look('third') },
+    ]);
+    assert.deepEqual(queue.takeBack('look'), [], 'nothing left to take back');
+    assert.equal(queue.busy('a'), false);
+    assert.equal(queue.busy('b'), false);
+    assert.equal(queue.has('c', 'task'), true, 'a delayed add of another kind was taken back');
+    await clock.advance(1_000);
+    assert.deepEqual(log, ['c:other kind start', 'c:other kind end']);
+    assert.equal(clock.pending().length, 0, 'their timers cleared');
+  });
+
+  test('a delayed add that is due is no longer taken back: it runs', async () => {
+    const { clock, log, queue, hold } = lab();
+    const release = hold('a:busy');
+    const busy = queue.add('a', task('busy'));
+    await turns(5);
+    queue.addAfter('a', look('due'), 10);
+    await clock.advance(10);
+    assert.deepEqual(queue.takeBack('look'), [], 'a due add, waiting behind work under way, was taken back');
+    release();
+    await busy;
+    await turns(5);
+    assert.deepEqual(log, ['a:busy start', 'a:busy end', 'a:due start', 'a:due end']);
   });
 
   test('a delayed job that fails is reported by no one but the processor, and the key goes on', async () => {
