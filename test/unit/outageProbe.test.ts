@@ -303,6 +303,34 @@ describe('one outage, one probe', () => {
     assert.equal(totalSets(h2), 3, 'the step, due at its time');
   });
 
+  it('a half-step try whose turn runs past its group’s step, across crashes, then fails: counted and backed off, not re-activated at once', async () => {
+    // The crash property's seed 1048062734, replayed: the try goes out after a restart, the engine
+    // crashes again while its turn runs for 30 min, and the turn then fails.
+    const threads = ids(3);
+    const store = new MemoryStore();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
+    const h = await fleet(threads, { store, dir });
+    await outage(h, threads);
+    await h.advance(BASE + 1_000);
+    const [probe] = [...setsOf(h).keys()];
+    await outage(h, [probe]);
+    h.crash();
+    const h2 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
+    harnesses.push(h2);
+    await h2.advance(BASE + 1_000);
+    assert.deepEqual([...setsOf(h2)], [[probe, 2]], 'the half-step try');
+    h2.crash();
+    const h3 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
+    harnesses.push(h3);
+    await h3.advance(30 * 60_000); // the try's turn runs on: its group's step came and went
+    const failures = h3.engine.watch(probe)!.failures;
+    const tries = setsOf(h3).get(probe);
+    await outage(h3, [probe]);
+    assert.equal(h3.engine.watch(probe)!.failures, failures + 1, 'the failed try was not counted');
+    await h3.advance(BASE / 2 - 1);
+    assert.equal(setsOf(h3).get(probe), tries, 're-activated sooner than the shortest backoff after its failure');
+  });
+
   it('grouping off (the bench’s per-goal baseline): each goal fails again on its own', async () => {
     const threads = ids(4);
     const h = await fleet(threads, { options: { groupOutages: false } });
