@@ -143,7 +143,7 @@ try {
         error:
           c.tests === 0
             ? 'the guard matched no test'
-            : `the guard is red without the mutation: ${c.failing.join('; ')}`,
+            : `the guard is red without the mutation: ${c.failing.join('; ')}: ${c.message}`,
         ms: c.ms,
       });
       console.log(`✗ ${m.id}: ${results.at(-1).error}`);
