@@ -81,6 +81,28 @@ async function probeOut(n: number) {
   return { threads, h, probe };
 }
 
+/**
+ * `n` goals blocked by one outage, whose probe failed again (the group takes the second step, 60 s;
+ * the probe tries at 30 s), then a crash; `restart` starts an engine on what the store holds.
+ */
+async function probeFailedOnDisk(n: number) {
+  const threads = ids(n);
+  const store = new MemoryStore();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
+  const h = await fleet(threads, { store, dir });
+  await outage(h, threads);
+  await h.advance(BASE + 1_000);
+  const [probe] = [...setsOf(h).keys()];
+  await outage(h, [probe]);
+  h.crash();
+  const restart = async () => {
+    const next = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
+    harnesses.push(next);
+    return next;
+  };
+  return { threads, probe, restart };
+}
+
 const kinds = (h: Harness, threads: string[]) => threads.map((id) => h.engine.watch(id)?.state.kind);
 const probeOf = (h: Harness, id: string) => {
   const s = h.engine.watch(id)?.state;
@@ -282,17 +304,8 @@ describe('one outage, one probe', () => {
   });
 
   it('a crash after the probe failed: the restarted engine makes its half-step try from the store, and its failure is not a step', async () => {
-    const threads = ids(5);
-    const store = new MemoryStore();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
-    const h = await fleet(threads, { store, dir });
-    await outage(h, threads);
-    await h.advance(BASE + 1_000);
-    const [probe] = [...setsOf(h).keys()];
-    await outage(h, [probe]); // the group takes the second step (60 s); the probe tries at 30 s
-    h.crash();
-    const h2 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
-    harnesses.push(h2);
+    const { threads, probe, restart } = await probeFailedOnDisk(5);
+    const h2 = await restart();
     const state = (id: string) => [h2.engine.watch(id)?.state.kind, h2.engine.watch(id)?.failures];
     await h2.advance(BASE + 1_000);
     assert.deepEqual([...setsOf(h2)], [[probe, 2]], 'the half-step try, read back from the store');
@@ -306,22 +319,12 @@ describe('one outage, one probe', () => {
   it('a half-step try whose turn runs past its group’s step, across crashes, then fails: counted and backed off, not re-activated at once', async () => {
     // The crash property's seed 1048062734, replayed: the try goes out after a restart, the engine
     // crashes again while its turn runs for 30 min, and the turn then fails.
-    const threads = ids(3);
-    const store = new MemoryStore();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
-    const h = await fleet(threads, { store, dir });
-    await outage(h, threads);
-    await h.advance(BASE + 1_000);
-    const [probe] = [...setsOf(h).keys()];
-    await outage(h, [probe]);
-    h.crash();
-    const h2 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
-    harnesses.push(h2);
+    const { probe, restart } = await probeFailedOnDisk(3);
+    const h2 = await restart();
     await h2.advance(BASE + 1_000);
     assert.deepEqual([...setsOf(h2)], [[probe, 2]], 'the half-step try');
     h2.crash();
-    const h3 = await makeHarness({ dir, daemon: h.daemon, store, clock: h.clock });
-    harnesses.push(h3);
+    const h3 = await restart();
     await h3.advance(30 * 60_000); // the try's turn runs on: its group's step came and went
     const failures = h3.engine.watch(probe)!.failures;
     const tries = setsOf(h3).get(probe);
