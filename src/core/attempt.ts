@@ -47,12 +47,19 @@ export class Attempts {
    */
   withdrawAll(): void {
     const core = this.core;
-    for (const { job } of core.work.takeBack('send')) {
-      const p = job.prepared;
-      if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
-      if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
-      setWithdrawn(core, p.w, p.scheduled);
-    }
+    for (const { job } of core.work.takeBack('send')) this.withdraw(job.prepared);
+  }
+
+  /**
+   * A set that never went out: its intent is withdrawn, whatever state a look moved the watch to
+   * meanwhile (a newer failed turn, counted while this attempt waited: a stale intent would later
+   * take that turn for this set's effect, and confirm a recovery that never happened over it), and
+   * its count given back to the budget.
+   */
+  private withdraw(p: Prepared): void {
+    if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
+    if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
+    setWithdrawn(this.core, p.w, p.scheduled);
   }
 
   /**
@@ -143,14 +150,8 @@ export class Attempts {
   private async calledOff(p: Prepared, error: unknown): Promise<void> {
     const core = this.core;
     const { w, failedTurnId } = p;
-    // The set never went out: its intent is withdrawn, whatever state a look moved the watch to
-    // meanwhile (a newer failed turn, counted while this attempt waited: a stale intent would later
-    // take that turn for this set's effect, and confirm a recovery that never happened over it).
-    const withdrawn = w.pending?.failedTurnId === failedTurnId;
-    if (withdrawn) w.pending = null;
-    if (p.sentAt !== null) uncountRecovery(w, p.sentAt);
+    this.withdraw(p);
     core.schedule.giveBack();
-    setWithdrawn(core, w, p.scheduled);
     // Never sent without its intent on disk; and not at once again, against a failing disk.
     if (error instanceof SaveFailed) dueNotBefore(core, w, failedTurnId, core.now() + SAVE_RETRY_MS);
     if (!(error instanceof Abort)) throw error;

@@ -4,18 +4,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import { isDead } from '../support/processes';
 import { sleep, until } from '../support/wait';
 
 const GUARD = path.resolve(__dirname, '..', 'support', 'orphanGuard.js');
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test('a guarded child ends when its parent is killed, and only then', async () => {
   // The parent starts a guarded child that would otherwise live for a minute, prints its pid, and
@@ -35,10 +27,10 @@ test('a guarded child ends when its parent is killed, and only then', async () =
     await until('the child pid', () => /^\d+\n/.test(out), 10_000);
     const child = Number(out.trim());
     await sleep(1_200);
-    assert.ok(alive(child), 'the guarded child ended while its parent was alive');
+    assert.ok(!isDead(child), 'the guarded child ended while its parent was alive');
     parent.kill('SIGKILL');
     await exited;
-    await until('the orphaned child to end', () => !alive(child), 5_000);
+    await until('the orphaned child to end', () => isDead(child), 5_000);
   } finally {
     if (parent.exitCode === null && parent.signalCode === null) parent.kill('SIGKILL');
   }

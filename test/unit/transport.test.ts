@@ -12,6 +12,7 @@ import { WebSocketMessageReader, WebSocketMessageWriter } from '../../src/protoc
 import { checkSocketSafety, checkWsUrl, defaultCodexHome, defaultSocketPath } from '../../src/protocol/socketSafety';
 import { openTransport, TransportError, type Transport } from '../../src/protocol/transport';
 import { sleep, tempDir } from '../support/wait';
+import { isDead } from '../support/processes';
 
 async function listenUnix(sockPath: string): Promise<net.Server> {
   const srv = net.createServer((s) => s.destroy());
@@ -356,21 +357,6 @@ test('stdio transport: echo child, stderr lines, exit reported once', async () =
   client.dispose();
   await t.close();
 });
-
-function isDead(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    // A zombie whose parent is gone still answers kill(0) until reaped.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return /^\d+ \(.*\) Z/.test(stat);
-  } catch {
-    return true;
-  }
-}
 
 test('stdio transport: close() kills the whole process group, escalating to SIGKILL', async () => {
   const script = `
