@@ -34,8 +34,10 @@ export class EngineHost implements RecoveryService, TermEngine {
   readonly role = 'leader' as const;
   private readonly engine: Engine;
   private readonly listeners = new Listeners();
-  private readonly throttle = new Throttle(100, () => this.emitChange());
+  private readonly throttle = new Throttle(100, () => this.listeners.fire());
   private cached: EngineSnapshot;
+  /** The engine changed since `cached` was made: the next `snapshot()` makes it again. */
+  private stale = false;
   /** The engine's start: commands wait for it. */
   private ready: Promise<void> | null = null;
 
@@ -69,7 +71,16 @@ export class EngineHost implements RecoveryService, TermEngine {
     this.engine.updateOptions(settings.options);
   }
 
+  /**
+   * The engine's state as of its last change, made at most once per change (a deep copy): whoever
+   * reads it after being told of a change (this window's views, the broadcast to the followers)
+   * sees that change.
+   */
   snapshot(): EngineSnapshot {
+    if (this.stale) {
+      this.stale = false;
+      this.cached = this.engine.snapshot();
+    }
     return this.cached;
   }
 
@@ -117,18 +128,14 @@ export class EngineHost implements RecoveryService, TermEngine {
   }
 
   private decided(d: Decision): void {
-    this.cached = this.engine.snapshot();
+    this.stale = true;
     this.events.decided(d);
     this.throttle.poke();
   }
 
   private changed(): void {
+    this.stale = true;
     this.events.changed();
     this.throttle.poke();
-  }
-
-  private emitChange(): void {
-    this.cached = this.engine.snapshot();
-    this.listeners.fire();
   }
 }

@@ -40,8 +40,9 @@ export interface TermEngine {
 
 /** What the term's engine reports back (it is built with these). */
 export interface TermEvents {
+  /** The engine's state changed: its `snapshot()` shows the change from now on (it is broadcast as it is then). */
   changed(): void;
-  /** A decision, once announced (durable). */
+  /** A decision, once announced (durable); `snapshot()` shows the state it left. */
   decided(decision: Decision): void;
   /**
    * Null while this term may act; else why not (its lease ran out, it no longer leads). Asked

@@ -196,6 +196,16 @@ export function extensionLogFiles(userDataDir: string): string[] {
   return out.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
 }
 
+/** The last `n` lines of each window's extension log, for a failure message ('' when none is written yet). */
+export function extensionLogTails(userDataDir: string, n: number): string {
+  return extensionLogFiles(userDataDir)
+    .map((f, i) => {
+      const lines = fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).slice(-n);
+      return `\n  extension log of window ${i + 1} (last ${lines.length} lines, ${f}):\n    ${lines.join('\n    ')}`;
+    })
+    .join('');
+}
+
 /** The lines of the extension logs that are not among `before` (extensionLogFiles() earlier). */
 export function newExtensionLogLines(userDataDir: string, before: readonly string[]): string[] {
   return extensionLogFiles(userDataDir)

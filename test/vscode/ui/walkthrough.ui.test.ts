@@ -299,11 +299,17 @@ describe('two windows of a fresh install: the choice made in the one that follow
 
   it("reaches the leader's engine: the active goal is armed at once in both windows", () =>
     second.guard('walkthrough-two-windows', async () => {
-      // The second window follows the first (which runs the engine): its log says so.
-      const logs = extensionLogFiles(first.server.userDataDir);
-      assert.equal(logs.length, 2, logs.join('\n'));
-      assert.match(fs.readFileSync(logs[0], 'utf8'), /this window runs the engine/);
-      assert.match(fs.readFileSync(logs[1], 'utf8'), /runs against this daemon: following it/);
+      // The second window follows the first (which runs the engine): its log says so (once the
+      // log is written: a window's status bar can show before its log file is on disk).
+      await eventually(
+        () => Promise.resolve(extensionLogFiles(first.server.userDataDir).map((f) => fs.readFileSync(f, 'utf8'))),
+        (logs) =>
+          logs.length === 2 &&
+          /this window runs the engine/.test(logs[0]) &&
+          /runs against this daemon: following it/.test(logs[1]),
+        T,
+        'the two windows to log their roles',
+      );
       lab.mock.setMode('slow', { delayMs: 600_000 });
       await lab.goal('Keep the docs in step');
       for (const wb of [first, second]) {

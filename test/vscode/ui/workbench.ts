@@ -5,6 +5,7 @@
 // a screenshot. Everything lands in test-artifacts/ (git-ignored).
 import type { Browser, Locator, Page } from 'playwright-core';
 import { guardProcess } from '../cleanup';
+import { extensionLogTails } from '../exthost';
 import { injectSmokeTestDriver, launchChromium, screenshot as takeScreenshot } from '../browser';
 import { startCodeServer, type CodeServer } from '../launch';
 import { assertInstalled } from '../paths';
@@ -236,7 +237,8 @@ export class Workbench {
 
   /** Waits until the view's rows satisfy `check`; returns them. */
   async waitForTreeRows(viewName: string, check: (rows: string[]) => boolean, timeoutMs = 30_000): Promise<string[]> {
-    return eventually(() => this.treeRows(viewName), check, timeoutMs, `rows of view "${viewName}"`);
+    const where = this.owner ? 'the first window' : 'a window opened after it';
+    return eventually(() => this.treeRows(viewName), check, timeoutMs, `rows of view "${viewName}" in ${where}`);
   }
 
   /** A row of a view by its exact aria label. */
@@ -435,6 +437,7 @@ export class Workbench {
     } catch (err) {
       const file = await takeScreenshot(this.page, `ui-${name}`);
       if (err instanceof Error && file) err.message += `\n  screenshot: ${file}`;
+      if (err instanceof Error) err.message += extensionLogTails(this.server.userDataDir, 15);
       if (verbose)
         console.error(`browser console (errors, last lines):\n  ${this.consoleLines.slice(-20).join('\n  ')}`);
       throw err;
