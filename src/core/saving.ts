@@ -125,7 +125,7 @@ export class Saver {
   private async saveNow(): Promise<boolean> {
     this.queuedSave = null;
     this.heldSave = false; // this save holds whatever a hold kept back so far
-    const started = this.deps.clock.now();
+    const started = this.deps.clock.elapsed(); // a duration: the wall clock may jump meanwhile
     const announce = this.outbox.splice(0);
     const views = this.viewsStale || announce.length > 0;
     this.viewsStale = false;
@@ -140,7 +140,7 @@ export class Saver {
     if (this.deps.fence() !== null) return false;
     try {
       await this.deps.store.save(this.deps.state(), changed);
-      this.saveMs.push(Math.max(0, this.deps.clock.now() - started));
+      this.saveMs.push(this.deps.clock.elapsed() - started);
       if (this.saveMs.length > 16) this.saveMs.shift();
     } catch (error) {
       // Everything may differ from what is on disk now: the next save writes it all.

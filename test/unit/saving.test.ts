@@ -24,6 +24,8 @@ function saverWorld(): {
   /** Each announcement, with whether the store held its thread when it went out. */
   said: Array<{ decision: Decision; saved: boolean }>;
   arm: (threadId: string) => void;
+  /** How many times the views were told of a change. */
+  viewsTold: () => number;
   /** Why the saver may not act (the lease's fence), or null. */
   fenced: { reason: string | null };
 } {
@@ -32,7 +34,9 @@ function saverWorld(): {
   const state = emptyState();
   const said: Array<{ decision: Decision; saved: boolean }> = [];
   const fenced: { reason: string | null } = { reason: null };
+  let told = 0;
   const saver = new Saver({
+    onChange: () => (told += 1),
     store,
     clock,
     onDecision: (decision) =>
@@ -46,7 +50,7 @@ function saverWorld(): {
     state.watches[threadId] = newWatch(threadId, clock.now());
     saver.emit({ type: 'armed', threadId, title: threadId });
   };
-  return { saver, clock, store, state, said, arm, fenced };
+  return { saver, clock, store, state, said, arm, fenced, viewsTold: () => told };
 }
 
 describe('Saver and the fence (src/leader/lease.ts)', () => {
@@ -192,5 +196,73 @@ describe('Saver.hold', () => {
       said.map((s) => [s.decision.type, s.saved]),
       [['armed', true]],
     );
+  });
+});
+
+describe('Saver: what a save holds, and who hears of it', () => {
+  test('a change the views show reaches them after the save that holds it, once; a save with nothing new tells them nothing', async () => {
+    const { saver, store, viewsTold } = saverWorld();
+    assert.equal(await saver.persist(), true);
+    assert.equal(viewsTold(), 0, 'the views were told of a change before any');
+    store.hold();
+    saver.changed();
+    await turns(5);
+    assert.equal(viewsTold(), 0, 'the views were told before the save that holds the change');
+    store.open();
+    await turns(5);
+    assert.equal(viewsTold(), 1);
+    await saver.persist();
+    assert.equal(viewsTold(), 1, 'a save with nothing new told the views');
+    saver.emit({ type: 'warning', message: 'something to say' });
+    await turns(5);
+    assert.equal(viewsTold(), 2, 'an announcement did not reach the views');
+  });
+
+  test("a decision about a thread saves that thread with it, marked or not; one about every thread ('*') or none names none", async () => {
+    const { saver, store, state, clock } = saverWorld();
+    state.watches['thread-1'] = newWatch('thread-1', clock.now());
+    saver.emit({ type: 'skipped', threadId: 'thread-1', reason: 'goal cleared' });
+    await turns(5);
+    assert.deepEqual([...(store.lastChanged ?? ['every watch'])], ['thread-1']);
+    saver.emit({ type: 'skipped', threadId: '*', reason: 'auto-recovery paused by the user' });
+    saver.emit({ type: 'warning', message: 'something to say' });
+    await turns(5);
+    assert.deepEqual([...(store.lastChanged ?? ['every watch'])], []);
+  });
+
+  test('after a save that failed, the next one writes every watch; after one that landed, the marked ones', async () => {
+    const { saver, store, state, clock, said } = saverWorld();
+    state.watches['thread-1'] = newWatch('thread-1', clock.now());
+    saver.mark('thread-1');
+    await saver.persist();
+    assert.deepEqual([...(store.lastChanged ?? ['every watch'])], ['thread-1']);
+    store.failing = 'no space left on device';
+    saver.mark('thread-1');
+    assert.equal(await saver.persist(), false);
+    const last = said.at(-1)?.decision;
+    assert.match(last?.type === 'warning' ? last.message : '', /could not save state/);
+    store.failing = null;
+    assert.equal(await saver.persist(), true);
+    assert.equal(store.lastChanged, undefined, 'after a failed save, only the marked watches were written');
+    saver.markAll();
+    await saver.persist();
+    assert.equal(store.lastChanged, undefined, 'markAll: only the marked watches were written');
+  });
+
+  test('the slowest of the last 16 saves, timed on the monotonic clock (a wall clock that jumps meanwhile is not a slow disk)', async () => {
+    const { saver, store, clock } = saverWorld();
+    assert.equal(saver.slowestMs(), 0);
+    const saveTaking = (ms: number, jump = 0) =>
+      (store.onSave = () => {
+        clock.suspend(ms); // time passes while the disk writes
+        clock.jump(jump);
+      });
+    saveTaking(500);
+    await saver.persist();
+    saveTaking(10, 3_600_000);
+    for (let i = 0; i < 15; i++) await saver.persist();
+    assert.equal(saver.slowestMs(), 500, 'the 16th save back was forgotten');
+    await saver.persist();
+    assert.equal(saver.slowestMs(), 10, 'a save 17 saves back still counts');
   });
 });
