@@ -114,7 +114,7 @@ describe('applyThread', () => {
       modelProvider: null,
       model: null,
       ...over,
-    } as Thread;
+    };
   }
 
   it('a rollout path seen first, or moved: kept, read from its start unless the arming fixed an offset in it', () => {
