@@ -238,6 +238,52 @@ describe('arm: a person watches a goal the engine did not adopt', () => {
     );
   });
 
+  it('an event between the reads of the arming: all read again; a thread that keeps changing through five reads is refused, said why, not armed', async () => {
+    const w = world('active', testTurn('turn-1', 'inProgress'));
+    const h = await harness(w, { autoArm: false });
+    let changes = 2;
+    w.daemon.before = (m) => {
+      // The status changes while the goal is read: the daemon's event comes before its reply.
+      if (m.method === 'thread/goal/get' && changes-- > 0)
+        w.daemon.notify('thread/status/changed', { threadId: T1, status: { type: 'active', activeFlags: [] } });
+    };
+    const reads = () => w.daemon.count('thread/goal/get');
+    let before = reads();
+    await h.engine.commands.arm(T1);
+    assert.equal(reads() - before, 3, 'not read again after each event, or read past the first quiet read');
+    assert.equal(stateOf(h)?.kind, 'running');
+
+    const w2 = world('active', testTurn('turn-1', 'inProgress'));
+    const h2 = await harness(w2, { autoArm: false });
+    w2.daemon.before = (m) => {
+      if (m.method === 'thread/goal/get')
+        w2.daemon.notify('thread/status/changed', { threadId: T1, status: { type: 'active', activeFlags: [] } });
+    };
+    before = w2.daemon.count('thread/goal/get');
+    await assert.rejects(
+      h2.engine.commands.arm(T1),
+      /^Error: arm thread-1: the thread kept changing while it was read; try again$/,
+    );
+    assert.equal(w2.daemon.count('thread/goal/get') - before, 5);
+    assert.deepEqual(h2.engine.watch(T1)?.state, { kind: 'notAdopted', status: 'active' });
+    assert.equal(said(h2, 'armed').length, 0);
+  });
+
+  it('the goal cleared as the arming reads it: refused, said why, and the watch goes', async () => {
+    const w = world('active', testTurn('turn-1', 'inProgress'));
+    const h = await harness(w, { autoArm: false });
+    w.daemon.before = (m) => {
+      if (m.method === 'thread/goal/get') w.daemon.thread(T1).goal = null;
+    };
+    await assert.rejects(h.engine.commands.arm(T1), /^Error: arm thread-1: its goal was cleared$/);
+    assert.equal(h.engine.watch(T1), undefined);
+    assert.deepEqual(
+      said(h, 'skipped').map((d) => d.type === 'skipped' && d.reason),
+      ['goal cleared'],
+    );
+    assert.equal(said(h, 'armed').length, 0);
+  });
+
   it('not connected: refused with a clear error, nothing recorded', async () => {
     const w = world('blocked', testTurn('turn-1', 'failed'));
     const h = await harness(w);
