@@ -410,6 +410,48 @@ describe('seed scenarios', () => {
     assert.equal(after.state.kind, 'complete');
   });
 
+  // The write-ahead intent of a set prepared ahead of its due time (the engine writes it, then
+  // sends when due), and a crash in between: the daemon never saw the set.
+  for (const how of ['the due time ahead', 'the due time passed'] as const) {
+    it(`an intent whose set never reached the daemon, ${how}: due again (never before its time), recovered once, its history says the first had no effect`, async () => {
+      const dir = tmp();
+      const clock = new FakeClock();
+      const daemon = failedDaemon(dir);
+      const w = failedWatch(clock.now(), daemon.thread().path);
+      const due = how === 'the due time ahead' ? clock.now() + 5_000 : clock.now() - 1_000;
+      w.lastFailure!.dueAt = due;
+      w.pending = { failedTurnId: 'turn-1', attempt: 1, sentAt: clock.now() - 500 };
+      w.state = { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: clock.now() - 500 };
+      const h = await harness({ dir, daemon, clock, store: new MemoryStore(stateWith(w)) });
+      const watch = () => h.engine.watch('thread-1')!;
+      assert.equal(watch().pending, null, 'the lost intent is still pending');
+      assert.deepEqual(
+        watch()
+          .history.slice(0, 1)
+          .map((e) => [e.failedTurnId, e.attempt, e.error, e.outcome, e.detail]),
+        [
+          [
+            'turn-1',
+            1,
+            'internalServerError',
+            'skipped',
+            'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
+          ],
+        ],
+      );
+      assert.equal(watch().lastFailure?.dueAt, Math.max(due, clock.now()), 'the due time moved');
+      if (due > clock.now()) {
+        await h.advance(due - clock.now() - 1);
+        assert.equal(daemon.count('thread/goal/set'), 0, 'sent before its due time');
+      }
+      await h.advance(RESYNC);
+      assert.equal(daemon.count('thread/goal/set'), 1, 'the lost intent was not sent again');
+      assert.deepEqual(watch().recovered, ['turn-1']);
+      await h.advance(RESYNC * 2);
+      assert.equal(daemon.count('thread/goal/set'), 1, 'recovered twice');
+    });
+  }
+
   it('a set that errors while notifications show success counts as success (TestResetSetError)', async () => {
     const dir = tmp();
     const clock = new FakeClock();
