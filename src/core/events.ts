@@ -59,7 +59,11 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
     threadStatus: (threadId, status) => {
       const live = bump(threadId);
       live.status = status;
-      if (status.type === 'notLoaded') live.loaded = false;
+      if (status.type === 'notLoaded') {
+        // Unloaded, the thread has no subscribers: loaded again, it is subscribed anew (as after thread/closed).
+        live.loaded = false;
+        live.subscribed = false;
+      }
       core.touch(threadId);
     },
     threadStarted: (thread) => {
