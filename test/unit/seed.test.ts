@@ -487,6 +487,37 @@ describe('seed scenarios', () => {
     assert.equal(w.history.at(-1)?.outcome, 'recovered');
   });
 
+  it('a set the daemon refuses, and whose refusal its state confirms: said, kept in the history as rejected, and counted as a failed try (backs off further)', async () => {
+    const dir = tmp();
+    const clock = new FakeClock();
+    const daemon = failedDaemon(dir);
+    daemon.setError = { code: -32600, message: 'synthetic rejection' };
+    const h = await harness({
+      dir,
+      daemon,
+      clock,
+      store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
+    });
+    await h.reconcile();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(daemon.count('thread/goal/set'), 1);
+    assert.deepEqual(
+      h.decisions.flatMap((d) => (d.type === 'warning' ? [d.message] : [])),
+      [
+        "thread/goal/set failed (-32600): synthetic rejection; reading the daemon's state to see whether it took effect",
+      ],
+    );
+    const entry = w.history.at(-1);
+    assert.deepEqual(
+      [entry?.failedTurnId, entry?.attempt, entry?.error, entry?.outcome, entry?.detail],
+      ['turn-1', 1, 'internalServerError', 'rejected', 'thread/goal/set failed (-32600): synthetic rejection'],
+    );
+    assert.equal(w.pending, null);
+    assert.deepEqual(w.state, { kind: 'backoff', attempt: 2, failedTurnId: 'turn-1' });
+    assert.ok(dueAt(w)! > clock.now(), 'a rejected set was tried again at once');
+    assert.deepEqual(w.recovered, []);
+  });
+
   it("never competes with Codex's own retry (TestNoCompetingRetry)", async () => {
     // The goal is blocked while Codex retries (docs/daemon-behaviour.md (a): `error {willRetry:
     // true}`, then the goal `blocked` and the thread `systemError` before the turn's end), and the
