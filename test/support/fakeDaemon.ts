@@ -364,8 +364,10 @@ export class FakeDaemon extends StrictDaemon {
       this.automaticSets.set(key, (this.automaticSets.get(key) ?? 0) + 1);
     }
     t.goal = { ...t.goal, status: p.status as GoalStatus, updatedAt: t.goal.updatedAt + 1 };
-    // §g (measured: none on a thread not loaded)
-    if (t.loaded && fs.existsSync(t.path)) fs.appendFileSync(t.path, goalEventLine(t.goal));
+    // §g (measured: none on a thread not loaded): a person's set (origin "user") writes the marker
+    // that says so, then the goal event; an automatic one, the goal event only.
+    if (t.loaded && fs.existsSync(t.path))
+      fs.appendFileSync(t.path, (p.origin === 'user' ? intentLine(t.goal.status) : '') + goalEventLine(t.goal));
     // Measured (0.169.0): on a thread the daemon has not loaded, the set answers `active` but
     // starts no turn.
     if (t.goal.status === 'active' && t.loaded) {

@@ -3,8 +3,9 @@
 // (`thread/goal/cleared`): the watch goes, said once. A thread the daemon closes (`thread/closed`)
 // or reports not loaded (`thread/status/changed` notLoaded): shown "not loaded"; when a client loads
 // it again, the engine subscribes anew (the close ended its subscription) and watches it as before.
-// The fake daemon (test/support/fakeDaemon.ts) stands for the real one; the clock never moves here,
-// so no resync can do the work instead.
+// And "Pause goal", a person's own set (origin "user"): Codex records it as theirs, so the engine
+// shows it as the person's and never resumes it. The fake daemon (test/support/fakeDaemon.ts) stands
+// for the real one; the clock moves only where a test says so, so no resync does the work instead.
 //
 // Options: the shipped defaults (TEST_OPTIONS).
 import { after, describe, it } from 'node:test';
@@ -49,4 +50,26 @@ describe("the daemon's thread events", () => {
       assert.equal(h.daemon.count('thread/resume') - resumes, 1, 'not subscribed anew once loaded again');
     });
   }
+});
+
+describe('Pause goal', () => {
+  it("pauses the goal in Codex as the person's own set: Codex records it, the engine shows it as theirs and never resumes it", async () => {
+    const h = await armedHarness([T1], {}, harnesses);
+    await h.engine.commands.pauseGoal(T1);
+    await h.settle();
+    assert.equal(h.daemon.thread(T1).goal?.status, 'paused');
+    const s = h.engine.watch(T1)?.state;
+    assert.ok(s?.kind === 'userIntent' && s.requested === 'paused', JSON.stringify(s));
+    assert.equal(h.engine.watch(T1)?.goal?.status, 'paused');
+    await h.advance(10 * 60_000);
+    assert.equal(h.daemon.thread(T1).goal?.status, 'paused', 'the engine resumed a goal the person paused');
+  });
+
+  it('not connected: refused, saying why', async () => {
+    const h = await armedHarness([T1], {}, harnesses);
+    h.daemon.down = true;
+    h.daemon.disconnect();
+    await h.settle();
+    await assert.rejects(h.engine.commands.pauseGoal(T1), /^Error: not connected to the Codex daemon \(.+\)$/);
+  });
 });
