@@ -244,6 +244,19 @@ describe('one outage, one probe', () => {
     assert.equal(totalSets(h), 4);
   });
 
+  it('the provider answered before the outage: that answer releases no one, the goals still wait for one probe', async () => {
+    const threads = ids(4);
+    const h = await fleet([...threads, 'healthy']);
+    h.daemon.answer('healthy');
+    h.daemon.answer('healthy'); // the provider answers, as it does every few seconds
+    await h.settle();
+    await h.advance(10_000);
+    await outage(h, threads);
+    await h.advance(BASE + 1_000);
+    assert.equal(totalSets(h), 1, 'an answer from before the outage let every goal fail again');
+    assert.equal(kinds(h, threads).filter((k) => k === 'waitingProbe').length, 3);
+  });
+
   it('a lone goal, and goals of different kinds of failure, go as before: no probe, no wait', async () => {
     const h = await fleet(['a', 'b', 'c']);
     await outage(h, ['a'], 'internalServerError');
