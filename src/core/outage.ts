@@ -59,7 +59,10 @@ export interface ProbeFacts {
   /** The turn its recovery started has ended (completed, failed, interrupted): null while not known yet. */
   readonly turnEnded: boolean | null;
   readonly now: number;
-  /** The longest a probe's verdict is waited for (the backoff cap): then the others go on their own. */
+  /**
+   * The longest a probe's verdict is waited for (the backoff cap): then the next due goal of its
+   * group goes as the new probe.
+   */
   readonly verdictWithinMs: number;
 }
 

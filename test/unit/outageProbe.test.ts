@@ -131,6 +131,27 @@ describe('one outage, one probe', () => {
     assert.equal(h.decisions.filter((d) => d.type === 'skipped' && d.reason === 'waiting for the probe').length, 9);
   });
 
+  it('a probe with no verdict (its turn runs on, no answer): waited for until its set plus the backoff cap, then the next goal goes as the new probe', async () => {
+    const { threads, h, probe } = await probeOut(3);
+    const sentAt = h.engine.watch(probe)!.recoveries.at(-1)!;
+    const cap = DEFAULT_OPTIONS.maxDelayMs;
+    const rest = threads.filter((id) => id !== probe);
+    await h.advance(sentAt + cap - h.clock.now());
+    assert.deepEqual(
+      rest.map((id) => probeOf(h, id)),
+      [probe, probe],
+      'they stopped waiting before the cap',
+    );
+    assert.equal(totalSets(h), 1);
+    await h.advance(1_000);
+    assert.equal(totalSets(h), 2, 'not one new probe once the cap had passed');
+    const next = rest.find((id) => setsOf(h).has(id))!;
+    assert.deepEqual(
+      rest.filter((id) => id !== next).map((id) => probeOf(h, id)),
+      [next],
+    );
+  });
+
   it('the probe gets an answer from the provider: the rest are released at once, through the limiter, each once', async () => {
     const { h, probe } = await probeOut(10);
     h.daemon.answer(probe);
