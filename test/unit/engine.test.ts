@@ -312,6 +312,24 @@ describe('engine', () => {
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'backoff');
   });
 
+  it("a provider's failure while the thread was disarmed is recovered once after Re-arm (armed again from the goal's activation, not from now)", async () => {
+    const h = await armed();
+    await h.engine.commands.disarm('thread-1');
+    failByEvents(h.daemon, 'thread-1', 'turn-1');
+    await h.settle();
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'disarmed');
+    await h.advance(10 * 60_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 0, 'recovered while disarmed');
+    await h.engine.commands.rearm('thread-1');
+    await h.settle();
+    await h.advance(10 * 60_000);
+    assert.equal(
+      h.daemon.automaticSets.get('thread-1/turn-1'),
+      1,
+      'the failure since the activation was not recovered once',
+    );
+  });
+
   it('a block the model chose while the thread was disarmed is not recovered after Re-arm (found by the crash-consistency property)', async () => {
     const h = await armed();
     const t = h.daemon.thread();
