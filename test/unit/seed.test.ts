@@ -83,6 +83,16 @@ function stateWith(w: WatchedThread): PersistedState {
   return s;
 }
 
+/** An engine started on a store that holds thread-1's failure, due now (failedWatch), against `daemon`. */
+function withFailedWatch(dir: string, daemon: FakeDaemon, clock: FakeClock): Promise<Harness> {
+  return harness({
+    dir,
+    daemon,
+    clock,
+    store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
+  });
+}
+
 /** A daemon whose thread-1 is blocked by a failed turn-1 (the seed's newFake + fail()). */
 function failedDaemon(dir: string): FakeDaemon {
   const d = new FakeDaemon(dir);
@@ -268,12 +278,7 @@ describe('seed scenarios', () => {
     const daemon = failedDaemon(dir);
     daemon.thread().status = { type: 'active', activeFlags: [] };
     const clock = new FakeClock();
-    const h = await harness({
-      dir,
-      daemon,
-      clock,
-      store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
-    });
+    const h = await withFailedWatch(dir, daemon, clock);
     await h.advance(60_000);
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
@@ -472,12 +477,7 @@ describe('seed scenarios', () => {
       daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: t.goal });
       daemon.notify('turn/completed', { threadId: 'thread-1', turn: t.turn });
     };
-    const h = await harness({
-      dir,
-      daemon,
-      clock,
-      store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
-    });
+    const h = await withFailedWatch(dir, daemon, clock);
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
     assert.equal(daemon.count('thread/goal/set'), 1);
@@ -492,12 +492,7 @@ describe('seed scenarios', () => {
     const clock = new FakeClock();
     const daemon = failedDaemon(dir);
     daemon.setError = { code: -32600, message: 'synthetic rejection' };
-    const h = await harness({
-      dir,
-      daemon,
-      clock,
-      store: new MemoryStore(stateWith(failedWatch(clock.now(), daemon.thread().path))),
-    });
+    const h = await withFailedWatch(dir, daemon, clock);
     await h.reconcile();
     const w = h.engine.watch('thread-1')!;
     assert.equal(daemon.count('thread/goal/set'), 1);
