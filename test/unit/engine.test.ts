@@ -693,6 +693,22 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 2, 'the limiter slot was postponed by the jump');
   });
 
+  it("the limiter's settings changed while recoveries wait: the new burst and interval apply at once", async () => {
+    const ids = ['a', 'b', 'c'];
+    const h = await armed({}, ids);
+    ownProviders(h.daemon, ids); // three outages: no probe holds any of them back
+    for (const id of ids) failByEvents(h.daemon, id, `${id}-turn-1`);
+    await h.settle();
+    const interval = 2 * INTERVAL;
+    h.engine.updateOptions({ ...DEFAULT_OPTIONS, limiterBurst: 1, limiterIntervalMs: interval });
+    await h.advance(BASE + 1_000);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the shipped burst of 3 still applied');
+    await h.advance(interval - 1_000 - 1);
+    assert.equal(h.daemon.count('thread/goal/set'), 1, 'the shipped interval still applied');
+    await h.advance(1);
+    assert.equal(h.daemon.count('thread/goal/set'), 2);
+  });
+
   it('a request that times out on a connection that stays open is logged, and the reconnect reads everything again', async () => {
     // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
     // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
