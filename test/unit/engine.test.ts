@@ -709,6 +709,26 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 2);
   });
 
+  it('recoveries held by the limiter go out earliest due first, whatever order the goals were armed in', async () => {
+    // A burst of 1 and a 5-minute interval (shipped: 3 and 5 s): the three wait for the second token.
+    const ids = ['a', 'b', 'c', 'x'];
+    const h = await armed({ options: { limiterBurst: 1, limiterIntervalMs: 5 * 60_000 } }, ids);
+    ownProviders(h.daemon, ids);
+    const order: string[] = [];
+    h.daemon.before = (m) => {
+      if (m.method === 'thread/goal/set') order.push(String(m.params?.threadId));
+    };
+    failByEvents(h.daemon, 'x', 'x-turn-1');
+    await h.settle();
+    for (const id of ['c', 'b', 'a']) {
+      await h.advance(1_000);
+      failByEvents(h.daemon, id, `${id}-turn-1`);
+      await h.settle();
+    }
+    await h.advance(20 * 60_000);
+    assert.deepEqual(order, ['x', 'c', 'b', 'a']);
+  });
+
   it('a request that times out on a connection that stays open is logged, and the reconnect reads everything again', async () => {
     // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
     // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
