@@ -120,7 +120,9 @@ export class Connection {
       detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s`,
     });
     core.changed();
-    if (this.reconnectTimer) core.deps.clock.clearTimer(this.reconnectTimer);
+    // The reconnect timer alone tries again, at its backoff: the resync's timer would try at once
+    // and start the backoff over (a person's Refresh does that, on purpose). Connected, it runs again.
+    this.stopTimers();
     this.reconnectTimer = this.core.guard.timer(() => this.connectNow(), delay);
   }
 

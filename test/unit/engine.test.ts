@@ -1266,6 +1266,12 @@ describe('engine: durable before announced', () => {
       'the held recovery was not explained',
     );
     const sets = daemon.count('thread/goal/set');
+    // While the disk fails, a try every 5 s, not at once again (against a failing disk).
+    const tries = () =>
+      h.decisions.filter((d) => d.type === 'skipped' && /intent could not be saved/.test(d.reason)).length;
+    const before = tries();
+    await h.advance(20_000);
+    assert.equal(tries() - before, 4, `${tries() - before} tries in 20 s`);
     store.failing = null;
     await h.advance(6_000);
     assert.equal(daemon.count('thread/goal/set'), sets + 1, 'not recovered once the disk was back');
