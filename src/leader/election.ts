@@ -396,7 +396,8 @@ export class LeaderElection {
       log: this.log,
       current: () => this.generations.current(gen) && this._role === 'leader',
       serverClosed: () => this._server?.closed === true,
-      lost: (reason) => this.stepDown(reason),
+      // The lease is the rule, the watch its backstop: a lease run out meanwhile is the reason said.
+      lost: (reason) => this.stepDown(this.tenure?.check() ? `lease lost: ${this.tenure.check()}` : reason),
     });
     this.watch.start();
   }
