@@ -396,7 +396,6 @@ export class LeaderElection {
       log: this.log,
       current: () => this.generations.current(gen) && this._role === 'leader',
       serverClosed: () => this._server?.closed === true,
-      // The lease is the rule, the watch its backstop: a lease run out meanwhile is the reason said.
       lost: (reason) => this.stepDown(this.tenure?.check() ? `lease lost: ${this.tenure.check()}` : reason),
     });
     this.watch.start();

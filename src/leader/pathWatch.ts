@@ -1,5 +1,7 @@
 // The leader's backstop: every `checkMs` it checks that `<name>.sock` is still its own socket
-// (device and inode) and that its server is still open, and steps down if not.
+// (device and inode) and that its server is still open, and steps down if not. The lease is the
+// rule: a leader woken from a stall whose watch runs before its renewal says its lease ran out
+// (election.ts asks the lease first).
 import type { Log } from './emitter';
 import { fileKey, lstatOrNull } from './files';
 
