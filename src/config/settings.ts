@@ -3,7 +3,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
+import { DEFAULT_OPTIONS, POLICY_LIMITS, type EngineOptions } from '../core/options';
 import { defaultCodexHome, defaultSocketPath } from '../protocol/socketSafety';
 import type { SharedTarget } from '../protocol/transport';
 
@@ -36,18 +36,9 @@ function machineValue(config: vscode.WorkspaceConfiguration, key: string): unkno
   return i?.globalValue ?? i?.defaultValue;
 }
 
-/**
- * The engine's policy, machine-wide like the daemon it acts on: whichever window leads, and
- * whatever workspace it has open (a trusted one or not), the same values. Each number is kept
- * inside its range (the manifest's `minimum` and `maximum`).
- */
-export const POLICY_LIMITS = {
-  baseDelaySeconds: { min: 0.1, max: 3_600 },
-  maxDelaySeconds: { min: 0.1, max: 86_400 },
-  maxAttempts: { min: 1, max: 100 },
-  recoveryBudget: { min: 1, max: 200 },
-  resyncIntervalSeconds: { min: 1, max: 3_600 },
-} as const;
+// The engine's policy, machine-wide like the daemon it acts on: whichever window leads, and
+// whatever workspace it has open (a trusted one or not), the same values. Each number is kept
+// inside its range (POLICY_LIMITS, the manifest's `minimum` and `maximum`, the runner's bounds).
 
 function machineNumber(
   config: vscode.WorkspaceConfiguration,

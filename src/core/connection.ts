@@ -44,12 +44,13 @@ export class Connection {
       async (session) => {
         if (generation !== core.generation || core.stopped) return session.close();
         core.session = session;
+        const tries = this.reconnectAttempt;
         this.reconnectAttempt = 0;
         const version = session.codexVersion;
         const warning = untestedVersionWarning(version);
         const detail = version ? `${session.describe} · Codex ${version}` : session.describe;
         core.connection = { kind: 'connected', detail, codexVersion: version, versionWarning: warning };
-        core.emit({ type: 'connection', state: 'connected', detail });
+        core.emit({ type: 'connection', state: 'connected', detail, tries });
         if (warning) core.emit({ type: 'warning', message: warning });
         core.changed();
         core.schedule.reschedule();
@@ -118,6 +119,7 @@ export class Connection {
       type: 'connection',
       state: kind,
       detail: `${reason}; reconnecting in ${Math.round(delay / 100) / 10} s`,
+      tries: this.reconnectAttempt,
     });
     core.changed();
     // The reconnect timer alone tries again, at its backoff: the resync's timer would try at once

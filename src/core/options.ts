@@ -66,3 +66,16 @@ export const DEFAULT_OPTIONS: EngineOptions = {
   reconnectBaseMs: 500,
   reconnectMaxMs: 30_000,
 };
+
+/**
+ * The range of each policy number a person can set: the extension's settings (the manifest's
+ * `minimum` and `maximum`, which a value outside is clamped into) and the runner's flags (a value
+ * outside is a usage error) share it.
+ */
+export const POLICY_LIMITS = {
+  baseDelaySeconds: { min: 0.1, max: 3_600 },
+  maxDelaySeconds: { min: 0.1, max: 86_400 },
+  maxAttempts: { min: 1, max: 100 },
+  recoveryBudget: { min: 1, max: 200 },
+  resyncIntervalSeconds: { min: 1, max: 3_600 },
+} as const;

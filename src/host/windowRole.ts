@@ -4,12 +4,12 @@
 // decisions in their log, and their commands go to the leader. When the leader's window closes,
 // another takes over. The term of office is src/leader/electedEngine.ts, shared with the runner;
 // this file is the window's hooks on it: the views' service, the log, the notifications.
+import { decisionLevel } from '../model/decisionLevel';
 import type * as vscode from 'vscode';
 import { targetOf, type Settings } from '../config/settings';
 import { ElectedEngine, type TermEngine, type TermEvents } from '../leader/electedEngine';
 import type { LeaderElection, LeaderElectionOptions } from '../leader/election';
 import { electionDir, electionFor } from '../leader/naming';
-import type { Decision } from '../model/decision';
 import { decisionLine } from '../model/decisionText';
 import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
@@ -51,16 +51,6 @@ export function electionName(settings: Settings): string {
 
 /** What a window says it is to the engines that follow it. */
 export const WINDOW_WHO = 'VS Code window';
-
-/** Decisions a person should see in the log as warnings. */
-function isWarning(d: Decision): boolean {
-  return (
-    d.type === 'warning' ||
-    d.type === 'attention' ||
-    d.type === 'gave-up' ||
-    (d.type === 'connection' && d.state !== 'connected')
-  );
-}
 
 /** What a leader window runs: its views' service, a term's engine, and the settings it follows. */
 export type WindowEngine = RecoveryService & TermEngine & { applySettings(settings: Settings): void };
@@ -131,7 +121,10 @@ export class WindowRole {
       onDecision: (d, by, at) => {
         // Another engine's decision says who made it: this window's log shows every decision.
         const line = by.self ? decisionLine(d, at) : `[${by.who}, pid ${by.pid}] ${decisionLine(d, at)}`;
-        if (isWarning(d)) log.warn(line);
+        // At the runner's severity (src/model/decisionLevel.ts): the daemon's quiet tries are debug.
+        const level = decisionLevel(d);
+        if (level === 'error' || level === 'warning') log.warn(line);
+        else if (level === 'debug') log.debug(line);
         else log.info(line);
         if (by.self) this.io.decided?.(d);
       },

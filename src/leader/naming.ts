@@ -37,9 +37,14 @@ export function electionKey(target: TransportTarget): string | null {
   }
 }
 
-/** The election's socket name for a key: `leader-` and 12 hex digits of its SHA-256. */
+/** 12 hex digits of a daemon key's SHA-256: the part of a name that says which daemon. */
+export function daemonHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 12);
+}
+
+/** The election's socket name for a key: `leader-` and its `daemonHash`. */
 export function electionName(key: string): string {
-  return `leader-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
+  return `leader-${daemonHash(key)}`;
 }
 
 /** The election a target belongs to, or null when it has none (stdio). */

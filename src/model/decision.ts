@@ -42,6 +42,12 @@ export const DecisionSchema = z.discriminatedUnion('type', [
     type: z.literal('connection'),
     state: z.enum(['connecting', 'connected', 'disconnected', 'error']),
     detail: z.string(),
+    /**
+     * Lost (`disconnected`, `error`): the tries that failed since the daemon was last there, this
+     * one counted (1: it has just gone, or was not there at the start). `connected`: the tries that
+     * failed before it (0: it was there at once). Absent in decisions from before it was kept.
+     */
+    tries: z.optional(z.number()),
   }),
   z.object({ type: z.literal('warning'), message: z.string(), threadId: z.optional(z.string()) }),
 ]);

@@ -9,15 +9,17 @@ export type Level = 'error' | 'warning' | 'notice' | 'info' | 'debug';
 
 /**
  * A goal given up on is an error (its recovery failed for good), one that needs a person or a
- * warning is a warning, a lost connection a warning, what the engine did to a goal a notice, the
- * rest (a recovery held for later, a connection made) info.
+ * warning is a warning, what the engine did to a goal a notice, the rest (a recovery held for
+ * later, a connection made) info. A daemon that goes away is one warning (the first failed try),
+ * its further tries debug, and its return a notice: an operator's `-p warning` sees it once.
  */
 export function decisionLevel(d: Decision): Level {
   if (d.type === 'gave-up') return 'error';
   if (asksForPerson(d) || d.type === 'warning') return 'warning';
   switch (d.type) {
     case 'connection':
-      return d.state === 'disconnected' || d.state === 'error' ? 'warning' : 'info';
+      if (d.state === 'disconnected' || d.state === 'error') return (d.tries ?? 1) > 1 ? 'debug' : 'warning';
+      return (d.tries ?? 0) > 0 ? 'notice' : 'info';
     case 'skipped':
     case 'loaded':
       return 'info';

@@ -6,7 +6,7 @@ import { formatDuration } from './watch';
 export function decisionObject(
   decision: Decision,
   now: number,
-): { ts: string; type: string } & Record<string, unknown> {
+): { ts: string; type: Decision['type'] } & Record<string, unknown> {
   const extra = 'dueAt' in decision ? { dueAtIso: new Date(decision.dueAt).toISOString() } : {};
   return { ts: new Date(now).toISOString(), ...decision, ...extra };
 }
@@ -42,8 +42,15 @@ export function decisionLine(d: Decision, now: number): string {
     case 'attention':
       return `${ts} needs attention${t}: ${d.reason}`;
     case 'connection':
-      return `${ts} connection ${d.state}: ${d.detail}`;
+      return `${ts} connection ${d.state}: ${d.detail}${connectionTries(d.state, d.tries)}`;
     case 'warning':
       return `${ts} warning${t}: ${d.message}`;
   }
+}
+
+/** " (try 3)" for a lost connection's later tries, " (back after 5 failed tries)" when it is made again. */
+function connectionTries(state: string, tries: number | undefined): string {
+  if (tries === undefined) return '';
+  if (state === 'connected') return tries > 0 ? ` (back after ${tries} failed ${tries === 1 ? 'try' : 'tries'})` : '';
+  return tries > 1 ? ` (try ${tries})` : '';
 }

@@ -18,7 +18,7 @@ export async function openSharedTransport(target: SharedTarget, opts: OpenTransp
       return openWebSocket(address, `Codex daemon socket ${safety.resolved}`, opts, true);
     }
     case 'url': {
-      const check = checkWsUrl(target.url, target.allowRemote ?? false);
+      const check = checkWsUrl(target.url);
       if (!check.ok) throw new TransportError('unsafe', check.reason);
       return openWebSocket(target.url, target.url, opts, false);
     }

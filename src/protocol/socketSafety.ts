@@ -5,6 +5,7 @@
  * connect to a socket that the current user owns, inside a directory nobody else can write to
  * (otherwise another user could have planted or swapped it). Symlinks are resolved first.
  */
+import { errCode } from '../util/errno';
 import { promises as fsp, type Stats } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -38,10 +39,6 @@ function currentUid(): number | undefined {
 
 function modeString(st: Stats): string {
   return `0${(st.mode & 0o7777).toString(8).padStart(3, '0')}`;
-}
-
-function errCode(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException)?.code;
 }
 
 /**
@@ -153,10 +150,9 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
- * Accepts only ws:// or wss:// URLs to a loopback host (unless `allowRemote`), and never the
- * daemon's shutdown path.
+ * Accepts only ws:// or wss:// URLs to a loopback host, and never the daemon's shutdown path.
  */
-export function checkWsUrl(url: string, allowRemote = false): UrlCheckResult {
+export function checkWsUrl(url: string): UrlCheckResult {
   let u: URL;
   try {
     u = new URL(url);
@@ -177,12 +173,13 @@ export function checkWsUrl(url: string, allowRemote = false): UrlCheckResult {
   if (p === DAEMON_SHUTDOWN_PATH) {
     return { ok: false, reason: `refusing app-server URL ${url}: ${DAEMON_SHUTDOWN_PATH} would stop the daemon` };
   }
-  if (!allowRemote && !isLoopbackHost(u.hostname)) {
+  if (!isLoopbackHost(u.hostname)) {
     return {
       ok: false,
       reason:
         `refusing non-loopback app-server URL ${url}: host ${u.hostname} is not 127.0.0.0/8, ::1 or localhost ` +
-        `(the app-server has no authentication; allow remote hosts explicitly if you really mean it)`,
+        `(the app-server has no authentication, so only a daemon on this machine is reached; for one on ` +
+        `another machine, run the runner there, or forward its port: ssh -L PORT:127.0.0.1:PORT HOST)`,
     };
   }
   return { ok: true };

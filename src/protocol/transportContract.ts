@@ -7,7 +7,7 @@ import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 
 export type TransportTarget =
   | { kind: 'socket'; path: string } // WebSocket over the daemon's Unix socket
-  | { kind: 'url'; url: string; allowRemote?: boolean } // ws://127.0.0.1:PORT
+  | { kind: 'url'; url: string } // ws://127.0.0.1:PORT (loopback only)
   | { kind: 'stdio'; command: string; args: string[]; env?: NodeJS.ProcessEnv; cwd?: string }; // private child
 
 /** A target other clients can reach too (not a private child): what the extension and the election use. */

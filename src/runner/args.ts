@@ -6,7 +6,7 @@
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
 // (the whole text and the exit codes: USAGE below; docs/runner.md)
-import * as os from 'node:os';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkWsUrl, defaultCodexHome, defaultSocketPath } from '../protocol/socketSafety';
@@ -14,61 +14,98 @@ import type { SharedTarget, TransportTarget } from '../protocol/transport';
 import { errorText } from '../util/errorText';
 import { checkEndpoint } from '../telemetry/destination';
 import type { TelemetryChoice } from '../telemetry/index';
+import { DEFAULT_OPTIONS, POLICY_LIMITS } from '../core/options';
+import { defaultStatePath } from './stateFile';
 
-export const USAGE = `Usage:
-  codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
+/** Each command's usage line(s), as `help` and the command's own `--help` print them. */
+const USAGE_LINES = {
+  watch: `  codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
                             [--recovery-budget N] [--json] [--verbose]
-                            [--otlp-endpoint URL | --otlp-from-codex-config]
-  codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]
-  codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
-  codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]
-  codex-goal-recovery help | --help | -h        this text
-  codex-goal-recovery version | --version | -V  the version
+                            [--otlp-endpoint URL | --otlp-from-codex-config]`,
+  status: `  codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]`,
+  control: `  codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
+  codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]`,
+};
 
-watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTERM or SIGHUP.
+/** What each command does, and its flags. */
+const COMMAND_TEXT = {
+  watch: `watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTERM or SIGHUP, or
+        until the reader of its output goes away.
         Default: the daemon's control socket under $CODEX_HOME (default ~/.codex).
-  --codex-home DIR   Codex home whose daemon socket to use (with --stdio: the child's CODEX_HOME)
+  --codex-home DIR   Codex home whose daemon socket to use (with --stdio: the child's CODEX_HOME);
+                     it must be a directory
   --socket PATH      a daemon control socket (WebSocket over a Unix socket)
   --url ws://…       an app-server started with --listen ws://127.0.0.1:PORT (loopback only)
   --stdio            start a private \`codex app-server\` child and talk over its stdio
                      (the executable: $CODEX_GOAL_RECOVERY_CODEX, else \`codex\` on PATH)
-  --state FILE       where the watch state is kept (default: $XDG_STATE_HOME/codex-goal-recovery/state.json)
-  --base-delay S     backoff base in seconds, fractions allowed (default 30)
-  --max-delay S      backoff cap in seconds (default 1800)
-  --max-attempts N   consecutive failed recoveries before giving up (default 6)
-  --recovery-budget N  automatic recoveries per goal in a rolling 24 h, then it waits for a
-                     person: retry, or disarm and rearm (default 12)
+  --state FILE       where the watch state is kept (default: one file per daemon,
+                     $XDG_STATE_HOME/codex-goal-recovery/state-<daemon>.json); a file another
+                     daemon's engine keeps is refused
+  --base-delay S     backoff base in seconds, fractions allowed, ${range('baseDelaySeconds')} (default 30)
+  --max-delay S      backoff cap in seconds, ${range('maxDelaySeconds')}, not below --base-delay (default 1800)
+  --max-attempts N   consecutive failed recoveries before giving up, ${range('maxAttempts')} (default 6)
+  --recovery-budget N  automatic recoveries per goal in a rolling 24 h, ${range('recoveryBudget')}, then it
+                     waits for a person: retry, or disarm and rearm (default 12)
   --json             one JSON object per line for every decision (a fatal error too: type "fatal"),
                      each with a "level": error, warning, notice, info or debug. Plain lines on a
                      systemd journal stream start with their syslog priority (journalctl -p warning)
-  --verbose          also election diagnostics and other debug lines (type "debug" under --json)
+  --verbose          also election diagnostics and other debug lines (type "debug" under --json,
+                     and the quiet reconnect tries while the daemon is away)
   --otlp-endpoint URL  also export the decisions (log records, the thread as conversation.id) and
                      counters (recoveries, give-ups, wasted turns, time in backoff) as OTLP/HTTP JSON
                      to URL/v1/logs and URL/v1/metrics (e.g. http://127.0.0.1:4318). Only ids,
                      states, counts, delays and error codes: never a goal's text
   --otlp-from-codex-config  the same, to the otlp-http exporter of Codex's own [otel] table in
                      $CODEX_HOME/config.toml (or --codex-home's), with its headers; an otlp-grpc
-                     or "none" exporter exports nothing, and the runner says why
-status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
-        policy, its watched threads and their states. When no engine runs, the state file instead
-        (--state), and says so. --json: one object, the same shape from either source.
-pause   Pauses auto-recovery for every thread, in the engine that leads (resume: undoes it).
+                     or "none" exporter exports nothing, and the runner says why`,
+  status: `status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
+        policy, its watched threads and their states, and whether the daemon is running. When no
+        engine runs, the daemon's state file instead (--state; default: that daemon's own file),
+        and says so. --json: one object, the same shape from either source.`,
+  control: `pause   Pauses auto-recovery for every thread, in the engine that leads (resume: undoes it).
 arm     Watches THREAD from now on (a goal the engine did not adopt); an older failure is never recovered.
 disarm  Stops recovering THREAD until rearm.
 rearm   Arms THREAD again after a disarm (or a person's pause of its goal).
 retry   Makes THREAD's scheduled (given-up, budget-spent) recovery due now.
         These talk to whichever engine leads for the daemon (the target flags as for watch; --stdio
-        has no election: nothing can reach a private daemon's engine). --json: one object.
+        has no election: nothing can reach a private daemon's engine). --json: one object.`,
+};
 
-Exit codes: 0 done (status: nothing needs attention); 1 a goal needs attention or gave up (status),
-the engine refused the command, or an error; 2 usage; 3 no engine runs for the daemon (pause, resume,
-arm, disarm, rearm, retry; status then reads the state file and exits 0 or 1 by what it holds).`;
+const EXIT_TEXT = `Exit codes: 0 done (status: nothing needs attention); 1 a goal needs attention or gave up (status),
+the engine refused the command, or an error; 2 usage (a flag value that cannot work too); 3 no engine
+runs for the daemon (pause, resume, arm, disarm, rearm, retry; status then reads the state file and
+exits 0 or 1 by what it holds); 4 status: the daemon is not running.`;
+
+export const USAGE = `Usage:
+${USAGE_LINES.watch}
+${USAGE_LINES.status}
+${USAGE_LINES.control}
+  codex-goal-recovery help [COMMAND] | COMMAND --help | --help | -h    this text, or a command's
+  codex-goal-recovery version | --version | -V  the version
+
+${COMMAND_TEXT.watch}
+${COMMAND_TEXT.status}
+${COMMAND_TEXT.control}
+
+${EXIT_TEXT}`;
+
+/** A command's help: its usage, what it does, its flags and the exit codes. */
+export function commandHelp(command: HelpTopic): string {
+  return `Usage:\n${USAGE_LINES[command]}\n\n${COMMAND_TEXT[command]}\n\n${EXIT_TEXT}`;
+}
+
+/** "from 0.1 to 3600": a policy number's bounds, the extension's settings' own. */
+function range(key: keyof typeof POLICY_LIMITS): string {
+  return `from ${POLICY_LIMITS[key].min} to ${POLICY_LIMITS[key].max}`;
+}
 
 export interface WatchArgs {
   command: 'watch';
   target: TransportTarget;
   statePath: string;
+  /** Whether `statePath` is the daemon's default file (no --state): only it takes over the shared one. */
+  defaultState: boolean;
   baseDelayMs?: number;
   maxDelayMs?: number;
   maxAttempts?: number;
@@ -83,6 +120,8 @@ export type { SharedTarget };
 export interface StatusArgs {
   command: 'status';
   statePath: string;
+  /** Whether `statePath` is the daemon's default file (no --state). */
+  defaultState: boolean;
   json: boolean;
   /** The daemon whose leading engine to ask. */
   target: SharedTarget;
@@ -105,13 +144,40 @@ export interface ControlArgs {
   json: boolean;
   target: SharedTarget;
 }
-export type CliArgs = WatchArgs | StatusArgs | ControlArgs | { command: 'help' } | { command: 'version' };
+/** What `help` is about: everything (null), or one command's (its `--help`, `help COMMAND`). */
+export type HelpTopic = keyof typeof USAGE_LINES;
+export type CliArgs =
+  WatchArgs | StatusArgs | ControlArgs | { command: 'help'; topic: HelpTopic | null } | { command: 'version' };
 
 export class UsageError extends Error {}
 
-export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_STATE_HOME?.trim() || path.join(env.HOME?.trim() || os.homedir(), '.local', 'state');
-  return path.join(base, 'codex-goal-recovery', 'state.json');
+/** The help topic of a command's name (pause, retry, ... share the control commands' help). */
+function helpTopic(command: string): HelpTopic | null {
+  if (command === 'watch' || command === 'status') return command;
+  return isControlVerb(command) ? 'control' : null;
+}
+
+/** Flags that take a number: a negative one (`--base-delay -1`) is their value, said as out of range. */
+const NUMBER_FLAGS = ['--base-delay', '--max-delay', '--max-attempts', '--recovery-budget'];
+
+function joinNegativeNumbers(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const next = args[i + 1];
+    if (NUMBER_FLAGS.includes(args[i]) && next !== undefined && /^-\d|^-\.\d/.test(next)) {
+      out.push(`${args[i]}=${next}`);
+      i += 1;
+    } else out.push(args[i]);
+  }
+  return out;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 const TARGET_OPTIONS = {
@@ -121,52 +187,66 @@ const TARGET_OPTIONS = {
   stdio: { type: 'boolean' },
 } as const;
 
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
+/** The flags of each command (docs/runner.md's flag table lists watch's, checked by runnerDoc.test.ts). */
+export const WATCH_OPTIONS = {
+  ...TARGET_OPTIONS,
+  state: { type: 'string' },
+  'base-delay': { type: 'string' },
+  'max-delay': { type: 'string' },
+  'max-attempts': { type: 'string' },
+  'recovery-budget': { type: 'string' },
+  json: { type: 'boolean' },
+  verbose: { type: 'boolean' },
+  'otlp-endpoint': { type: 'string' },
+  'otlp-from-codex-config': { type: 'boolean' },
+  ...HELP,
+} as const;
+const STATUS_OPTIONS = { ...TARGET_OPTIONS, state: { type: 'string' }, json: { type: 'boolean' }, ...HELP } as const;
+const CONTROL_OPTIONS = { ...TARGET_OPTIONS, json: { type: 'boolean' }, ...HELP } as const;
+
 function isControlVerb(command: string): command is ControlVerb {
   return Object.prototype.hasOwnProperty.call(CONTROL_COMMANDS, command);
 }
 
-export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): CliArgs {
+/**
+ * The command line as its command's arguments. `isDir` tells whether a path is a directory
+ * (`--codex-home` must be one): the file system's answer unless a test gives its own.
+ */
+export function parseCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  isDir: (p: string) => boolean = isDirectory,
+): CliArgs {
   const [command, ...rest] = argv;
   if (command === undefined) throw new UsageError('no command given');
-  if (command === 'help' || command === '--help' || command === '-h') return { command: 'help' };
+  if (command === 'help' || command === '--help' || command === '-h') {
+    if (rest.length === 0) return { command: 'help', topic: null };
+    const topic = rest.length === 1 ? helpTopic(rest[0]) : null;
+    if (topic === null) throw new UsageError(`help takes one command's name (got "${rest.join(' ')}")`);
+    return { command: 'help', topic };
+  }
   if (command === '--version' || command === '-V' || command === 'version') return { command: 'version' };
   if (command !== 'watch' && command !== 'status' && !isControlVerb(command))
     throw new UsageError(`unknown command "${command}"`);
   let parsed;
   try {
     parsed = parseArgs({
-      args: rest,
+      args: joinNegativeNumbers(rest),
       strict: true,
       allowPositionals: isControlVerb(command),
-      options:
-        command === 'watch'
-          ? {
-              ...TARGET_OPTIONS,
-              state: { type: 'string' },
-              'base-delay': { type: 'string' },
-              'max-delay': { type: 'string' },
-              'max-attempts': { type: 'string' },
-              'recovery-budget': { type: 'string' },
-              json: { type: 'boolean' },
-              verbose: { type: 'boolean' },
-              'otlp-endpoint': { type: 'string' },
-              'otlp-from-codex-config': { type: 'boolean' },
-              help: { type: 'boolean', short: 'h' },
-            }
-          : command === 'status'
-            ? {
-                ...TARGET_OPTIONS,
-                state: { type: 'string' },
-                json: { type: 'boolean' },
-                help: { type: 'boolean', short: 'h' },
-              }
-            : { ...TARGET_OPTIONS, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: command === 'watch' ? WATCH_OPTIONS : command === 'status' ? STATUS_OPTIONS : CONTROL_OPTIONS,
     });
   } catch (error) {
     throw new UsageError(errorText(error));
   }
   const v = parsed.values as Record<string, string | boolean | undefined>;
-  if (v.help) return { command: 'help' };
+  if (v.help) return { command: 'help', topic: helpTopic(command) };
+  const home = v['codex-home'];
+  if (typeof home === 'string' && !isDir(path.resolve(home)))
+    throw new UsageError(
+      `--codex-home ${home}: not a directory${home.trim() === '' ? '' : ` (${path.resolve(home)})`}: name the Codex home whose daemon to watch (it holds app-server-control/)`,
+    );
   if (isControlVerb(command)) {
     const needsThread = command !== 'pause' && command !== 'resume';
     const positionals = parsed.positionals;
@@ -184,16 +264,32 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
       target: sharedTarget(command, v, env),
     };
   }
-  const statePath = path.resolve(typeof v.state === 'string' ? v.state : defaultStatePath(env));
-  if (command === 'status') return { command, statePath, json: v.json === true, target: sharedTarget(command, v, env) };
+  const target = command === 'status' ? sharedTarget(command, v, env) : parseTarget(v, env);
+  const given = typeof v.state === 'string' ? v.state : undefined;
+  if (given !== undefined && given.trim() === '')
+    throw new UsageError('--state takes a file name, not an empty string');
+  const statePath = path.resolve(given ?? defaultStatePath(target, env));
+  const defaultState = given === undefined;
+  if (command === 'status')
+    return { command, statePath, defaultState, json: v.json === true, target: target as SharedTarget };
+  const baseDelayMs = seconds(v['base-delay'], '--base-delay', 'baseDelaySeconds');
+  const maxDelayMs = seconds(v['max-delay'], '--max-delay', 'maxDelaySeconds');
+  const base = baseDelayMs ?? DEFAULT_OPTIONS.baseDelayMs;
+  if ((maxDelayMs ?? DEFAULT_OPTIONS.maxDelayMs) < base)
+    throw new UsageError(
+      maxDelayMs === undefined
+        ? `--base-delay ${base / 1000} is above the backoff cap (${DEFAULT_OPTIONS.maxDelayMs / 1000} s): give --max-delay too, at least as large`
+        : `--max-delay ${maxDelayMs / 1000} is below --base-delay ${base / 1000}: the cap must be at least the base`,
+    );
   return {
     command,
-    target: parseTarget(v, env),
+    target,
     statePath,
-    baseDelayMs: seconds(v['base-delay'], '--base-delay'),
-    maxDelayMs: seconds(v['max-delay'], '--max-delay'),
-    maxAttempts: whole(v['max-attempts'], '--max-attempts'),
-    recoveryBudget: whole(v['recovery-budget'], '--recovery-budget'),
+    defaultState,
+    baseDelayMs,
+    maxDelayMs,
+    maxAttempts: whole(v['max-attempts'], '--max-attempts', 'maxAttempts'),
+    recoveryBudget: whole(v['recovery-budget'], '--recovery-budget', 'recoveryBudget'),
     json: v.json === true,
     verbose: v.verbose === true,
     otlp: otlpChoice(v, env),
@@ -252,18 +348,30 @@ function parseTarget(v: Record<string, string | boolean | undefined>, env: NodeJ
   return { kind: 'socket', path: socket };
 }
 
-function seconds(value: string | boolean | undefined, flag: string): number | undefined {
+/** `--base-delay S`, `--max-delay S`: seconds within the policy's bounds, as ms. */
+function seconds(
+  value: string | boolean | undefined,
+  flag: string,
+  key: 'baseDelaySeconds' | 'maxDelaySeconds',
+): number | undefined {
   if (value === undefined || typeof value !== 'string') return undefined;
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0)
-    throw new UsageError(`${flag} takes a positive number of seconds (got "${value}")`);
+  const { min, max } = POLICY_LIMITS[key];
+  if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+    throw new UsageError(`${flag} takes a number of seconds ${range(key)} (got "${value}")`);
   return Math.round(n * 1000);
 }
 
-function whole(value: string | boolean | undefined, flag: string): number | undefined {
+/** `--max-attempts N`, `--recovery-budget N`: a whole number within the policy's bounds. */
+function whole(
+  value: string | boolean | undefined,
+  flag: string,
+  key: 'maxAttempts' | 'recoveryBudget',
+): number | undefined {
   if (value === undefined || typeof value !== 'string') return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1)
-    throw new UsageError(`${flag} takes a whole number of at least 1 (got "${value}")`);
+  const { min, max } = POLICY_LIMITS[key];
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} takes a whole number ${range(key)} (got "${value}")`);
   return n;
 }

@@ -1,4 +1,5 @@
 // The headless runner: the engine's public face for tests and servers.
+import * as fs from 'node:fs';
 import { Engine } from '../core/engine';
 import { systemClock } from '../core/clock';
 import { DEFAULT_OPTIONS, type EngineOptions } from '../core/options';
@@ -7,10 +8,13 @@ import { describeState } from '../model/stateText';
 import { connectDaemon } from '../protocol/client';
 import { electionDir, electionFor } from '../leader/naming';
 import { HandoverStore } from '../leader/handover';
-import { JsonFileStore, readStateFile } from '../store/jsonFileStore';
+import { readStateFile } from '../store/jsonFileStore';
+import { otherDaemonProblem, runnerStore, sharedStatePath } from './stateFile';
+import { probeDaemon } from '../protocol/daemonProbe';
 import { describeDropped } from '../store/store';
 import { VERSION } from '../version';
 import {
+  commandHelp,
   CONTROL_COMMANDS,
   parseCli,
   UsageError,
@@ -20,11 +24,18 @@ import {
   type WatchArgs,
 } from './args';
 import { describeTarget, EXIT, leaderSnapshot, leaderText, reachLeader } from './control';
-import { reportFromSnapshot, reportFromStateFile, statusExitCode, statusText, type StatusReport } from './statusReport';
+import {
+  daemonLines,
+  reportFromSnapshot,
+  reportFromStateFile,
+  statusExitCode,
+  statusText,
+  type StatusReport,
+} from './statusReport';
 import { LeaderCommandError } from '../leader/followerConnection';
 import type { Decision } from '../model/decision';
 import { decisionLine, decisionObject } from '../model/decisionText';
-import { decisionLevel, type Level, RunnerLines, withPriority, writesToJournal } from './lines';
+import { decisionLevel, type Level, RunnerLines, type RunnerLineType, withPriority, writesToJournal } from './lines';
 import { roleLine, roleObject, RunnerRole } from './role';
 import { errorText } from '../util/errorText';
 import { startTelemetry, type Telemetry } from '../telemetry/index';
@@ -42,7 +53,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   switch (args.command) {
     case 'help':
-      process.stdout.write(`${USAGE}\n`);
+      process.stdout.write(`${args.topic ? commandHelp(args.topic) : USAGE}\n`);
       return 0;
     case 'version':
       process.stdout.write(`codex-goal-recovery ${VERSION}\n`);
@@ -62,7 +73,6 @@ export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.
   if (args.maxDelayMs !== undefined) options.maxDelayMs = args.maxDelayMs;
   if (args.maxAttempts !== undefined) options.maxAttempts = args.maxAttempts;
   if (args.recoveryBudget !== undefined) options.recoveryBudget = args.recoveryBudget;
-  if (options.maxDelayMs < options.baseDelayMs) options.maxDelayMs = options.baseDelayMs;
   // Not flags (the command line is a fixed contract): tuning for tests and demos.
   const resync = Number(env.CODEX_GOAL_RECOVERY_RESYNC_S);
   if (Number.isFinite(resync) && resync > 0) options.resyncMs = Math.round(resync * 1000);
@@ -76,7 +86,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   const lines = new RunnerLines(args.json, writesToJournal(env), (line) => process.stdout.write(`${line}\n`));
   const now = () => new Date().toISOString();
   /** A line of the runner's own (not a decision): `type` and its fields under --json, else `text`. */
-  const say = (level: Level, type: string, fields: Record<string, unknown>, text: string) => {
+  const say = (level: Level, type: RunnerLineType, fields: Record<string, unknown>, text: string) => {
     const ts = now();
     lines.line(level, { ts, type, ...fields }, `${ts} ${text}`);
   };
@@ -89,7 +99,10 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   // --otlp-endpoint, --otlp-from-codex-config: the engine's own decisions, exported too (docs/telemetry.md).
   const telemetry = openTelemetry(args, env, say);
   const decided = (d: Decision) => {
-    lines.line(decisionLevel(d), decisionObject(d, Date.now()), decisionLine(d, Date.now()));
+    const level = decisionLevel(d);
+    // Debug decisions (the quiet reconnect tries while the daemon is away) only with --verbose.
+    if (level !== 'debug' || args.verbose)
+      lines.line(level, decisionObject(d, Date.now()), decisionLine(d, Date.now()));
     telemetry?.decided(d);
   };
   // A fatal error: on stderr as always, and under --json also as one object on stdout.
@@ -99,6 +112,11 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     process.stderr.write(`${writesToJournal(env, 2) ? withPriority('error', text) : text}\n`);
   };
   const target = describeTarget(args.target);
+  const otherDaemon = await otherDaemonProblem(args.statePath, args.target);
+  if (otherDaemon !== null) {
+    process.stderr.write(`codex-goal-recovery: ${otherDaemon}\n`);
+    return EXIT.usage;
+  }
   const options = engineOptions(args, env);
   const election = electionFor(args.target);
   debug(
@@ -115,13 +133,28 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
             onStderr: (line) => lines.line('info', { ts: now(), type: 'daemon-stderr', line }, `codex: ${line}`),
           }),
         target,
-        store: new HandoverStore(new JsonFileStore(args.statePath, { guard }), seed, (taken) =>
-          say(
-            'notice',
-            'handover',
-            { threads: taken },
-            `handover: ${taken.length} watched thread(s) taken from the previous leader's last state`,
-          ),
+        store: new HandoverStore(
+          runnerStore({
+            statePath: args.statePath,
+            defaultPath: args.defaultState,
+            target: args.target,
+            guard,
+            onTakeover: (text, t) =>
+              say(
+                'notice',
+                'takeover',
+                { from: t.from, threads: t.taken, left: t.left, paused: t.pausedAt !== null },
+                text,
+              ),
+          }),
+          seed,
+          (taken) =>
+            say(
+              'notice',
+              'handover',
+              { threads: taken },
+              `handover: ${taken.length} watched thread(s) taken from the previous leader's last state`,
+            ),
         ),
         clock: systemClock,
         random: Math.random,
@@ -195,7 +228,7 @@ const TELEMETRY_STOP_MS = 2_000;
 function openTelemetry(
   args: WatchArgs,
   env: NodeJS.ProcessEnv,
-  say: (level: Level, type: string, fields: Record<string, unknown>, text: string) => void,
+  say: (level: Level, type: RunnerLineType, fields: Record<string, unknown>, text: string) => void,
 ): Telemetry | null {
   if (args.otlp === null) return null;
   const tuned = Number(env.CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S);
@@ -220,6 +253,7 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
     return statusExitCode(report);
   };
   let reach;
+  const daemon = probeDaemon(args.target);
   try {
     reach = await reachLeader(args.target, env);
   } catch (error) {
@@ -235,7 +269,7 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
       );
       return EXIT.failed;
     }
-    const report = reportFromSnapshot(snapshot, reach.leader);
+    const report = reportFromSnapshot(snapshot, reach.leader, await daemon);
     return print(report, statusText(report, Date.now()));
   }
   const target = describeTarget(args.target);
@@ -247,8 +281,13 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
     return EXIT.failed;
   }
   if (stored.kind === 'missing') {
-    const report = reportFromStateFile(null, args.statePath, target, reach.reason);
-    return print(report, `${reach.reason}\nno state at ${args.statePath}: nothing watched yet\n`);
+    const report = reportFromStateFile(null, args.statePath, target, reach.reason, await daemon);
+    const shared =
+      args.defaultState && fs.existsSync(sharedStatePath(env))
+        ? ` (the state file all daemons shared before 0.4.0, ${sharedStatePath(env)}, is taken over by this daemon's first runner)`
+        : '';
+    const said = [reach.reason, ...daemonLines(report), `no state at ${args.statePath}: nothing watched yet${shared}`];
+    return print(report, `${said.join('\n')}\n`);
   }
   if (stored.kind === 'unusable') {
     process.stderr.write(
@@ -271,7 +310,7 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
       `codex-goal-recovery: ${args.statePath}.journal: ${describeDropped(journal.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`,
     );
   }
-  const report = reportFromStateFile(stored.state, args.statePath, target, reach.reason);
+  const report = reportFromStateFile(stored.state, args.statePath, target, reach.reason, await daemon);
   return print(report, statusText(report, Date.now()));
 }
 

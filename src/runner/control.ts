@@ -27,6 +27,8 @@ export const EXIT = {
   usage: 2,
   /** No engine runs for the daemon (or none can be reached: an unsafe election directory). */
   noEngine: 3,
+  /** status: the daemon is not running (nothing listens at its socket or URL). */
+  daemonStopped: 4,
 } as const;
 
 /** Who leads, as its welcome says: `who` is null for older leaders that do not say. */

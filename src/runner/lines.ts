@@ -7,8 +7,26 @@
 // is as it always was.
 import * as fs from 'node:fs';
 import type { Level } from '../model/decisionLevel';
+import type { DecisionType } from '../model/decision';
 
 export { decisionLevel, type Level } from '../model/decisionLevel';
+
+/**
+ * The runner's own lines' types, beside the decisions' (docs/runner.md's `--json` table has a row
+ * for each, checked by test/unit/runnerDoc.test.ts). `watching` is a plain line only.
+ */
+export const RUNNER_LINE_TYPES = [
+  'role',
+  'handover',
+  'takeover',
+  'telemetry',
+  'daemon-stderr',
+  'debug',
+  'fatal',
+  'stopped',
+  'watching',
+] as const;
+export type RunnerLineType = (typeof RUNNER_LINE_TYPES)[number];
 
 const PRIORITY: Record<Level, number> = { error: 3, warning: 4, notice: 5, info: 6, debug: 7 };
 
@@ -47,7 +65,11 @@ export class RunnerLines {
   ) {}
 
   /** One event: `object` (its `ts` and `type` first) under --json, else `text` (with its time). */
-  line(level: Level, object: { ts: string; type: string } & Record<string, unknown>, text: string): void {
+  line(
+    level: Level,
+    object: { ts: string; type: DecisionType | RunnerLineType } & Record<string, unknown>,
+    text: string,
+  ): void {
     const { ts, ...rest } = object;
     const line = this.json ? JSON.stringify({ ts, level, ...rest }) : text;
     this.write(this.journal ? withPriority(level, line) : line);

@@ -142,5 +142,5 @@ export function roleLine(event: RoleEvent, target: string, now: number): string 
 
 /** A role event as one JSON object: `{ts, type: "role", role, target, …}`. */
 export function roleObject(event: RoleEvent, target: string, now: number) {
-  return { ts: new Date(now).toISOString(), type: 'role', ...event, target };
+  return { ts: new Date(now).toISOString(), type: 'role' as const, ...event, target };
 }

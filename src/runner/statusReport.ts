@@ -7,7 +7,8 @@ import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
 import { budgetUse, type PersistedState, type WatchedThread } from '../model/watch';
 import { needsPerson } from '../model/queries';
 import { describeState } from '../model/stateText';
-import { leaderText, type LeaderInfo } from './control';
+import { EXIT, leaderText, type LeaderInfo } from './control';
+import type { DaemonPresence } from '../protocol/daemonProbe';
 
 /** The policy in force in the engine that leads (the snapshot's `policy`). */
 export type StatusPolicy = NonNullable<EngineSnapshot['policy']>;
@@ -34,6 +35,8 @@ export interface StatusReport {
   pausedAt: number | null;
   /** The engine's connection to the daemon; null from the state file. */
   connection: ConnectionState | null;
+  /** Whether the daemon runs, as `status` found it itself (a connection opened and closed): exit 4 when it does not. */
+  daemon: DaemonPresence;
   /** The soonest time the engine will act; null when nothing is due, or from the state file. */
   nextDueAt: number | null;
   /** Threads whose goal waits for a person (`needsPerson`, as the view's badge counts them): status exits 1. */
@@ -47,7 +50,7 @@ function attentionOf(watches: WatchedThread[]): string[] {
 }
 
 /** The report from the snapshot the leading engine pushed. */
-export function reportFromSnapshot(snapshot: EngineSnapshot, leader: LeaderInfo): StatusReport {
+export function reportFromSnapshot(snapshot: EngineSnapshot, leader: LeaderInfo, daemon: DaemonPresence): StatusReport {
   return {
     source: 'engine',
     leader,
@@ -60,6 +63,7 @@ export function reportFromSnapshot(snapshot: EngineSnapshot, leader: LeaderInfo)
     paused: snapshot.pausedAt !== null,
     pausedAt: snapshot.pausedAt,
     connection: snapshot.connection,
+    daemon,
     nextDueAt: snapshot.nextDueAt,
     attention: attentionOf(snapshot.watches),
     watches: snapshot.watches,
@@ -72,6 +76,7 @@ export function reportFromStateFile(
   stateFile: string,
   target: string,
   note: string,
+  daemon: DaemonPresence,
 ): StatusReport {
   const watches = state ? Object.values(state.watches) : [];
   const pausedAt = state?.pausedAt ?? null;
@@ -87,15 +92,17 @@ export function reportFromStateFile(
     paused: pausedAt !== null,
     pausedAt,
     connection: null,
+    daemon,
     nextDueAt: null,
     attention: attentionOf(watches),
     watches,
   };
 }
 
-/** 0 when no goal waits for a person, 1 when one does (`needsPerson`). */
-export function statusExitCode(report: StatusReport): 0 | 1 {
-  return report.attention.length > 0 ? 1 : 0;
+/** 4 when the daemon is not running; else 1 when a goal waits for a person (`needsPerson`), else 0. */
+export function statusExitCode(report: StatusReport): number {
+  if (report.daemon.kind === 'stopped') return EXIT.daemonStopped;
+  return report.attention.length > 0 ? EXIT.attention : EXIT.ok;
 }
 
 /** The report in words, for a person (one line per thread, as `status` always printed). */
@@ -108,6 +115,7 @@ export function statusText(report: StatusReport, now: number): string {
   } else {
     lines.push(`${report.note ?? 'no engine runs'}: showing the state file ${report.stateFile ?? ''} as last saved`);
   }
+  lines.push(...daemonLines(report));
   lines.push(
     report.pausedAt !== null
       ? `auto-recovery paused since ${new Date(report.pausedAt).toISOString()}`
@@ -121,6 +129,12 @@ export function statusText(report: StatusReport, now: number): string {
     lines.push(`${w.threadId}  ${stateText(w, now, report.maxAttempts)}${failures}${recovered}${budget}  "${w.title}"`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** "daemon: not running (…)" when it is not known to run; nothing when it runs. */
+export function daemonLines(report: StatusReport): string[] {
+  const d = report.daemon;
+  return d.kind === 'running' ? [] : [`daemon: ${d.kind === 'stopped' ? 'not running' : 'cannot tell'} (${d.detail})`];
 }
 
 /**

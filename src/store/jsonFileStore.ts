@@ -19,6 +19,7 @@ import { JournalWriter, syncDir } from './journal';
 import { journalLines, replayJournal, type Replayed } from './journalRecord';
 import { excerpt } from '../protocol/lineSplitter';
 import { checkFence, checkTerm, termOnDisk, termText, type WriteGuard } from './guard';
+import { checkDaemon, daemonOnDisk } from './daemonStamp';
 import {
   describeDropped,
   parsePersisted,
@@ -28,6 +29,7 @@ import {
   type StateStore,
 } from './store';
 import { errorText } from '../util/errorText';
+import { errCode, pidAlive } from '../util/errno';
 
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
@@ -44,6 +46,8 @@ export interface JsonFileStoreOptions {
   minFoldBytes?: number;
   /** Asked before every write that lands; its term is stamped into snapshots (./guard.ts). */
   guard?: WriteGuard;
+  /** The daemon whose state this file keeps, stamped into snapshots and checked (./daemonStamp.ts). */
+  daemon?: string;
 }
 
 /** One save (or compaction) waiting to be written. */
@@ -67,6 +71,8 @@ export type StoredState =
       dropped: string[];
       /** The snapshot's journal generation (null: written before the journal existed). */
       generation: string | null;
+      /** The daemon its snapshot is stamped for (null: not stamped, as before 0.4.0). */
+      daemon: string | null;
       /** What the journal added; null when there is none. */
       journal: (Replayed & { bytes: number }) | { unusable: string } | null;
     };
@@ -107,11 +113,13 @@ export async function readStateFile(
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
   const g = (raw as { journal?: unknown }).journal;
   const generation = typeof g === 'string' && g.length > 0 ? g : null;
+  const d = (raw as { daemon?: unknown }).daemon;
   return {
     kind: 'state',
     state: parsed.state,
     dropped: parsed.dropped,
     generation,
+    daemon: typeof d === 'string' && d.length > 0 ? d : null,
     journal: await readJournal(`${path}.journal`, parsed.state, generation, maxBytes),
   };
 }
@@ -180,6 +188,7 @@ export class JsonFileStore implements StateStore {
   private generation: string | null = null;
   private snapshotBytes = 0;
   private readonly guard: WriteGuard | undefined;
+  private readonly daemon: string | undefined;
 
   constructor(
     readonly path: string,
@@ -193,6 +202,7 @@ export class JsonFileStore implements StateStore {
     this.now = opts.now ?? Date.now;
     this.journal = new JournalWriter(this.journalPath);
     this.guard = opts.guard;
+    this.daemon = opts.daemon;
   }
 
   /**
@@ -229,6 +239,7 @@ export class JsonFileStore implements StateStore {
         problem: `state file ${this.path} was unusable (${stored.reason}); kept aside as ${aside}${journalAside ? ` (its journal as ${journalAside})` : ''}; starting clean`,
       };
     }
+    checkDaemon(this.path, stored.daemon, this.daemon);
     const problems: string[] = [];
     if (stored.dropped.length > 0) {
       const aside = await this.copyAside(this.path);
@@ -254,9 +265,10 @@ export class JsonFileStore implements StateStore {
     }
     this.serializer.loaded(stored.state);
     this.generation = stored.generation;
-    // Anything to fold in (or a snapshot from before the journal): a new snapshot now, so the
-    // journal starts empty and a torn or stale tail is never appended to.
-    if (j !== null || stored.generation === null || stored.dropped.length > 0) {
+    // Anything to fold in (or a snapshot from before the journal, or not stamped for its daemon):
+    // a new snapshot now, so the journal starts empty and a torn or stale tail is never appended to.
+    const unstamped = this.daemon !== undefined && stored.daemon !== this.daemon;
+    if (j !== null || stored.generation === null || stored.dropped.length > 0 || unstamped) {
       await this.compact();
     } else {
       await this.journal.reset(stored.generation); // there is none: the first append starts it
@@ -301,6 +313,7 @@ export class JsonFileStore implements StateStore {
     const term = this.guard?.term() ?? null;
     const extra: Record<string, string> = { journal: JSON.stringify(generation) };
     if (term !== null) extra.term = JSON.stringify(termText(term));
+    if (this.daemon !== undefined) extra.daemon = JSON.stringify(this.daemon);
     return { document: this.serializer.document(version, extra), generation };
   }
 
@@ -370,6 +383,7 @@ export class JsonFileStore implements StateStore {
       } finally {
         await fh.close();
       }
+      if (this.daemon !== undefined) checkDaemon(this.path, await daemonOnDisk(this.path), this.daemon);
       if (this.guard) {
         checkTerm(this.guard, await termOnDisk(this.path), `state file ${this.path}`);
         checkFence(this.guard); // the last word before the rename: no await in between
@@ -404,7 +418,7 @@ export class JsonFileStore implements StateStore {
       if (!name.startsWith(prefix)) continue;
       const full = nodePath.join(dir, name);
       const pid = Number(name.slice(prefix.length).split('-')[0]);
-      let stale = Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !processAlive(pid);
+      let stale = pid !== process.pid && Number.isSafeInteger(pid) && pid > 0 && !pidAlive(pid);
       if (!stale) {
         const st = await fsp.stat(full).catch(() => null);
         stale = st !== null && Date.now() - st.mtimeMs > STALE_TEMP_MS;
@@ -416,20 +430,6 @@ export class JsonFileStore implements StateStore {
 
 function describeFile(file: string, statePath: string): string {
   return file === statePath ? `state file ${file}` : `journal ${file}`;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errCode(err) === 'EPERM';
-  }
-}
-
-function errCode(err: unknown): string | undefined {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return typeof code === 'string' ? code : undefined;
 }
 
 /** One line of printable text: whitespace folded, other control characters shown as U+FFFD, bounded. */

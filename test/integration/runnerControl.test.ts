@@ -14,6 +14,7 @@
 // recovery" and "no set" are counted from the daemon's record (test/support/daemonJudge.ts).
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -42,7 +43,7 @@ import { connectDaemon } from '../../src/protocol/client';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { VERSION } from '../../src/version';
 import type { StatusReport } from '../../src/runner/statusReport';
-import { RunnerProcess, runCli, settleAndStop, testRuntimeDir, type CliRun } from '../support/runnerProcess';
+import { CLI, RunnerProcess, runCli, settleAndStop, testRuntimeDir, type CliRun } from '../support/runnerProcess';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 
@@ -370,16 +371,64 @@ describe('runner control commands with no engine, and usage errors', () => {
         assert.match(o.error, /no engine runs/);
       }
       const state = path.join(home, 'state.json');
+      // No daemon runs for this home either: said, and exit 4 (the daemon's own code).
       const missing = await runCli(['status', '--codex-home', home, '--state', state]);
-      assert.equal(missing.status, 0, missing.stderr);
-      assert.match(missing.stdout, /^no engine runs for .*\nno state at .*: nothing watched yet\n$/);
+      assert.equal(missing.status, 4, missing.stderr);
+      assert.match(
+        missing.stdout,
+        /^no engine runs for .*\ndaemon: not running \(no Codex daemon socket at .*\)\nno state at .*: nothing watched yet\n$/,
+      );
       const json = await runCli(['status', '--json', '--codex-home', home, '--state', state]);
+      assert.equal(json.status, 4);
       const report = JSON.parse(json.stdout) as StatusReport;
       assert.deepEqual([report.source, report.watches, report.paused, report.leader], ['stateFile', [], false, null]);
+      assert.equal(report.daemon.kind, 'stopped');
     } finally {
       fs.rmSync(home, { recursive: true, force: true });
     }
   });
+
+  it(
+    'watch piped into a reader that goes away stops cleanly at the next line it writes (docs/runner.md)',
+    { timeout: T },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-ctl-pipe-'));
+      try {
+        // No daemon at this socket: with --verbose each quiet reconnect try is a line (0.5 s, 1 s, ...).
+        const child = spawn(
+          process.execPath,
+          [
+            CLI,
+            'watch',
+            '--socket',
+            path.join(dir, 'none.sock'),
+            '--state',
+            path.join(dir, 's.json'),
+            '--json',
+            '--verbose',
+          ],
+          { env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir() }, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+        // The reader (`head -1`): its first line, then it goes away.
+        const first = await new Promise<string>((resolve) =>
+          child.stdout.once('data', (d: Buffer) => resolve(d.toString('utf8').split('\n')[0])),
+        );
+        child.stdout.destroy();
+        const gone = Date.now();
+        assert.doesNotThrow(() => JSON.parse(first) as unknown);
+        const code = await Promise.race([exited, sleep(20_000).then(() => 'still running')]);
+        if (code === 'still running') child.kill('SIGKILL');
+        assert.equal(code, 0, `it went on after its reader had gone\n${stderr}`);
+        assert.equal(stderr, '', 'a clean stop says nothing on stderr');
+        assert.ok(Date.now() - gone < 10_000, 'within its next lines');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('watch --verbose: debug lines, typed, one JSON object a line; none without it', { timeout: T }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-ctl-verbose-'));

@@ -39,6 +39,20 @@ export function testRuntimeDir(): string {
   return runtimeDir;
 }
 
+let stateHome: string | null = null;
+/**
+ * A private XDG_STATE_HOME for the runners of this test process (made on first use, removed at
+ * exit): a runner started without --state keeps its default file there, never in the real home.
+ */
+export function testStateHome(): string {
+  if (stateHome === null) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-xdg-state-'));
+    stateHome = dir;
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  return stateHome;
+}
+
 /** What one run of a runner command (`status`, `pause`, ...) printed, and how it exited. */
 export interface CliRun {
   status: number | null;
@@ -54,7 +68,7 @@ export interface CliRun {
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
+      env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir(), XDG_STATE_HOME: testStateHome(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -114,7 +128,7 @@ export class RunnerProcess {
     const [file, ...before] = opts.command ?? (opts.asBin ? [CLI] : [process.execPath, CLI]);
     const argv = [...before, 'watch', ...args, '--json'];
     this.child = spawn(file, argv, {
-      env: { ...inherited, XDG_RUNTIME_DIR: testRuntimeDir(), ...env },
+      env: { ...inherited, XDG_RUNTIME_DIR: testRuntimeDir(), XDG_STATE_HOME: testStateHome(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -1,10 +1,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { parseCli, UsageError } from '../../src/runner/args';
+import { commandHelp, parseCli as parseWith, USAGE, UsageError } from '../../src/runner/args';
 import { engineOptions } from '../../src/runner/cli';
+import { POLICY_LIMITS } from '../../src/core/options';
 
 const env = { HOME: '/home/u' } as NodeJS.ProcessEnv;
+/** Every --codex-home of these tests is a directory, but for the one named `/not-a-dir`. */
+const parseCli = (argv: string[], e: NodeJS.ProcessEnv) => parseWith(argv, e, (p) => !p.startsWith('/not-a-dir'));
+/** The default state file of the daemon of ~/.codex (a hash of its socket's path). */
+const DEFAULT_STATE = /^\/home\/u\/\.local\/state\/codex-goal-recovery\/state-[0-9a-f]{12}\.json$/;
 
 describe('runner command line', () => {
   it('watch defaults to the daemon socket under ~/.codex', () => {
@@ -12,7 +17,8 @@ describe('runner command line', () => {
     assert.equal(a.command, 'watch');
     if (a.command !== 'watch') return;
     assert.deepEqual(a.target, { kind: 'socket', path: '/home/u/.codex/app-server-control/app-server-control.sock' });
-    assert.equal(a.statePath, '/home/u/.local/state/codex-goal-recovery/state.json');
+    assert.match(a.statePath, DEFAULT_STATE);
+    assert.equal(a.defaultState, true);
     assert.equal(a.json, false);
   });
 
@@ -51,6 +57,7 @@ describe('runner command line', () => {
     if (a.command !== 'watch') return;
     assert.deepEqual(a.target, { kind: 'socket', path: path.resolve('s.sock') });
     assert.equal(a.statePath, path.resolve('st.json'));
+    assert.equal(a.defaultState, false);
     assert.deepEqual([a.baseDelayMs, a.maxDelayMs, a.maxAttempts, a.json], [250, 2000, 3, true]);
     const opts = engineOptions(a, {});
     assert.deepEqual([opts.baseDelayMs, opts.maxDelayMs, opts.maxAttempts], [250, 2000, 3]);
@@ -77,7 +84,8 @@ describe('runner command line', () => {
 
   it('no command is a usage error (exit 2, the usage on stderr); help and version in every spelling', () => {
     assert.throws(() => parseCli([], env), UsageError);
-    for (const help of ['help', '--help', '-h']) assert.deepEqual(parseCli([help], env), { command: 'help' }, help);
+    for (const help of ['help', '--help', '-h'])
+      assert.deepEqual(parseCli([help], env), { command: 'help', topic: null }, help);
     for (const version of ['version', '--version', '-V'])
       assert.deepEqual(parseCli([version], env), { command: 'version' }, version);
   });
@@ -107,15 +115,130 @@ describe('runner command line', () => {
     assert.deepEqual(parseCli(['status', '--state', '/s.json'], env), {
       command: 'status',
       statePath: '/s.json',
+      defaultState: false,
       json: false,
       target: { kind: 'socket', path: '/home/u/.codex/app-server-control/app-server-control.sock' },
     });
-    assert.deepEqual(parseCli(['status', '--json', '--socket', 'x'], env), {
-      command: 'status',
-      statePath: '/home/u/.local/state/codex-goal-recovery/state.json',
-      json: true,
-      target: { kind: 'socket', path: path.resolve('x') },
-    });
+    const x = parseCli(['status', '--json', '--socket', 'x'], env);
+    assert.ok(x.command === 'status' && x.json && x.defaultState);
+    assert.deepEqual(x.target, { kind: 'socket', path: path.resolve('x') });
+  });
+
+  it('each daemon has its own default state file, the same for watch and status, whichever way it is named', () => {
+    const file = (argv: string[], e = env) => {
+      const a = parseCli(argv, e);
+      assert.ok(a.command === 'watch' || a.command === 'status');
+      return a.statePath;
+    };
+    const home = file(['watch']);
+    assert.match(home, DEFAULT_STATE);
+    assert.equal(file(['status']), home, 'status reads the file watch writes');
+    assert.equal(file(['watch', '--codex-home', '/home/u/.codex']), home);
+    assert.equal(file(['watch', '--socket', '/home/u/.codex/app-server-control/app-server-control.sock']), home);
+    assert.equal(file(['watch'], { ...env, CODEX_HOME: '/home/u/.codex' }), home);
+    const work = file(['watch', '--codex-home', '/home/u/work']);
+    assert.notEqual(work, home, 'another Codex home, another file');
+    assert.equal(file(['status', '--codex-home', '/home/u/work']), work);
+    const url = file(['watch', '--url', 'ws://127.0.0.1:4500']);
+    assert.notEqual(url, home);
+    assert.equal(file(['status', '--url', 'ws://127.0.0.1:4500/']), url, 'the URL as the election names it');
+    const stdio = file(['watch', '--stdio']);
+    assert.ok(![home, work, url].includes(stdio), 'a private daemon has its own file too');
+    assert.match(
+      file(['watch'], { ...env, XDG_STATE_HOME: '/st' }),
+      /^\/st\/codex-goal-recovery\/state-[0-9a-f]{12}\.json$/,
+    );
+    assert.throws(() => parseCli(['watch', '--state', ' '], env), /--state takes a file name/);
+  });
+
+  it('a --codex-home that is not a directory is a usage error naming it, for every command', () => {
+    for (const argv of [['watch'], ['status'], ['pause'], ['retry', 't'], ['watch', '--stdio']])
+      assert.throws(
+        () => parseCli([...argv, '--codex-home', '/not-a-dir/x'], env),
+        (e: unknown) => e instanceof UsageError && /^--codex-home \/not-a-dir\/x: not a directory/.test(e.message),
+        argv.join(' '),
+      );
+    // The real file system's answer by default: a file is not a directory, nor is a missing path.
+    assert.throws(() => parseWith(['watch', '--codex-home', __filename], env), /not a directory/);
+    assert.throws(() => parseWith(['watch', '--codex-home', `${__dirname}/none`], env), /not a directory/);
+    assert.equal(parseWith(['watch', '--codex-home', __dirname], env).command, 'watch');
+  });
+
+  it("every policy flag takes the range the extension's setting takes, and says it", () => {
+    const bounds: [string, keyof typeof POLICY_LIMITS][] = [
+      ['--base-delay', 'baseDelaySeconds'],
+      ['--max-delay', 'maxDelaySeconds'],
+      ['--max-attempts', 'maxAttempts'],
+      ['--recovery-budget', 'recoveryBudget'],
+    ];
+    for (const [flag, key] of bounds) {
+      const { min, max } = POLICY_LIMITS[key];
+      // The other end of the backoff out of the way: the cap never below the base.
+      const extra =
+        flag === '--base-delay'
+          ? ['--max-delay', String(POLICY_LIMITS.maxDelaySeconds.max)]
+          : flag === '--max-delay'
+            ? ['--base-delay', String(POLICY_LIMITS.baseDelaySeconds.min)]
+            : [];
+      for (const ok of [min, max]) assert.equal(parseCli(['watch', flag, String(ok), ...extra], env).command, 'watch');
+      const below = flag.startsWith('--max-a') || flag.startsWith('--rec') ? min - 1 : min / 2;
+      for (const bad of [String(below), String(max + 1), '-1', '-0.5', 'soon', ''])
+        assert.throws(
+          () => parseCli(['watch', flag, bad, ...extra], env),
+          (e: unknown) =>
+            e instanceof UsageError &&
+            e.message ===
+              `${flag} takes a ${key.endsWith('Seconds') ? 'number of seconds' : 'whole number'} from ${min} to ${max} (got "${bad}")`,
+          `${flag} ${bad}`,
+        );
+    }
+    assert.throws(() => parseCli(['watch', '--max-attempts', '2.5'], env), /whole number/);
+  });
+
+  it('a backoff cap below its base is refused, whichever of the two is left at its default', () => {
+    const refused = (argv: string[], message: RegExp) =>
+      assert.throws(
+        () => parseCli(argv, env),
+        (e: unknown) => e instanceof UsageError && message.test(e.message),
+      );
+    refused(
+      ['watch', '--max-delay', '1', '--base-delay', '10'],
+      /^--max-delay 1 is below --base-delay 10: the cap must be at least the base$/,
+    );
+    refused(['watch', '--max-delay', '10'], /^--max-delay 10 is below --base-delay 30:/);
+    refused(
+      ['watch', '--base-delay', '3600'],
+      /^--base-delay 3600 is above the backoff cap \(1800 s\): give --max-delay too/,
+    );
+    const same = parseCli(['watch', '--max-delay', '5', '--base-delay', '5'], env);
+    assert.ok(same.command === 'watch' && same.maxDelayMs === 5000 && same.baseDelayMs === 5000);
+  });
+
+  it("each command's --help (and help COMMAND) prints that command's help; help alone, all of it", () => {
+    const topic = (argv: string[]) => {
+      const a = parseCli(argv, env);
+      return a.command === 'help' ? a.topic : `not help: ${a.command}`;
+    };
+    assert.equal(topic(['watch', '--help']), 'watch');
+    assert.equal(topic(['watch', '-h', '--base-delay', '1']), 'watch');
+    assert.equal(topic(['status', '--help']), 'status');
+    for (const verb of ['pause', 'resume', 'arm', 'disarm', 'rearm', 'retry'])
+      assert.equal(topic([verb, '--help']), 'control');
+    assert.equal(topic(['help', 'watch']), 'watch');
+    assert.equal(topic(['help', 'retry']), 'control');
+    assert.throws(() => parseCli(['help', 'destroy'], env), /help takes one command's name/);
+    assert.throws(() => parseCli(['help', 'watch', 'status'], env), /help takes one command's name/);
+    const watch = commandHelp('watch');
+    assert.match(watch, /^Usage:\n {2}codex-goal-recovery watch /);
+    assert.match(watch, /--max-delay S/);
+    assert.match(watch, /Exit codes:/);
+    assert.doesNotMatch(watch, /codex-goal-recovery status|^retry /m, 'only its own');
+    assert.match(commandHelp('status'), /^status {2}Shows/m);
+    assert.match(commandHelp('control'), /^retry {3}Makes/m);
+    for (const t of ['watch', 'status', 'control'] as const) {
+      const body = commandHelp(t).split('\n\n')[1];
+      assert.ok(USAGE.includes(body), `${t}: the whole help holds the same text`);
+    }
   });
 
   it('watch takes --verbose; without it, no debug lines', () => {

@@ -30,6 +30,9 @@ import { emptyState, newWatch, type WatchedThread, type WatchState } from '../..
 const env = { HOME: '/home/u' } as NodeJS.ProcessEnv;
 const SOCKET = '/home/u/.codex/app-server-control/app-server-control.sock';
 
+/** The daemon as `status` finds it when it runs. */
+const UP = { kind: 'running' as const, detail: 'accepts connections' };
+
 describe('control commands on the command line', () => {
   it('each verb names its command on the election channel, and those are engine commands', () => {
     assert.deepEqual(CONTROL_COMMANDS, {
@@ -53,12 +56,15 @@ describe('control commands on the command line', () => {
       json: false,
       target: { kind: 'socket', path: SOCKET },
     });
-    assert.deepEqual(parseCli(['retry', 'th-1', '--json', '--codex-home', '/x'], env), {
+    // The Codex home must be a directory: this test's own is one.
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-home-'));
+    after(() => fs.rmSync(home, { recursive: true, force: true }));
+    assert.deepEqual(parseCli(['retry', 'th-1', '--json', '--codex-home', home], env), {
       command: 'control',
       verb: 'retry',
       threadId: 'th-1',
       json: true,
-      target: { kind: 'socket', path: '/x/app-server-control/app-server-control.sock' },
+      target: { kind: 'socket', path: path.join(home, 'app-server-control', 'app-server-control.sock') },
     });
     for (const verb of ['arm', 'disarm', 'rearm'] as const) {
       const a = parseCli([verb, '--url', 'ws://127.0.0.1:4500', 'T'], env);
@@ -145,6 +151,7 @@ describe('the one status shape', () => {
     'paused',
     'pausedAt',
     'connection',
+    'daemon',
     'nextDueAt',
     'attention',
     'watches',
@@ -152,7 +159,7 @@ describe('the one status shape', () => {
   const backoff = watch('a', { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' });
 
   it('from the engine: who leads, its policy, its watches; attempts out of ITS maxAttempts', () => {
-    const r = reportFromSnapshot(snapshot([backoff]), { who: 'runner', pid: 42 });
+    const r = reportFromSnapshot(snapshot([backoff]), { who: 'runner', pid: 42 }, UP);
     assert.deepEqual(Object.keys(r), KEYS);
     assert.equal(r.source, 'engine');
     assert.deepEqual(r.leader, { who: 'runner', pid: 42 });
@@ -174,7 +181,7 @@ describe('the one status shape', () => {
     const state = emptyState();
     state.watches.a = backoff;
     state.pausedAt = NOW - 5000;
-    const r = reportFromStateFile(state, '/s.json', SOCKET, 'no engine runs for x');
+    const r = reportFromStateFile(state, '/s.json', SOCKET, 'no engine runs for x', UP);
     assert.deepEqual(Object.keys(r), KEYS);
     assert.deepEqual([r.source, r.leader, r.policy, r.stateFile, r.paused], ['stateFile', null, null, '/s.json', true]);
     const text = statusText(r, NOW);
@@ -182,7 +189,7 @@ describe('the one status shape', () => {
     assert.match(text, /^auto-recovery paused since /m);
     assert.match(text, /^a {2}retry in 0:20 · attempt 1 · 1 consecutive failure/m);
     // No file at all: still the same shape, nothing watched (today's `{"watches":[]}`, a superset).
-    const none = reportFromStateFile(null, '/s.json', SOCKET, 'no engine runs');
+    const none = reportFromStateFile(null, '/s.json', SOCKET, 'no engine runs', UP);
     assert.deepEqual([none.paused, none.watches, none.attention], [false, [], []]);
   });
 
@@ -191,7 +198,7 @@ describe('the one status shape', () => {
     const old = { ...watch('c', { kind: 'running' }), recoveries: [NOW - 25 * 3600_000] };
     const snap = snapshot([used, old]);
     snap.policy = { ...snap.policy!, recoveryBudget: 12 };
-    const r = reportFromSnapshot(snap, { who: 'runner', pid: 42 });
+    const r = reportFromSnapshot(snap, { who: 'runner', pid: 42 }, UP);
     assert.equal(r.recoveryBudget, 12);
     const text = statusText(r, NOW);
     assert.match(text, /^a {2}retry in 0:20 · attempt 1\/3 · 1 consecutive failure · budget 3\/12 used {2}"goal a"$/m);
@@ -201,7 +208,7 @@ describe('the one status shape', () => {
     const state = emptyState();
     state.watches.a = used;
     assert.match(
-      statusText(reportFromStateFile(state, '/s.json', SOCKET, 'x'), NOW),
+      statusText(reportFromStateFile(state, '/s.json', SOCKET, 'x', UP), NOW),
       / · 3 automatic recoveries in 24 h/,
     );
   });
@@ -234,14 +241,31 @@ describe('the one status shape', () => {
         w.lastFailure = { ...backoff.lastFailure!, turnId: 'tb' };
       }
       assert.equal(needsPerson(w), code === 1, state.kind);
-      const fromEngine: StatusReport = reportFromSnapshot(snapshot([backoff, w]), { who: null, pid: 1 });
+      const fromEngine: StatusReport = reportFromSnapshot(snapshot([backoff, w]), { who: null, pid: 1 }, UP);
       assert.equal(statusExitCode(fromEngine), code, state.kind);
       assert.deepEqual(fromEngine.attention, code ? ['b'] : []);
       const file = emptyState();
       file.watches.b = w;
-      assert.equal(statusExitCode(reportFromStateFile(file, '/s', SOCKET, 'none')), code, state.kind);
+      assert.equal(statusExitCode(reportFromStateFile(file, '/s', SOCKET, 'none', UP)), code, state.kind);
     }
     assert.equal(EXIT.attention, 1);
+  });
+
+  it('exits 4 when the daemon is not running, from either source, whatever waits for a person; says it in words', () => {
+    const down = { kind: 'stopped' as const, detail: 'nothing listens at /s.sock' };
+    const gaveUp = watch('g', { kind: 'gaveUp', attempts: 3 });
+    const engine = reportFromSnapshot(snapshot([gaveUp]), { who: 'runner', pid: 1 }, down);
+    assert.equal(statusExitCode(engine), 4);
+    assert.equal(EXIT.daemonStopped, 4);
+    assert.deepEqual(engine.attention, ['g'], 'still listed');
+    assert.match(statusText(engine, NOW), /^daemon: not running \(nothing listens at \/s\.sock\)$/m);
+    const file = reportFromStateFile(null, '/s.json', SOCKET, 'no engine runs', down);
+    assert.equal(statusExitCode(file), 4);
+    // Not known (an unsafe socket, no answer in time): said, and the exit code is the goals' own.
+    const unknown = reportFromSnapshot(snapshot([gaveUp]), { who: 'runner', pid: 1 }, { kind: 'unknown', detail: 'x' });
+    assert.equal(statusExitCode(unknown), 1);
+    assert.match(statusText(unknown, NOW), /^daemon: cannot tell \(x\)$/m);
+    assert.doesNotMatch(statusText(reportFromSnapshot(snapshot([]), { who: 'runner', pid: 1 }, UP), NOW), /daemon:/);
   });
 });
 

@@ -5,6 +5,7 @@
 // one (`down`: it refuses connections), the clock is the fake one.
 //
 // Options: the shipped defaults (TEST_OPTIONS).
+import { decisionLevel } from '../../src/model/decisionLevel';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
@@ -47,9 +48,18 @@ describe('the daemon away', () => {
       'disconnected: EOF; reconnecting in 0.5 s',
       ...[1, 2, 4, 8, 16, 30, 30, 30, 30].map((n) => `error: fake daemon is down; reconnecting in ${n} s`),
     ]);
+    // Each counted since the daemon was last there: the first is its going (a warning), the rest
+    // quiet tries (debug); the first connection said 0, the return the tries before it (a notice).
+    const tries = () => h.decisions.flatMap((d) => (d.type === 'connection' ? [d.tries] : []));
+    assert.deepEqual(tries(), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     h.daemon.down = false;
     await h.advance(30_000);
     assert.equal(h.engine.connectionState().kind, 'connected');
+    assert.equal(tries().at(-1), 10, 'back after 10 failed tries');
+    assert.deepEqual(
+      h.decisions.filter((d) => d.type === 'connection').map((d) => decisionLevel(d)),
+      ['info', 'warning', ...Array<string>(9).fill('debug'), 'notice'],
+    );
     assert.equal(h.engine.watch(T1)?.state.kind, 'running');
   });
 

@@ -6,17 +6,26 @@ import type * as fs from 'node:fs';
 import { describe, it } from 'node:test';
 import type { Decision, DecisionType } from '../../src/model/decision';
 import { decisionLevel, type Level, RunnerLines, withPriority, writesToJournal } from '../../src/runner/lines';
+import { decisionLine } from '../../src/model/decisionText';
 
 const t = { threadId: 'th' };
 const ROWS: Record<DecisionType, [Decision, Level][]> = {
   'gave-up': [[{ type: 'gave-up', ...t, attempts: 6, failedTurnId: 'x' }, 'error']],
   attention: [[{ type: 'attention', ...t, reason: 'recovery budget spent' }, 'warning']],
   warning: [[{ type: 'warning', message: 'disk full' }, 'warning']],
+  // The daemon away: one warning (its first failed try), quiet tries, a notice when it is back.
   connection: [
     [{ type: 'connection', state: 'disconnected', detail: 'gone' }, 'warning'],
     [{ type: 'connection', state: 'error', detail: 'refused' }, 'warning'],
+    [{ type: 'connection', state: 'disconnected', detail: 'gone', tries: 1 }, 'warning'],
+    [{ type: 'connection', state: 'error', detail: 'refused', tries: 1 }, 'warning'],
+    [{ type: 'connection', state: 'error', detail: 'refused', tries: 2 }, 'debug'],
+    [{ type: 'connection', state: 'disconnected', detail: 'gone', tries: 9 }, 'debug'],
     [{ type: 'connection', state: 'connecting', detail: '…' }, 'info'],
     [{ type: 'connection', state: 'connected', detail: 'ok' }, 'info'],
+    [{ type: 'connection', state: 'connected', detail: 'ok', tries: 0 }, 'info'],
+    [{ type: 'connection', state: 'connected', detail: 'ok', tries: 1 }, 'notice'],
+    [{ type: 'connection', state: 'connected', detail: 'ok', tries: 14 }, 'notice'],
   ],
   skipped: [[{ type: 'skipped', ...t, reason: 'global rate limit' }, 'info']],
   loaded: [[{ type: 'loaded', ...t, reason: 'a client loaded it' }, 'info']],
@@ -39,12 +48,31 @@ const ROWS: Record<DecisionType, [Decision, Level][]> = {
 describe('the level of each decision', () => {
   for (const [type, rows] of Object.entries(ROWS))
     for (const [d, level] of rows)
-      it(`${type}${d.type === 'connection' ? ` (${d.state})` : ''} → ${level}`, () =>
+      it(`${type}${d.type === 'connection' ? ` (${d.state}, tries ${d.tries ?? 'not said'})` : ''} → ${level}`, () =>
         assert.equal(decisionLevel(d), level));
 });
 
+describe('a connection line in words', () => {
+  const line = (d: Partial<Extract<Decision, { type: 'connection' }>>) =>
+    decisionLine({ type: 'connection', state: 'error', detail: 'refused', ...d }, 0).slice(25);
+  it('the first loss as it always was; a later try numbered; the return with the tries it took', () => {
+    assert.equal(line({ tries: 1 }), 'connection error: refused');
+    assert.equal(line({}), 'connection error: refused');
+    assert.equal(line({ tries: 4 }), 'connection error: refused (try 4)');
+    assert.equal(line({ state: 'connected', detail: 'ok', tries: 0 }), 'connection connected: ok');
+    assert.equal(
+      line({ state: 'connected', detail: 'ok', tries: 1 }),
+      'connection connected: ok (back after 1 failed try)',
+    );
+    assert.equal(
+      line({ state: 'connected', detail: 'ok', tries: 7 }),
+      'connection connected: ok (back after 7 failed tries)',
+    );
+  });
+});
+
 describe('the runner’s lines', () => {
-  const object = { ts: '2026-12-03T15:00:00.000Z', type: 'gave-up', threadId: 'th' };
+  const object = { ts: '2026-12-03T15:00:00.000Z', type: 'gave-up' as const, threadId: 'th' };
   const text = '2026-12-03T15:00:00.000Z gave-up th: …';
   const written = (json: boolean, journal: boolean) => {
     const out: string[] = [];

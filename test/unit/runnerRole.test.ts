@@ -5,6 +5,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { testStateHome } from '../support/runnerProcess';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -374,7 +375,8 @@ class Cli {
   readonly exited: Promise<number | null>;
   constructor(args: string[], env: NodeJS.ProcessEnv) {
     this.child = spawn(process.execPath, [...GUARDED, ...args], {
-      env: { ...process.env, ...env },
+      // A runner without --state keeps its default file in this test's own XDG_STATE_HOME.
+      env: { ...process.env, XDG_STATE_HOME: testStateHome(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     readline.createInterface({ input: this.child.stdout! }).on('line', (l) => this.lines.push(l));
@@ -502,7 +504,7 @@ async function journalRun(flags: string[]): Promise<string[]> {
   const fd = fs.openSync(log, 'w');
   const st = fs.fstatSync(fd);
   const child = spawn(process.execPath, [...GUARDED, 'watch', '--socket', path.join(dir, 'nobody.sock'), ...flags], {
-    env: { ...process.env, ...env, JOURNAL_STREAM: `${st.dev}:${st.ino}` },
+    env: { ...process.env, XDG_STATE_HOME: testStateHome(), ...env, JOURNAL_STREAM: `${st.dev}:${st.ino}` },
     stdio: ['ignore', fd, 'ignore'],
   });
   fs.closeSync(fd);

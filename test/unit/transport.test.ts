@@ -139,8 +139,7 @@ test('checkWsUrl', () => {
     assert.equal(r.ok, false, u);
     assert.match(!r.ok ? r.reason : '', re, u);
   }
-  assert.deepEqual(checkWsUrl('ws://example.com:4500', true), { ok: true });
-  assert.equal(checkWsUrl('ws://example.com/daemon/shutdown', true).ok, false);
+  assert.equal(checkWsUrl('ws://127.0.0.1:4500/daemon/shutdown').ok, false);
 });
 
 // ---------------------------------------------------------------- ws transports

@@ -7,7 +7,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';
-import { POLICY_LIMITS, readSettings } from '../../../src/config/settings';
+import { readSettings } from '../../../src/config/settings';
+import { POLICY_LIMITS } from '../../../src/core/options';
 import { DEFAULT_OPTIONS } from '../../../src/core/options';
 import { policyLine } from '../../../src/views/statusBar';
 
