@@ -120,6 +120,23 @@ describe('the runner’s state: one file per daemon', () => {
       assert.equal(resumed.status, 0, resumed.stderr);
       assert.equal((await status(b.home.dir)).report.paused, false);
       assert.equal((await status(a.home.dir)).report.paused, true, 'B’s resume is not A’s');
+      // docs/runner.md's status example, as a real run prints it: its engine, policy and pause lines
+      // (the example's thread lines are checked against statusText by runnerDoc.test.ts).
+      const text = await runCli(['status', '--codex-home', b.home.dir], ENV());
+      const example = /\n```\n\$ codex-goal-recovery status\n([\s\S]*?)```/.exec(
+        fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'runner.md'), 'utf8'),
+      )![1];
+      const shape = (t: string) =>
+        t
+          .split('\n')
+          .slice(0, 3)
+          .map((l) =>
+            l
+              .replace(/pid \d+/, 'pid N')
+              .replace(/watching \S+/, 'watching S')
+              .replace(/codex [\d.]+/, 'codex V'),
+          );
+      assert.deepEqual(shape(text.stdout), shape(example), text.stdout);
 
       for (const r of [ra, rb, rc]) assert.equal(await r.stop(), 0, r.transcript());
       const files = fs
