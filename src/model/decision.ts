@@ -55,3 +55,8 @@ export const DecisionSchema = z.discriminatedUnion('type', [
 export type Decision = z.infer<typeof DecisionSchema>;
 
 export type DecisionType = Decision['type'];
+
+/** Every decision type, in the schema's order (docs/runner.md's `--json` table is checked against it). */
+export const DECISION_TYPES: readonly DecisionType[] = DecisionSchema.def.options.map(
+  (o) => o.shape.type.def.values[0],
+);
