@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Node lines users run the runner on: the unit suite and the runner's own tests against the
-# real daemon (the runner in-process and as its bin, its control commands, the npm package as
-# users install it, its OpenTelemetry export), on one Node line. The build is not redone: out/ and
+# real daemon (every runner*.test: the runner in-process and as its bin, its control commands, its
+# state files, ...; the npm package as users install it, its OpenTelemetry export), on one Node line. The build is not redone: out/ and
 # dist/ are what `npm run pretest` made (in .ci/run, with the machine's Node, which runs every
 # suite). The Node under test is first on PATH, so the bin's shebang (`env node`) and the npm the
 # package test runs start it too. Test files are named (the shell's glob), not a directory: Node 22
@@ -29,9 +29,7 @@ fi
 T0=$(date +%s)
 echo "   node $(node --version) ($(command -v node))"
 node --test --test-concurrency=1 out/test/unit/*.test.js \
-  out/test/integration/runner.test.js \
-  out/test/integration/runnerBin.test.js \
-  out/test/integration/runnerControl.test.js \
+  out/test/integration/runner*.test.js \
   out/test/integration/npmPackage.test.js \
   out/test/integration/telemetry.test.js
 echo "   node $(node --version): done in $(($(date +%s) - T0))s"

@@ -9,7 +9,7 @@
 //    which ran no turn; a goal of an outage's group that follows its probe names its own turn,
 //    never recovered). The outage-cost bench counts the same from the daemon's record (automatic
 //    activations less the one that completed the goal: test/bench/outageLab.ts);
-//  - time in backoff: from a goal's `backoff` until the decision that ends the wait (its recovery
+//  - time in backoff: from a goal's `backoff` (when it was decided) until the decision that ends the wait (its recovery
 //    going out, given up, disarmed, needing attention, re-armed by a person…). A goal still waiting
 //    counts up to now, so a reading grows while an outage lasts.
 import type { Decision } from '../model/decision';
@@ -53,8 +53,12 @@ export class DecisionCounters {
       }
     }
     if (d.type === 'backoff') {
-      this.endWait(id, nowMs);
-      this.waiting.set(id, nowMs);
+      // The wait began when the engine decided it (its due time less its delay), not when the
+      // export heard of it: the decision is announced after the save that holds it, and a slow
+      // save must not shorten the time counted.
+      const since = Math.min(nowMs, d.dueAt - d.delayMs);
+      this.endWait(id, since);
+      this.waiting.set(id, since);
     } else if (ENDS_BACKOFF.has(d.type)) this.endWait(id, nowMs);
     if (d.type === 'recovered') {
       this.recoveries += 1;

@@ -60,7 +60,6 @@
 // Replay a failure with CGR_FAULT_SEED=<seed printed below>; CGR_FAULT_ITERATIONS (default 20).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -68,7 +67,13 @@ import { sleep, trackedAlive } from '../../src/demo/codexProcesses';
 import { daemonPid, restartDaemon } from '../../src/demo/managedDaemon';
 import { startThreadWithGoal, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/goalThreads';
 import { UserClient } from '../../src/demo/userClient';
-import { CLI, PREPARE_LEAD_MS, RunnerProcess, savedWatches, type RunnerDecision } from '../support/runnerProcess';
+import {
+  PREPARE_LEAD_MS,
+  RunnerProcess,
+  savedWatches,
+  statusOfFile,
+  type RunnerDecision,
+} from '../support/runnerProcess';
 import { DaemonLab } from '../support/daemonLab';
 import { assertOneRecoveryAcrossKill, daemonRecord } from '../support/daemonJudge';
 import { faultSeed, readRolloutGoals } from '../support/rolloutGoals';
@@ -233,7 +238,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     // The suite as a whole: the runner survived every kill.
     assert.ok(runner.running, `the runner exited (${runner.exitCode ?? runner.signalCode})`);
     assert.deepEqual(runner.stderr, [], 'the runner wrote to stderr');
-    const status = spawnSync(process.execPath, [CLI, 'status', '--state', statePath, '--json'], { encoding: 'utf8' });
+    const status = statusOfFile(statePath, ['--codex-home', lab.home.dir]);
     assert.equal(status.status, 0, status.stderr);
     // The kills reached every phase of a recovery, each often enough.
     for (const [name, n] of reached)

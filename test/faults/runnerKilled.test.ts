@@ -66,7 +66,6 @@
 // CGR_FAULT_VERBOSE=1 prints each iteration's runner lines.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -80,7 +79,7 @@ import {
 import { type UserClient } from '../../src/demo/userClient';
 import { type Notification } from '../../src/demo/userClientLog';
 import {
-  CLI,
+  statusOfFile,
   RunnerProcess,
   savedWatches as savedWatchesOf,
   settleAndStop,
@@ -588,7 +587,7 @@ describe(
 
     /** The state file through the public reader: `status` must read it whole, whenever it is read. */
     function savedWatches(): Map<string, SavedWatch> {
-      const r = spawnSync(process.execPath, [CLI, 'status', '--state', statePath, '--json'], { encoding: 'utf8' });
+      const r = statusOfFile(statePath, ['--codex-home', lab.home.dir]);
       assert.equal(r.status, 0, `status could not read the state file: ${r.stderr}`);
       assert.equal(r.stderr, '', 'status found a problem in the state file');
       return new Map((JSON.parse(r.stdout) as { watches: SavedWatch[] }).watches.map((w) => [w.threadId, w]));

@@ -37,7 +37,6 @@
 // Seeded PRNG for the kill points: replay with CGR_FAULT_SEED.
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -48,7 +47,7 @@ import { DaemonLab } from '../support/daemonLab';
 import { readStateFile } from '../../src/store/jsonFileStore';
 import type { PersistedState } from '../../src/model/watch';
 import {
-  CLI,
+  statusOfFile,
   endRunners,
   RunnerProcess,
   settleAndStop,
@@ -172,7 +171,7 @@ function savedWatch(
   statePath: string,
   threadId: string,
 ): { state: unknown; pending: unknown; recovered: string[] } | undefined {
-  const r = spawnSync(process.execPath, [CLI, 'status', '--state', statePath, '--json'], { encoding: 'utf8' });
+  const r = statusOfFile(statePath, ['--codex-home', lab.home.dir]);
   assert.equal(r.status, 0, r.stderr);
   return (
     JSON.parse(r.stdout) as { watches: { threadId: string; state: unknown; pending: unknown; recovered: string[] }[] }

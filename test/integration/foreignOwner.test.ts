@@ -11,7 +11,6 @@
 // ask for the same pass with `engine.resync()` (what the Refresh command does).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -34,7 +33,7 @@ import { connectDaemon } from '../../src/protocol/client';
 import { assertNoAutomaticSet, assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
 import { RealEngine } from '../support/realEngine';
-import { CLI, RunnerProcess, settleAndStop } from '../support/runnerProcess';
+import { RunnerProcess, settleAndStop, statusOfFile } from '../support/runnerProcess';
 
 const T = 60_000;
 /** How long "the owner starts no turn" is watched (the measured goal/set start a turn within ~20 ms). */
@@ -161,7 +160,7 @@ for (const codex of codexBuilds())
           assert.equal(saved[id].lastFailure?.turnId, blockedTurn);
           assert.deepEqual(again.of('attention', id), [], `told again after a restart that followed a ${ending}`);
         }
-        const status = spawnSync(process.execPath, [CLI, 'status', '--state', state], { encoding: 'utf8' });
+        const status = statusOfFile(state, ['--codex-home', home.dir], false);
         // A goal stopped in another Codex app waits for a person (model/queries.ts `needsPerson`, as
         // the view's badge counts it): `status` exits 1.
         assert.equal(status.status, 1, status.stderr);

@@ -118,7 +118,7 @@ describe('the npm package: packed, installed into a prefix, and run', { timeout:
     assert.equal(fs.realpathSync(bin), path.join(installed, 'dist', 'cli.js'), 'the bin links to dist/cli.js');
   });
 
-  it('the installed bin: --version and -V print the version; status reads an empty state and exits 0', async () => {
+  it('the installed bin: --version and -V print the version; status reads an empty state, says no daemon runs, exits 4', async () => {
     const { version } = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')) as Manifest;
     for (const flag of ['--version', '-V']) {
       const run = await runInstalled(bin, [flag], home);
@@ -126,13 +126,12 @@ describe('the npm package: packed, installed into a prefix, and run', { timeout:
       assert.equal(run.stdout, `${NAME} ${version}\n`);
     }
     const state = path.join(dir, 'empty-state.json');
-    const status = await runInstalled(
-      bin,
-      ['status', '--codex-home', path.join(dir, 'no-codex'), '--state', state],
-      home,
-    );
-    assert.equal(status.code, 0, status.stderr);
+    const codexHome = path.join(dir, 'no-codex'); // a Codex home with no daemon
+    fs.mkdirSync(codexHome, { recursive: true });
+    const status = await runInstalled(bin, ['status', '--codex-home', codexHome, '--state', state], home);
+    assert.equal(status.code, 4, status.stderr);
     assert.match(status.stdout, /no engine/i);
+    assert.match(status.stdout, /^daemon: not running/m);
   });
 
   it("watch, started with the systemd unit's ExecStart: recovers one outage, once, by the daemon's record", async () => {

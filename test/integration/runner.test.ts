@@ -35,14 +35,13 @@ import {
   type StartedGoalThread,
 } from '../../src/demo/goalThreads';
 import { UserClient } from '../../src/demo/userClient';
-import { CLI, RunnerProcess, settleAndStop, testRuntimeDir } from '../support/runnerProcess';
+import { RunnerProcess, settleAndStop, statusOfFile } from '../support/runnerProcess';
 import {
   assertNoAutomaticSet,
   assertOneRecoveryPerFailedTurn,
   daemonRecord,
   type DaemonRecord,
 } from '../support/daemonJudge';
-import { spawnSync } from 'node:child_process';
 import type { Json } from '../support/json';
 
 const T = 60_000;
@@ -119,16 +118,9 @@ interface SavedWatch {
   lastFailure: { turnId: string; dueAt: number | null } | null;
 }
 
-/**
- * `status` asks the engine that leads for the daemon it names (here the default, ~/.codex's) and
- * reads the state file only when none runs: in this test process's private runtime directory no
- * engine leads for that daemon, so these calls read the file, whatever runs on the machine.
- */
-const STATUS_OPTIONS = { encoding: 'utf8', env: { ...process.env, XDG_RUNTIME_DIR: testRuntimeDir() } } as const;
-
 /** What the runner's state file holds for a thread, through its public reader (`status --json`). */
 function saved(threadId: string): SavedWatch | undefined {
-  const r = spawnSync(process.execPath, [CLI, 'status', '--state', env.state, '--json'], STATUS_OPTIONS);
+  const r = statusOfFile(env.state, ['--codex-home', env.home.dir]);
   assert.equal(r.status, 0, `status could not read the state file: ${r.stderr}`);
   assert.equal(r.stderr, '', 'status found a problem in the state file');
   return (JSON.parse(r.stdout) as { watches: SavedWatch[] }).watches.find((w) => w.threadId === threadId);
@@ -217,7 +209,7 @@ for (const codex of codexBuilds())
           [1, 2, 3],
         );
         assert.equal(r.of('recovering').length, 3, 'recovered a completed goal');
-        const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], STATUS_OPTIONS);
+        const status = statusOfFile(env.state, ['--codex-home', env.home.dir], false);
         assert.equal(status.status, 0, status.stderr);
         assert.match(status.stdout, new RegExp(`${t.threadId}\\s+complete`));
       },
@@ -279,7 +271,7 @@ for (const codex of codexBuilds())
           assert.equal(d.goalStatus, status);
         }
         assert.equal(r.of('recovering').length, 0, `touched a goal it must leave alone\n${r.transcript()}`);
-        const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], STATUS_OPTIONS);
+        const status = statusOfFile(env.state, ['--codex-home', env.home.dir], false);
         assert.match(status.stdout, /blocked by the model/);
         assert.match(status.stdout, /budget limit reached/);
       },
@@ -535,7 +527,7 @@ for (const codex of codexBuilds())
       assertNoAutomaticSet(await record(t), 'adopted an old blocked goal');
       assert.equal(r.of('recovering').length, 0, 'adopted an old blocked goal');
       assert.equal(r.of('armed', t.threadId).length, 0);
-      const status = spawnSync(process.execPath, [CLI, 'status', '--state', env.state], STATUS_OPTIONS);
+      const status = statusOfFile(env.state, ['--codex-home', env.home.dir], false);
       assert.match(status.stdout, /not adopted \(already blocked/);
     });
   });

@@ -1,5 +1,5 @@
 // The headless runner (dist/cli.js) as a child process, with its --json decisions parsed.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -88,6 +88,31 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 
       resolve({ status, stdout, stderr });
     });
   });
+}
+
+/**
+ * `status [--json] --state FILE` as the state file's public reader, for the daemon `target` names
+ * (`--codex-home DIR`, `--socket PATH`): in an election directory of its own, where no engine
+ * leads, so the file is read even while a runner runs; its exit code says whether a goal waits for
+ * a person (1), or the daemon is not running (4). Synchronous, as the readers that use it are.
+ */
+export function statusOfFile(statePath: string, target: string[], json = true): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [CLI, 'status', ...(json ? ['--json'] : []), '--state', statePath, ...target], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    env: { ...process.env, XDG_RUNTIME_DIR: statusRuntimeDir() },
+  });
+}
+
+let statusRuntime: string | null = null;
+/** The readers' own XDG_RUNTIME_DIR: no engine ever leads there. */
+function statusRuntimeDir(): string {
+  if (statusRuntime === null) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-xdg-reader-'));
+    statusRuntime = dir;
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  return statusRuntime;
 }
 
 /** The runner's tuning variables (not flags: the command line is a fixed contract). */

@@ -151,13 +151,14 @@ describe('the counters as OTLP metrics', () => {
 
   it('recoveries, give-ups, wasted turns (a recovery whose turn failed again) and time in backoff', () => {
     const c = new DecisionCounters();
-    const backoff = (threadId: string, attempt: number, failedTurnId: string): Decision => ({
+    /** A backoff decided at `at` (its due time less its delay), as the engine announces it. */
+    const backoff = (threadId: string, attempt: number, failedTurnId: string, at: number): Decision => ({
       type: 'backoff',
       threadId,
       attempt,
       failedTurnId,
-      dueAt: 0,
-      delayMs: 0,
+      dueAt: at + 1_000,
+      delayMs: 1_000,
       error: 'http500',
     });
     const recovered = (threadId: string, attempt: number, failedTurnId: string): Decision => ({
@@ -169,18 +170,18 @@ describe('the counters as OTLP metrics', () => {
     });
     // Goal a: fails (turn 1), backs off 10 s, recovered; the recovery's turn (2) fails again: one
     // wasted turn; backs off 20 s, recovered, completes.
-    c.observe(backoff('a', 1, 'a1'), 0);
+    c.observe(backoff('a', 1, 'a1', 0), 0);
     c.observe({ type: 'recovering', threadId: 'a', attempt: 1, failedTurnId: 'a1' }, 10_000);
     c.observe(recovered('a', 1, 'a1'), 10_100);
-    c.observe(backoff('a', 2, 'a2'), 12_000);
+    c.observe(backoff('a', 2, 'a2', 12_000), 12_000);
     c.observe(recovered('a', 2, 'a2'), 32_000);
     // Goal b: backs off 5 s, then the daemon refuses its set (a backoff of the same failed turn: no
     // turn ran, nothing wasted), then it gives up.
-    c.observe(backoff('b', 1, 'b1'), 0);
-    c.observe(backoff('b', 2, 'b1'), 5_000);
+    c.observe(backoff('b', 1, 'b1', 0), 0);
+    c.observe(backoff('b', 2, 'b1', 5_000), 5_000);
     c.observe({ type: 'gave-up', threadId: 'b', attempts: 2, failedTurnId: 'b1' }, 8_000);
     // Goal c: still waiting: counted up to now.
-    c.observe(backoff('c', 1, 'c1'), 40_000);
+    c.observe(backoff('c', 1, 'c1', 40_000), 40_000);
     assert.deepEqual(c.counts(41_000), { recoveries: 2, giveUps: 1, wastedTurns: 1, backoffSeconds: 10 + 20 + 8 + 1 });
     assert.equal(c.waitingNow(), true);
     // A recovered goal that fails again after its recovery gave up: wasted too.
@@ -189,6 +190,11 @@ describe('the counters as OTLP metrics', () => {
     c.observe({ type: 'gave-up', threadId: 'c', attempts: 6, failedTurnId: 'c2' }, 43_000);
     assert.deepEqual(c.counts(50_000), { recoveries: 3, giveUps: 2, wastedTurns: 2, backoffSeconds: 10 + 20 + 8 + 2 });
     assert.equal(c.waitingNow(), false);
+    // Goal d: its backoff heard 2 s after the engine decided it (a slow save before the
+    // announcement): the wait is counted from the decision, not from when the export heard it.
+    c.observe(backoff('d', 1, 'd1', 60_000), 62_000);
+    c.observe({ type: 'recovering', threadId: 'd', attempt: 1, failedTurnId: 'd1' }, 62_500);
+    assert.equal(c.counts(70_000).backoffSeconds, 10 + 20 + 8 + 2 + 2.5, 'from its decision: 2.5 s, not 0.5 s');
   });
 
   it('a person ends a wait: disarmed, re-armed, or the goal needs attention', () => {
