@@ -2,7 +2,7 @@
 //   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
 //                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
 //                             [--recovery-budget N] [--json] [--verbose]
-//                             [--otlp-endpoint URL | --otlp-from-codex-config]
+//                             [--otlp-endpoint URL | --otlp-from-codex-config] [--notify PROGRAM]
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
 // (the whole text and the exit codes: USAGE below; docs/runner.md)
@@ -14,12 +14,13 @@ import type { SharedTarget, TransportTarget } from '../protocol/transport';
 import { errorText } from '../util/errorText';
 import { checkEndpoint } from '../telemetry/destination';
 import type { TelemetryChoice } from '../telemetry/index';
+import { parseNotifyCommand } from './notify';
 
 export const USAGE = `Usage:
   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
                             [--recovery-budget N] [--json] [--verbose]
-                            [--otlp-endpoint URL | --otlp-from-codex-config]
+                            [--otlp-endpoint URL | --otlp-from-codex-config] [--notify PROGRAM]
   codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]
@@ -50,6 +51,8 @@ watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTER
   --otlp-from-codex-config  the same, to the otlp-http exporter of Codex's own [otel] table in
                      $CODEX_HOME/config.toml (or --codex-home's), with its headers; an otlp-grpc
                      or "none" exporter exports nothing, and the runner says why
+  --notify PROGRAM   run PROGRAM (no shell; or a JSON array: ["python3","hook.py"]) with one JSON
+                     argument when a goal gives up, needs a person or spends its recovery budget
 status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
         policy, its watched threads and their states. When no engine runs, the state file instead
         (--state), and says so. --json: one object, the same shape from either source.
@@ -77,6 +80,8 @@ export interface WatchArgs {
   verbose: boolean;
   /** The OpenTelemetry export, when asked for (docs/telemetry.md); null: nothing is sent. */
   otlp: TelemetryChoice | null;
+  /** --notify: the program's argv (the JSON argument is appended), or null. */
+  notify: string[] | null;
 }
 /** A target another engine may lead for: a daemon's socket or URL (a private stdio child has no election). */
 export type { SharedTarget };
@@ -151,6 +156,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
               verbose: { type: 'boolean' },
               'otlp-endpoint': { type: 'string' },
               'otlp-from-codex-config': { type: 'boolean' },
+              notify: { type: 'string' },
               help: { type: 'boolean', short: 'h' },
             }
           : command === 'status'
@@ -197,7 +203,16 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv = process.env): 
     json: v.json === true,
     verbose: v.verbose === true,
     otlp: otlpChoice(v, env),
+    notify: notifyArgv(v.notify),
   };
+}
+
+/** `--notify PROGRAM` (src/runner/notify.ts reads it), or null. */
+function notifyArgv(value: string | boolean | undefined): string[] | null {
+  if (typeof value !== 'string') return null;
+  const argv = parseNotifyCommand(value);
+  if (typeof argv === 'string') throw new UsageError(`--notify ${argv}`);
+  return argv;
 }
 
 /** `--otlp-endpoint URL | --otlp-from-codex-config` (the Codex home: --codex-home's, else $CODEX_HOME's). */
