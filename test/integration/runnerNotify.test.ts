@@ -2,7 +2,8 @@
 // app-server daemon and the mock model, with a real program: a `#!/bin/sh` script in a temp dir
 // that appends its argument count and its argument to a file. A give-up runs it exactly once, with
 // the JSON; a goal that needs a person and one whose budget is spent run it once each, typed so;
-// the routine lines (armed, backoff, recovering, recovered, connection, role) never run it. A
+// the routine lines (armed, backoff, recovering, recovered, connection, role) never run it, and
+// what it writes never reaches the runner's stdout or stderr. A
 // program that fails (exit 1) is said in one `notify` line however often it fails, and one that
 // hangs is stopped at the shipped 10 s timeout (itself and its child), said, while a recovery goes
 // ahead meanwhile: neither holds a recovery. The daemon is the judge of the recoveries
@@ -152,7 +153,8 @@ describe(`runner --notify against the real daemon, codex ${pinnedCodex().version
     'a give-up runs the program exactly once, with one JSON argument; routine lines never run it',
     { timeout: 2 * T },
     async () => {
-      const r = runner(['--max-attempts', '1', '--notify', hook()]);
+      // It writes to its stdout and stderr too: neither may reach the runner's (a JSON-lines stream).
+      const r = runner(['--max-attempts', '1', '--notify', hook("echo 'hook says hello'; echo 'hook complains' >&2")]);
       await r.connected();
       const { t, d } = await givenUp(r, 'given up');
       await runsReach(1, r);
@@ -184,6 +186,11 @@ describe(`runner --notify against the real daemon, codex ${pinnedCodex().version
       for (const type of ['connection', 'armed', 'backoff', 'recovering', 'recovered'])
         assert.ok(r.of(type).length > 0, `no ${type} line`);
       assert.deepEqual(r.of('notify'), []);
+      assert.deepEqual(
+        r.stderr.filter((l) => l.includes('hook')),
+        [],
+        'the program wrote into the runner',
+      );
     },
   );
 
