@@ -68,6 +68,16 @@ async function setUp(): Promise<void> {
 
 async function tearDown(): Promise<void> {
   for (const r of env.runners) await r.kill();
+  // A hanging hook a failed test left (its shell leads its own process group): never left running.
+  const pids = path.join(env.dir, 'pids');
+  if (fs.existsSync(pids)) {
+    const shell = Number(fs.readFileSync(pids, 'utf8').split(' ')[0]);
+    try {
+      if (shell > 0) process.kill(-shell, 'SIGKILL');
+    } catch {
+      // the group is gone: the hook ended as it should
+    }
+  }
   await env.user.close().catch(() => undefined);
   await stopDaemon(env.home.dir, { force: true });
   await env.home.cleanup();
@@ -242,7 +252,7 @@ describe(`runner --notify against the real daemon, codex ${pinnedCodex().version
     'a program that hangs holds no recovery, and is stopped with its child at the timeout',
     { timeout: 2 * T },
     async () => {
-      const pids = path.join(env.dir, 'pids');
+      const pids = path.join(env.dir, 'pids'); // tearDown stops this hook if the test fails
       const r = runner(['--max-attempts', '1', '--notify', hook(`sleep 300 & echo "$$ $!" > '${pids}'; wait`)]);
       await r.connected();
       const hung = await givenUp(r, 'given up, its hook hangs');

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
 import { budgetWhy } from '../../src/core/policy';
 import type { Decision, DecisionType } from '../../src/model/decision';
 import { parseCli, UsageError } from '../../src/runner/args';
@@ -144,6 +144,8 @@ interface Said {
   fields: Record<string, unknown>;
   message: string;
 }
+/** The notifiers of the test that runs: stopped at its end, whatever it asserted (no run outlives it). */
+const made: Notifier[] = [];
 function notifier(argv: string[], opts: { timeoutMs?: number; maxRunning?: number } = {}) {
   const said: Said[] = [];
   const n = new Notifier(argv, (level, fields, message) => said.push({ level, fields, message }), {
@@ -152,6 +154,7 @@ function notifier(argv: string[], opts: { timeoutMs?: number; maxRunning?: numbe
     timeoutMs: 5_000,
     ...opts,
   });
+  made.push(n);
   return { n, said };
 }
 const gaveUp = (threadId: string): Decision => ({ type: 'gave-up', threadId, attempts: 6, failedTurnId: 'f' });
@@ -166,6 +169,7 @@ function alive(pid: number): boolean {
   }
 }
 describe('the runs', () => {
+  afterEach(() => Promise.all(made.splice(0).map((n) => n.stop(0))));
   it('one run per decision that asks for a person, with the JSON as its last argument; none for the rest', async () => {
     const s = script(APPEND);
     const { n, said } = notifier(s.argv);
