@@ -2,7 +2,7 @@
 //   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
 //                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
 //                             [--recovery-budget N] [--json] [--verbose]
-//                             [--otlp-endpoint URL | --otlp-from-codex-config]
+//                             [--otlp-endpoint URL | --otlp-from-codex-config] [--notify PROGRAM]
 //   codex-goal-recovery status [--state FILE] [--json] [target]
 //   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
 // (the whole text and the exit codes: USAGE below; docs/runner.md)
@@ -16,13 +16,14 @@ import { checkEndpoint } from '../telemetry/destination';
 import type { TelemetryChoice } from '../telemetry/index';
 import { DEFAULT_OPTIONS, POLICY_LIMITS } from '../core/options';
 import { defaultStatePath } from './stateFile';
+import { parseNotifyCommand } from './notify';
 
 /** Each command's usage line(s), as `help` and the command's own `--help` print them. */
 const USAGE_LINES = {
   watch: `  codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
                             [--recovery-budget N] [--json] [--verbose]
-                            [--otlp-endpoint URL | --otlp-from-codex-config]`,
+                            [--otlp-endpoint URL | --otlp-from-codex-config] [--notify PROGRAM]`,
   status: `  codex-goal-recovery status [--state FILE] [--json] [--codex-home DIR | --socket PATH | --url ws://…]`,
   control: `  codex-goal-recovery pause | resume [--json] [--codex-home DIR | --socket PATH | --url ws://…]
   codex-goal-recovery arm | disarm | rearm | retry THREAD [--json] [--codex-home DIR | --socket PATH | --url ws://…]`,
@@ -30,8 +31,8 @@ const USAGE_LINES = {
 
 /** What each command does, and its flags. */
 const COMMAND_TEXT = {
-  watch: `watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTERM or SIGHUP, or
-        until the reader of its output goes away.
+  watch: `watch   Runs the recovery engine against a Codex app-server until SIGINT, SIGTERM or SIGHUP
+        (or, piped, its first line after the reader of its output went away).
         Default: the daemon's control socket under $CODEX_HOME (default ~/.codex).
   --codex-home DIR   Codex home whose daemon socket to use (with --stdio: the child's CODEX_HOME);
                      it must be a directory
@@ -58,7 +59,9 @@ const COMMAND_TEXT = {
                      states, counts, delays and error codes: never a goal's text
   --otlp-from-codex-config  the same, to the otlp-http exporter of Codex's own [otel] table in
                      $CODEX_HOME/config.toml (or --codex-home's), with its headers; an otlp-grpc
-                     or "none" exporter exports nothing, and the runner says why`,
+                     or "none" exporter exports nothing, and the runner says why
+  --notify PROGRAM   run PROGRAM (no shell; or a JSON array: ["python3","hook.py"]) with one JSON
+                     argument when a goal gives up, needs a person or spends its recovery budget`,
   status: `status  Shows the engine that watches the daemon (a runner or a VS Code window): who leads, its
         policy, its watched threads and their states, and whether the daemon is running. When no
         engine runs, the daemon's state file instead (--state; default: that daemon's own file),
@@ -114,6 +117,8 @@ export interface WatchArgs {
   verbose: boolean;
   /** The OpenTelemetry export, when asked for (docs/telemetry.md); null: nothing is sent. */
   otlp: TelemetryChoice | null;
+  /** --notify: the program's argv (the JSON argument is appended), or null. */
+  notify: string[] | null;
 }
 /** A target another engine may lead for: a daemon's socket or URL (a private stdio child has no election). */
 export type { SharedTarget };
@@ -200,6 +205,7 @@ export const WATCH_OPTIONS = {
   verbose: { type: 'boolean' },
   'otlp-endpoint': { type: 'string' },
   'otlp-from-codex-config': { type: 'boolean' },
+  notify: { type: 'string' },
   ...HELP,
 } as const;
 const STATUS_OPTIONS = { ...TARGET_OPTIONS, state: { type: 'string' }, json: { type: 'boolean' }, ...HELP } as const;
@@ -293,7 +299,16 @@ export function parseCli(
     json: v.json === true,
     verbose: v.verbose === true,
     otlp: otlpChoice(v, env),
+    notify: notifyArgv(v.notify),
   };
+}
+
+/** `--notify PROGRAM` (src/runner/notify.ts reads it), or null. */
+function notifyArgv(value: string | boolean | undefined): string[] | null {
+  if (typeof value !== 'string') return null;
+  const argv = parseNotifyCommand(value);
+  if (typeof argv === 'string') throw new UsageError(`--notify ${argv}`);
+  return argv;
 }
 
 /** `--otlp-endpoint URL | --otlp-from-codex-config` (the Codex home: --codex-home's, else $CODEX_HOME's). */

@@ -39,6 +39,7 @@ import { decisionLevel, type Level, RunnerLines, type RunnerLineType, withPriori
 import { roleLine, roleObject, RunnerRole } from './role';
 import { errorText } from '../util/errorText';
 import { startTelemetry, type Telemetry } from '../telemetry/index';
+import { openNotifier } from './notify';
 
 export async function main(argv: string[]): Promise<number> {
   let args;
@@ -104,6 +105,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     if (level !== 'debug' || args.verbose)
       lines.line(level, decisionObject(d, Date.now()), decisionLine(d, Date.now()));
     telemetry?.decided(d);
+    notifier?.decided(d);
   };
   // A fatal error: on stderr as always, and under --json also as one object on stdout.
   const fatal = (message: string) => {
@@ -117,6 +119,12 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     process.stderr.write(`codex-goal-recovery: ${otherDaemon}\n`);
     return EXIT.usage;
   }
+  // --notify: a program run on a give-up, a goal that needs a person, a spent budget (notify.ts).
+  const notifier = openNotifier(args.notify, env, (level, f, m) => say(level, 'notify', { message: m, ...f }, m), {
+    target,
+    titleOf: (id) => role.runningEngine?.watch(id)?.title ?? null,
+    log: debug,
+  });
   const options = engineOptions(args, env);
   const election = electionFor(args.target);
   debug(
@@ -188,6 +196,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     await role.start();
   } catch (error) {
     await role.stop().catch(() => undefined);
+    await notifier?.stop();
     await telemetry?.stop(TELEMETRY_STOP_MS);
     fatal(errorText(error));
     return 1;
@@ -202,6 +211,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   clearInterval(keepAlive);
   const leading = role.runningEngine !== null;
   await role.stop();
+  await notifier?.stop();
   // What the engine said while it stopped goes out with the last try (a short one: a collector
   // that does not answer never holds the stop for long).
   await telemetry?.stop(TELEMETRY_STOP_MS);

@@ -20,6 +20,7 @@ export const RUNNER_LINE_TYPES = [
   'handover',
   'takeover',
   'telemetry',
+  'notify',
   'daemon-stderr',
   'debug',
   'fatal',

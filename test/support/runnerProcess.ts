@@ -116,7 +116,11 @@ function statusRuntimeDir(): string {
 }
 
 /** The runner's tuning variables (not flags: the command line is a fixed contract). */
-const TUNING = ['CODEX_GOAL_RECOVERY_RESYNC_S', 'CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S'] as const;
+const TUNING = [
+  'CODEX_GOAL_RECOVERY_RESYNC_S',
+  'CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S',
+  'CODEX_GOAL_RECOVERY_NOTIFY_TIMEOUT_S',
+] as const;
 
 export class RunnerProcess {
   readonly decisions: RunnerDecision[] = [];
@@ -136,7 +140,7 @@ export class RunnerProcess {
 
   /**
    * `env` is added to this process's environment. The runner runs with the shipped tuning (resync
-   * every 60 s, the limiter's 3 then one per 5 s): a tuning variable inherited from the
+   * every 60 s, the limiter's 3 then one per 5 s, the notify timeout 10 s): a tuning variable inherited from the
    * developer's shell is dropped, and a test that needs another value passes it here (e.g.
    * `CODEX_GOAL_RECOVERY_RESYNC_S`) and says why in its header. A short resync saves the state
    * every second and so hides whatever the engine forgot to save when it decided (issue 8).
