@@ -122,7 +122,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   // --notify: a program run on a give-up, a goal that needs a person, a spent budget (notify.ts).
   const notifier = openNotifier(args.notify, env, (level, f, m) => say(level, 'notify', { message: m, ...f }, m), {
     target,
-    titleOf: (id) => role.runningEngine?.watch(id)?.title ?? null,
+    watchOf: (id) => role.runningEngine?.watch(id) ?? null,
     log: debug,
   });
   const options = engineOptions(args, env);

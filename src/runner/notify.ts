@@ -11,6 +11,7 @@
 // the thread's title (as the runner's lines do): never a goal's objective.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Decision } from '../model/decision';
+import type { WatchedThread } from '../model/watch';
 import { VERSION } from '../version';
 
 /** How long one run may take before it is stopped (SIGTERM, then SIGKILL after `KILL_GRACE_MS`). */
@@ -42,16 +43,14 @@ export interface NotifyPayload {
   limit: number | null;
 }
 
-/** What a payload knows beyond the decision: when, the daemon, this runner, the thread's title. */
+/** What a payload knows beyond the decision: when, the daemon, this runner, the thread as the engine has it. */
 export interface NotifyContext {
   now: number;
   target: string;
   version: string;
-  title: string | null;
+  /** The thread's watch, read when the decision is announced (after the save that holds it), or null. */
+  watch: Pick<WatchedThread, 'title' | 'state'> | null;
 }
-
-/** The engine's words for a spent budget (src/core/policy.ts `budgetWhy`): how many of how many. */
-const BUDGET_SPENT = /^the recovery budget is spent: (\d+) of (\d+) /;
 
 function clip(text: string): string {
   return text.length > TEXT_MAX ? `${text.slice(0, TEXT_MAX - 1)}…` : text;
@@ -66,7 +65,7 @@ export function notifyPayload(d: Decision, ctx: NotifyContext): NotifyPayload | 
     ts: new Date(ctx.now).toISOString(),
     target: ctx.target,
     threadId: d.threadId,
-    title: ctx.title === null ? null : clip(ctx.title),
+    title: ctx.watch === null ? null : clip(ctx.watch.title),
     attempts: null,
     failedTurnId: null,
     used: null,
@@ -74,9 +73,10 @@ export function notifyPayload(d: Decision, ctx: NotifyContext): NotifyPayload | 
   };
   if (d.type === 'gave-up')
     return { ...base, type: 'gave-up', reason: null, attempts: d.attempts, failedTurnId: d.failedTurnId };
-  const spent = BUDGET_SPENT.exec(d.reason);
-  if (spent)
-    return { ...base, type: 'budget-spent', reason: clip(d.reason), used: Number(spent[1]), limit: Number(spent[2]) };
+  // A spent budget is the thread's state (budgetSpent), not words of the reason: read it there.
+  const state = ctx.watch?.state;
+  if (state?.kind === 'budgetSpent')
+    return { ...base, type: 'budget-spent', reason: clip(d.reason), used: state.used, limit: state.limit };
   return { ...base, type: 'attention', reason: clip(d.reason) };
 }
 
@@ -103,8 +103,8 @@ export function parseNotifyCommand(value: string): string[] | string {
 export interface NotifierOptions {
   /** The daemon, as the runner names it (the payload's `target`). */
   target: string;
-  /** The thread's title, when the engine watches it. */
-  titleOf?: (threadId: string) => string | null;
+  /** The thread's watch, when the engine watches it (its title, its state). */
+  watchOf?: (threadId: string) => Pick<WatchedThread, 'title' | 'state'> | null;
   timeoutMs?: number;
   maxRunning?: number;
   /** A run that worked (--verbose: a debug line). */
@@ -156,8 +156,8 @@ export class Notifier {
 
   /** A decision of the engine: the program runs for one that asks for a person, never for the rest. */
   decided(d: Decision, now = Date.now()): void {
-    const title = 'threadId' in d && d.threadId ? (this.opts.titleOf?.(d.threadId) ?? null) : null;
-    const payload = notifyPayload(d, { now, target: this.opts.target, version: VERSION, title });
+    const watch = 'threadId' in d && d.threadId ? (this.opts.watchOf?.(d.threadId) ?? null) : null;
+    const payload = notifyPayload(d, { now, target: this.opts.target, version: VERSION, watch });
     if (payload) this.notify(payload);
   }
 

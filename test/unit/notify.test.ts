@@ -41,7 +41,13 @@ const ROWS: Record<DecisionType, [Decision, boolean]> = {
 };
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);
-const CTX = { now: NOW, target: 'socket /h/app-server-control.sock', version: '9.9.9', title: 'fix the build' };
+const RUNNING = { kind: 'running' } as const;
+const CTX = {
+  now: NOW,
+  target: 'socket /h/app-server-control.sock',
+  version: '9.9.9',
+  watch: { title: 'fix the build', state: RUNNING },
+};
 const NONE = { reason: null, attempts: null, failedTurnId: null, used: null, limit: null };
 const BASE = {
   source: 'codex-goal-recovery',
@@ -77,9 +83,11 @@ describe('which decision runs the program, with what JSON', () => {
     });
   });
 
-  it('a spent budget, in the engine’s own words: budget-spent, with how many of how many', () => {
-    const reason = budgetWhy({ kind: 'budgetSpent', used: 12, limit: 12, until: NOW });
-    assert.deepEqual(notifyPayload({ type: 'attention', ...t, reason }, CTX), {
+  it('a spent budget: the thread’s state says so (budget-spent, how many of how many), whatever the words', () => {
+    const spent = { kind: 'budgetSpent', used: 12, limit: 12, until: NOW } as const;
+    const reason = budgetWhy(spent);
+    const watch = { title: 'fix the build', state: spent };
+    assert.deepEqual(notifyPayload({ type: 'attention', ...t, reason }, { ...CTX, watch }), {
       ...BASE,
       ...NONE,
       type: 'budget-spent',
@@ -87,15 +95,23 @@ describe('which decision runs the program, with what JSON', () => {
       used: 12,
       limit: 12,
     });
+    const worded = notifyPayload({ type: 'attention', ...t, reason: 'other words' }, { ...CTX, watch })!;
+    assert.deepEqual([worded.type, worded.used, worded.limit], ['budget-spent', 12, 12]);
+    // The engine's words for it, on a thread in another state (or none known): a plain attention.
+    assert.equal(notifyPayload({ type: 'attention', ...t, reason }, CTX)!.type, 'attention');
+    assert.equal(notifyPayload({ type: 'attention', ...t, reason }, { ...CTX, watch: null })!.type, 'attention');
   });
 
   it('every key always there (null where the event has none); a long text clipped; no title: null', () => {
     const long = 'x'.repeat(5 * TEXT_MAX);
-    const p = notifyPayload({ type: 'attention', ...t, reason: long }, { ...CTX, title: long })!;
+    const p = notifyPayload(
+      { type: 'attention', ...t, reason: long },
+      { ...CTX, watch: { title: long, state: RUNNING } },
+    )!;
     assert.equal(p.reason!.length, TEXT_MAX);
     assert.equal(p.title!.length, TEXT_MAX);
     assert.deepEqual(Object.keys(p).sort(), Object.keys({ ...BASE, ...NONE, type: '' }).sort());
-    assert.equal(notifyPayload(ROWS['gave-up'][0], { ...CTX, title: null })!.title, null);
+    assert.equal(notifyPayload(ROWS['gave-up'][0], { ...CTX, watch: null })!.title, null);
   });
 });
 
@@ -150,7 +166,7 @@ function notifier(argv: string[], opts: { timeoutMs?: number; maxRunning?: numbe
   const said: Said[] = [];
   const n = new Notifier(argv, (level, fields, message) => said.push({ level, fields, message }), {
     target: 'tgt',
-    titleOf: (id) => `title of ${id}`,
+    watchOf: (id) => ({ title: `title of ${id}`, state: RUNNING }),
     timeoutMs: 5_000,
     ...opts,
   });
