@@ -100,6 +100,16 @@ describe('docs/runner.md, checked against the runner', () => {
     }
   });
 
+  it('the Node the runner needs, as the README and docs/runner.md say it, is the package’s engines.node', () => {
+    const engines = (
+      JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }
+    ).engines.node;
+    const major = /^>=(\d+)$/.exec(engines)?.[1];
+    assert.ok(major, `engines.node is ">=N": ${engines}`);
+    assert.match(readme, new RegExp(`Node ${major} or later for the runner`));
+    assert.match(runnerDoc, new RegExp(`only Node ${major} or later`));
+  });
+
   it('the status example is what status prints for the state it shows', () => {
     const block = /\n```\n\$ codex-goal-recovery status\n([\s\S]*?)```/.exec(runnerDoc);
     assert.ok(block, 'no status example');
