@@ -423,9 +423,9 @@ export const MUTATIONS = [
     invariant: "a new usage limit is planned from its turn's end, whose message names the reset",
     fault: 'a new usage limit is planned while its turn is still in progress',
     file: 'src/core/policy.ts',
-    find: "  if (live.turn?.status === 'inProgress')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
+    find: "  if (live.turn && turnUnended(live.turn, live.status))\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
     replace:
-      "  if (live.turn?.status === 'inProgres')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
+      "  if (live.turn && live.turn.status === 'inProgres')\n    return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };",
     guard: {
       file: 'test/unit/policy.test.ts',
       pattern: 'a new usage limit whose turn has not ended',

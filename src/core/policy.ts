@@ -99,7 +99,7 @@ function blocked(f: Facts): Verdict {
   // overtaken by an event): nothing new, so kept; passing through turnEnding would say it again.
   if (!turn && w.state.kind === 'budgetSpent') return { act: 'keep', why: budgetWhy(w.state) };
   // Codex marks the goal blocked before the turn completes (measured): its end decides.
-  if (!turn || turn.status === 'inProgress')
+  if (!turn || turnUnended(turn, live.status))
     return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the failed turn has not ended yet' };
   // A completed turn: the model's block (a goal blocked while its turn succeeded).
   if (turn.status === 'completed')
@@ -192,7 +192,7 @@ function usageLimited(f: Facts, goal: Readonly<GoalSnapshot>): Verdict {
   }
   // Codex marks the goal usage-limited before its turn completes (measured: daemon-behaviour (o)):
   // the turn's end carries the message that names the reset, the last source when nothing else does.
-  if (live.turn?.status === 'inProgress')
+  if (live.turn && turnUnended(live.turn, live.status))
     return { act: 'settle', state: { kind: 'turnEnding' }, why: 'the limited turn has not ended yet' };
   return { act: 'readReset', key, why: 'a new usage limit' };
 }
@@ -378,6 +378,16 @@ export function usageDue(now: number, resetsAt: number | null, options: Readonly
 /** Which usage limit this is: its turn, or (no turn known) the usage-limited goal's update. */
 export function usageKey(goal: Readonly<GoalSnapshot>, live: Readonly<LiveThread>): string {
   return live.turn?.id ?? `usage@${goal.updatedAt}`;
+}
+
+/**
+ * The turn has not ended: running, or read in the instant a failure ends it (the daemon lists it
+ * `interrupted`, with no error and no end time, while the thread is `systemError` already:
+ * daemon-behaviour (q)). A turn a crash cut short lists the same, but on an idle thread.
+ */
+export function turnUnended(turn: Readonly<NonNullable<LiveThread['turn']>>, status: LiveThread['status']): boolean {
+  if (turn.status === 'inProgress') return true;
+  return turn.status === 'interrupted' && turn.completedAt === null && status?.type === 'systemError';
 }
 
 /**

@@ -68,6 +68,8 @@ export const TurnSchema = z.object({
     z.optional(z.nullable(TurnErrorSchema)),
     z.transform((v) => v ?? null),
   ),
+  /** Unix seconds; null: the turn has not ended (daemon-behaviour (q)); absent: not said. */
+  completedAt: z.catch(z.optional(z.nullable(z.number())), undefined),
 });
 export type Turn = z.infer<typeof TurnSchema>;
 

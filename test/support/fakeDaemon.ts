@@ -316,7 +316,7 @@ export class FakeDaemon extends StrictDaemon {
         return t ? reply({ thread: this.threadJson(t) }) : fail(-32600, 'thread not found');
       case 'thread/turns/list':
         return t
-          ? reply({ data: [t.turn], nextCursor: null, backwardsCursor: null })
+          ? reply({ data: [this.listedTurn(t)], nextCursor: null, backwardsCursor: null })
           : fail(-32600, 'thread not found');
       case 'thread/resume':
         if (!t) return fail(-32600, 'thread not found');
@@ -382,6 +382,18 @@ export class FakeDaemon extends StrictDaemon {
       this.notify('thread/status/changed', { threadId: t.id, status: t.status });
       this.notifySubscribed(t.id, 'turn/started', { threadId: t.id, turn: t.turn }); // §e: turn events only where resumed
     }
+  }
+
+  /**
+   * The newest turn as `thread/turns/list` shows it. Measured (0.169.0, 0.171.0, daemon-behaviour
+   * (q)): between a failure's goal update and its `turn/completed`, the turn lists `interrupted`,
+   * with no error and no end time, while the thread is `systemError` already.
+   */
+  private listedTurn(t: FakeThread): FakeTurn & { completedAt?: number | null } {
+    const stopped = t.goal?.status === 'blocked' || t.goal?.status === 'usageLimited';
+    if (stopped && t.status.type === 'systemError' && t.turn.status === 'inProgress')
+      return { id: t.turn.id, status: 'interrupted', error: null, completedAt: null };
+    return t.turn;
   }
 
   private threadJson(t: FakeThread) {

@@ -125,6 +125,36 @@ const ROWS: Row[] = [
     live: { turn: turn('t1', 'interrupted') },
     expect: { act: 'settle', kind: 'interrupted' },
   },
+  {
+    name: 'blocked, the turn read before its end (listed interrupted, no end time, the thread systemError) → turnEnding (daemon-behaviour (q))',
+    live: { turn: { ...turn('t1', 'interrupted'), completedAt: null }, status: { type: 'systemError' } },
+    expect: { act: 'settle', kind: 'turnEnding' },
+  },
+  {
+    name: 'blocked, the turn interrupted with no end time on an idle thread (a crash cut it short) → interrupted',
+    live: { turn: { ...turn('t1', 'interrupted'), completedAt: null } },
+    expect: { act: 'settle', kind: 'interrupted' },
+  },
+  {
+    name: 'blocked, the turn interrupted with an end time, the thread systemError → interrupted',
+    live: { turn: { ...turn('t1', 'interrupted'), completedAt: 1_800_000_000 }, status: { type: 'systemError' } },
+    expect: { act: 'settle', kind: 'interrupted' },
+  },
+  {
+    name: 'blocked, the turn interrupted with no end time, the thread status not known → interrupted',
+    live: { turn: { ...turn('t1', 'interrupted'), completedAt: null }, status: null },
+    expect: { act: 'settle', kind: 'interrupted' },
+  },
+  {
+    name: 'blocked, a failed turn listed with no end time, the thread systemError → counted: only an interrupted listing is a turn still ending',
+    live: { turn: { ...failed('t1'), completedAt: null }, status: { type: 'systemError' } },
+    expect: { act: 'count' },
+  },
+  {
+    name: 'blocked, the turn interrupted, its end time not said (a daemon without it), the thread systemError → interrupted',
+    live: { turn: turn('t1', 'interrupted'), status: { type: 'systemError' } },
+    expect: { act: 'settle', kind: 'interrupted' },
+  },
   // Blocked by a failed turn.
   {
     name: 'blocked again on a failed turn recovered once already → needsAttention, never twice (TestRecovery)',
@@ -286,6 +316,18 @@ const ROWS: Row[] = [
     goal: 'usageLimited',
     live: { turn: turn('t1', 'inProgress') },
     expect: { act: 'settle', kind: 'turnEnding' },
+  },
+  {
+    name: 'a new usage limit, its turn read before its end (interrupted, no end time, the thread systemError) → turnEnding: the message comes with the end',
+    goal: 'usageLimited',
+    live: { turn: { ...turn('t1', 'interrupted'), completedAt: null }, status: { type: 'systemError' } },
+    expect: { act: 'settle', kind: 'turnEnding' },
+  },
+  {
+    name: 'a new usage limit, its turn interrupted with no end time on an idle thread (a crash) → readReset',
+    goal: 'usageLimited',
+    live: { turn: { ...turn('t1', 'interrupted'), completedAt: null } },
+    expect: { act: 'readReset' },
   },
   {
     name: 'a usage limit scheduled → kept, its resume due',

@@ -351,6 +351,27 @@ describe('a usage limit on the engine (strict fake daemon, fake clock, shipped d
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('the engine reads the turn between the limit and the turn’s end (listed interrupted, no message): it waits for the end, and resumes at the minute the message names', async () => {
+    // The order that lost the message (issue 39): the goal turns usageLimited, the engine's read of
+    // the newest turn is answered before the turn has ended (the daemon lists it interrupted, with
+    // no error and no end time, while the thread is systemError: daemon-behaviour (q)), and only
+    // then comes `turn/completed` with the message, the one source of this reset.
+    const h = await armed();
+    const minuteStart = Math.ceil(h.clock.now() / 60_000) * 60_000;
+    await h.advance(minuteStart + 50_000 - h.clock.now());
+    const resetAt = minuteStart + 58_000;
+    const message = `You’ve hit your usage limit. … or try again at ${clockText(resetAt)}.`;
+    h.daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', phase: 'goal' });
+    await h.settle();
+    assert.ok(h.daemon.count('thread/turns/list') > 0, 'the engine never read the turn in between');
+    assert.equal(h.engine.watch('thread-1')!.state.kind, 'turnEnding');
+    h.daemon.failWithEvents('thread-1', { codexErrorInfo: 'usageLimitExceeded', phase: 'turn', message });
+    await h.settle();
+    const w = h.engine.watch('thread-1')!;
+    assert.deepEqual(w.state, { kind: 'usageLimited', resetsAt: minuteStart + 60_000 });
+    assert.equal(dueAt(w), minuteStart + 60_000 + MARGIN, `due ${dueAt(w)! - h.clock.now()} ms from now`);
+  });
+
   it('out of credits (the update says so): needs attention, told once, never scheduled', async () => {
     const h = await armed();
     const resetAt = h.clock.now() + HOUR;
