@@ -97,6 +97,13 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   };
   // Plain lines only (--json has the role line instead).
   const watching = () => say('info', 'watching', {}, `watching (state in ${args.statePath}); Ctrl-C to stop`);
+  const target = describeTarget(args.target);
+  // Refused before anything starts (no telemetry, no election): another daemon's state file.
+  const otherDaemon = await otherDaemonProblem(args.statePath, args.target);
+  if (otherDaemon !== null) {
+    process.stderr.write(`codex-goal-recovery: ${otherDaemon}\n`);
+    return EXIT.usage;
+  }
   // --otlp-endpoint, --otlp-from-codex-config: the engine's own decisions, exported too (docs/telemetry.md).
   const telemetry = openTelemetry(args, env, say);
   const decided = (d: Decision) => {
@@ -113,12 +120,6 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     const text = `codex-goal-recovery: ${message}`;
     process.stderr.write(`${writesToJournal(env, 2) ? withPriority('error', text) : text}\n`);
   };
-  const target = describeTarget(args.target);
-  const otherDaemon = await otherDaemonProblem(args.statePath, args.target);
-  if (otherDaemon !== null) {
-    process.stderr.write(`codex-goal-recovery: ${otherDaemon}\n`);
-    return EXIT.usage;
-  }
   // --notify: a program run on a give-up, a goal that needs a person, a spent budget (notify.ts).
   const notifier = openNotifier(args.notify, env, (level, f, m) => say(level, 'notify', { message: m, ...f }, m), {
     target,

@@ -162,14 +162,15 @@ describe('the runner’s state: one file per daemon', () => {
   );
 
   it(
-    'an explicit --state another daemon’s engine keeps is refused, exit 2, before it runs; so is a --codex-home that is not a directory',
+    'an explicit --state another daemon’s engine keeps is refused, exit 2, before it runs (no election, no telemetry); so is a --codex-home that is not a directory',
     { timeout: 2 * T },
     async () => {
       const scratch = tempDir('cgr-state-refused-');
       const file = path.join(scratch, 'one.json');
       const first = runner(a.home.dir, ['--state', file]);
       await first.connected(T);
-      const second = runner(b.home.dir, ['--state', file]);
+      // With telemetry asked for too (a loopback port nothing listens on): nothing starts before the refusal.
+      const second = runner(b.home.dir, ['--state', file, '--otlp-endpoint', 'http://127.0.0.1:9']);
       await second.waitFor(() => false, 10_000).catch(() => undefined);
       assert.equal(second.running, false, second.transcript());
       assert.equal(second.exitCode, 2);
@@ -185,6 +186,11 @@ describe('the runner’s state: one file per daemon', () => {
         second.decisions.filter((d) => d.type === 'role'),
         [],
         'it never joined an election',
+      );
+      assert.deepEqual(
+        second.decisions.filter((d) => d.type === 'telemetry'),
+        [],
+        'its telemetry never started',
       );
       assert.equal(await first.stop(), 0, first.transcript());
       const stored = await readStateFile(file);
