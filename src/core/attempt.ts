@@ -1,11 +1,13 @@
 // The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
 // intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
 // state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
-import { addHistory, countRecovery, type ScheduledState, uncountRecovery, type WatchedThread } from '../model/watch';
+import { countRecovery, uncountRecovery } from '../model/budget';
+import { addHistory, type WatchedThread } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
+import type { Prepared } from './jobs';
 import type { LiveThread } from './live';
 import type { Reconciler } from './reconciler';
 import { backOff, confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
@@ -18,21 +20,6 @@ class Abort extends Error {}
 /** The write-ahead save failed: the set is not sent, and the recovery waits `SAVE_RETRY_MS`. */
 class SaveFailed extends Abort {}
 const SAVE_RETRY_MS = 5_000;
-
-/** An attempt between its write-ahead save and its set (carried by its thread's delayed `send` job). */
-export interface Prepared {
-  session: DaemonSession;
-  w: WatchedThread;
-  live: LiveThread;
-  /** The thread's event count when its reads began: any event since calls the set off. */
-  seq: number;
-  scheduled: ScheduledState;
-  failedTurnId: string;
-  expectedStatus: 'blocked' | 'usageLimited';
-  attempt: number;
-  /** Its write-ahead's time, once written (the recovery budget's count). */
-  sentAt: number | null;
-}
 
 export class Attempts {
   constructor(

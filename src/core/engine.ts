@@ -5,7 +5,8 @@
 //   policy.ts       the decision table (pure): which state, and what to do
 //   transitions.ts  carrying out a verdict: the one writer of a watch's state and due time
 //   reconciler.ts   the reads that gather the facts, and asking the table
-//   threadWork.ts   the work queue of each thread: what goes in, who does it
+//   jobs.ts         the work queue of each thread: what goes in
+//   threadWork.ts   who does each job
 //   attempt.ts      the recovery attempt: veto, write-ahead, set, outcome
 //   schedule.ts     the due timer, the preparation lead, the limiter hand-off
 //   events.ts       the daemon event table
@@ -18,11 +19,13 @@
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import type { WatchedThread } from '../model/watch';
 import { Attempts } from './attempt';
+import { ClockGuard } from './clockGuard';
 import { Connection } from './connection';
 import { type EngineDeps, EngineCore } from './engineCore';
 import { HomeScan } from './homeScan';
 import { Reconciler } from './reconciler';
 import type { EngineOptions } from './options';
+import { Schedule } from './schedule';
 import { ThreadWorker } from './threadWork';
 import { UserActions } from './userActions';
 
@@ -36,7 +39,10 @@ export class Engine {
   readonly commands: UserActions;
 
   constructor(options: EngineOptions, deps: EngineDeps) {
-    const core = (this.core = new EngineCore(options, deps));
+    const core = (this.core = new EngineCore(options, deps, {
+      guard: (c) => new ClockGuard(c),
+      schedule: (c) => new Schedule(c),
+    }));
     const reconciler = new Reconciler(core);
     this.attempts = new Attempts(core, reconciler);
     core.serve(new ThreadWorker(core, reconciler, this.attempts));

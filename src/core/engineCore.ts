@@ -1,5 +1,5 @@
 // What every part of the engine shares: the state it owns, what it knows of each thread right
-// now, the one state write, the work queue of each thread (threadWork.ts says what goes in and who
+// now, the one state write, the work queue of each thread (jobs.ts says what goes in, threadWork.ts who
 // does it), the timers (the clock guard, the schedule) and the way out (the saver's outbox). The
 // parts (the reconciler, attempts, events, commands, connection) each hold this and nothing of one
 // another's internals; the engine makes them and names the queue's worker.
@@ -12,13 +12,11 @@ import { ConnectionLostError, type Connector, type DaemonSession, RpcError } fro
 import type { StateStore } from '../store/store';
 import { WorkQueue } from '../util/workQueue';
 import type { Random } from './backoff';
-import type { Clock } from './clock';
-import { ClockGuard } from './clockGuard';
+import type { Clock, TimerHandle } from './clock';
 import { type LiveThread, newLive } from './live';
 import type { EngineOptions } from './options';
 import { Saver } from './saving';
-import { Schedule } from './schedule';
-import { merges, type ThreadJob, type ThreadWorker } from './threadWork';
+import { type JobWorker, merges, type ThreadJob } from './jobs';
 import { errorText } from '../util/errorText';
 
 export interface EngineDeps {
@@ -41,6 +39,31 @@ export interface EngineDeps {
   fence?: () => string | null;
 }
 
+/** The due timer (schedule.ts): the due pass, the preparation lead, the limiter, the outage's probe. */
+export interface DueTimer {
+  reschedule(): void;
+  /** A response completed on the thread, to a request sent no earlier than `since`. */
+  answered(threadId: string, since: number): void;
+  giveBack(): void;
+  prepareLead(): number;
+  release(): void;
+  nextDueAt(): number | null;
+  stop(): void;
+  updateOptions(previous: EngineOptions): void;
+}
+
+/** Every engine timer (clockGuard.ts): the wall clock is checked before its callback runs. */
+export interface TimerGuard {
+  timer(callback: () => void, delayMs: number): TimerHandle;
+  started(): void;
+}
+
+/** What the engine makes its timers of (engine.ts names schedule.ts and clockGuard.ts). */
+export interface EngineTimers {
+  guard: (core: EngineCore) => TimerGuard;
+  schedule: (core: EngineCore) => DueTimer;
+}
+
 export class EngineCore {
   private current: PersistedState = emptyState();
   /**
@@ -58,17 +81,18 @@ export class EngineCore {
   readonly live = new Map<string, LiveThread>();
   readonly saver: Saver;
   /** Every engine timer goes through it: wall-clock jumps, and delays Node can keep. */
-  readonly guard: ClockGuard;
+  readonly guard: TimerGuard;
   /** The due timer, the preparation lead, the limiter and the outage's probe. */
-  readonly schedule: Schedule;
+  readonly schedule: DueTimer;
   /** One queue per thread: a thread's work never overlaps, a look asked twice while one waits runs once. */
   readonly work: WorkQueue<ThreadJob>;
-  private worker: ThreadWorker | null = null;
+  private worker: JobWorker | null = null;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     options: EngineOptions,
     readonly deps: EngineDeps,
+    timers: EngineTimers,
   ) {
     this.options = { ...options };
     this.saver = new Saver({
@@ -81,8 +105,8 @@ export class EngineCore {
       stopped: () => this.stopped,
       fence: () => this.fence(),
     });
-    this.guard = new ClockGuard(this);
-    this.schedule = new Schedule(this);
+    this.guard = timers.guard(this);
+    this.schedule = timers.schedule(this);
     this.work = new WorkQueue<ThreadJob>({
       process: (threadId, job) => this.process(threadId, job),
       merges,
@@ -97,7 +121,7 @@ export class EngineCore {
   }
 
   /** The one that does what the thread queues hold (the engine names it once, at its start). */
-  serve(worker: ThreadWorker): void {
+  serve(worker: JobWorker): void {
     this.worker = worker;
   }
 

@@ -1,6 +1,6 @@
 // The daemon event table: what each notification tells the engine about a thread. Every event
 // bumps the thread's sequence number (an attempt whose reads saw one is called off: the
-// notification barrier) and queues a look at the thread in its queue (threadWork.ts); what an event decides is
+// notification barrier) and queues a look at the thread in its queue (jobs.ts); what an event decides is
 // asked of the table (policy.ts: a completed turn ends the run of failures).
 import type { DaemonListener, ThreadGoal } from '../protocol/daemon';
 import { describeErrorInfo } from './classify';

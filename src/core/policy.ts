@@ -6,8 +6,8 @@
 // measured daemon behaviour (docs/daemon-behaviour.md) it comes from; docs/architecture.md shows
 // the states it chooses, test/unit/policy.test.ts has one case per row (the veto's reasons:
 // policyVeto.test.ts).
+import { budgetUse } from '../model/budget';
 import {
-  budgetUse,
   describeErrorCode,
   type GoalSnapshot,
   type ScheduledState,
@@ -128,7 +128,7 @@ function blocked(f: Facts): Verdict {
     if (w.state.kind === 'budgetSpent') return { act: 'keep', why: budgetWhy(w.state) };
     if (isScheduledFor(w.state, 'backoff', turn.id))
       return { act: 'keep', why: 'its recovery is due', scheduled: turn.id };
-    if (w.failures > f.options.maxAttempts)
+    if (givesUp(w.failures, f.options))
       return { act: 'giveUp', failedTurnId: turn.id, why: `${f.options.maxAttempts} recoveries failed again` };
     const spent = overBudget(w, f.options, f.now);
     if (spent) return { act: 'settle', state: spent, why: budgetWhy(spent), attention: true };
@@ -215,6 +215,14 @@ function blockedAgain(w: Readonly<WatchedThread>, why: string): Verdict {
     why,
     attention: w.state.kind !== 'needsAttention',
   };
+}
+
+/**
+ * The give-up threshold, the one place it lives: `failures` consecutive failures of one goal (the
+ * first failed turn, then each recovery that failed again) are past `maxAttempts` recoveries.
+ */
+export function givesUp(failures: number, options: Readonly<EngineOptions>): boolean {
+  return failures > options.maxAttempts;
 }
 
 export type BudgetSpentState = Extract<WatchState, { kind: 'budgetSpent' }>;

@@ -16,7 +16,15 @@ import { jitteredDelay } from './backoff';
 import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
 import { followProbe, halfStepDue, outageKind, probeFollowers } from './outage';
-import { type BudgetSpentState, budgetWhy, type MarkerMove, overBudget, retryNowState, type Verdict } from './policy';
+import {
+  type BudgetSpentState,
+  budgetWhy,
+  givesUp,
+  type MarkerMove,
+  overBudget,
+  retryNowState,
+  type Verdict,
+} from './policy';
 import type { UsagePlan } from './usagePlan';
 
 /**
@@ -30,7 +38,7 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   // The provider failed the probe's turn again (not the daemon refusing its set): those that
   // waited for it follow, first (once the probe's state moves, no one waits for it).
   const provider = outageKind(error) !== null;
-  if (w.failures > core.options.maxAttempts) {
+  if (givesUp(w.failures, core.options)) {
     if (provider) followTheProbe(core, w, now);
     return giveUp(core, w, failedTurnId);
   }
@@ -126,7 +134,7 @@ function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): nu
     const step = followProbe(w, probeDue);
     w.failures = step.failures;
     core.mark(w.threadId);
-    if (w.failures > core.options.maxAttempts) {
+    if (givesUp(w.failures, core.options)) {
       giveUp(core, w, failedTurnId);
       continue;
     }

@@ -2,7 +2,11 @@
 // A watch keeps when each of its automatic sets went out (`recoveries`), recorded with the
 // write-ahead intent, pruned to the window and bounded; the decision table (src/core/policy.ts)
 // reads how many fall in the window now.
-import type { WatchedThread } from './watch';
+
+/** What the budget reads and writes of a watch: when its automatic sets went out. */
+interface Recoveries {
+  recoveries: number[];
+}
 
 /** The rolling window the budget counts in. */
 export const BUDGET_WINDOW_MS = 24 * 60 * 60_000;
@@ -13,25 +17,25 @@ export const BUDGET_WINDOW_MS = 24 * 60 * 60_000;
 export const RECOVERIES_KEPT = 256;
 
 /** The automatic recoveries of a watch in the window ending at `now`, oldest first. */
-export function recoveriesIn(w: Pick<WatchedThread, 'recoveries'>, now: number): number[] {
+export function recoveriesIn(w: Readonly<Recoveries>, now: number): number[] {
   return w.recoveries.filter((at) => at > now - BUDGET_WINDOW_MS);
 }
 
 /** How much of the budget is used at `now`, and when the oldest counted recovery leaves the window. */
-export function budgetUse(w: Pick<WatchedThread, 'recoveries'>, now: number): { used: number; until: number | null } {
+export function budgetUse(w: Readonly<Recoveries>, now: number): { used: number; until: number | null } {
   const times = recoveriesIn(w, now);
   return { used: times.length, until: times.length > 0 ? Math.min(...times) + BUDGET_WINDOW_MS : null };
 }
 
 /** An automatic set goes out at `at` (its write-ahead): counted, the window pruned, the record bounded. */
-export function countRecovery(w: WatchedThread, at: number): void {
+export function countRecovery(w: Recoveries, at: number): void {
   const kept = recoveriesIn(w, at);
   kept.push(at);
   w.recoveries = kept.length > RECOVERIES_KEPT ? kept.slice(kept.length - RECOVERIES_KEPT) : kept;
 }
 
 /** A set withdrawn before it went out (called off after its write-ahead): its count is taken back. */
-export function uncountRecovery(w: WatchedThread, at: number): void {
+export function uncountRecovery(w: Recoveries, at: number): void {
   const i = w.recoveries.lastIndexOf(at);
   if (i >= 0) w.recoveries = [...w.recoveries.slice(0, i), ...w.recoveries.slice(i + 1)];
 }

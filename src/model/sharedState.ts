@@ -1,21 +1,19 @@
 // One frozen copy of each state that is nothing but its kind, and of the empty list: 10,000
 // watches `running` share one object instead of holding one each.
-import type { WatchState } from './watch';
-
-const SHARED_STATES = new Map<string, WatchState>();
+const SHARED_STATES = new Map<string, { kind: string }>();
 
 /**
  * A state that is nothing but its kind, as one frozen copy per kind (10,000 watches `running`
  * share one object); any other state as it is. States are replaced, never changed in place.
  */
-export function sharedState(state: WatchState): WatchState {
+export function sharedState<S extends { kind: string }>(state: S): S {
   if (Object.keys(state).length !== 1) return state;
   let shared = SHARED_STATES.get(state.kind);
   if (!shared) {
-    shared = Object.freeze({ kind: state.kind }) as WatchState;
+    shared = Object.freeze({ kind: state.kind });
     SHARED_STATES.set(state.kind, shared);
   }
-  return shared;
+  return shared as S;
 }
 
 /**

@@ -6,7 +6,6 @@
 import * as z from '../util/zod';
 import { noEntries, sharedState } from './sharedState';
 
-export { budgetUse, countRecovery, recoveriesIn, uncountRecovery } from './budget';
 export { describeErrorCode } from './errorCodeText';
 export { formatAge, formatClock, formatDuration } from './timeText';
 

@@ -3,8 +3,9 @@
 // `status --json` prints it as one object; the text form is made from it. Documented in
 // docs/runner.md ("status"). The keys `paused` and `watches` are those `status --json` always had: outside
 // checks read them, so they keep their meaning (a superset, never a rename).
+import { budgetUse } from '../model/budget';
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
-import { budgetUse, type PersistedState, type WatchedThread } from '../model/watch';
+import { type PersistedState, type WatchedThread } from '../model/watch';
 import { needsPerson } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { EXIT, leaderText, type LeaderInfo } from './control';

@@ -1,6 +1,7 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
+import { budgetUse } from '../model/budget';
 import * as vscode from 'vscode';
-import { budgetUse, describeErrorCode, type WatchedThread, type WatchStateKind } from '../model/watch';
+import { describeErrorCode, type WatchedThread, type WatchStateKind } from '../model/watch';
 import { canPauseGoal, canRetryNow, dueAt, waitsForLoad } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { clockTime, count } from './locale';

@@ -1,7 +1,7 @@
 // The house rules of src/, checked (docs/architecture.md, "Layers"): imports only point down the
-// layer table; the decision table (src/core/policy.ts) imports nothing that does I/O; no file is
-// far above 400 lines. The layer list is test/support/layers.ts (docs/architecture.md's table,
-// checked against it by architectureDoc.test.ts).
+// layer table, and no file's imports lead back to it (no import circle); the decision table
+// (src/core/policy.ts) imports nothing that does I/O; no file is far above 400 lines. The layer
+// list is test/support/layers.ts (docs/architecture.md's table, checked by architectureDoc.test.ts).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -38,9 +38,74 @@ test('imports only point down the layer table', () => {
   assert.deepEqual(wrong, []);
 });
 
+/** The file a relative import names (`./x` is `./x.ts` or `./x/index.ts`), or null: not a file of src/. */
+function resolveImport(file: string, spec: string): string | null {
+  if (!spec.startsWith('.')) return null;
+  const base = path.resolve(path.dirname(file), spec);
+  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')])
+    if (candidate.startsWith(src + path.sep) && fs.existsSync(candidate)) return candidate;
+  return null;
+}
+
+/** A graph's circles: files that reach each other (two or more), or one that imports itself (Tarjan). */
+export function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let index = 0;
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    order.set(v, index);
+    low.set(v, index);
+    index += 1;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!order.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, order.get(w)!));
+    }
+    if (low.get(v) !== order.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!order.has(v)) visit(v);
+  return found;
+}
+
+test('the circle finder finds a circle, a file that imports itself, and none in a tree', () => {
+  const g = (edges: Record<string, string[]>) => new Map(Object.entries(edges));
+  assert.deepEqual(circles(g({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] })), [['a', 'b', 'c']]);
+  assert.deepEqual(circles(g({ a: ['a'], b: [] })), [['a']]);
+  assert.deepEqual(circles(g({ a: ['b', 'c'], b: ['c'], c: [] })), []);
+});
+
+test('no import circle among the files of src/ (type imports and re-exports count)', () => {
+  const graph = new Map<string, string[]>();
+  for (const file of sources(src))
+    graph.set(
+      path.relative(root, file),
+      imports(file).flatMap((spec) => {
+        const target = resolveImport(file, spec);
+        return target ? [path.relative(root, target)] : [];
+      }),
+    );
+  assert.ok(graph.size > 100 && [...graph.values()].some((to) => to.length > 0), 'the import graph is read');
+  assert.deepEqual(circles(graph), []);
+});
+
 test('the decision table imports nothing that does I/O', () => {
   const policy = path.join(src, 'core', 'policy.ts');
   const allowed = [
+    '../model/budget',
     '../model/watch',
     '../model/queries',
     './classify',
@@ -52,7 +117,7 @@ test('the decision table imports nothing that does I/O', () => {
   assert.deepEqual(
     imports(policy).filter((s) => !allowed.includes(s)),
     [],
-    'policy.ts imports beyond the pure model and its queries, classification, live facts, options, outage rules and rate-limit readings',
+    'policy.ts imports beyond the pure model, its queries and budget, classification, live facts, options, outage rules and rate-limit readings',
   );
   // The usage-limit row (usagePlan.ts) asks the table and the rate-limit readings, nothing else.
   const plan = path.join(src, 'core', 'usagePlan.ts');
