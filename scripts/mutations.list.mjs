@@ -1,7 +1,8 @@
 // The deliberate product faults of scripts/mutations.mjs: one line each (`find` must occur exactly
 // once in `file`; `replace` is what the faulty product has instead), the invariant it breaks, and
 // the test that guards that invariant (a file under test/ and the test's full title, or a
-// `pattern` for --test-name-pattern). docs/testing.md is the readable table of the same list.
+// `pattern` for --test-name-pattern). `npm run mutations -- --table` prints it as a table, with
+// the last results.
 const ATTEMPT = 'src/core/attempt.ts';
 const POLICY = 'src/core/policy.ts';
 const EVENTS = 'src/core/events.ts';

@@ -6,13 +6,13 @@
 //   node scripts/mutations.mjs            every mutation
 //   node scripts/mutations.mjs ID...      only those
 //   node scripts/mutations.mjs --list     the mutations and their guards
-//   node scripts/mutations.mjs --table    the Markdown table of docs/testing.md, from the last results
-//   node scripts/mutations.mjs --doc      docs/testing.md's block (counts and table), from the last results
+//   node scripts/mutations.mjs --table    every fault's invariant, guard and last result, as a Markdown table
+//   node scripts/mutations.mjs --doc      docs/testing.md's block (counts, faults by guard), from the last results
 //
 // Results go to docs/mutations.json (one entry per mutation: caught or not, the failing test and
-// its first assertion line, the time), and then into docs/testing.md's generated block (the counts
-// and the table: scripts/mutationsDoc.mjs), which explains them. A mutation whose anchor
-// text is no longer found exactly once fails the script: the list follows the code.
+// its first assertion line, the time), and then into docs/testing.md's generated block (the counts,
+// the faults by the test that guards them, any not caught: scripts/mutationsDoc.mjs). A mutation
+// whose anchor text is no longer found exactly once fails the script: the list follows the code.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -27,12 +27,12 @@ if (args.includes('--list')) {
   process.exit(0);
 }
 if (args.includes('--table')) {
-  // The Markdown table of docs/testing.md, from the last results.
+  // Every fault's invariant, guard and last result, as a Markdown table.
   console.log(mutationsTable(JSON.parse(fs.readFileSync(path.join(root, 'docs', 'mutations.json'), 'utf8'))));
   process.exit(0);
 }
 if (args.includes('--doc')) {
-  // docs/testing.md's block (the counts and the table), from the last results, without a run.
+  // docs/testing.md's block (the counts, the faults by guard), from the last results, without a run.
   updateMutationsDoc(root);
   console.log('docs/testing.md: the mutations block written from docs/mutations.json');
   process.exit(0);

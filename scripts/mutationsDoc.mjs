@@ -1,7 +1,10 @@
 // The "invariants" block of docs/testing.md: how many of the deliberate faults of
-// scripts/mutations.list.mjs the last results (docs/mutations.json) caught, and the table of them.
-// `npm run mutations` writes it after every run (`--doc` writes it from the last results without
-// running); test/unit/mutationsDoc.test.ts checks that the document holds what these give.
+// scripts/mutations.list.mjs the last results (docs/mutations.json) caught, the faults by the test
+// file that guards them, and each fault not caught with its invariant and result. The whole table
+// (invariant, fault, guard, result) is `npm run mutations -- --table`'s: in the document it was
+// most of the page. `npm run mutations` writes the block after every run (`--doc` writes it from
+// the last results without running); test/unit/mutationsDoc.test.ts checks that the document
+// holds what these give.
 // The "Mutation score" block beside it is npm run mutate's (scripts/mutationReport.mjs).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,21 +28,45 @@ function savedResults(root) {
   return JSON.parse(fs.readFileSync(path.join(root, 'docs', 'mutations.json'), 'utf8'));
 }
 
+/** A fault's last result, in a table cell. */
+function resultOf(saved, m) {
+  const r = saved.results.find((x) => x.id === m.id);
+  if (!r) return 'not run';
+  return r.caught ? `red: ${cell(r.message)}` : `**${r.error ? cell(r.error) : 'green (missed)'}**`;
+}
+
 /** The Markdown table of the faults, each with its last result (`npm run mutations -- --table`). */
 export function mutationsTable(saved) {
   const lines = ['| invariant | fault (one line) | guard | result |', '|---|---|---|---|'];
-  for (const m of MUTATIONS) {
-    const r = saved.results.find((x) => x.id === m.id);
-    const result = !r
-      ? 'not run'
-      : r.caught
-        ? `red: ${cell(r.message)}`
-        : `**${r.error ? cell(r.error) : 'green (missed)'}**`;
+  for (const m of MUTATIONS)
     lines.push(
-      `| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${result} |`,
+      `| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${resultOf(saved, m)} |`,
     );
-  }
   return lines.join('\n');
+}
+
+/** The faults by the test file that guards them, in the list's order: one line per file. */
+export function faultsByGuard() {
+  const byFile = new Map();
+  for (const m of MUTATIONS) byFile.set(m.guard.file, [...(byFile.get(m.guard.file) ?? []), m.id]);
+  return [...byFile].map(([file, ids]) => `- \`${file}\`: ${ids.map((id) => `\`${id}\``).join(', ')}`);
+}
+
+/** The faults the last results do not show caught (missed, not applied, not run), with what they break. */
+function notCaught(saved) {
+  const open = MUTATIONS.filter((m) => !saved.results.some((r) => r.id === m.id && r.caught));
+  if (open.length === 0) return [];
+  return [
+    '',
+    'Not caught:',
+    '',
+    '| invariant | fault | guard | result |',
+    '|---|---|---|---|',
+    ...open.map(
+      (m) =>
+        `| ${cell(m.invariant)} | \`${m.id}\`: ${cell(m.fault)} (\`${m.file}\`) | \`${m.guard.file}\` — ${cell(title(m))} | ${resultOf(saved, m)} |`,
+    ),
+  ];
 }
 
 /** The counts: faults in the list, caught, missed (or not applicable), not run. */
@@ -62,9 +89,10 @@ export function mutationsDocBlock(root) {
     BEGIN,
     '',
     `**${c.caught} of ${c.faults} faults caught** in their last run (\`docs/mutations.json\`, written ${at}): ` +
-      `${c.missed} missed or not applied, ${c.notRun} not run.`,
+      `${c.missed} missed or not applied, ${c.notRun} not run. By the test file that guards them:`,
     '',
-    mutationsTable(saved),
+    ...faultsByGuard(),
+    ...notCaught(saved),
     '',
     END,
   ].join('\n');

@@ -4,7 +4,7 @@
 // provider answering (a response completed on any thread that runs on it) releases them at once,
 // through the global limiter; the probe failing again moves them to its next backoff step. A
 // goal alone in its group is recovered as it always was. Pure, like policy.ts: no I/O, no clock
-// reads, no `await`; the schedule (schedule.ts) and the outcomes (outcomes.ts) carry it out.
+// reads, no `await`; the schedule (schedule.ts) and the transitions (transitions.ts) carry it out.
 import { type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 

@@ -1,6 +1,6 @@
 // The probe of an outage, carried out (the rules are outage.ts's): which goal of a group is out
 // as the probe, holding the others' due recoveries for it, and the provider's answer that
-// releases them. The probe's failure moves them on in outcomes.ts (`followTheProbe`), where every
+// releases them. The probe's failure moves them on in transitions.ts (`followTheProbe`), where every
 // failure is counted.
 import { type PersistedState, type WatchedThread } from '../model/watch';
 import { scheduledOf } from '../model/queries';

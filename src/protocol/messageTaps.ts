@@ -1,5 +1,6 @@
 // Taps on the client's message streams: every incoming message is seen (and may be changed or
-// dropped) before vscode-jsonrpc reads it; every outgoing request's id is noted until answered.
+// dropped) before the JSON-RPC connection (rpcConnection.ts) reads it; every outgoing request's id
+// is noted until answered.
 import type {
   DataCallback,
   Disposable,
@@ -12,8 +13,8 @@ import type {
 import type { RequestId } from './daemon';
 
 /**
- * Sees every incoming message before vscode-jsonrpc does, and hands it on (possibly changed) or
- * drops it: `screen` returns what vscode-jsonrpc gets, or null.
+ * Sees every incoming message before the JSON-RPC connection does, and hands it on (possibly
+ * changed) or drops it: `screen` returns what the connection gets, or null.
  */
 export class TapReader implements MessageReader {
   constructor(

@@ -64,7 +64,7 @@ function table(section: BenchSection): string {
   ].join('\n');
 }
 
-/** The same tables as Markdown, for docs/performance.md. */
+/** The same tables as Markdown, for bench/results.md. */
 function markdown(section: BenchSection): string {
   if (section.skipped !== undefined) return [`### ${section.title}`, '', `Skipped: ${section.skipped}`, ''].join('\n');
   const cell = (f: Figure) => [

@@ -70,7 +70,7 @@ async function product(dir: string, p: Params): Promise<Run> {
     ...DEFAULT_OPTIONS,
     baseDelayMs: p.baseDelayMs,
     maxDelayMs: p.baseDelayMs,
-    // The global limiter is a deliberate policy (3, then one per 10 s); it is opened here so
+    // The global limiter is a deliberate policy (DEFAULT_OPTIONS: 3, then one per 5 s); it is opened here so
     // the figure is the scheduler's own precision.
     limiterBurst: p.threads,
     limiterIntervalMs: 1,
@@ -184,7 +184,7 @@ export const timerPrecision: Bench = {
         `${p.threads} threads watched (armed and subscribed before the first failure), ${p.failing} of them failed; every failure was recovered by both, no healthy thread was set; the run lasted ${(ours.durationMs / 1000).toFixed(1)} s (product) and ${(base.durationMs / 1000).toFixed(1)} s (baseline).`,
         'Lateness is measured at the daemon: the arrival of thread/goal/set minus the announced due time. It includes the re-reads before the set (goal, thread, turns, rollout) and the write-ahead save (one journal record); a recovery is prepared ahead of its due time, so neither delays the set unless it takes longer than the lead.',
         'Baseline: polls thread/goal/get for every thread once a second (plus thread/turns/list for blocked goals) and sets what is due; its lateness is bounded by the poll period, its RPCs grow with threads × seconds.',
-        'The global limiter is opened for this run (it deliberately spaces recoveries: 3 at once, then 1 per 10 s by default).',
+        `The global limiter is opened for this run (it deliberately spaces recoveries: ${DEFAULT_OPTIONS.limiterBurst} at once, then 1 per ${DEFAULT_OPTIONS.limiterIntervalMs / 1000} s by default).`,
         'The fake daemon runs in the same process as the engine: both the product and the baseline share the event loop with it.',
       ],
     };

@@ -118,5 +118,14 @@ test('a mutant is disabled only on its own line, by name, with a reason: never a
 
 test('docs/testing.md shows the counts the baseline and the recorded scores give', async () => {
   const { testingDocBlock, currentTestingDocBlock } = await load();
-  assert.equal(currentTestingDocBlock(root), testingDocBlock(root), 'run `npm run mutate` (it rewrites the block)');
+  const block = currentTestingDocBlock(root);
+  assert.equal(block, testingDocBlock(root), 'run `npm run mutate` (it rewrites the block)');
+  // Each deciding module is named once, with its mutants (and any not killed or disabled).
+  const baseline = JSON.parse(
+    fs.readFileSync(path.join(root, 'test/mutation/deciding.baseline.json'), 'utf8'),
+  ) as Report;
+  for (const [file, f] of Object.entries(baseline.files)) {
+    const at = new RegExp(`\`${file.replace(/\./g, '\\.')}\` ${f.mutants.length}\\b`, 'g');
+    assert.equal(block?.match(at)?.length, 1, `${file} with its ${f.mutants.length} mutants`);
+  }
 });
