@@ -184,11 +184,7 @@ function usageLimited(f: Facts, goal: Readonly<GoalSnapshot>): Verdict {
     if (isScheduledFor(w.state, 'usageLimited', key)) return { act: 'keep', why: 'its resume is due', scheduled: key };
     const spent = overBudget(w, f.options, f.now);
     if (spent) return { act: 'settle', state: spent, why: budgetWhy(spent), attention: true };
-    return {
-      act: 'settle',
-      state: { kind: 'usageLimited', resetsAt: null },
-      why: 'its resume is due',
-    };
+    return { act: 'settle', state: { kind: 'usageLimited', resetsAt: null }, why: 'its resume is due' };
   }
   // Codex marks the goal usage-limited before its turn completes (measured: daemon-behaviour (o)):
   // the turn's end carries the message that names the reset, the last source when nothing else does.
@@ -217,10 +213,7 @@ function blockedAgain(w: Readonly<WatchedThread>, why: string): Verdict {
   };
 }
 
-/**
- * The give-up threshold, the one place it lives: `failures` consecutive failures of one goal (the
- * first failed turn, then each recovery that failed again) are past `maxAttempts` recoveries.
- */
+/** The give-up threshold, its one place: `failures` in a row (the first failed turn counts) past `maxAttempts`. */
 export function givesUp(failures: number, options: Readonly<EngineOptions>): boolean {
   return failures > options.maxAttempts;
 }

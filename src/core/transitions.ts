@@ -75,25 +75,17 @@ function backingOff(core: EngineCore, w: WatchedThread, failedTurnId: string, du
   saidDue(core, w, w.failures, failedTurnId, due, now, why);
 }
 
-/** The one `backoff` line: attempt `attempt` of recovering `failedTurnId` is due at `due`. */
+/** The one `backoff` line: attempt `attempt` of recovering `failedTurnId` is due at `dueAt`. */
 function saidDue(
   core: EngineCore,
   w: WatchedThread,
   attempt: number,
   failedTurnId: string,
-  due: number,
+  dueAt: number,
   now: number,
-  why: string,
+  error: string,
 ) {
-  core.emit({
-    type: 'backoff',
-    threadId: w.threadId,
-    attempt,
-    failedTurnId,
-    dueAt: due,
-    delayMs: due - now,
-    error: why,
-  });
+  core.emit({ type: 'backoff', threadId: w.threadId, attempt, failedTurnId, dueAt, delayMs: dueAt - now, error });
 }
 
 /**
