@@ -8,11 +8,11 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { sleep } from '../support/wait';
 
 const root = path.resolve(__dirname, '../../..');
 const SCRIPT = path.join(root, 'scripts/busy.mjs');
 const skip = fs.existsSync('/proc/self/stat') ? false : 'needs /proc (Linux)';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Stat {
   state: string;
