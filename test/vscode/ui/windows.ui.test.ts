@@ -182,10 +182,14 @@ describe('two windows on one daemon', { timeout: 420_000 }, () => {
       // The goal is armed by the leader while it runs (a goal first seen already stopped is never
       // adopted): its first answer takes 8 s; the leader is stopped meanwhile, and the next request
       // of the goal fails (the new leader has the watch from the stopped one's last snapshot).
+      // The mode is read when a request arrives: the next mode waits for the slow request itself,
+      // not only for the turn (a busy machine let the turn start before its request was sent).
       lab.mock.setMode('slow', { delayMs: 8_000 });
+      const sent = lab.mock.requests;
       const t = await lab.goal('Recovered after a stall');
       await second.openViewContainer('Codex Goal Recovery');
       await second.waitForTreeRows(VIEW, (r) => r.includes('Recovered after a stall, running'), T);
+      await lab.mock.waitForRequests(sent + 1, T);
       process.kill(leader.pid, 'SIGSTOP');
       let stopped = true;
       try {
