@@ -4,6 +4,7 @@ import { describeErrorCode, type GoalStatus, type TurnFailure, type WatchState }
 import { classifyFailure, describeErrorInfo } from './classify';
 import type { LiveThread } from './live';
 import type { EngineOptions } from './options';
+import { turnUnended } from './policy';
 
 /** The state of a goal outside the daemon (`elsewhere`). */
 export type ElsewhereState = Extract<WatchState, { kind: 'elsewhere' }>;
@@ -15,6 +16,8 @@ export interface ElsewhereFacts {
   readonly goal: GoalStatus;
   /** Its newest turn: read only for a stopped goal (null: none read, or none yet). */
   readonly turn: Readonly<LiveThread['turn']>;
+  /** The thread's status as listed (`notLoaded`, mostly): whether the turn read has ended, as in the daemon's rows. */
+  readonly status: LiveThread['status'];
   /** The failed turn the watch already knows (and told about), if any. */
   readonly knownFailure: string | null;
   /** Failed turns recovered already. */
@@ -67,7 +70,7 @@ export function elsewhere(f: ElsewhereFacts): ElsewhereVerdict {
   }
   const turn = f.turn;
   // Codex blocks the goal before its turn ends: the end decides (at the next look).
-  if (!turn || turn.status === 'inProgress')
+  if (!turn || turnUnended(turn, f.status))
     return { act: 'show', state: state(false), announce: false, why: 'the failed turn has not ended yet' };
   if (turn.status !== 'failed')
     return {

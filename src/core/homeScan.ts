@@ -116,6 +116,7 @@ export class HomeScan {
       previous: known?.state ?? null,
       goal: goal.status,
       turn,
+      status: thread.status,
       knownFailure: known?.lastFailure?.turnId ?? null,
       recovered: known?.recovered ?? [],
       now: core.now(),

@@ -67,7 +67,8 @@ const shown = (goal: GoalStatus, seenActive = false, retryable = false): Elsewhe
 });
 
 function facts(p: Partial<ElsewhereFacts>): ElsewhereFacts {
-  return { previous: null, goal: 'blocked', turn: null, knownFailure: null, recovered: [], now: NOW, ...p };
+  const status = { type: 'notLoaded' } as const;
+  return { previous: null, goal: 'blocked', turn: null, status, knownFailure: null, recovered: [], now: NOW, ...p };
 }
 
 interface Row {
@@ -136,6 +137,21 @@ const ROWS: Row[] = [
     name: 'blocked after an interrupted turn (a person stopped it) → shown, not a failure, nothing said',
     facts: { goal: 'blocked', turn: turn('t1', 'interrupted') },
     expect: { act: 'show', retryable: false, seenActive: false, since: NOW, failure: null, announce: false },
+  },
+  {
+    name: 'blocked, its turn listed interrupted with no end time on a thread not loaded → a stopped turn, not a failure',
+    facts: { goal: 'blocked', turn: { ...turn('t1', 'interrupted'), completedAt: null } },
+    expect: { act: 'show', retryable: false, seenActive: false, since: NOW, failure: null, announce: false },
+  },
+  {
+    name: "blocked, its turn listed interrupted with no end time on a systemError thread → not ended yet (the daemon's rows)",
+    facts: {
+      goal: 'blocked',
+      turn: { ...turn('t1', 'interrupted'), completedAt: null },
+      status: { type: 'systemError' },
+      knownFailure: 't0',
+    },
+    expect: { act: 'show', retryable: false, seenActive: false, since: NOW, failure: undefined, announce: false },
   },
   {
     name: 'blocked by a transient failure, first seen → retryable, the failure recorded, said once',
