@@ -75,8 +75,8 @@ export const MUTATIONS = [
     invariant: 'never before the due time, also after a crash that cut a prepared recovery short',
     fault: 'an intent found on disk after a restart is due at once, even before its stored due time',
     file: 'src/core/transitions.ts',
-    find: 'w.lastFailure.dueAt = Math.max(core.now(), w.lastFailure.dueAt ?? 0);',
-    replace: 'w.lastFailure.dueAt = core.now();',
+    find: 'dueAtIs(w, Math.max(core.now(), w.lastFailure.dueAt ?? 0));',
+    replace: 'dueAtIs(w, core.now());',
     guard: { file: 'test/unit/crashConsistency.test.ts', pattern: 'holds safety and liveness' },
   },
   {

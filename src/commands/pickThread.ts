@@ -1,7 +1,7 @@
 // Which thread a command acts on: the tree row it was run from, or a quick pick.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import type { WatchedThread } from '../model/watch';
+import type { Watch } from '../model/watch';
 import { heldBy, rowDescription } from '../views/rowText';
 import { sortWatches } from '../views/watchTree';
 
@@ -14,8 +14,8 @@ export async function pickThread(
   arg: unknown,
   snapshot: EngineSnapshot,
   title: string,
-  applies: (w: WatchedThread) => boolean,
-): Promise<WatchedThread | undefined> {
+  applies: (w: Watch) => boolean,
+): Promise<Watch | undefined> {
   const fromTree =
     typeof arg === 'object' && arg !== null && typeof (arg as ThreadArg).threadId === 'string'
       ? (arg as ThreadArg).threadId

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import * as vscode from 'vscode';
 import { SECTION, type Settings } from '../config/settings';
 import type { RecoveryService, ServiceCommand } from '../host/service';
-import { type WatchedThread } from '../model/watch';
+import { type Watch } from '../model/watch';
 import { canPauseGoal, canRetryNow, isDisarmed } from '../model/queries';
 import { diagnostics, EXTENSION_ID, newIssueUrl } from './diagnostics';
 import { pickThread } from './pickThread';
@@ -24,7 +24,7 @@ const threadCommands: {
   id: string;
   command: ServiceCommand;
   title: () => string;
-  applies: (w: WatchedThread) => boolean;
+  applies: (w: Watch) => boolean;
   /** Shown as the view's progress while it runs (a retry may load the thread first). */
   progress?: true;
 }[] = [

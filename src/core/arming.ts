@@ -1,7 +1,7 @@
 // A person's arming (Watch this goal, `arm THREAD`), as pure functions beside the decision table
 // (policy.ts): what `arm` does to a thread by what the engine knows of it, and which failure the
 // arming finds (kept in `beforeArming`; the table's rows then never recover it).
-import type { WatchedThread } from '../model/watch';
+import type { Watch } from '../model/watch';
 import type { LiveThread } from './live';
 import { usageKey } from './policy';
 
@@ -14,7 +14,7 @@ export type ArmVerdict =
   /** Not something the engine can watch: said as an error. */
   | { act: 'refuse'; why: string };
 
-export function personArms(w: Readonly<WatchedThread> | undefined, disarmedAt: number | undefined): ArmVerdict {
+export function personArms(w: Watch | undefined, disarmedAt: number | undefined): ArmVerdict {
   if (!w) return { act: 'refuse', why: 'the engine knows no goal in this thread' };
   if (disarmedAt !== undefined || w.state.kind === 'disarmed' || w.state.kind === 'notAdopted') return { act: 'arm' };
   if (w.state.kind === 'elsewhere')
@@ -34,22 +34,9 @@ export function personArms(w: Readonly<WatchedThread> | undefined, disarmedAt: n
  * The failure a person's arming finds, never recovered (it is older than the arming): the turn that
  * stopped a blocked goal (ended or not), the key of a usage limit, or a failed newest turn.
  */
-export function failureAtArming(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): string | null {
+export function failureAtArming(w: Watch, live: Readonly<LiveThread>): string | null {
   const goal = w.goal;
   if (goal?.status === 'usageLimited') return usageKey(goal, live);
   if (goal?.status === 'blocked') return live.turn?.id ?? null;
   return live.turn?.status === 'failed' ? live.turn.id : null;
-}
-
-/**
- * Armed (again) as at a first arming, at `now`: the next look reads the rollout back from the
- * goal's last activation, so what it finds there (markers, a model's block) is found afresh.
- * (A person's arming, a re-arm, and the takeover of a goal from another app.)
- */
-export function armFromActivation(w: WatchedThread, now: number): void {
-  w.armedAt = now;
-  w.armOffset = null;
-  w.rolloutOffset = 0;
-  w.lastMarker = null;
-  w.modelBlockOffset = null;
 }

@@ -1,8 +1,7 @@
 // The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
 // intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
 // state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
-import { countRecovery, uncountRecovery } from '../model/budget';
-import { addHistory, type WatchedThread } from '../model/watch';
+import type { Watch } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
@@ -14,6 +13,7 @@ import { backOff, confirmRecovered, dueNotBefore, recovering, setWithdrawn, unho
 import { setTookEffect, veto } from './policy';
 import { applyThread, goalSnapshot, readBoth } from './reads';
 import { errorText } from '../util/errorText';
+import { goalSeen, historyAdded, pendingIs, recoveryCounted, recoveryUncounted } from './watchWrites';
 
 /** Why an attempt was called off just before the set: data, logged as `skipped`. */
 class Abort extends Error {}
@@ -44,8 +44,8 @@ export class Attempts {
    * its count given back to the budget.
    */
   private withdraw(p: Prepared): void {
-    if (p.w.pending?.failedTurnId === p.failedTurnId) p.w.pending = null;
-    if (p.sentAt !== null) uncountRecovery(p.w, p.sentAt);
+    if (p.w.pending?.failedTurnId === p.failedTurnId) pendingIs(p.w, null);
+    if (p.sentAt !== null) recoveryUncounted(p.w, p.sentAt);
     setWithdrawn(this.core, p.w, p.scheduled);
   }
 
@@ -80,7 +80,7 @@ export class Attempts {
       const seq = p.seq;
       const goal = await session.getGoal(threadId);
       this.unchanged(live, seq, 'the goal changed while it was read');
-      w.goal = goal ? goalSnapshot(goal) : null;
+      goalSeen(w, goal ? goalSnapshot(goal) : null);
       const thread = await session.readThread(threadId);
       this.unchanged(live, seq, 'the thread changed while it was read');
       live.status = thread.status;
@@ -99,9 +99,9 @@ export class Attempts {
       // (and cost it), so counting only confirmed recoveries could let a flapping goal past its
       // budget; a crash cannot lose the count, which is on disk with the intent. A set called off
       // before it went out gives its count back (`calledOff`, `withdrawAll`).
-      w.pending = { failedTurnId: p.failedTurnId, attempt: p.attempt, sentAt: core.now() };
-      p.sentAt = w.pending.sentAt;
-      countRecovery(w, p.sentAt);
+      p.sentAt = core.now();
+      pendingIs(w, { failedTurnId: p.failedTurnId, attempt: p.attempt, sentAt: p.sentAt });
+      recoveryCounted(w, p.sentAt);
       recovering(core, w, p.attempt, p.failedTurnId, p.sentAt);
       if (!(await core.persist()))
         throw new SaveFailed(
@@ -179,7 +179,7 @@ export class Attempts {
     core.emit({ type: 'recovering', threadId, attempt, failedTurnId });
     try {
       const result = await session.setGoalActive(threadId);
-      if (result) w.goal = goalSnapshot(result);
+      if (result) goalSeen(w, goalSnapshot(result));
       if (setTookEffect(result?.status, live.turn, failedTurnId))
         confirmRecovered(core, w, failedTurnId, attempt, 'thread/goal/set accepted');
     } catch (error) {
@@ -208,7 +208,7 @@ export class Attempts {
   /** An error reply: if events or state show the goal went active, it counts as success. */
   private async afterSetError(
     session: DaemonSession,
-    w: WatchedThread,
+    w: Watch,
     failedTurnId: string,
     attempt: number,
     error: unknown,
@@ -218,15 +218,15 @@ export class Attempts {
     const seq = live.seq;
     const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
     if (live.seq === seq) {
-      w.goal = goal ? goalSnapshot(goal) : null;
+      goalSeen(w, goal ? goalSnapshot(goal) : null);
       live.turn = turn;
     }
     if (setTookEffect(w.goal?.status, live.turn, failedTurnId)) {
       confirmRecovered(core, w, failedTurnId, attempt, `took effect despite the error reply (${errorText(error)})`);
       return;
     }
-    w.pending = null;
-    addHistory(w, {
+    pendingIs(w, null);
+    historyAdded(w, {
       at: core.now(),
       failedTurnId,
       attempt,

@@ -3,10 +3,11 @@
 // what fell due is due, and the limiter, which counts monotonic time, spreads it. A jump back
 // would otherwise postpone every scheduled recovery by the size of the jump: it is undone
 // instead (docs/reliability.md, "The clock").
-import { formatDuration, type PersistedState } from '../model/watch';
-import { scheduledOf } from '../model/queries';
+import { formatDuration, type EngineState } from '../model/watch';
+import { dueIsDelay, scheduledOf } from '../model/queries';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './engineCore';
+import { dueAtIs } from './watchWrites';
 
 /** Wall-clock vs monotonic drift below this is NTP slewing or timer slack, not a jump. */
 const CLOCK_JUMP_TOLERANCE_MS = 2_000;
@@ -64,16 +65,11 @@ export class ClockGuard {
     const core = this.core;
     let moved = 0;
     for (const w of core.watches()) {
-      const s = scheduledOf(w.state) ?? w.state;
-      const absolute = s.kind === 'usageLimited' && s.resetsAt !== null;
       const f = w.lastFailure;
-      const relative =
-        s.kind === 'backoff' || (s.kind === 'usageLimited' ? !absolute : f?.code !== 'usageLimitExceeded');
-      if (f && f.dueAt !== null && relative && !w.recovered.includes(f.turnId)) {
-        f.dueAt -= ms;
-        core.mark(w.threadId);
-        if (s.kind === 'backoff' || s.kind === 'usageLimited') moved += 1;
-      }
+      if (f?.dueAt == null || !dueIsDelay(w)) continue;
+      dueAtIs(w, f.dueAt - ms);
+      core.mark(w.threadId);
+      if (scheduledOf(w.state)) moved += 1;
     }
     core.emit({
       type: 'warning',
@@ -86,7 +82,7 @@ export class ClockGuard {
 }
 
 /** The newest wall-clock time this engine wrote into the state. */
-function latestRecorded(state: PersistedState): number {
+function latestRecorded(state: EngineState): number {
   let latest = state.pausedAt ?? 0;
   for (const at of Object.values(state.disarmed)) latest = Math.max(latest, at);
   for (const w of Object.values(state.watches)) {

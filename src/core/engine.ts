@@ -17,7 +17,7 @@
 //   clockGuard.ts   wall-clock jumps, and timers Node can keep
 //   engineCore.ts   what they share: the state, the one state write, the queues, the timers
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
-import type { WatchedThread } from '../model/watch';
+import type { Watch, WatchedThread } from '../model/watch';
 import { Attempts } from './attempt';
 import { ClockGuard } from './clockGuard';
 import { Connection } from './connection';
@@ -108,11 +108,11 @@ export class Engine {
 
   // ---- what views read -----------------------------------------------------
 
-  watches(): readonly WatchedThread[] {
+  watches(): readonly Watch[] {
     return this.core.watches();
   }
 
-  watch(threadId: string): WatchedThread | undefined {
+  watch(threadId: string): Watch | undefined {
     return this.core.state.watches[threadId];
   }
 
@@ -139,7 +139,7 @@ export class Engine {
         recoveryBudget: core.options.recoveryBudget,
       },
       nextDueAt: this.nextDueAt(),
-      watches: this.watches() as WatchedThread[],
+      watches: this.watches() as WatchedThread[], // deep-copied here: the snapshot's own
     });
   }
 

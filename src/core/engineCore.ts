@@ -3,10 +3,9 @@
 // does it), the timers (the clock guard, the schedule) and the way out (the saver's outbox). The
 // parts (the reconciler, attempts, events, commands, connection) each hold this and nothing of one
 // another's internals; the engine makes them and names the queue's worker.
-import { sharedState } from '../model/sharedState';
 import type { Decision } from '../model/decision';
 import type { ConnectionState } from '../model/snapshot';
-import { emptyState, type PersistedState, type WatchedThread, type WatchState } from '../model/watch';
+import { type EngineState, emptyState, type PersistedState, type Watch, type WatchState } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 import { ConnectionLostError, type Connector, type DaemonSession, RpcError } from '../protocol/daemon';
 import type { StateStore } from '../store/store';
@@ -18,6 +17,7 @@ import type { EngineOptions } from './options';
 import { Saver } from './saving';
 import { type JobWorker, merges, type ThreadJob } from './jobs';
 import { errorText } from '../util/errorText';
+import { writeState } from './watchWrites';
 
 export interface EngineDeps {
   connect: Connector;
@@ -65,6 +65,7 @@ export interface EngineTimers {
 }
 
 export class EngineCore {
+  /** Saved as it is; everyone else reads it as `EngineState` (its watches written by watchWrites.ts alone). */
   private current: PersistedState = emptyState();
   /**
    * Threads whose watch may have a recovery scheduled (a superset, checked on use): the timer
@@ -100,7 +101,7 @@ export class EngineCore {
       clock: deps.clock,
       onDecision: deps.onDecision,
       ...(deps.onChange ? { onChange: deps.onChange } : {}),
-      state: () => this.state,
+      state: () => this.current,
       track: (p) => this.track(p),
       stopped: () => this.stopped,
       fence: () => this.fence(),
@@ -137,7 +138,7 @@ export class EngineCore {
     if (reason !== null) throw new Error(`${what}: not done: ${reason}`);
   }
 
-  get state(): PersistedState {
+  get state(): EngineState {
     return this.current;
   }
 
@@ -151,13 +152,13 @@ export class EngineCore {
     return this.deps.clock.now();
   }
 
-  watches(): readonly WatchedThread[] {
+  watches(): readonly Watch[] {
     return Object.values(this.state.watches);
   }
 
   /** The watches with a recovery scheduled (also those the limiter holds for a slot). */
-  scheduledWatches(): WatchedThread[] {
-    const scheduled: WatchedThread[] = [];
+  scheduledWatches(): Watch[] {
+    const scheduled: Watch[] = [];
     for (const threadId of this.mayBeDue) {
       const w = this.current.watches[threadId];
       if (w && scheduledOf(w.state)) scheduled.push(w);
@@ -181,14 +182,13 @@ export class EngineCore {
    * copy changed last). Unchanged, nothing happens. The timer follows when a due time changed;
    * `quiet`: the views are not told yet (the caller tells them once, for many writes).
    */
-  setState(w: WatchedThread, state: WatchState, quiet = false): void {
+  setState(w: Watch, state: WatchState, quiet = false): void {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
     // The timer depends only on due times, and on whether an outage's probe is still out (any
     // move of a goal with a failure counted): other changes need no look at every watch.
     const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null || w.failures > 0;
-    w.state = sharedState(state);
+    writeState(w, state, this.now());
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
-    w.updatedAt = Math.max(w.updatedAt, this.now());
     this.saver.mark(w.threadId);
     if (quiet) return;
     if (timing) this.schedule.reschedule();

@@ -7,17 +7,10 @@ import { describeErrorInfo } from './classify';
 import type { EngineCore } from './engineCore';
 import type { LiveThread, RateLimitNotice } from './live';
 import { endsFailureRun } from './policy';
+import { limitEvidence } from './rateLimits';
 
-/**
- * How long before a goal's `usageLimited` update a rate-limit notification still counts as that
- * limit's evidence. The daemon sends it just before the goal update on the same connection
- * (measured: the frame right before it, in the same millisecond, docs/daemon-behaviour.md (o)),
- * and every 429 sends one (all fields null when the provider sent no headers), so the one right
- * before is the limit's own; the bound only keeps a notification from an older request, when
- * this one sent none to this connection (a thread it is not subscribed to), from counting.
- */
-export const LIMIT_NOTICE_MS = 5_000;
 import { goalSnapshot } from './reads';
+import { failuresAre, goalSeen } from './watchWrites';
 
 export interface EventSinks {
   /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
@@ -40,20 +33,16 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
   const handlers: DaemonListener = {
     goalUpdated: (threadId, goal) => {
       const live = bump(threadId);
-      // The limit's evidence: the notification right before this update. A later update of the
-      // same limit (another client's resume re-sends the goal) keeps it; any other status drops it.
-      if (goal.status !== 'usageLimited') live.limitNotice = null;
-      else if (latestLimits !== null && core.now() - latestLimits.at <= LIMIT_NOTICE_MS)
-        live.limitNotice = latestLimits;
+      live.limitNotice = limitEvidence(goal.status, live.limitNotice, latestLimits, core.now());
       const w = core.state.watches[threadId];
-      if (w) w.goal = goalSnapshot(goal);
+      if (w) goalSeen(w, goalSnapshot(goal));
       else if (goal.status === 'active') sinks.seenActive.set(threadId, goal); // it may block before the engine looks
       if (w || goal.status === 'active') core.touch(threadId);
     },
     goalCleared: (threadId) => {
       bump(threadId);
       const w = core.state.watches[threadId];
-      if (w) w.goal = null;
+      if (w) goalSeen(w, null);
       core.touch(threadId);
     },
     threadStatus: (threadId, status) => {
@@ -91,7 +80,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       live.retrying = null;
       live.approvals = null;
       const w = core.state.watches[threadId];
-      if (w && endsFailureRun(turn.status)) w.failures = 0;
+      if (w && endsFailureRun(turn.status)) failuresAre(w, 0);
       // Its last response said what it had to (a turn's end is no newer request of its own).
       live.requestSince = null;
       core.touch(threadId);

@@ -7,12 +7,13 @@
 // newest first, stopping at the last look's mark, and reads the goal only of those that moved:
 // nothing is polled per thread. The first look of an engine reaches back `LOOKBACK_MS`, and to
 // every goal it showed there before it stopped. The rows that decide are `elsewhere` in policy.ts.
-import { newWatch, type WatchedThread } from '../model/watch';
+import { newWatch, type Watch } from '../model/watch';
 import { type DaemonSession, RpcError, type Thread } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { elsewhere, type ElsewhereVerdict } from './elsewherePolicy';
 import { applyThread, goalSnapshot, notMaterialized } from './reads';
 import { shownElsewhere } from './transitions';
+import { goalSeen } from './watchWrites';
 
 /** Threads per `thread/list` page: the first look reads far back; later ones stop at the mark, mostly on page one. */
 const FIRST_PAGE = 100;
@@ -127,15 +128,14 @@ export class HomeScan {
       return;
     }
     const w = known ?? newWatch(threadId, core.now());
-    w.goal = goalSnapshot(goal);
-    w.title = goal.objective || w.title;
+    goalSeen(w, goalSnapshot(goal), goal.objective || w.title);
     applyThread(w, thread);
     core.state.watches[threadId] = w;
     core.liveOf(threadId).loaded = false;
     this.show(w, verdict, !known);
   }
 
-  private show(w: WatchedThread, verdict: Extract<ElsewhereVerdict, { act: 'show' }>, isNew: boolean): void {
+  private show(w: Watch, verdict: Extract<ElsewhereVerdict, { act: 'show' }>, isNew: boolean): void {
     const core = this.core;
     shownElsewhere(core, w, verdict);
     if (isNew || verdict.announce)

@@ -2,14 +2,15 @@
 // `thread/goal/set`, and the model's own block (`update_goal`). Read from where the last look
 // stopped; a person's marker newer than the arming disarms the thread (`userIntent`), a later
 // `active` marker of theirs arms it again.
-import type { WatchedThread } from '../model/watch';
+import type { Watch } from '../model/watch';
 import { scanForMarkers, scanFromLastActivation, type ScanOptions } from '../rollout/markers';
 import type { EngineCore } from './engineCore';
 import { markerMove } from './policy';
 import { markerMoved } from './transitions';
 import { errorText } from '../util/errorText';
+import { markerSeen, modelBlockSeen, rolloutRead } from './watchWrites';
 
-export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<void> {
+export async function readMarkers(core: EngineCore, w: Watch): Promise<void> {
   if (!w.rolloutPath) return;
   const rolloutPath = w.rolloutPath;
   const onRead = core.deps.onRolloutRead;
@@ -29,8 +30,8 @@ export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<v
     core.emit({ type: 'warning', threadId: w.threadId, message: `could not read the rollout: ${errorText(error)}` });
     return;
   }
-  w.rolloutOffset = result.nextOffset;
   let markers = result.markers;
+  let armOffset = w.armOffset;
   if (result.truncated) {
     // The rollout was rewritten: offsets from before mean nothing now. Only its last marker
     // can still speak for the user.
@@ -39,10 +40,10 @@ export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<v
       threadId: w.threadId,
       message: `the rollout ${w.rolloutPath} was truncated or rewritten; re-read from the start`,
     });
-    w.armOffset = 0;
+    armOffset = 0;
     markers = result.last ? [result.last] : [];
   }
-  if (w.armOffset === null) {
+  if (armOffset === null) {
     // Just armed: the arming is the goal's last activation (one appended since the backward
     // lookup is in the goal lines; the one it found is their first unless more than
     // `maxMarkers` goal lines followed it). With no activation line at all (nothing in the file
@@ -50,21 +51,19 @@ export async function readMarkers(core: EngineCore, w: WatchedThread): Promise<v
     // lookup existed: every marker and model block in the file counts, and the file was read
     // whole, twice (backwards, then forwards), still in bounded memory.
     const activations = result.goalLines.filter((l) => l.by === 'event' && l.status === 'active');
-    w.armOffset = activations.at(-1)?.offset ?? activation ?? 0;
+    armOffset = activations.at(-1)?.offset ?? activation ?? 0;
   }
+  rolloutRead(w, result.nextOffset, armOffset);
+  let block = w.modelBlockOffset;
   for (const line of result.goalLines) {
-    if (line.offset < w.armOffset) continue;
-    if (line.by === 'model' && line.status === 'blocked') w.modelBlockOffset = line.offset;
-    else if (
-      line.by === 'event' &&
-      line.status === 'active' &&
-      (w.modelBlockOffset === null || line.offset > w.modelBlockOffset)
-    )
-      w.modelBlockOffset = null;
+    if (line.offset < armOffset) continue;
+    if (line.by === 'model' && line.status === 'blocked') block = line.offset;
+    else if (line.by === 'event' && line.status === 'active' && (block === null || line.offset > block)) block = null;
   }
+  if (block !== w.modelBlockOffset) modelBlockSeen(w, block);
   for (const marker of markers) {
-    w.lastMarker = marker;
-    if (marker.offset < w.armOffset) continue; // older than the arming
+    markerSeen(w, marker);
+    if (marker.offset < (w.armOffset ?? 0)) continue; // older than the arming (a re-arm moves it)
     markerMoved(core, w, markerMove(w.state, marker.status), marker);
   }
 }

@@ -6,14 +6,14 @@
 //   attempt  its recovery fell due (the schedule): the attempt reads, vetoes, saves its intent, sets
 //   send     a prepared attempt's due time came: the set goes out, or is called off (the job carries it)
 //   task     a command's or a pass's own work, awaited by whoever asked
-import type { ScheduledState, WatchedThread } from '../model/watch';
+import type { ScheduledState, Watch } from '../model/watch';
 import type { DaemonSession } from '../protocol/daemon';
 import type { LiveThread } from './live';
 
 /** An attempt between its write-ahead save and its set (carried by its thread's delayed `send` job). */
 export interface Prepared {
   session: DaemonSession;
-  w: WatchedThread;
+  w: Watch;
   live: LiveThread;
   /** The thread's event count when its reads began: any event since calls the set off. */
   seq: number;

@@ -5,7 +5,7 @@
 // through the global limiter; the probe failing again moves them to its next backoff step. A
 // goal alone in its group is recovered as it always was. Pure, like policy.ts: no I/O, no clock
 // reads, no `await`; the schedule (schedule.ts) and the transitions (transitions.ts) carry it out.
-import { type TurnFailure, type WatchedThread, type WatchState } from '../model/watch';
+import { type TurnFailure, type Watch, type WatchState } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 
 /**
@@ -31,7 +31,7 @@ export function outageKind(code: string): string | null {
 }
 
 /** The group of a goal whose failure is a provider's (`runsOn · kind`), or null: never grouped. */
-export function outageGroup(w: Readonly<Pick<WatchedThread, 'runsOn' | 'lastFailure'>>): string | null {
+export function outageGroup(w: Readonly<Pick<Watch, 'runsOn' | 'lastFailure'>>): string | null {
   if (w.runsOn === null || w.lastFailure === null) return null;
   const kind = outageKind(w.lastFailure.code);
   return kind === null ? null : `${w.runsOn} · ${kind}`;
@@ -73,7 +73,7 @@ export interface ProbeFacts {
  * recovered turns) and the turn the daemon shows, so a restarted engine knows its probe; the
  * provider's answer is known to this run alone (after a restart, the turn's end speaks instead).
  */
-export function isProbing(w: Readonly<WatchedThread>, p: ProbeFacts): boolean {
+export function isProbing(w: Watch, p: ProbeFacts): boolean {
   const f = w.lastFailure;
   if (f === null || w.failures === 0 || outageGroup(w) === null) return false;
   if (w.state.kind === 'recovering') return true;
@@ -90,7 +90,7 @@ export function isProbing(w: Readonly<WatchedThread>, p: ProbeFacts): boolean {
  * for a provider's failure on the provider that answered, older than that request, and not due
  * yet or waiting for a probe.
  */
-export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, since: number, now: number): boolean {
+export function releasedBy(w: Watch, runsOn: string, since: number, now: number): boolean {
   const scheduled = scheduledOf(w.state);
   const f = w.lastFailure;
   if (scheduled?.kind !== 'backoff' || f === null || f.dueAt === null) return false;
@@ -104,14 +104,11 @@ export function releasedBy(w: Readonly<WatchedThread>, runsOn: string, since: nu
  * or not due yet (the outage failed them together), each with its failed turn. Found before any
  * state moves (a move looks again at who still waits). None when the probe never went out.
  */
-export function probeFollowers(
-  probe: Readonly<WatchedThread>,
-  scheduled: readonly WatchedThread[],
-): [WatchedThread, string][] {
+export function probeFollowers(probe: Watch, scheduled: readonly Watch[]): [Watch, string][] {
   const sentAt = probe.recoveries.at(-1);
   const group = outageGroup(probe);
   if (sentAt === undefined || group === null) return [];
-  const followers: [WatchedThread, string][] = [];
+  const followers: [Watch, string][] = [];
   for (const w of scheduled) {
     const held = scheduledOf(w.state);
     if (w === probe || held?.kind !== 'backoff' || w.lastFailure === null || w.lastFailure.at > sentAt) continue;
@@ -126,7 +123,7 @@ export function probeFollowers(
  * never sooner than its own due time. A group that failed together counts alike, so it gives up
  * together; a probe's count that a refused set raised is not passed on.
  */
-export function followProbe(w: Readonly<WatchedThread>, probeDueAt: number): { failures: number; dueAt: number } {
+export function followProbe(w: Watch, probeDueAt: number): { failures: number; dueAt: number } {
   return {
     failures: w.failures + 1,
     dueAt: Math.max(w.lastFailure?.dueAt ?? probeDueAt, probeDueAt),

@@ -12,7 +12,7 @@ import {
   type GoalSnapshot,
   type ScheduledState,
   type TurnFailure,
-  type WatchedThread,
+  type Watch,
   type WatchState,
 } from '../model/watch';
 import { scheduledOf } from '../model/queries';
@@ -24,7 +24,7 @@ import { isUntimedCode } from './rateLimits';
 
 /** What is known of a watch when it is decided. Nothing here is changed. */
 export interface Facts {
-  readonly w: Readonly<WatchedThread>;
+  readonly w: Watch;
   readonly live: Readonly<LiveThread>;
   /** When the user disarmed the thread from the extension, if they did. */
   readonly disarmedAt: number | undefined;
@@ -204,7 +204,7 @@ function failedBeforeArming(code: string, turn: Readonly<LiveThread['turn']>): V
 }
 
 /** Stopped again on what was recovered once already: never twice, so a person must look (said once). */
-function blockedAgain(w: Readonly<WatchedThread>, why: string): Verdict {
+function blockedAgain(w: Watch, why: string): Verdict {
   return {
     act: 'settle',
     state: { kind: 'needsAttention', code: 'recoveredOnce', message: `${why}; it is never recovered twice` },
@@ -228,11 +228,7 @@ export type BudgetSpentState = Extract<WatchState, { kind: 'budgetSpent' }>;
  * within the budget when scheduled, and the count grows only by this goal's own sets, each of
  * which is scheduled through here; a person's Retry now schedules one past the budget.
  */
-export function overBudget(
-  w: Readonly<WatchedThread>,
-  options: Readonly<EngineOptions>,
-  now: number,
-): BudgetSpentState | null {
+export function overBudget(w: Watch, options: Readonly<EngineOptions>, now: number): BudgetSpentState | null {
   const { used, until } = budgetUse(w, now);
   if (used < options.recoveryBudget) return null;
   // The budget is at least 1 (settings, CLI): spent, a recovery is in the window, so `until` is known.
@@ -282,7 +278,7 @@ export type PendingOutcome =
   /** The goal moved on otherwise (paused, complete, cleared): the intent is dropped. */
   | 'moot';
 
-export function pendingOutcome(w: Readonly<WatchedThread>, live: Readonly<LiveThread>): PendingOutcome {
+export function pendingOutcome(w: Watch, live: Readonly<LiveThread>): PendingOutcome {
   const pending = w.pending;
   if (!pending) return 'moot';
   if (live.turn === null && w.goal?.status !== 'active') return 'undecided';
@@ -313,7 +309,7 @@ export function markerMove(state: WatchState, status: GoalSnapshot['status']): M
  * last failure; one held by the budget, what it was held from (its usage limit, or its backoff).
  * Null: nothing to make due (the state stays; its failure, if any, is due now all the same).
  */
-export function retryNowState(w: Readonly<WatchedThread>): ScheduledState | null {
+export function retryNowState(w: Watch): ScheduledState | null {
   const scheduled = scheduledOf(w.state);
   if (scheduled) return scheduled;
   const failed = w.lastFailure?.turnId;

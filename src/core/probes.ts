@@ -2,7 +2,7 @@
 // as the probe, holding the others' due recoveries for it, and the provider's answer that
 // releases them. The probe's failure moves them on in transitions.ts (`followTheProbe`), where every
 // failure is counted.
-import { type PersistedState, type WatchedThread } from '../model/watch';
+import { type EngineState, type Watch } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
 import { isProbing, outageGroup, releasedBy } from './outage';
@@ -15,7 +15,7 @@ export class Probes {
    * have gone out before the engine stopped or crashed (read back from what is on disk).
    */
   private readonly candidates = new Set<string>();
-  private seededFor: PersistedState | null = null;
+  private seededFor: EngineState | null = null;
   /** When a response last completed on each provider, in this run (`runsOn` → ms). */
   private readonly answeredAt = new Map<string, number>();
 
@@ -30,7 +30,7 @@ export class Probes {
    * The group a due recovery belongs to, or null: it goes alone (also once its provider answered
    * after its failure: released, it waits for no probe).
    */
-  groupOf(w: WatchedThread): string | null {
+  groupOf(w: Watch): string | null {
     if (!this.enabled || scheduledOf(w.state)?.kind !== 'backoff') return null;
     const answered = w.runsOn === null ? undefined : this.answeredAt.get(w.runsOn);
     if (answered !== undefined && w.lastFailure !== null && answered > w.lastFailure.at) return null;
@@ -41,7 +41,7 @@ export class Probes {
    * A grouped recovery started: its goal is out as its group's probe until a verdict. Said when
    * others of the group have a recovery scheduled (they will wait for it).
    */
-  started(w: WatchedThread, group: string): void {
+  started(w: Watch, group: string): void {
     this.candidates.add(w.threadId);
     let others = 0;
     for (const x of this.core.scheduledWatches()) if (x !== w && this.groupOf(x) === group) others += 1;
@@ -63,7 +63,7 @@ export class Probes {
   }
 
   /** Holds a due recovery for its group's probe (said once: the state says it from then on). */
-  hold(w: WatchedThread, probe: string): void {
+  hold(w: Watch, probe: string): void {
     if (!waitForProbe(this.core, w, probe)) return;
     this.core.emit({ type: 'skipped', threadId: w.threadId, reason: 'waiting for the probe', detail: probe });
   }
@@ -125,7 +125,7 @@ export class Probes {
     return sentAt + this.core.options.maxDelayMs + 1;
   }
 
-  private isOut(w: WatchedThread): boolean {
+  private isOut(w: Watch): boolean {
     if (this.core.attempting(w.threadId)) return true;
     // The turn the recovery started: not known yet while the newest known is the failed one.
     const turn = this.core.live.get(w.threadId)?.turn ?? null;

@@ -3,7 +3,34 @@
 // the goal turns `usageLimited`, on the connections subscribed to the thread, when the provider's
 // 429 carried the `x-codex-*` rate-limit headers: docs/daemon-behaviour.md (o)) or from
 // `account/rateLimits/read` (needs a Codex account).
+import type { GoalStatus } from '../model/watch';
 import type { RateLimitSnapshot, RateLimitWindow } from '../protocol/schema';
+
+/**
+ * How long before a goal's `usageLimited` update a rate-limit notification still counts as that
+ * limit's evidence. The daemon sends it just before the goal update on the same connection
+ * (measured: the frame right before it, in the same millisecond, docs/daemon-behaviour.md (o)),
+ * and every 429 sends one (all fields null when the provider sent no headers), so the one right
+ * before is the limit's own; the bound only keeps a notification from an older request, when
+ * this one sent none to this connection (a thread it is not subscribed to), from counting.
+ */
+export const LIMIT_NOTICE_MS = 5_000;
+
+/**
+ * A usage limit's evidence when the goal's status is told (`thread/goal/updated`): for a
+ * `usageLimited` goal, the notice right before the update (within LIMIT_NOTICE_MS); a later update
+ * of the same limit (another client's resume re-sends the goal) keeps what it had; any other
+ * status drops it.
+ */
+export function limitEvidence<N extends { readonly at: number }>(
+  status: GoalStatus,
+  kept: N | null,
+  latest: N | null,
+  now: number,
+): N | null {
+  if (status !== 'usageLimited') return null;
+  return latest !== null && now - latest.at <= LIMIT_NOTICE_MS ? latest : kept;
+}
 
 /** What a reading tells: the reset to wait for, or a limit that no timer clears. */
 export type LimitReading =

@@ -1,6 +1,6 @@
 // Small pieces of reading the daemon: two reads at once with one error naming both, a brand-new
 // thread's missing turn, and what a goal and a thread read tell the watch.
-import type { GoalSnapshot, WatchedThread } from '../model/watch';
+import type { GoalSnapshot, Watch } from '../model/watch';
 import {
   ConnectionLostError,
   type DaemonSession,
@@ -11,6 +11,7 @@ import {
   type Turn,
 } from '../protocol/daemon';
 import { errorText } from '../util/errorText';
+import { threadRead } from './watchWrites';
 
 /**
  * Two reads in parallel. When either fails, one error that names every failure, so the log line
@@ -60,12 +61,11 @@ export function goalSnapshot(goal: ThreadGoal): GoalSnapshot {
 }
 
 /** A thread read tells the watch where its rollout is and what to call it. */
-export function applyThread(w: WatchedThread, thread: Thread): void {
-  if (thread.path && thread.path !== w.rolloutPath) {
-    w.rolloutPath = thread.path;
-    if (w.armOffset === null) w.rolloutOffset = 0;
-  }
-  if (thread.modelProvider && thread.model) w.runsOn = `${thread.modelProvider}/${thread.model}`;
+export function applyThread(w: Watch, thread: Thread): void {
   const title = thread.name || thread.preview || w.goal?.objective;
-  if (title) w.title = title.length > 120 ? `${title.slice(0, 117)}…` : title;
+  threadRead(w, {
+    rolloutPath: thread.path ?? null,
+    runsOn: thread.modelProvider && thread.model ? `${thread.modelProvider}/${thread.model}` : null,
+    title: title ? (title.length > 120 ? `${title.slice(0, 117)}…` : title) : null,
+  });
 }

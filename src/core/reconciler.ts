@@ -1,7 +1,7 @@
 // Looking at a thread: the reads that gather the facts (goal, thread, newest turn, the
 // rollout's markers), then the decision table (policy.ts) and carrying out its verdict. Also
 // the first sight of a goal (adopt, arm) and the subscription to a thread's turn events.
-import { newWatch, type WatchedThread } from '../model/watch';
+import { newWatch, type Watch } from '../model/watch';
 import { isDisarmed } from '../model/queries';
 import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type ThreadGoal } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
@@ -24,6 +24,7 @@ import { errorText } from '../util/errorText';
 import { type LimitReading, readLimit, untimedFromMessage } from './rateLimits';
 import { resetFromMessage } from './usageReset';
 import { usagePlan } from './usagePlan';
+import { goalSeen, pendingIs } from './watchWrites';
 
 export class Reconciler {
   /** Goals a notification showed active on threads not yet watched (adopted on evaluation). */
@@ -32,7 +33,7 @@ export class Reconciler {
   constructor(private readonly core: EngineCore) {}
 
   /** The facts the table decides on, as they are now. */
-  facts(w: WatchedThread, now = this.core.now()): Facts {
+  facts(w: Watch, now = this.core.now()): Facts {
     const core = this.core;
     return {
       w,
@@ -90,7 +91,7 @@ export class Reconciler {
       return;
     }
     const before = w.goal;
-    w.goal = goal ? goalSnapshot(goal) : null;
+    goalSeen(w, goal ? goalSnapshot(goal) : null);
     const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
     // Unchanged is not enough when the last look failed: an event may have updated the goal
     // and the look it started (reading the turn) never finished.
@@ -99,7 +100,7 @@ export class Reconciler {
   }
 
   /** Gathers what the table needs, asks it, and carries out its verdict. */
-  async decide(session: DaemonSession, w: WatchedThread): Promise<void> {
+  async decide(session: DaemonSession, w: Watch): Promise<void> {
     const core = this.core;
     const threadId = w.threadId;
     const live = core.liveOf(threadId);
@@ -139,7 +140,7 @@ export class Reconciler {
     await this.apply(session, w, decide(this.facts(w, now)));
   }
 
-  private async apply(session: DaemonSession, w: WatchedThread, verdict: Verdict): Promise<void> {
+  private async apply(session: DaemonSession, w: Watch, verdict: Verdict): Promise<void> {
     if (verdict.act === 'readReset') return this.usageLimit(session, w, verdict.key);
     applyVerdict(this.core, w, verdict);
   }
@@ -149,7 +150,7 @@ export class Reconciler {
    * (the daemon's rate-limit update that came with it, the account's read, the message's
    * minute), or, when a source says no reset clears it, a person's call (`usagePlan`).
    */
-  private async usageLimit(session: DaemonSession, w: WatchedThread, key: string): Promise<void> {
+  private async usageLimit(session: DaemonSession, w: Watch, key: string): Promise<void> {
     const core = this.core;
     const live = core.liveOf(w.threadId);
     const notice = live.limitNotice && readLimit([live.limitNotice.snapshot], live.limitNotice.at);
@@ -178,7 +179,7 @@ export class Reconciler {
   }
 
   /** After a crash, a reconnect or an error reply: did the set take effect? The daemon's state says. */
-  private resolvePending(w: WatchedThread, live: LiveThread): void {
+  private resolvePending(w: Watch, live: LiveThread): void {
     const core = this.core;
     const pending = w.pending;
     if (!pending) return;
@@ -188,7 +189,7 @@ export class Reconciler {
       case 'recovered':
         return confirmRecovered(core, w, pending.failedTurnId, pending.attempt, 'confirmed from the daemon state');
       case 'moot':
-        w.pending = null;
+        pendingIs(w, null);
         core.mark(w.threadId);
         return;
       case 'lost':
@@ -203,8 +204,7 @@ export class Reconciler {
   async adopt(session: DaemonSession, threadId: string, seen: ThreadGoal, current: ThreadGoal = seen): Promise<void> {
     const core = this.core;
     const w = newWatch(threadId, core.now());
-    w.goal = goalSnapshot(current);
-    w.title = current.objective || threadId;
+    goalSeen(w, goalSnapshot(current), current.objective || threadId);
     core.state.watches[threadId] = w;
     core.mark(threadId);
     if (!adopts(seen.status, core.options)) {
@@ -220,7 +220,7 @@ export class Reconciler {
    * thread/goal/set): the model may block it, or the user pause it, before the engine has read
    * anything. The first look at the rollout finds that offset.
    */
-  private async arm(session: DaemonSession, w: WatchedThread): Promise<void> {
+  private async arm(session: DaemonSession, w: Watch): Promise<void> {
     const core = this.core;
     const resumed = await this.subscribe(session, w.threadId);
     armed(core, w);
@@ -286,7 +286,7 @@ export class Reconciler {
    * the daemon has loaded it now (a person opened it in one of its clients), the daemon's rows
    * take over, armed or not by `adoptsFromElsewhere`; if not, the home scan keeps showing it.
    */
-  private async fromElsewhere(session: DaemonSession, w: WatchedThread, state: ElsewhereState): Promise<void> {
+  private async fromElsewhere(session: DaemonSession, w: Watch, state: ElsewhereState): Promise<void> {
     const core = this.core;
     const live = core.liveOf(w.threadId);
     const [thread, goal] = await readBoth(session.readThread(w.threadId), session.getGoal(w.threadId));
@@ -295,7 +295,7 @@ export class Reconciler {
     if (!live.loaded) return;
     applyThread(w, thread);
     if (!goal) return core.forget(w.threadId, 'goal cleared');
-    w.goal = goalSnapshot(goal);
+    goalSeen(w, goalSnapshot(goal));
     if (resumesRetry(state, goal.status, w.lastFailure?.turnId ?? null)) {
       core.emit({
         type: 'loaded',
@@ -314,7 +314,7 @@ export class Reconciler {
   }
 
   /** The daemon no longer has the thread loaded: what waited for it says so. */
-  markUnloaded(w: WatchedThread): void {
+  markUnloaded(w: Watch): void {
     if (!keepsOnUnload(w.state)) unloaded(this.core, w);
   }
 }

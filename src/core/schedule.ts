@@ -3,7 +3,7 @@
 // (a burst, then one per interval). A recovery that is due but held by the limiter shows as
 // `waitingSlot`, with when its turn is expected, instead of a countdown stuck at zero; one held
 // for its outage's probe shows as `waitingProbe`.
-import { type WatchedThread } from '../model/watch';
+import { type Watch } from '../model/watch';
 import { dueAt } from '../model/queries';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './engineCore';
@@ -182,7 +182,7 @@ export class Schedule {
    * one per interval in due order after the next (`nextSlotAt`, wall clock), shown as such.
    * Rounded up to the second, so a countdown does not change at every refusal.
    */
-  private hold(held: readonly WatchedThread[], nextSlotAt: number): void {
+  private hold(held: readonly Watch[], nextSlotAt: number): void {
     const interval = this.core.options.limiterIntervalMs;
     for (const [i, w] of held.entries())
       waitForSlot(this.core, w, Math.ceil((nextSlotAt + i * interval) / 1000) * 1000);

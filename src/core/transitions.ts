@@ -1,17 +1,9 @@
-// The one writer of a watch's state and its recovery's due time (the failure's `dueAt`): each change
+// Where a watch's state and its recovery's due time (the failure's `dueAt`) are chosen: each change
 // is a named transition here, as the decision table (policy.ts) or the part that saw it happen (the
-// schedule, an attempt, a person's command) asks; no other module writes them (oneWriter.test.ts).
-import {
-  addHistory,
-  type GoalStatus,
-  type Marker,
-  markRecovered,
-  type ScheduledState,
-  type TurnFailure,
-  type WatchedThread,
-} from '../model/watch';
+// schedule, an attempt, a person's command) asks; watchWrites.ts writes what it chooses, and
+// oneWriter.test.ts lists who else may (the clock's guard, a turn that ends a run of failures).
+import type { GoalStatus, Marker, ScheduledState, Watch } from '../model/watch';
 import { scheduledOf } from '../model/queries';
-import { armFromActivation } from './arming';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
@@ -26,14 +18,25 @@ import {
   type Verdict,
 } from './policy';
 import type { UsagePlan } from './usagePlan';
+import {
+  armedAt,
+  beforeArmingIs,
+  dueAtIs,
+  failureIs,
+  failuresAre,
+  historyAdded,
+  pendingIs,
+  recoveredAdded,
+  recoveriesCleared,
+} from './watchWrites';
 
 /**
  * One more consecutive failure of `failedTurnId` (a failed turn, or a rejected set): a backoff of
  * min(cap, base·2^(n−1)) with equal jitter from `now`, or the end past `maxAttempts`.
  * `error`: what failed, for the decision line.
  */
-export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string, error: string, now: number): void {
-  w.failures += 1;
+export function backOff(core: EngineCore, w: Watch, failedTurnId: string, error: string, now: number): void {
+  failuresAre(w, w.failures + 1);
   core.mark(w.threadId);
   // The provider failed the probe's turn again (not the daemon refusing its set): those that
   // waited for it follow, first (once the probe's state moves, no one waits for it).
@@ -50,27 +53,26 @@ export function backOff(core: EngineCore, w: WatchedThread, failedTurnId: string
   }
   const backoff = { baseMs: core.options.baseDelayMs, capMs: core.options.maxDelayMs };
   let due = now + jitteredDelay(backoff, w.failures, core.deps.random);
-  const failure = failedFor(w, failedTurnId, error, now, due); // the one place the due time lives
+  failedFor(w, failedTurnId, error, now, due); // the one place the due time lives
   if (provider && followTheProbe(core, w, now) > 0) {
     // Its group takes this step; the probe tries again half-way there, alone (outage.ts).
     const half = halfStepDue(now, due, core.options.baseDelayMs);
     if (half !== null) {
-      failure.stepDueAt = due;
-      failure.dueAt = due = half;
+      dueAtIs(w, half, due);
+      due = half;
     }
   }
   backingOff(core, w, failedTurnId, due, now, error);
 }
 
 /** The failure's record of `failedTurnId`, due at `due` (a new one when it is not the one recorded). */
-function failedFor(w: WatchedThread, failedTurnId: string, error: string, now: number, due: number): TurnFailure {
-  if (w.lastFailure?.turnId === failedTurnId) w.lastFailure.dueAt = due;
-  else w.lastFailure = { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due };
-  return w.lastFailure;
+function failedFor(w: Watch, failedTurnId: string, error: string, now: number, due: number): void {
+  if (w.lastFailure?.turnId === failedTurnId) dueAtIs(w, due);
+  else failureIs(w, { turnId: failedTurnId, message: error, code: error, httpStatus: null, at: now, dueAt: due });
 }
 
 /** The watch backs off, due at `due` (its failure's record holds it): in the state, and said. */
-function backingOff(core: EngineCore, w: WatchedThread, failedTurnId: string, due: number, now: number, why: string) {
+function backingOff(core: EngineCore, w: Watch, failedTurnId: string, due: number, now: number, why: string) {
   core.setState(w, { kind: 'backoff', attempt: w.failures, failedTurnId });
   saidDue(core, w, w.failures, failedTurnId, due, now, why);
 }
@@ -78,7 +80,7 @@ function backingOff(core: EngineCore, w: WatchedThread, failedTurnId: string, du
 /** The one `backoff` line: attempt `attempt` of recovering `failedTurnId` is due at `dueAt`. */
 function saidDue(
   core: EngineCore,
-  w: WatchedThread,
+  w: Watch,
   attempt: number,
   failedTurnId: string,
   dueAt: number,
@@ -93,12 +95,12 @@ function saidDue(
  * counted; the goal waits for its group's step (`stepDueAt`) with them, and takes it with them.
  * Its set was counted against the recovery budget when it went out.
  */
-export function waitForStep(core: EngineCore, w: WatchedThread, failedTurnId: string, stepDueAt: number): void {
+export function waitForStep(core: EngineCore, w: Watch, failedTurnId: string, stepDueAt: number): void {
   const now = core.now();
   core.mark(w.threadId);
   const f = w.lastFailure;
   if (f?.turnId !== failedTurnId) return;
-  f.dueAt = stepDueAt;
+  dueAtIs(w, stepDueAt);
   const spent = overBudget(w, core.options, now);
   if (spent) return holdForBudget(core, w, spent);
   backingOff(
@@ -118,19 +120,19 @@ export function waitForStep(core: EngineCore, w: WatchedThread, failedTurnId: st
  * recoveries never went out, so nothing of theirs is counted against the recovery budget.
  * Returns how many follow it (given up: not counted).
  */
-function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): number {
+function followTheProbe(core: EngineCore, probe: Watch, now: number): number {
   if (!core.options.groupOutages) return 0;
   const probeDue = probe.lastFailure?.dueAt ?? now;
   let following = 0;
   for (const [w, failedTurnId] of probeFollowers(probe, core.scheduledWatches())) {
     const step = followProbe(w, probeDue);
-    w.failures = step.failures;
+    failuresAre(w, step.failures);
     core.mark(w.threadId);
     if (givesUp(w.failures, core.options)) {
       giveUp(core, w, failedTurnId);
       continue;
     }
-    if (w.lastFailure) w.lastFailure.dueAt = step.dueAt;
+    dueAtIs(w, step.dueAt);
     backingOff(core, w, failedTurnId, step.dueAt, now, `its outage's probe (${probe.threadId}) failed again`);
     following += 1;
   }
@@ -142,12 +144,12 @@ function followTheProbe(core: EngineCore, probe: WatchedThread, now: number): nu
  * last activation in the rollout (the next look reads back to it, so a person's marker or the
  * model's own block since then still speaks), with its failure counted once and due now.
  */
-export function takeOver(core: EngineCore, w: WatchedThread, goal: 'blocked' | 'usageLimited'): void {
+export function takeOver(core: EngineCore, w: Watch, goal: 'blocked' | 'usageLimited'): void {
   const failure = w.lastFailure;
   if (!failure) return;
-  armFromActivation(w, core.now());
-  w.failures = 1;
-  failure.dueAt = core.now();
+  armedAt(w, core.now());
+  failuresAre(w, 1);
+  dueAtIs(w, core.now());
   core.setState(
     w,
     goal === 'blocked'
@@ -161,16 +163,16 @@ export function takeOver(core: EngineCore, w: WatchedThread, goal: 'blocked' | '
  * The recovery budget is spent (the table's `overBudget`): no set until a person's Retry now or
  * re-arm; said once (the state is saved before the decision is delivered, and the table keeps it).
  */
-export function holdForBudget(core: EngineCore, w: WatchedThread, spent: BudgetSpentState): void {
+export function holdForBudget(core: EngineCore, w: Watch, spent: BudgetSpentState): void {
   core.setState(w, spent);
   core.emit({ type: 'attention', threadId: w.threadId, reason: budgetWhy(spent) });
 }
 
 /** `maxAttempts` recoveries in a row failed again: a person must look (once). */
-export function giveUp(core: EngineCore, w: WatchedThread, failedTurnId: string): void {
+export function giveUp(core: EngineCore, w: Watch, failedTurnId: string): void {
   const attempts = core.options.maxAttempts;
   if (w.state.kind === 'gaveUp') return;
-  addHistory(w, {
+  historyAdded(w, {
     at: core.now(),
     failedTurnId,
     attempt: w.failures,
@@ -182,18 +184,12 @@ export function giveUp(core: EngineCore, w: WatchedThread, failedTurnId: string)
 }
 
 /** The set took effect (its reply, or the daemon's state after the fact): never again for this turn. */
-export function confirmRecovered(
-  core: EngineCore,
-  w: WatchedThread,
-  failedTurnId: string,
-  attempt: number,
-  how: string,
-) {
-  w.pending = null;
+export function confirmRecovered(core: EngineCore, w: Watch, failedTurnId: string, attempt: number, how: string) {
+  pendingIs(w, null);
   core.mark(w.threadId);
   if (w.recovered.includes(failedTurnId)) return;
-  markRecovered(w, failedTurnId);
-  addHistory(w, {
+  recoveredAdded(w, failedTurnId);
+  historyAdded(w, {
     at: core.now(),
     failedTurnId,
     attempt,
@@ -207,7 +203,7 @@ export function confirmRecovered(
 
 /** The table's verdict carried out: all but a new usage limit's, whose reset is read first (`usagePlanned`). */
 type Applied = Exclude<Verdict, { act: 'readReset' }>;
-export function applyVerdict(core: EngineCore, w: WatchedThread, verdict: Applied): void {
+export function applyVerdict(core: EngineCore, w: Watch, verdict: Applied): void {
   switch (verdict.act) {
     case 'keep':
       return;
@@ -221,7 +217,7 @@ export function applyVerdict(core: EngineCore, w: WatchedThread, verdict: Applie
     case 'count': {
       const failure = verdict.failure;
       if (verdict.failedAgain && w.lastFailure)
-        addHistory(w, {
+        historyAdded(w, {
           at: failure.at,
           failedTurnId: w.lastFailure.turnId,
           attempt: w.failures,
@@ -229,7 +225,7 @@ export function applyVerdict(core: EngineCore, w: WatchedThread, verdict: Applie
           outcome: 'failed-again',
           detail: failure.code,
         });
-      w.lastFailure = failure;
+      failureIs(w, failure);
       if (verdict.halfStep !== null) return waitForStep(core, w, failure.turnId, verdict.halfStep);
       return backOff(core, w, failure.turnId, failure.code, failure.at);
     }
@@ -240,16 +236,16 @@ export function applyVerdict(core: EngineCore, w: WatchedThread, verdict: Applie
  * A new usage limit (`key`), its reset read (usagePlan.ts): resumed at its due time, held by the
  * recovery budget, or, when no reset clears it, a person's call (said once).
  */
-export function usagePlanned(core: EngineCore, w: WatchedThread, key: string, plan: UsagePlan): void {
+export function usagePlanned(core: EngineCore, w: Watch, key: string, plan: UsagePlan): void {
   const now = core.now();
   if (plan.act === 'attention') {
-    w.lastFailure = { turnId: key, message: plan.message, code: plan.code, httpStatus: 429, at: now, dueAt: null };
+    failureIs(w, { turnId: key, message: plan.message, code: plan.code, httpStatus: 429, at: now, dueAt: null });
     core.emit({ type: 'attention', threadId: w.threadId, reason: plan.message });
     return core.setState(w, { kind: 'needsAttention', code: plan.code, message: plan.message });
   }
   const due = plan.dueAt;
   const message = `usage limit reached; reset from ${plan.source}`;
-  w.lastFailure = { turnId: key, message, code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due };
+  failureIs(w, { turnId: key, message, code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due });
   const spent = overBudget(w, core.options, now);
   if (spent) return holdForBudget(core, w, spent);
   core.setState(w, { kind: 'usageLimited', resetsAt: plan.resetsAt });
@@ -260,11 +256,11 @@ export function usagePlanned(core: EngineCore, w: WatchedThread, key: string, pl
  * A write-ahead intent that had no effect (lost, or never sent): due again at once, never before its
  * due time (an intent prepared ahead, cut short by a crash, is not sent early); the next look decides.
  */
-export function intentLost(core: EngineCore, w: WatchedThread): void {
+export function intentLost(core: EngineCore, w: Watch): void {
   const pending = w.pending;
   if (!pending) return;
-  w.pending = null;
-  addHistory(w, {
+  pendingIs(w, null);
+  historyAdded(w, {
     at: core.now(),
     failedTurnId: pending.failedTurnId,
     attempt: pending.attempt,
@@ -272,18 +268,17 @@ export function intentLost(core: EngineCore, w: WatchedThread): void {
     outcome: 'skipped',
     detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
   });
-  if (w.lastFailure?.turnId === pending.failedTurnId)
-    w.lastFailure.dueAt = Math.max(core.now(), w.lastFailure.dueAt ?? 0);
+  if (w.lastFailure?.turnId === pending.failedTurnId) dueAtIs(w, Math.max(core.now(), w.lastFailure.dueAt ?? 0));
   core.setState(w, { kind: 'running' }, true);
   core.mark(w.threadId);
 }
 
 /** Armed from now on (first sight of an active goal, `autoArm` on, or a person's goal not adopted): said. */
-export function armed(core: EngineCore, w: WatchedThread): void {
-  armFromActivation(w, core.now());
-  w.failures = 0;
-  w.lastFailure = null;
-  w.pending = null;
+export function armed(core: EngineCore, w: Watch): void {
+  armedAt(w, core.now());
+  failuresAre(w, 0);
+  failureIs(w, null);
+  pendingIs(w, null);
   core.setState(w, { kind: 'running' });
   core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
 }
@@ -293,50 +288,48 @@ export function armed(core: EngineCore, w: WatchedThread): void {
  * afresh, what stopped the goal by now kept in `beforeArming` (never recovered). Said by the
  * caller once saved.
  */
-export function armedByPerson(core: EngineCore, w: WatchedThread, beforeArming: string | null): void {
-  armFromActivation(w, core.now());
-  w.recoveries = [];
-  w.failures = 0;
-  w.lastFailure = null;
-  w.pending = null;
-  w.beforeArming = beforeArming;
+export function armedByPerson(core: EngineCore, w: Watch, beforeArming: string | null): void {
+  armedAt(w, core.now());
+  recoveriesCleared(w);
+  failuresAre(w, 0);
+  failureIs(w, null);
+  pendingIs(w, null);
+  beforeArmingIs(w, beforeArming);
   core.setState(w, { kind: 'running' }, true);
   core.mark(w.threadId);
 }
 
 /** A person's re-arm of a disarmed thread: from the goal's last activation, the budget afresh. */
-export function rearmedByPerson(core: EngineCore, w: WatchedThread): void {
-  armFromActivation(w, core.now());
-  w.recoveries = [];
+export function rearmedByPerson(core: EngineCore, w: Watch): void {
+  armedAt(w, core.now());
+  recoveriesCleared(w);
   core.setState(w, { kind: 'running' });
   core.mark(w.threadId);
 }
 
 /** A goal never adopted (not active when first seen, or `autoArm` off), as its status is now. */
-export function notAdopted(core: EngineCore, w: WatchedThread, status: GoalStatus, quiet = false): void {
+export function notAdopted(core: EngineCore, w: Watch, status: GoalStatus, quiet = false): void {
   core.setState(w, { kind: 'notAdopted', status }, quiet);
 }
 
 /** The daemon no longer has the thread loaded: what waited for it says so (policy.ts `keepsOnUnload`). */
-export function unloaded(core: EngineCore, w: WatchedThread): void {
+export function unloaded(core: EngineCore, w: Watch): void {
   core.setState(w, { kind: 'unloaded' });
 }
 
 /** A person's goal marker, newer than the arming, carried out as the table says (`markerMove`). */
-export function markerMoved(core: EngineCore, w: WatchedThread, move: MarkerMove, marker: Marker): void {
+export function markerMoved(core: EngineCore, w: Watch, move: MarkerMove, marker: Marker): void {
   const now = core.now();
   switch (move) {
     case 'afresh': // a person set the goal active again after its recovery budget was spent
-      w.recoveries = [];
-      return;
+      return recoveriesCleared(w);
     case 'rearm':
-      w.armedAt = now;
-      w.armOffset = marker.offset;
+      armedAt(w, now, marker.offset);
       core.setState(w, { kind: 'running' });
       core.emit({ type: 'rearmed', threadId: w.threadId, reason: 'the user set the goal active' });
       return;
     case 'disarm':
-      w.pending = null;
+      pendingIs(w, null);
       core.setState(w, { kind: 'userIntent', requested: marker.status, at: now });
       core.emit({ type: 'disarmed', threadId: w.threadId, reason: `the user set the goal ${marker.status}` });
       return;
@@ -345,12 +338,8 @@ export function markerMoved(core: EngineCore, w: WatchedThread, move: MarkerMove
 }
 
 /** A goal of another Codex app shown (elsewherePolicy.ts `show`), with the failure it tells of. */
-export function shownElsewhere(
-  core: EngineCore,
-  w: WatchedThread,
-  v: Extract<ElsewhereVerdict, { act: 'show' }>,
-): void {
-  if (v.failure !== undefined) w.lastFailure = v.failure;
+export function shownElsewhere(core: EngineCore, w: Watch, v: Extract<ElsewhereVerdict, { act: 'show' }>): void {
+  if (v.failure !== undefined) failureIs(w, v.failure);
   core.mark(w.threadId);
   core.setState(w, v.state);
 }
@@ -359,19 +348,19 @@ export function shownElsewhere(
  * A person's Retry now on a goal of another app, written before the daemon is asked to load it
  * (`asking`), or taken back when it refused (nothing to carry out).
  */
-export function elsewhereRetry(core: EngineCore, w: WatchedThread, asked: ElsewhereState, asking: boolean): void {
+export function elsewhereRetry(core: EngineCore, w: Watch, asked: ElsewhereState, asking: boolean): void {
   const f = w.lastFailure;
   core.setState(w, asking && f ? { ...asked, retryAsked: { at: core.now(), failedTurnId: f.turnId } } : asked);
 }
 
 /** Due, held by the global limiter for a slot at `slotAt`. */
-export function waitForSlot(core: EngineCore, w: WatchedThread, slotAt: number): void {
+export function waitForSlot(core: EngineCore, w: Watch, slotAt: number): void {
   const scheduled = scheduledOf(w.state);
   if (scheduled) core.setState(w, { kind: 'waitingSlot', slotAt, held: scheduled }, true);
 }
 
 /** Due, held for its outage's probe; false when it waits for that probe already (or is not a backoff). */
-export function waitForProbe(core: EngineCore, w: WatchedThread, probe: string): boolean {
+export function waitForProbe(core: EngineCore, w: Watch, probe: string): boolean {
   const scheduled = scheduledOf(w.state);
   if (scheduled?.kind !== 'backoff') return false;
   if (w.state.kind === 'waitingProbe' && w.state.probe === probe) return false;
@@ -380,7 +369,7 @@ export function waitForProbe(core: EngineCore, w: WatchedThread, probe: string):
 }
 
 /** Held no more (for a slot or a probe): as scheduled. True when it was held. */
-export function unhold(core: EngineCore, w: WatchedThread): boolean {
+export function unhold(core: EngineCore, w: Watch): boolean {
   const scheduled = scheduledOf(w.state);
   if (!scheduled || scheduled === w.state) return false;
   core.setState(w, scheduled, true);
@@ -388,18 +377,18 @@ export function unhold(core: EngineCore, w: WatchedThread): boolean {
 }
 
 /** Due by `at` at the latest (the provider answered; a person's Retry now on an unloaded thread). */
-export function dueBy(core: EngineCore, w: WatchedThread, at: number): void {
+export function dueBy(core: EngineCore, w: Watch, at: number): void {
   const f = w.lastFailure;
   if (!f) return;
-  f.dueAt = Math.min(f.dueAt ?? at, at);
+  dueAtIs(w, Math.min(f.dueAt ?? at, at));
   core.mark(w.threadId);
 }
 
 /** Due no earlier than `at` (the write-ahead failed: not at once again, against a failing disk). */
-export function dueNotBefore(core: EngineCore, w: WatchedThread, failedTurnId: string, at: number): void {
+export function dueNotBefore(core: EngineCore, w: Watch, failedTurnId: string, at: number): void {
   const f = w.lastFailure;
   if (!scheduledOf(w.state) || f?.turnId !== failedTurnId || f.dueAt === null) return;
-  f.dueAt = Math.max(f.dueAt, at);
+  dueAtIs(w, Math.max(f.dueAt, at));
   core.mark(w.threadId);
 }
 
@@ -407,26 +396,20 @@ export function dueNotBefore(core: EngineCore, w: WatchedThread, failedTurnId: s
  * A person's Retry now on a recovery scheduled, given up, or held by the budget: due now (one
  * recovery past the budget, the person's, counted with the others at its write-ahead).
  */
-export function retriedNow(core: EngineCore, w: WatchedThread): void {
+export function retriedNow(core: EngineCore, w: Watch): void {
   const due = retryNowState(w);
   if (due) core.setState(w, due, scheduledOf(w.state) !== null);
-  if (w.lastFailure) w.lastFailure.dueAt = core.now();
+  dueAtIs(w, core.now());
   core.mark(w.threadId);
 }
 
 /** The attempt's intent is on disk: the set is under way. */
-export function recovering(
-  core: EngineCore,
-  w: WatchedThread,
-  attempt: number,
-  failedTurnId: string,
-  sentAt: number,
-): void {
+export function recovering(core: EngineCore, w: Watch, attempt: number, failedTurnId: string, sentAt: number): void {
   core.setState(w, { kind: 'recovering', attempt, failedTurnId, sentAt });
 }
 
 /** An attempt called off or withdrawn before its set: scheduled as it was (if it still shows under way). */
-export function setWithdrawn(core: EngineCore, w: WatchedThread, scheduled: ScheduledState): void {
+export function setWithdrawn(core: EngineCore, w: Watch, scheduled: ScheduledState): void {
   if (w.state.kind === 'recovering') core.setState(w, scheduled, true);
   core.mark(w.threadId);
 }

@@ -2,7 +2,7 @@
 // adopt ("Watch this goal"), disarm and re-arm a thread, "Retry now", "Pause goal", and forgetting
 // everything. Each is recorded (durably) as the user's intent; none is ever done on the engine's
 // own initiative.
-import { emptyState, type WatchedThread } from '../model/watch';
+import { emptyState, type Watch } from '../model/watch';
 import { canRetryNow, isDisarmed } from '../model/queries';
 import { RpcError, type Resumed } from '../protocol/daemon';
 import type { Connection } from './connection';
@@ -21,6 +21,7 @@ import {
   retriedNow,
   takeOver,
 } from './transitions';
+import { goalSeen } from './watchWrites';
 
 /** The daemon's refusal to load a thread another process holds (measured on 0.169.0 and 0.171.0). */
 const ACTIVE_WRITER = /already has an active writer/i;
@@ -91,7 +92,7 @@ export class UserActions {
           core.forget(threadId, 'goal cleared');
           return void (outcome.refused = 'its goal was cleared');
         }
-        w.goal = goalSnapshot(goal);
+        goalSeen(w, goalSnapshot(goal));
         live.status = thread.status;
         live.loaded = thread.status.type !== 'notLoaded';
         live.turn = turn;
@@ -176,7 +177,7 @@ export class UserActions {
    * fresh reads and checks. Only while its goal is blocked or usage-limited: resuming a thread
    * whose goal is blocked starts no turn, one whose goal is active does (measured, 0.169.0).
    */
-  private async loadAndRetry(w: WatchedThread): Promise<void> {
+  private async loadAndRetry(w: Watch): Promise<void> {
     const core = this.core;
     const session = core.session;
     if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
@@ -188,7 +189,7 @@ export class UserActions {
       if (core.state.watches[threadId] !== w || !canRetryNow(w)) return; // decided meanwhile
       if (w.state.kind === 'unloaded' && live.loaded) return;
       const goal = await session.getGoal(threadId);
-      w.goal = goal ? goalSnapshot(goal) : null;
+      goalSeen(w, goal ? goalSnapshot(goal) : null);
       if (goal?.status !== 'blocked' && goal?.status !== 'usageLimited') {
         outcome.refused = `nothing to retry, the goal is ${goal?.status ?? 'cleared'} now`;
         core.changed();
@@ -247,7 +248,7 @@ export class UserActions {
     core.mustLead('Pause goal');
     const goal = await session.setGoalStatusAsUser(threadId, 'paused');
     const w = core.state.watches[threadId];
-    if (w && goal) w.goal = goalSnapshot(goal);
+    if (w && goal) goalSeen(w, goalSnapshot(goal));
     core.touch(threadId);
   }
 

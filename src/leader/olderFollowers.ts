@@ -7,7 +7,7 @@
 // decisions. Pure: the leader's server calls it once per broadcast, for all its older followers.
 import type { DecisionType } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
-import type { WatchedThread, WatchState, WatchStateKind } from '../model/watch';
+import type { Watch, WatchState, WatchStateKind } from '../model/watch';
 
 type Older<K extends WatchStateKind> = ((state: Extract<WatchState, { kind: K }>) => WatchState) | 'same';
 
@@ -81,7 +81,7 @@ export function olderState(state: WatchState): WatchState {
  * (the server then sends the line it already has), else a copy with each newer state translated.
  */
 export function olderSnapshot(snapshot: EngineSnapshot): EngineSnapshot {
-  let watches: WatchedThread[] | null = null;
+  let watches: Watch[] | null = null;
   snapshot.watches.forEach((w, i) => {
     const state = olderState(w.state);
     if (state === w.state) return;

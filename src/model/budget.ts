@@ -5,7 +5,7 @@
 
 /** What the budget reads and writes of a watch: when its automatic sets went out. */
 interface Recoveries {
-  recoveries: number[];
+  readonly recoveries: readonly number[];
 }
 
 /** The rolling window the budget counts in. */
@@ -28,14 +28,14 @@ export function budgetUse(w: Readonly<Recoveries>, now: number): { used: number;
 }
 
 /** An automatic set goes out at `at` (its write-ahead): counted, the window pruned, the record bounded. */
-export function countRecovery(w: Recoveries, at: number): void {
+export function countedAt(w: Readonly<Recoveries>, at: number): number[] {
   const kept = recoveriesIn(w, at);
   kept.push(at);
-  w.recoveries = kept.length > RECOVERIES_KEPT ? kept.slice(kept.length - RECOVERIES_KEPT) : kept;
+  return kept.length > RECOVERIES_KEPT ? kept.slice(kept.length - RECOVERIES_KEPT) : kept;
 }
 
 /** A set withdrawn before it went out (called off after its write-ahead): its count is taken back. */
-export function uncountRecovery(w: Recoveries, at: number): void {
+export function uncountedAt(w: Readonly<Recoveries>, at: number): number[] {
   const i = w.recoveries.lastIndexOf(at);
-  if (i >= 0) w.recoveries = [...w.recoveries.slice(0, i), ...w.recoveries.slice(i + 1)];
+  return i < 0 ? [...w.recoveries] : [...w.recoveries.slice(0, i), ...w.recoveries.slice(i + 1)];
 }

@@ -1,10 +1,10 @@
 // What a watch's state says, asked by the engine, the views, the commands and the runner's
 // `status`: whether a recovery is scheduled and when it is due, which actions apply, whether the
 // goal waits for a person. Pure queries of the model (watch.ts), no writes.
-import type { ScheduledState, WatchedThread, WatchState } from './watch';
+import type { ScheduledState, Watch, WatchState } from './watch';
 
 /** The time the engine should next act on this thread, if any: its failure's due time while scheduled. */
-export function dueAt(w: Pick<WatchedThread, 'state' | 'lastFailure'>): number | null {
+export function dueAt(w: Pick<Watch, 'state' | 'lastFailure'>): number | null {
   return scheduledOf(w.state) ? (w.lastFailure?.dueAt ?? null) : null;
 }
 
@@ -12,6 +12,20 @@ export function dueAt(w: Pick<WatchedThread, 'state' | 'lastFailure'>): number |
 export function scheduledOf(state: WatchState): ScheduledState | null {
   if (state.kind === 'backoff' || state.kind === 'usageLimited') return state;
   return state.kind === 'waitingSlot' || state.kind === 'waitingProbe' ? state.held : null;
+}
+
+/**
+ * Whether the failure's due time is a delay the engine chose (a backoff; a usage limit whose reset
+ * is not known), which a wall-clock jump back moves with it, so it keeps the time it had left. A
+ * reset time the provider gave is a point in time: it stays. A recovered failure has none.
+ */
+export function dueIsDelay(w: Pick<Watch, 'state' | 'lastFailure' | 'recovered'>): boolean {
+  const f = w.lastFailure;
+  if (!f || f.dueAt === null || w.recovered.includes(f.turnId)) return false;
+  const s = scheduledOf(w.state) ?? w.state;
+  if (s.kind === 'backoff') return true;
+  if (s.kind === 'usageLimited') return s.resetsAt === null;
+  return f.code !== 'usageLimitExceeded';
 }
 
 /** Whether the engine is waiting to re-activate this thread's goal. */
@@ -25,7 +39,7 @@ export function isScheduled(state: WatchState): boolean {
  * daemon has not loaded a thread whose failure is not recovered yet (after a daemon restart it
  * loads none): the retry loads it first.
  */
-export function canRetryNow(w: WatchedThread): boolean {
+export function canRetryNow(w: Watch): boolean {
   const k = w.state.kind;
   if (k === 'backoff' || k === 'usageLimited' || k === 'waitingSlot' || k === 'waitingProbe') return true;
   if (k === 'gaveUp' || k === 'budgetSpent') return w.lastFailure !== null;
@@ -37,14 +51,14 @@ export function canRetryNow(w: WatchedThread): boolean {
  * A goal stopped by a failure not recovered yet, on a thread the daemon has not loaded: it waits
  * for a client to open the thread, or for "Retry now" (which loads it).
  */
-export function waitsForLoad(w: WatchedThread): boolean {
+export function waitsForLoad(w: Watch): boolean {
   const f = w.lastFailure;
   const stopped = w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
   return w.state.kind === 'unloaded' && f !== null && !w.recovered.includes(f.turnId) && stopped;
 }
 
 /** Whether "Pause goal" applies: the goal is active, or stopped by a failure or a usage limit. */
-export function canPauseGoal(w: WatchedThread): boolean {
+export function canPauseGoal(w: Watch): boolean {
   return w.goal?.status === 'active' || w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
 }
 
@@ -63,7 +77,7 @@ export function isDisarmed(state: WatchState): boolean {
  */
 export type PersonWait = 'attention' | 'beforeArming' | 'load' | 'elsewhere';
 
-export function personWait(w: WatchedThread): PersonWait | null {
+export function personWait(w: Watch): PersonWait | null {
   const s = w.state;
   switch (s.kind) {
     case 'needsAttention':
@@ -82,6 +96,6 @@ export function personWait(w: WatchedThread): PersonWait | null {
 }
 
 /** Whether the goal waits for a person (`personWait`). */
-export function needsPerson(w: WatchedThread): boolean {
+export function needsPerson(w: Watch): boolean {
   return personWait(w) !== null;
 }

@@ -3,14 +3,10 @@
 import { describeErrorCode } from './errorCodeText';
 import { formatAge, formatClock, formatDuration } from './timeText';
 import { dueAt } from './queries';
-import type { TurnFailure, WatchedThread, WatchState } from './watch';
+import type { TurnFailure, Watch, WatchState } from './watch';
 
 /** A short description of a state, in words and numbers: the tree, the status bar and the CLI. */
-export function describeState(
-  w: Pick<WatchedThread, 'state' | 'lastFailure'>,
-  now: number,
-  maxAttempts: number,
-): string {
+export function describeState(w: Pick<Watch, 'state' | 'lastFailure'>, now: number, maxAttempts: number): string {
   const state = w.state;
   const due = dueAt(w) ?? now;
   switch (state.kind) {

@@ -230,7 +230,18 @@ export const WatchedThreadSchema = z.pipe(
     updatedAt: z.number(),
   }),
 );
+/** A watch as its one writer (src/core/watchWrites.ts) and the stores' loads hold it. */
 export type WatchedThread = z.infer<typeof WatchedThreadSchema>;
+
+/** Read-only all the way down: a write through it does not compile. */
+export type DeepReadonly<T> = T extends (infer U)[]
+  ? readonly DeepReadonly<U>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** A watch as every part but its writer holds it: an assignment through it does not compile. */
+export type Watch = DeepReadonly<WatchedThread>;
 
 /**
  * 2: watch records leave out the fields that hold their default (version 1 wrote every field; its
@@ -246,6 +257,9 @@ export const PersistedStateSchema = z.object({
   disarmed: z.record(z.string(), z.number()),
 });
 export type PersistedState = z.infer<typeof PersistedStateSchema>;
+
+/** The engine's state: its watches read-only (written by src/core/watchWrites.ts alone). */
+export type EngineState = Omit<PersistedState, 'watches'> & { watches: Record<string, Watch> };
 
 export const HISTORY_LIMIT = 50;
 export const RECOVERED_LIMIT = 64;
@@ -294,13 +308,14 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function addHistory(w: WatchedThread, entry: HistoryEntry): void {
-  const history = [...w.history, entry];
-  w.history = history.length > HISTORY_LIMIT ? history.slice(history.length - HISTORY_LIMIT) : history;
+/** The history with `entry` added, the oldest dropped past HISTORY_LIMIT. */
+export function withHistory(history: readonly HistoryEntry[], entry: HistoryEntry): HistoryEntry[] {
+  const all = [...history, entry];
+  return all.length > HISTORY_LIMIT ? all.slice(all.length - HISTORY_LIMIT) : all;
 }
 
-export function markRecovered(w: WatchedThread, failedTurnId: string): void {
-  if (w.recovered.includes(failedTurnId)) return;
-  const recovered = [...w.recovered, failedTurnId];
-  w.recovered = recovered.length > RECOVERED_LIMIT ? recovered.slice(recovered.length - RECOVERED_LIMIT) : recovered;
+/** The recovered turns with `failedTurnId` added, the oldest dropped past RECOVERED_LIMIT. */
+export function withRecovered(recovered: readonly string[], failedTurnId: string): string[] {
+  const all = [...recovered, failedTurnId];
+  return all.length > RECOVERED_LIMIT ? all.slice(all.length - RECOVERED_LIMIT) : all;
 }

@@ -11,7 +11,7 @@
 // the thread's title (as the runner's lines do): never a goal's objective.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Decision } from '../model/decision';
-import type { WatchedThread } from '../model/watch';
+import type { Watch } from '../model/watch';
 import { VERSION } from '../version';
 
 /** How long one run may take before it is stopped (SIGTERM, then SIGKILL after `KILL_GRACE_MS`). */
@@ -49,7 +49,7 @@ export interface NotifyContext {
   target: string;
   version: string;
   /** The thread's watch, read when the decision is announced (after the save that holds it), or null. */
-  watch: Pick<WatchedThread, 'title' | 'state'> | null;
+  watch: Pick<Watch, 'title' | 'state'> | null;
 }
 
 function clip(text: string): string {
@@ -104,7 +104,7 @@ export interface NotifierOptions {
   /** The daemon, as the runner names it (the payload's `target`). */
   target: string;
   /** The thread's watch, when the engine watches it (its title, its state). */
-  watchOf?: (threadId: string) => Pick<WatchedThread, 'title' | 'state'> | null;
+  watchOf?: (threadId: string) => Pick<Watch, 'title' | 'state'> | null;
   timeoutMs?: number;
   maxRunning?: number;
   /** A run that worked (--verbose: a debug line). */

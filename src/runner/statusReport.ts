@@ -5,7 +5,7 @@
 // checks read them, so they keep their meaning (a superset, never a rename).
 import { budgetUse } from '../model/budget';
 import type { EngineSnapshot, ConnectionState } from '../model/snapshot';
-import { type PersistedState, type WatchedThread } from '../model/watch';
+import { type PersistedState, type Watch } from '../model/watch';
 import { needsPerson } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { EXIT, leaderText, type LeaderInfo } from './control';
@@ -43,10 +43,10 @@ export interface StatusReport {
   /** Threads whose goal waits for a person (`needsPerson`, as the view's badge counts them): status exits 1. */
   attention: string[];
   /** Every watched thread with its explicit state, as the engine keeps it. */
-  watches: WatchedThread[];
+  watches: Watch[];
 }
 
-function attentionOf(watches: WatchedThread[]): string[] {
+function attentionOf(watches: Watch[]): string[] {
   return watches.filter(needsPerson).map((w) => w.threadId);
 }
 
@@ -142,7 +142,7 @@ export function daemonLines(report: StatusReport): string[] {
  * A thread's state in words, attempts out of the leader's maxAttempts. From the state file no
  * policy is known (the file does not record the one the runner ran with): the attempt alone.
  */
-function stateText(w: WatchedThread, now: number, maxAttempts: number | null): string {
+function stateText(w: Watch, now: number, maxAttempts: number | null): string {
   if (maxAttempts !== null) return describeState(w, now, maxAttempts);
   const text = describeState(w, now, 0);
   return w.state.kind === 'backoff'
@@ -151,7 +151,7 @@ function stateText(w: WatchedThread, now: number, maxAttempts: number | null): s
 }
 
 /** " · budget 3/12 used" for a goal recovered automatically in the last 24 h (the limit, when known). */
-function budgetText(w: WatchedThread, now: number, limit: number | null): string {
+function budgetText(w: Watch, now: number, limit: number | null): string {
   const { used } = budgetUse(w, now);
   if (used === 0) return '';
   const of = limit ?? (w.state.kind === 'budgetSpent' ? w.state.limit : null);

@@ -1,7 +1,7 @@
 // How a watched thread looks: its icon, its context value (which actions apply), its tooltip.
 import { budgetUse } from '../model/budget';
 import * as vscode from 'vscode';
-import { describeErrorCode, type WatchedThread, type WatchStateKind } from '../model/watch';
+import { describeErrorCode, type Watch, type WatchStateKind } from '../model/watch';
 import { canPauseGoal, canRetryNow, dueAt, waitsForLoad } from '../model/queries';
 import { describeState } from '../model/stateText';
 import { clockTime, count } from './locale';
@@ -43,7 +43,7 @@ export function stateIcon(kind: WatchStateKind): vscode.ThemeIcon {
  * `thread` plus one word per action that applies, matched by the menus' `when` clauses
  * (`viewItem =~ /\bretry\b/` and so on).
  */
-export function contextValue(w: WatchedThread): string {
+export function contextValue(w: Watch): string {
   const k = w.state.kind;
   const words = ['thread', k];
   if (k === 'notAdopted') words.push('watch');
@@ -61,7 +61,7 @@ export function contextValue(w: WatchedThread): string {
  * what a person can do.
  */
 export function tooltip(
-  w: WatchedThread,
+  w: Watch,
   now: number,
   maxAttempts: number,
   held: Held = null,
@@ -140,7 +140,7 @@ export function tooltip(
  * The recovery budget, once the goal was recovered automatically in the last 24 h: "3 of 12", and
  * when it is spent, when the next is allowed ("12 of 12 · next allowed at 14:05").
  */
-function budgetRow(w: WatchedThread, now: number, limit: number | null): string | null {
+function budgetRow(w: Watch, now: number, limit: number | null): string | null {
   const s = w.state;
   if (s.kind === 'budgetSpent')
     return vscode.l10n.t('{0} of {1} · next allowed at {2}', s.used, s.limit, clockTime(s.until, now));
@@ -150,7 +150,7 @@ function budgetRow(w: WatchedThread, now: number, limit: number | null): string 
 }
 
 /** What a person can do about a state the short row only names. */
-function whatYouCanDo(w: WatchedThread): string | null {
+function whatYouCanDo(w: Watch): string | null {
   switch (w.state.kind) {
     case 'notAdopted':
       return NOT_ADOPTED_TODO();
@@ -192,7 +192,7 @@ const ELSEWHERE_WHERE = () =>
   );
 
 /** What a person can do about a goal in another Codex app (docs/architecture.md, "Goals in other Codex apps"). */
-function elsewhereTodo(state: Extract<WatchedThread['state'], { kind: 'elsewhere' }>): string {
+function elsewhereTodo(state: Extract<Watch['state'], { kind: 'elsewhere' }>): string {
   if (state.goal === 'active')
     return vscode.l10n.t('nothing: it runs there; it is shown here, never recovered from here');
   if (state.retryable)

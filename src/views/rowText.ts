@@ -4,14 +4,14 @@
 // (describeState in src/model/stateText.ts).
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { formatDuration, type WatchedThread } from '../model/watch';
+import { formatDuration, type Watch } from '../model/watch';
 import { dueAt, isScheduled, needsPerson, waitsForLoad } from '../model/queries';
 import { clockTime } from './locale';
 
 /** What holds a scheduled recovery back: the user's global pause, the daemon away, or a silent engine. */
 export type Held = 'paused' | 'noDaemon' | 'silentEngine' | null;
 
-export function heldBy(w: WatchedThread, snap: Pick<EngineSnapshot, 'pausedAt' | 'connection'>): Held {
+export function heldBy(w: Watch, snap: Pick<EngineSnapshot, 'pausedAt' | 'connection'>): Held {
   if (!isScheduled(w.state)) return null;
   if (snap.pausedAt !== null) return 'paused';
   if (snap.connection.kind === 'unresponsive') return 'silentEngine';
@@ -23,13 +23,13 @@ export function heldBy(w: WatchedThread, snap: Pick<EngineSnapshot, 'pausedAt' |
  * A held recovery says what holds it first and when it was due as a time
  * of day (nothing counts down while it is held: the status bar ticks only for a live countdown).
  */
-export function rowDescription(w: WatchedThread, held: Held, now: number, probeFor = 0): string {
+export function rowDescription(w: Watch, held: Held, now: number, probeFor = 0): string {
   const text = stateText(w, held, now);
   // The probe of an outage: the goals that wait for its verdict say so too.
   return probeFor > 0 ? vscode.l10n.t('{0} · probe for {1}', text, probeFor) : text;
 }
 
-function stateText(w: WatchedThread, held: Held, now: number): string {
+function stateText(w: Watch, held: Held, now: number): string {
   const s = w.state;
   if (held !== null) {
     const what =

@@ -1,7 +1,7 @@
 // The "Watched goals" tree: a row per watched thread, its recovery history as children.
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { describeErrorCode, type HistoryEntry, type WatchedThread } from '../model/watch';
+import { describeErrorCode, type HistoryEntry, type Watch } from '../model/watch';
 import { isScheduled, needsPerson } from '../model/queries';
 import { dateTime, timeOfDay } from './locale';
 import { contextValue, stateIcon, tooltip } from './presentation';
@@ -10,8 +10,8 @@ import { heldBy, rowDescription } from './rowText';
 export type TreeNode = { kind: 'thread'; threadId: string } | { kind: 'history'; threadId: string; index: number };
 
 /** Threads that need a person first, then those with a countdown, then the rest; newest first. */
-export function sortWatches(watches: readonly WatchedThread[]): WatchedThread[] {
-  const rank = (w: WatchedThread) =>
+export function sortWatches(watches: readonly Watch[]): Watch[] {
+  const rank = (w: Watch) =>
     needsPerson(w)
       ? 0
       : isScheduled(w.state) || w.state.kind === 'recovering'
@@ -100,7 +100,7 @@ export function shortTitle(title: string): string {
         .trimEnd()}…`;
 }
 
-function historyItem(w: WatchedThread, h: HistoryEntry): vscode.TreeItem {
+function historyItem(w: Watch, h: HistoryEntry): vscode.TreeItem {
   const label = `${timeOfDay(h.at)} · ${outcomeText(h.outcome)}`;
   const item = new vscode.TreeItem(label);
   item.id = `history:${w.threadId}:${h.at}:${h.failedTurnId}:${h.outcome}`;

@@ -7,12 +7,12 @@ import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
 import { parsePersisted, StateSerializer } from '../../src/store/store';
 import { makeDirs } from '../../src/util/makeDirs';
 import {
-  addHistory,
   emptyState,
-  markRecovered,
   newWatch,
   STATE_VERSION,
   type PersistedState,
+  withHistory,
+  withRecovered,
 } from '../../src/model/watch';
 
 const posix = process.platform !== 'win32';
@@ -48,8 +48,14 @@ function sampleState(pausedAt: number | null = null): PersistedState {
     updatedAt: 1_700_000_000_500,
   };
   w.state = { kind: 'backoff', attempt: 2, failedTurnId: 'turn-9' };
-  addHistory(w, { at: 1, failedTurnId: 'turn-8', attempt: 1, error: 'internalServerError', outcome: 'failed-again' });
-  markRecovered(w, 'turn-7');
+  w.history = withHistory(w.history, {
+    at: 1,
+    failedTurnId: 'turn-8',
+    attempt: 1,
+    error: 'internalServerError',
+    outcome: 'failed-again',
+  });
+  w.recovered = withRecovered(w.recovered, 'turn-7');
   s.watches[w.threadId] = w;
   s.disarmed['thr_2'] = 1_700_000_000_100;
   return s;

@@ -8,6 +8,7 @@ import {
   canPauseGoal,
   canRetryNow,
   dueAt,
+  dueIsDelay,
   isDisarmed,
   isScheduled,
   needsPerson,
@@ -152,4 +153,29 @@ test('a goal waits for a person when it needs attention, or is stopped where the
   assert.equal(needsPerson(loadedNothing), false);
   const elsewhere = GOAL_STATUSES.filter((goal) => needsPerson(failed({ ...STATES.elsewhere, goal })));
   assert.deepEqual(elsewhere, ['blocked', 'usageLimited']);
+});
+
+test('a wall-clock jump back moves the delays the engine chose, never a reset time the provider gave (dueIsDelay)', () => {
+  // A failure counted (due at 500), not recovered: a delay in every state but a usage limit with its reset known.
+  assert.deepEqual(
+    kindsWhere((w) => !dueIsDelay(w)),
+    ['usageLimited'],
+  );
+  const unknownReset = failed({ kind: 'usageLimited', resetsAt: null });
+  assert.equal(dueIsDelay(unknownReset), true, 'a usage limit with no reset known waits for a delay of ours');
+  const heldLimit = failed({ kind: 'waitingSlot', slotAt: 9_000, held: { kind: 'usageLimited', resetsAt: 8_000 } });
+  assert.equal(dueIsDelay(heldLimit), false, 'held for a slot, the reset time is still a point in time');
+  // Out of the schedule, a usage limit's failure keeps its point in time; any other failure its delay.
+  const limit = failed(STATES.running);
+  limit.lastFailure = { ...limit.lastFailure!, code: 'usageLimitExceeded' };
+  assert.equal(dueIsDelay(limit), false);
+  const recovered = failed(STATES.backoff);
+  recovered.recovered = ['turn-1'];
+  assert.equal(dueIsDelay(recovered), false, 'a recovered failure has nothing due');
+  const undated = failed(STATES.backoff);
+  undated.lastFailure = { ...undated.lastFailure!, dueAt: null };
+  assert.equal(dueIsDelay(undated), false, 'no due time, nothing to move');
+  const none = failed(STATES.backoff);
+  none.lastFailure = null;
+  assert.equal(dueIsDelay(none), false);
 });

@@ -8,7 +8,13 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dueAt } from '../../src/model/queries';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { isUntimedCode, untimedFromMessage, readLimit } from '../../src/core/rateLimits';
+import {
+  isUntimedCode,
+  LIMIT_NOTICE_MS,
+  limitEvidence,
+  untimedFromMessage,
+  readLimit,
+} from '../../src/core/rateLimits';
 import { usagePlan } from '../../src/core/usagePlan';
 import type { RateLimitSnapshot } from '../../src/protocol/schema';
 import { armedHarness, type Harness } from '../support/engineHarness';
@@ -96,6 +102,27 @@ describe('what the rate-limit snapshots say', () => {
       NOW,
     );
     assert.equal(timed?.kind, 'reset');
+  });
+});
+
+describe("which rate-limit notice is a usage limit's evidence (limitEvidence)", () => {
+  const NOW = 1_800_000_000_000;
+  const kept = { at: NOW - 60_000 };
+  it('a usageLimited update takes the notice right before it, up to LIMIT_NOTICE_MS old', () => {
+    assert.equal(LIMIT_NOTICE_MS, 5_000);
+    const fresh = { at: NOW };
+    assert.equal(limitEvidence('usageLimited', kept, fresh, NOW), fresh);
+    const edge = { at: NOW - LIMIT_NOTICE_MS };
+    assert.equal(limitEvidence('usageLimited', null, edge, NOW), edge, 'exactly the bound still counts');
+  });
+  it('an older notice (another request) does not count: the update keeps what it had', () => {
+    assert.equal(limitEvidence('usageLimited', kept, { at: NOW - LIMIT_NOTICE_MS - 1 }, NOW), kept);
+    assert.equal(limitEvidence('usageLimited', null, { at: NOW - LIMIT_NOTICE_MS - 1 }, NOW), null);
+    assert.equal(limitEvidence('usageLimited', kept, null, NOW), kept, 'no notice at all: a re-sent update keeps it');
+  });
+  it('any other status drops the evidence, however fresh the notice', () => {
+    for (const status of ['active', 'blocked', 'paused', 'budgetLimited', 'complete'] as const)
+      assert.equal(limitEvidence(status, kept, { at: NOW }, NOW), null, status);
   });
 });
 

@@ -3,7 +3,7 @@
 // tooltip, and the status-bar item, for a failed goal on a thread the daemon has not loaded.
 import * as assert from 'node:assert/strict';
 import { emptySnapshot, type EngineSnapshot } from '../../../src/model/snapshot';
-import { markRecovered, newWatch, type WatchedThread, type WatchState } from '../../../src/model/watch';
+import { newWatch, withRecovered, type WatchedThread, type WatchState } from '../../../src/model/watch';
 import { contextValue, tooltip } from '../../../src/views/presentation';
 import { RecoveryStatusBar } from '../../../src/views/statusBar';
 
@@ -49,7 +49,7 @@ function connected(watches: WatchedThread[]): EngineSnapshot {
 suite('presentation of a thread the daemon has not loaded', () => {
   const stranded = watch('t-stranded', { kind: 'unloaded' }, 'blocked', 'turn-1');
   const recovered = watch('t-recovered', { kind: 'unloaded' }, 'blocked', 'turn-1');
-  markRecovered(recovered, 'turn-1');
+  recovered.recovered = withRecovered(recovered.recovered, 'turn-1');
   const healthy = watch('t-healthy', { kind: 'unloaded' }, 'active', null);
 
   test('Retry now is offered on a failed goal not recovered yet, and only there', () => {
