@@ -11,18 +11,17 @@
 //   privateDir.ts       the directory (0700 and ours), the names in it, the sweep of leftovers
 //   exclusiveListen.ts  the primitive: an exclusive listen on `<name>.sock` (listen, then link)
 //   takeoverLock.ts     the lock under which a dead leader's socket is replaced
-//   attempt.ts          one attempt: lead, follow, take over, or try again later
+//   electionAttempt.ts  one attempt: lead, follow, take over, or try again later
 //   electionLoop.ts     attempts until one decides, one election at a time
 //   generation.ts       the generation fence: work of an older generation gives up
 //   pathWatch.ts        the leader's backstop: its path is still its own, else it steps down
 //   leaderServer.ts, followerConnection.ts (over messages.ts): the two ends of the socket
 //   lease.ts, tenure.ts the leader's lease, its term, beats and leader file: a silent leader is gone
-// This file holds the state: the role, the generation (generation.ts: a new one at every start
-// and stop; async work of an older one gives up), the server or connection, the lease and its
-// term, and the events. A follower whose connection closes runs the election again after a short
-// random delay (50–250 ms); one whose leader went silent past its lease takes its socket over at
-// once. A leader whose lease ran out (it was stopped or blocked) acts no more (`fence`) and steps
-// down.
+// This file holds the state: the role, the generation, the server or connection, the lease and
+// its term, and the events. A follower whose connection closes runs the election again after a
+// short random delay (50–250 ms); one whose leader went silent past its lease takes its socket
+// over at once. A leader whose lease ran out (it was stopped or blocked) acts no more (`fence`)
+// and steps down.
 import * as fs from 'node:fs';
 import type * as net from 'node:net';
 import { attempt, randomBetween, type AttemptContext } from './electionAttempt';
@@ -93,8 +92,8 @@ export class LeaderElection {
   private readonly loop: ElectionLoop<Generation>;
   private electTimer: NodeJS.Timeout | undefined;
   private watch: PathWatch | undefined;
-  private _server: LeaderServer | undefined;
-  private serverKey: string | undefined;
+  /** While leader: its server and the key (`dev:ino`) of its socket file. */
+  private held: Candidate | undefined;
   private _connection: FollowerConnection | undefined;
   private readonly leaseMs: number;
   private tenure: Tenure | undefined;
@@ -149,7 +148,7 @@ export class LeaderElection {
 
   /** The leader's server while leader. */
   get server(): LeaderServer | undefined {
-    return this._server;
+    return this.held?.server;
   }
 
   /** The connection to the leader while follower (undefined between a leader's loss and the next election). */
@@ -171,9 +170,9 @@ export class LeaderElection {
     const tenure = this.tenure;
     if (this._role !== 'leader' || !tenure) return 'this engine no longer leads';
     let reason = tenure.check();
-    if (reason === null && this.serverKey !== undefined) {
+    if (reason === null && this.held) {
       try {
-        if (fileKey(fs.lstatSync(this._socketPath!)) !== this.serverKey) reason = 'its socket path is another now';
+        if (fileKey(fs.lstatSync(this._socketPath!)) !== this.held.key) reason = 'its socket path is another now';
       } catch {
         reason = 'its socket path was removed';
       }
@@ -213,9 +212,7 @@ export class LeaderElection {
     if (this.running) return Promise.resolve();
     const starting = this.doStart();
     this.starting = starting;
-    const clear = () => {
-      if (this.starting === starting) this.starting = undefined;
-    };
+    const clear = () => (this.starting = undefined);
     starting.then(clear, clear);
     return starting;
   }
@@ -251,14 +248,12 @@ export class LeaderElection {
     this.endTenure('stopped');
     // Report 'stopped' before letting go, so no observer ever sees two leaders at once.
     this.setRole('stopped');
-    const server = this._server;
-    const key = this.serverKey;
-    this._server = undefined;
-    this.serverKey = undefined;
-    if (server && key !== undefined) {
+    const held = this.held;
+    this.held = undefined;
+    if (held) {
       // A closed server refuses connections: its file is a dead leader's, replaced under the lock.
-      if (leaseHeld) await relinquish(server, key, this._socketPath!, this.log);
-      else await server.close();
+      if (leaseHeld) await relinquish(held.server, held.key, this._socketPath!, this.log);
+      else await held.server.close();
     }
     const conn = this._connection;
     this._connection = undefined;
@@ -277,7 +272,7 @@ export class LeaderElection {
     this.electTimer = setTimeout(() => {
       this.electTimer = undefined;
       const go = () => {
-        const seat = { leading: this._server !== undefined, following: this._connection !== undefined };
+        const seat = { leading: this.held !== undefined, following: this._connection !== undefined };
         if (!this.generations.electsAgain(gen, seat)) return;
         this.loop.run(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
       };
@@ -309,8 +304,7 @@ export class LeaderElection {
       await relinquish(cand.server, cand.key, this._socketPath!, this.log);
       return true; // relinquish closed it
     }
-    this._server = cand.server;
-    this.serverKey = cand.key;
+    this.held = cand;
     this.silentKey = null;
     this.endTenure('a new term');
     const tenure = await Tenure.begin({
@@ -325,7 +319,7 @@ export class LeaderElection {
       lost: (reason) => void this.stepDown(`lease lost: ${reason}`),
     });
     // A stop meanwhile let go of the server (and so does a newer start, stopped before it).
-    if (this._server !== cand.server) {
+    if (this.held !== cand) {
       tenure.end('stopped meanwhile');
       return true;
     }
@@ -351,9 +345,7 @@ export class LeaderElection {
       silence: { leaseMs: this.leaseMs, graceMs: RENEW_MS, quietMs: RENEW_MS * 2.5, everyMs: RENEW_MS / 2 },
     });
     this._connection = conn;
-    const noteTerm = () => {
-      if (conn.term !== undefined && conn.term > this.seenTerm) this.seenTerm = conn.term;
-    };
+    const noteTerm = () => (this.seenTerm = Math.max(this.seenTerm, conn.term ?? 0));
     void conn.welcomed.then(noteTerm, () => undefined);
     conn.onQuiet((ms) => {
       noteTerm();
@@ -395,7 +387,7 @@ export class LeaderElection {
       everyMs: this.checkMs,
       log: this.log,
       current: () => this.generations.current(gen) && this._role === 'leader',
-      serverClosed: () => this._server?.closed === true,
+      serverClosed: () => this.held?.server.closed === true,
       lost: (reason) => this.stepDown(this.tenure?.check() ? `lease lost: ${this.tenure.check()}` : reason),
     });
     this.watch.start();
@@ -417,11 +409,10 @@ export class LeaderElection {
     this.log(`leader election: stepping down: ${reason}`);
     this.endTenure('stepped down');
     this.stopWatch();
-    const server = this._server;
-    this._server = undefined;
-    this.serverKey = undefined;
+    const held = this.held;
+    this.held = undefined;
     this.setRole('follower');
-    await server?.close();
+    await held?.server.close();
     this.scheduleElection(gen, randomBetween(0, 100));
   }
 

@@ -70,18 +70,22 @@ export async function main(argv: string[]): Promise<number> {
 
 export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): EngineOptions {
   const options: EngineOptions = { ...DEFAULT_OPTIONS };
-  if (args.baseDelayMs !== undefined) options.baseDelayMs = args.baseDelayMs;
-  if (args.maxDelayMs !== undefined) options.maxDelayMs = args.maxDelayMs;
-  if (args.maxAttempts !== undefined) options.maxAttempts = args.maxAttempts;
-  if (args.recoveryBudget !== undefined) options.recoveryBudget = args.recoveryBudget;
-  // Not flags (the command line is a fixed contract): tuning for tests and demos.
-  const resync = Number(env.CODEX_GOAL_RECOVERY_RESYNC_S);
-  if (Number.isFinite(resync) && resync > 0) options.resyncMs = Math.round(resync * 1000);
+  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAttempts', 'recoveryBudget'] as const)
+    if (args[key] !== undefined) options[key] = args[key];
+  options.resyncMs = tunedMs(env.CODEX_GOAL_RECOVERY_RESYNC_S) ?? options.resyncMs;
   // The global limiter's refill interval (3 recoveries at once, then one per 5 s by default).
-  const limiter = Number(env.CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S);
-  if (Number.isFinite(limiter) && limiter > 0) options.limiterIntervalMs = Math.round(limiter * 1000);
+  options.limiterIntervalMs = tunedMs(env.CODEX_GOAL_RECOVERY_LIMITER_INTERVAL_S) ?? options.limiterIntervalMs;
   return options;
 }
+
+/** Tuning for tests and demos, not a flag (the command line is a fixed contract): seconds to ms, if positive. */
+function tunedMs(seconds: string | undefined): number | undefined {
+  const s = Number(seconds);
+  return Number.isFinite(s) && s > 0 ? Math.round(s * 1000) : undefined;
+}
+
+/** What went wrong, on stderr. */
+const complain = (message: string) => process.stderr.write(`codex-goal-recovery: ${message}\n`);
 
 async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const lines = new RunnerLines(args.json, writesToJournal(env), (line) => process.stdout.write(`${line}\n`));
@@ -101,7 +105,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   // Refused before anything starts (no telemetry, no election): another daemon's state file.
   const otherDaemon = await otherDaemonProblem(args.statePath, args.target);
   if (otherDaemon !== null) {
-    process.stderr.write(`codex-goal-recovery: ${otherDaemon}\n`);
+    complain(otherDaemon);
     return EXIT.usage;
   }
   // --otlp-endpoint, --otlp-from-codex-config: the engine's own decisions, exported too (docs/telemetry.md).
@@ -242,8 +246,7 @@ function openTelemetry(
   say: (level: Level, type: RunnerLineType, fields: Record<string, unknown>, text: string) => void,
 ): Telemetry | null {
   if (args.otlp === null) return null;
-  const tuned = Number(env.CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S);
-  const interval = Number.isFinite(tuned) && tuned > 0 ? Math.round(tuned * 1000) : undefined;
+  const interval = tunedMs(env.CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S);
   const log = (level: 'warning' | 'notice', message: string) => say(level, 'telemetry', { message }, message);
   const started = startTelemetry(args.otlp, log, interval);
   log(started.level, started.message);
@@ -268,16 +271,14 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
   try {
     reach = await reachLeader(args.target, env);
   } catch (error) {
-    process.stderr.write(`codex-goal-recovery: ${errorText(error)}\n`);
+    complain(errorText(error));
     return EXIT.failed;
   }
   if (reach.kind === 'engine') {
     const snapshot = await leaderSnapshot(reach.conn, SNAPSHOT_TIMEOUT_MS);
     reach.conn.close();
     if (!snapshot) {
-      process.stderr.write(
-        `codex-goal-recovery: the engine that leads (${leaderText(reach.leader)}) sent no state within ${SNAPSHOT_TIMEOUT_MS} ms\n`,
-      );
+      complain(`the engine that leads (${leaderText(reach.leader)}) sent no state within ${SNAPSHOT_TIMEOUT_MS} ms`);
       return EXIT.failed;
     }
     const report = reportFromSnapshot(snapshot, reach.leader, await daemon);
@@ -288,7 +289,7 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
   try {
     stored = await readStateFile(args.statePath);
   } catch (error) {
-    process.stderr.write(`codex-goal-recovery: ${(error as Error).message}\n`);
+    complain((error as Error).message);
     return EXIT.failed;
   }
   if (stored.kind === 'missing') {
@@ -301,26 +302,16 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
     return print(report, `${said.join('\n')}\n`);
   }
   if (stored.kind === 'unusable') {
-    process.stderr.write(
-      `codex-goal-recovery: ${args.statePath}: ${stored.reason}; the runner keeps it aside and starts clean\n`,
-    );
+    complain(`${args.statePath}: ${stored.reason}; the runner keeps it aside and starts clean`);
     return EXIT.failed;
   }
-  if (stored.dropped.length > 0) {
-    process.stderr.write(
-      `codex-goal-recovery: ${args.statePath}: ${describeDropped(stored.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`,
-    );
-  }
+  const notShown = (file: string, dropped: string[]) =>
+    complain(`${file}: ${describeDropped(dropped)}; not shown (the runner keeps them aside and loads the rest)`);
+  if (stored.dropped.length > 0) notShown(args.statePath, stored.dropped);
   const journal = stored.journal;
-  if (journal && 'unusable' in journal) {
-    process.stderr.write(
-      `codex-goal-recovery: ${args.statePath}.journal: ${journal.unusable}; its changes are not shown (the runner keeps it aside)\n`,
-    );
-  } else if (journal && journal.dropped.length > 0) {
-    process.stderr.write(
-      `codex-goal-recovery: ${args.statePath}.journal: ${describeDropped(journal.dropped)}; not shown (the runner keeps them aside and loads the rest)\n`,
-    );
-  }
+  if (journal && 'unusable' in journal)
+    complain(`${args.statePath}.journal: ${journal.unusable}; its changes are not shown (the runner keeps it aside)`);
+  else if (journal && journal.dropped.length > 0) notShown(`${args.statePath}.journal`, journal.dropped);
   const report = reportFromStateFile(stored.state, args.statePath, target, reach.reason, await daemon);
   return print(report, statusText(report, Date.now()));
 }
@@ -352,7 +343,7 @@ async function control(args: ControlArgs, env: NodeJS.ProcessEnv = process.env):
   const base = { command: args.verb, threadId: args.threadId, target: describeTarget(args.target) };
   const fail = (code: number, error: string, leader: { who: string | null; pid: number } | null) => {
     if (args.json) process.stdout.write(`${JSON.stringify({ ok: false, ...base, leader, error })}\n`);
-    process.stderr.write(`codex-goal-recovery: ${error}\n`);
+    complain(error);
     return code;
   };
   let reach;
@@ -400,9 +391,7 @@ if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      process.stderr.write(
-        `codex-goal-recovery: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-      );
+      complain(error instanceof Error ? (error.stack ?? error.message) : String(error));
       process.exit(1);
     },
   );

@@ -21,22 +21,22 @@
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { PersistedState } from '../model/watch';
 import { emptyState, STATE_VERSION } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
-import { JournalWriter } from './journal';
+import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, unusableProblem } from './journal';
 import { journalGeneration, journalLines, replayJournal } from './journalRecord';
 import {
-  describeDropped,
   parsePersisted,
   partialLoadProblem,
+  refusedSave,
+  stampOf,
   StateSerializer,
   type LoadResult,
   type StateStore,
 } from './store';
 import { errorText } from '../util/errorText';
-import { checkFence, checkTerm, parseTerm, termText, type Term, type WriteGuard } from './guard';
+import { checkFence, checkTerm, parseTerm, termText, type WriteGuard } from './guard';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
 export interface MementoLike {
@@ -51,8 +51,6 @@ export const CORRUPT_PREFIX = 'codexGoalRecovery.state.corrupt.';
 export const MAX_STATE_CHARS = 16 * 1024 * 1024;
 /** A larger journal is not read (kept aside). */
 export const MAX_JOURNAL_BYTES = 64 * 1024 * 1024;
-/** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
-export const MIN_FOLD_BYTES = 1024 * 1024;
 /** The journal's file name in the extension's global storage directory. */
 export const JOURNAL_FILE = 'state.journal';
 
@@ -170,8 +168,7 @@ export class GlobalStateStore implements StateStore {
         if ('state' in parsed) {
           usable = true;
           state = parsed.state;
-          const g = (raw as { journal?: unknown }).journal;
-          generation = typeof g === 'string' && g.length > 0 ? g : null;
+          generation = stampOf(raw as object, 'journal');
           if (parsed.dropped.length > 0) {
             // Keep the value as it was; the part that can be used is written back below.
             dropped = true;
@@ -197,37 +194,27 @@ export class GlobalStateStore implements StateStore {
     /** Journals that were replayed or reported: folded into a new snapshot below. */
     let journalsUsed = false;
     if (this.journalPath && this.prevPath) {
-      const files: Array<{ path: string; file: JournalFile }> = [
-        { path: this.prevPath, file: await readJournalFile(this.prevPath) },
-        { path: this.journalPath, file: await readJournalFile(this.journalPath) },
-      ];
+      const prev = { path: this.prevPath, file: await readJournalFile(this.prevPath) };
+      const cur = { path: this.journalPath, file: await readJournalFile(this.journalPath) };
+      const files = [prev, cur];
       if (!usable) {
         // Journals belong to a snapshot that cannot be read: kept, never replayed.
+        const why =
+          raw === undefined ? 'no watch state in globalState beside it' : 'the watch state in globalState is unusable';
         for (const { path, file } of files) {
           if (file.kind === 'missing') continue;
-          const why =
-            raw === undefined
-              ? 'no watch state in globalState beside it'
-              : 'the watch state in globalState is unusable';
           const aside = await moveAside(path, this.now(), `journal ${path}`, why);
           problems.push(`journal ${path} could not be replayed (${why}); kept aside as ${aside}`);
           journalsUsed = true;
         }
       } else {
         // Which journals follow the snapshot: the current one, or the previous one and then the current one.
-        const [prev, cur] = files as [{ path: string; file: JournalFile }, { path: string; file: JournalFile }];
-        const chain =
-          cur.file.kind === 'text' && cur.file.generation === generation && generation !== null
-            ? [cur]
-            : prev.file.kind === 'text' && prev.file.generation === generation && generation !== null
-              ? [prev, cur]
-              : [];
+        const follows = (f: JournalFile) => f.kind === 'text' && f.generation === generation && generation !== null;
+        const chain = follows(cur.file) ? [cur] : follows(prev.file) ? [prev, cur] : [];
         for (const { path, file } of files) {
           if (file.kind === 'unusable') {
             const aside = await moveAside(path, this.now(), `journal ${path}`, file.reason);
-            problems.push(
-              `journal ${path} was unusable (${file.reason}); kept aside as ${aside}; the watch state loaded without the changes it held`,
-            );
+            problems.push(unusableProblem(path, file.reason, aside, 'the watch state'));
             journalsUsed = true;
           } else if (file.kind === 'text' && file.generation === null && file.text.includes('\n')) {
             // A header that cannot be read (one cut short is a journal nothing was written to).
@@ -244,10 +231,7 @@ export class GlobalStateStore implements StateStore {
           const r = replayJournal(state, file.text, file.generation);
           replayed += r.applied;
           if (r.dropped.length > 0) {
-            const aside = await copyAside(path, this.now(), `journal ${path}`);
-            problems.push(
-              `journal ${path}: ${describeDropped(r.dropped)}; the journal as it was is kept as ${aside}; its other ${r.applied} record${r.applied === 1 ? '' : 's'} loaded`,
-            );
+            problems.push(replayProblem(path, r, await copyAside(path, this.now(), `journal ${path}`)));
           }
         }
       }
@@ -289,9 +273,7 @@ export class GlobalStateStore implements StateStore {
       lines = journalLines(this.serializer.changes(state, changed));
       document = this.serializer.document(state.version);
     } catch (err) {
-      return Promise.reject(
-        new Error(`refusing to save an invalid state to ${this.location}: ${errorText(err)}`, { cause: err }),
-      );
+      return refusedSave(this.location, err);
     }
     return this.enqueue(async () => {
       if (!this.journaling) return this.put(JSON.parse(document));
@@ -336,7 +318,7 @@ export class GlobalStateStore implements StateStore {
    */
   private put(value: unknown): Promise<void> {
     if (this.guard) {
-      checkTerm(this.guard, termOf(this.memento.get<unknown>(STATE_KEY)), 'globalState');
+      checkTerm(this.guard, parseTerm(this.memento.get<{ term?: unknown } | null>(STATE_KEY)?.term), 'globalState');
       checkFence(this.guard);
       const term = this.guard.term();
       if (term !== null) (value as Record<string, unknown>).term = termText(term);
@@ -349,7 +331,7 @@ export class GlobalStateStore implements StateStore {
    * one it replaces is kept as `.prev` (see the header).
    */
   private async fold(document: string): Promise<void> {
-    const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    const generation = newGeneration(this.now());
     await this.put(withGeneration(document, generation));
     this.generation = generation;
     this.snapshotChars = document.length;
@@ -402,11 +384,6 @@ export class GlobalStateStore implements StateStore {
 }
 
 /** The snapshot value: the state's document with the journal generation it belongs to. */
-/** A stored value's term (./guard.ts), or null. */
-function termOf(value: unknown): Term | null {
-  return parseTerm((value as { term?: unknown } | null | undefined)?.term);
-}
-
 function withGeneration(document: string, generation: string): unknown {
   const value = JSON.parse(document) as Record<string, unknown>;
   value.journal = generation;

@@ -2,10 +2,21 @@
 // change, each write fsync'd before the save that made it resolves. A restarted engine reads
 // the snapshot, then replays the journal over it; from time to time (and at a clean stop) the
 // journal is folded into a new snapshot and starts again empty.
-// The records and their format: journalRecord.ts.
+// The records and their format: journalRecord.ts. What both stores do alike with a journal is
+// here too: when to fold, a new generation, what a load says of a journal it could not use whole.
 import { promises as fsp } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import * as nodePath from 'node:path';
-import { journalHeader } from './journalRecord';
+import { journalHeader, type Replayed } from './journalRecord';
+import { describeDropped } from './store';
+
+/** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
+export const MIN_FOLD_BYTES = 1024 * 1024;
+
+/** A new journal generation, for a new snapshot: the time (base 36) and 48 random bits. */
+export function newGeneration(now: number): string {
+  return `${now.toString(36)}-${randomBytes(6).toString('hex')}`;
+}
 
 /**
  * Appends to one journal file: the first append after a `reset` creates it with its header (and
@@ -73,4 +84,14 @@ export async function syncDir(dir: string): Promise<void> {
   } finally {
     await fh?.close().catch(() => undefined);
   }
+}
+
+/** What a store says when a journal's replay left records out: the journal as it was is kept as `keptAs`. */
+export function replayProblem(path: string, r: Replayed, keptAs: string): string {
+  return `journal ${path}: ${describeDropped(r.dropped)}; the journal as it was is kept as ${keptAs}; its other ${r.applied} record${r.applied === 1 ? '' : 's'} loaded`;
+}
+
+/** What a store says when a journal it could not use at all is kept as `keptAs`: `what` loaded without it. */
+export function unusableProblem(path: string, reason: string, keptAs: string, what: string): string {
+  return `journal ${path} was unusable (${reason}); kept aside as ${keptAs}; ${what} loaded without the changes it held`;
 }

@@ -12,18 +12,18 @@
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, moveAside } from './aside';
-import { JournalWriter, syncDir } from './journal';
+import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, syncDir, unusableProblem } from './journal';
 import { journalLines, replayJournal, type Replayed } from './journalRecord';
 import { excerpt } from '../protocol/lineSplitter';
 import { checkFence, checkTerm, termOnDisk, termText, type WriteGuard } from './guard';
 import { checkDaemon, daemonOnDisk } from './daemonStamp';
 import {
-  describeDropped,
   parsePersisted,
   partialLoadProblem,
+  refusedSave,
+  stampOf,
   StateSerializer,
   type LoadResult,
   type StateStore,
@@ -34,8 +34,6 @@ import { errCode, pidAlive } from '../util/errno';
 export const DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024;
 /** A leftover temp file older than this is removed even if its writer's pid is in use. */
 const STALE_TEMP_MS = 10 * 60 * 1000;
-/** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
-export const MIN_FOLD_BYTES = 1024 * 1024;
 
 export interface JsonFileStoreOptions {
   /** A state file larger than this is treated as corrupt; default 64 MiB. */
@@ -74,7 +72,7 @@ export type StoredState =
       /** The daemon its snapshot is stamped for (null: not stamped, as before 0.4.0). */
       daemon: string | null;
       /** What the journal added; null when there is none. */
-      journal: (Replayed & { bytes: number }) | { unusable: string } | null;
+      journal: Replayed | { unusable: string } | null;
     };
 
 /**
@@ -111,15 +109,12 @@ export async function readStateFile(
   }
   const parsed = parsePersisted(raw, opts.now, true);
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
-  const g = (raw as { journal?: unknown }).journal;
-  const generation = typeof g === 'string' && g.length > 0 ? g : null;
-  const d = (raw as { daemon?: unknown }).daemon;
+  const generation = stampOf(raw as object, 'journal');
   return {
     kind: 'state',
-    state: parsed.state,
-    dropped: parsed.dropped,
+    ...parsed,
     generation,
-    daemon: typeof d === 'string' && d.length > 0 ? d : null,
+    daemon: stampOf(raw as object, 'daemon'),
     journal: await readJournal(`${path}.journal`, parsed.state, generation, maxBytes),
   };
 }
@@ -130,7 +125,7 @@ async function readJournal(
   state: PersistedState,
   generation: string | null,
   maxBytes: number,
-): Promise<(Replayed & { bytes: number }) | { unusable: string } | null> {
+): Promise<Replayed | { unusable: string } | null> {
   let st;
   try {
     st = await fsp.stat(path);
@@ -142,7 +137,7 @@ async function readJournal(
   if (st.size > maxBytes) return { unusable: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
   const text = await readText(path, 'journal');
   if (typeof text !== 'string') return { unusable: text.reason };
-  return { ...replayJournal(state, text, generation), bytes: st.size };
+  return replayJournal(state, text, generation);
 }
 
 /**
@@ -174,6 +169,7 @@ async function readText(path: string, what: string): Promise<string | { reason: 
 let tempCounter = 0;
 
 export class JsonFileStore implements StateStore {
+  readonly path: string;
   readonly location: string;
   readonly journalPath: string;
   private readonly maxBytes: number;
@@ -190,10 +186,7 @@ export class JsonFileStore implements StateStore {
   private readonly guard: WriteGuard | undefined;
   private readonly daemon: string | undefined;
 
-  constructor(
-    readonly path: string,
-    opts: JsonFileStoreOptions = {},
-  ) {
+  constructor(path: string, opts: JsonFileStoreOptions = {}) {
     this.path = nodePath.resolve(path);
     this.location = this.path;
     this.journalPath = `${this.path}.journal`;
@@ -218,50 +211,32 @@ export class JsonFileStore implements StateStore {
     await this.removeStaleTemps();
     const stored = await readStateFile(this.path, { maxBytes: this.maxBytes, now: this.now });
     if (stored.kind === 'missing') {
+      if (!(await exists(this.journalPath))) return { state: emptyState(), problem: null };
       // A journal without its snapshot belongs to nothing that can be read: kept, never replayed.
-      const orphan = (await exists(this.journalPath))
-        ? await this.moveAside(this.journalPath, 'a journal without its state file')
-        : null;
-      return {
-        state: emptyState(),
-        problem: orphan
-          ? `journal ${this.journalPath} had no state file beside it; kept aside as ${orphan}; starting clean`
-          : null,
-      };
+      const orphan = await this.moveAside(this.journalPath, 'a journal without its state file');
+      const problem = `journal ${this.journalPath} had no state file beside it; kept aside as ${orphan}; starting clean`;
+      return { state: emptyState(), problem };
     }
     if (stored.kind === 'unusable') {
       const aside = await this.moveAside(this.path, stored.reason);
-      const journalAside = (await exists(this.journalPath))
-        ? await this.moveAside(this.journalPath, 'its state file is unusable')
-        : null;
-      return {
-        state: emptyState(),
-        problem: `state file ${this.path} was unusable (${stored.reason}); kept aside as ${aside}${journalAside ? ` (its journal as ${journalAside})` : ''}; starting clean`,
-      };
+      let problem = `state file ${this.path} was unusable (${stored.reason}); kept aside as ${aside}`;
+      if (await exists(this.journalPath))
+        problem += ` (its journal as ${await this.moveAside(this.journalPath, 'its state file is unusable')})`;
+      return { state: emptyState(), problem: `${problem}; starting clean` };
     }
     checkDaemon(this.path, stored.daemon, this.daemon);
     const problems: string[] = [];
     if (stored.dropped.length > 0) {
-      const aside = await this.copyAside(this.path);
-      problems.push(
-        partialLoadProblem(
-          `state file ${this.path}`,
-          { state: stored.state, dropped: stored.dropped },
-          `the file as it was is kept as ${aside}`,
-        ),
-      );
+      const aside = await copyAside(this.path, this.now(), `state file ${this.path}`);
+      problems.push(partialLoadProblem(`state file ${this.path}`, stored, `the file as it was is kept as ${aside}`));
     }
     const j = stored.journal;
     if (j && 'unusable' in j) {
       const aside = await this.moveAside(this.journalPath, j.unusable);
-      problems.push(
-        `journal ${this.journalPath} was unusable (${j.unusable}); kept aside as ${aside}; the state file loaded without the changes it held`,
-      );
+      problems.push(unusableProblem(this.journalPath, j.unusable, aside, 'the state file'));
     } else if (j && j.dropped.length > 0) {
-      const aside = await this.copyAside(this.journalPath);
-      problems.push(
-        `journal ${this.journalPath}: ${describeDropped(j.dropped)}; the journal as it was is kept as ${aside}; its other ${j.applied} record${j.applied === 1 ? '' : 's'} loaded`,
-      );
+      const aside = await copyAside(this.journalPath, this.now(), `journal ${this.journalPath}`);
+      problems.push(replayProblem(this.journalPath, j, aside));
     }
     this.serializer.loaded(stored.state);
     this.generation = stored.generation;
@@ -287,9 +262,7 @@ export class JsonFileStore implements StateStore {
     try {
       lines = journalLines(this.serializer.changes(state, changed));
     } catch (err) {
-      return Promise.reject(
-        new Error(`refusing to save an invalid state to ${this.path}: ${errorText(err)}`, { cause: err }),
-      );
+      return refusedSave(this.path, err);
     }
     const fold =
       this.generation === null || this.journal.bytes + lines.length > Math.max(this.minFoldBytes, this.snapshotBytes);
@@ -309,7 +282,7 @@ export class JsonFileStore implements StateStore {
   }
 
   private nextSnapshot(version: number): { document: string; generation: string } {
-    const generation = `${this.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    const generation = newGeneration(this.now());
     const term = this.guard?.term() ?? null;
     const extra: Record<string, string> = { journal: JSON.stringify(generation) };
     if (term !== null) extra.term = JSON.stringify(termText(term));
@@ -335,13 +308,12 @@ export class JsonFileStore implements StateStore {
       while (this.queue.length > 0) {
         const jobs = this.queue;
         this.queue = [];
-        let from = 0;
-        for (let i = jobs.length - 1; i >= 0; i--)
-          if (jobs[i].fold) {
-            from = i;
-            break;
-          }
-        const fold = jobs[from].fold;
+        let fold: Job['fold'] = null;
+        let lines = '';
+        for (const job of jobs) {
+          if (job.fold) fold = job.fold;
+          lines = job.fold ? '' : lines + job.lines;
+        }
         try {
           if (fold) {
             await this.writeAtomic(fold.document);
@@ -349,10 +321,6 @@ export class JsonFileStore implements StateStore {
             this.generation = fold.generation;
             this.snapshotBytes = fold.document.length;
           }
-          const lines = jobs
-            .slice(fold ? from + 1 : 0)
-            .map((j) => j.lines)
-            .join('');
           if (lines !== '') {
             checkFence(this.guard);
             await this.journal.append(lines);
@@ -396,25 +364,16 @@ export class JsonFileStore implements StateStore {
     await syncDir(dir);
   }
 
-  private copyAside(file: string): Promise<string> {
-    return copyAside(file, this.now(), describeFile(file, this.path));
-  }
-
   private moveAside(file: string, reason: string): Promise<string> {
-    return moveAside(file, this.now(), describeFile(file, this.path), reason);
+    const what = file === this.path ? `state file ${file}` : `journal ${file}`;
+    return moveAside(file, this.now(), what, reason);
   }
 
   /** Removes temp files left by a crashed writer (dead pid, or older than 10 minutes). */
   private async removeStaleTemps(): Promise<void> {
     const dir = nodePath.dirname(this.path);
     const prefix = `${nodePath.basename(this.path)}.tmp-`;
-    let names: string[];
-    try {
-      names = await fsp.readdir(dir);
-    } catch {
-      return;
-    }
-    for (const name of names) {
+    for (const name of await fsp.readdir(dir).catch(() => [])) {
       if (!name.startsWith(prefix)) continue;
       const full = nodePath.join(dir, name);
       const pid = Number(name.slice(prefix.length).split('-')[0]);
@@ -426,10 +385,6 @@ export class JsonFileStore implements StateStore {
       if (stale) await fsp.unlink(full).catch(() => undefined);
     }
   }
-}
-
-function describeFile(file: string, statePath: string): string {
-  return file === statePath ? `state file ${file}` : `journal ${file}`;
 }
 
 /** One line of printable text: whitespace folded, other control characters shown as U+FFFD, bounded. */

@@ -198,6 +198,19 @@ export function partialLoadProblem(where: string, parsed: ParsedState, keptAs: s
   return `${where}: ${describeDropped(parsed.dropped)}; ${keptAs}; the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`;
 }
 
+/** A save's rejection when its state would not load back (`err`: why): nothing is written to `location`. */
+export function refusedSave(location: string, err: unknown): Promise<never> {
+  return Promise.reject(
+    new Error(`refusing to save an invalid state to ${location}: ${errorText(err)}`, { cause: err }),
+  );
+}
+
+/** A stamp a store puts into its document (`journal`: its generation, `daemon`): the string, or null. */
+export function stampOf(document: object, field: 'journal' | 'daemon'): string | null {
+  const value = (document as Record<string, unknown>)[field];
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
 /** "2 records could not be used (…; …)": the dropped list for a message, bounded. */
 export function describeDropped(dropped: readonly string[]): string {
   const shown = dropped.slice(0, 3);
