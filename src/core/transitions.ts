@@ -19,6 +19,7 @@ import {
 } from './policy';
 import type { UsagePlan } from './usagePlan';
 import {
+  armedAfresh,
   armedAt,
   beforeArmingIs,
   dueAtIs,
@@ -275,10 +276,7 @@ export function intentLost(core: EngineCore, w: Watch): void {
 
 /** Armed from now on (first sight of an active goal, `autoArm` on, or a person's goal not adopted): said. */
 export function armed(core: EngineCore, w: Watch): void {
-  armedAt(w, core.now());
-  failuresAre(w, 0);
-  failureIs(w, null);
-  pendingIs(w, null);
+  armedAfresh(w, core.now());
   core.setState(w, { kind: 'running' });
   core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
 }
@@ -289,11 +287,8 @@ export function armed(core: EngineCore, w: Watch): void {
  * caller once saved.
  */
 export function armedByPerson(core: EngineCore, w: Watch, beforeArming: string | null): void {
-  armedAt(w, core.now());
+  armedAfresh(w, core.now());
   recoveriesCleared(w);
-  failuresAre(w, 0);
-  failureIs(w, null);
-  pendingIs(w, null);
   beforeArmingIs(w, beforeArming);
   core.setState(w, { kind: 'running' }, true);
   core.mark(w.threadId);

@@ -85,6 +85,15 @@ export function armedAt(w: Watch, now: number, armOffset: number | null = null):
   m.modelBlockOffset = null;
 }
 
+/** Armed at `now` with nothing counted: no failure, no set under way. */
+export function armedAfresh(w: Watch, now: number): void {
+  armedAt(w, now);
+  const m = writable(w);
+  m.failures = 0;
+  m.lastFailure = null;
+  m.pending = null;
+}
+
 /** Consecutive failures counted. */
 export function failuresAre(w: Watch, failures: number): void {
   writable(w).failures = failures;
