@@ -16,7 +16,8 @@
 //    shared doc's delivery rule; the turn's end 10-20 ms after the goal's update: (q)), and the
 //    lead's brief says their relative order varies between runs. NOT measured: (a), (o) and (q)
 //    saw one order each time (goal, status, error, turn/completed); this mode goes beyond that.
-//  - Frames of different threads (each turn is its own task), and of different connections.
+//  - Frames of different threads (each turn is its own task; a rate-limit update counts as the
+//    thread whose goal update follows it), and of different connections.
 // What stays (conservative where unsure; every other pair keeps the order it was emitted in):
 //  - a reply is never held or moved: it is written when its request is served (the request's
 //    own order); a `thread/goal/set` or `thread/resume` (and any request behind it) waits until
@@ -121,6 +122,13 @@ export class Reorderer {
   private async flush(): Promise<void> {
     while (this.pending.length > 0) {
       const group = this.pending.splice(0);
+      // A rate-limit update names no thread: it is the 429 of the goal whose update follows it.
+      group.forEach((f, i) => {
+        if (f.kind === RATE_LIMITS)
+          f.thread =
+            group.slice(i).find((g) => g.kind === 'thread/goal/updated' && g.connection === f.connection)?.thread ??
+            null;
+      });
       while (group.length > 0) {
         const free = group.filter((f, i) => group.slice(0, i).every((e) => mayOvertake(e, f)));
         const next = free[Math.floor(this.random() * free.length)];
