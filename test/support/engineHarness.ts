@@ -143,10 +143,10 @@ export async function makeHarness(
     for (let calm = 0, round = 0; calm < 3; round++) {
       if (round > 10_000) throw new Error('the engine never settled: busy for 10000 turns of the event loop');
       await immediate();
-      if (clock.fireDue()) {
+      if (clock.fireDue() || daemon.reorder?.busy()) {
         calm = 0;
         continue;
-      } // timers due now fire, as real ones would
+      } // timers due now fire, as real ones would; a reordering daemon's notifications go out
       if (!crashed) await engine.idle();
       calm += 1;
     }

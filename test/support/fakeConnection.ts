@@ -20,6 +20,11 @@ export class FakeConnection {
   private closeCallbacks: ((reason: string) => void)[] = [];
   closedReason: string | null = null;
   subscribed = new Set<string>();
+  /**
+   * When set (the fake daemon's reordering mode, fakeReorder.ts), takes every notification and server
+   * request instead of writing it; replies are written at once. `write` puts a frame on the wire.
+   */
+  outbox: ((connection: FakeConnection, message: WireMessage) => void) | null = null;
 
   /** Called once when the connection closes (at once if it already has). */
   onClose(cb: (reason: string) => void): void {
@@ -41,6 +46,11 @@ export class FakeConnection {
   }
 
   send(message: WireMessage & { emittedAtMs?: number }): void {
+    if (this.outbox && message.method !== undefined) this.outbox(this, message);
+    else this.write(message);
+  }
+
+  write(message: WireMessage & { emittedAtMs?: number }): void {
     if (this.closedReason === null) this.toClient.write(`${JSON.stringify(message)}\n`);
   }
 

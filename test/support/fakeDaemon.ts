@@ -14,6 +14,7 @@ import type { Connector, DaemonSession } from '../../src/protocol/daemon';
 import type { GoalStatus } from '../../src/model/watch';
 import { FakeConnection, type WireMessage } from './fakeConnection';
 import { StrictDaemon } from './fakeStrict';
+import type { Reorderer } from './fakeReorder';
 import {
   type FakeThread,
   type FakeTurn,
@@ -50,6 +51,8 @@ export class FakeDaemon extends StrictDaemon {
   /** `thread/list` ignores `includedThreadIds` and lists everything, as 0.169.0 does (0.171.0 filters). */
   listIgnoresIncludedIds = false;
   rateLimitResetSeconds: number | null = null;
+  /** The reordering mode (fakeReorder.ts) for the connections accepted from now on; null: none. */
+  reorder: Reorderer | null = null;
   /** Refuse new connections (a daemon that is down). */
   down = false;
   private readonly connections: FakeConnection[] = [];
@@ -112,8 +115,10 @@ export class FakeDaemon extends StrictDaemon {
     if (this.down) throw new Error('fake daemon is down');
     const connection = new FakeConnection();
     this.connections.push(connection);
-    const lines = readline.createInterface({ input: connection.fromClient });
-    lines.on('line', (line) => this.receive(connection, line));
+    const serve = (line: string) => this.receive(connection, line);
+    readline
+      .createInterface({ input: connection.fromClient })
+      .on('line', this.reorder?.attach(connection, serve) ?? serve);
     return connection;
   }
 
