@@ -13,9 +13,9 @@
 //  - Order within a connection, among `thread/goal/updated`, `thread/status/changed`,
 //    `error {willRetry:false}`, `turn/completed` and `account/rateLimits/updated`: they leave on
 //    different paths (goal and status to every connection, turn and error to subscribers: the
-//    shared doc's delivery rule; the turn's end 10-20 ms after the goal's update: (q)), and the
-//    lead's brief says their relative order varies between runs. NOT measured: (a), (o) and (q)
-//    saw one order each time (goal, status, error, turn/completed); this mode goes beyond that.
+//    shared doc's delivery rule; the turn's end 10-20 ms after the goal's update: (q)), so their
+//    relative order may vary between runs. NOT measured: (a), (o) and (q) saw one order each
+//    time (goal, status, error, turn/completed); this mode goes beyond that, on purpose.
 //  - Frames of different threads (each turn is its own task; a rate-limit update counts as the
 //    thread whose goal update follows it), and of different connections.
 // What stays (conservative where unsure; every other pair keeps the order it was emitted in):
@@ -26,7 +26,7 @@
 //  - `account/rateLimits/updated` before the `thread/goal/updated` emitted after it: (o) measured
 //    it as the frame right before the usage limit's goal update every time, and the engine takes
 //    only an update at most 5 s older than that goal update as the limit's evidence
-//    (LIMIT_NOTICE_MS, src/core/events.ts; docs/architecture.md, "Usage limits");
+//    (LIMIT_NOTICE_MS, src/core/rateLimits.ts; docs/architecture.md, "Usage limits");
 //  - two frames of one kind on one thread (an older goal never overtakes a newer one), and
 //    `turn/started`, server requests, `serverRequest/resolved` and every other kind: as emitted.
 // Transitions stay in order: one's notifications are all out before the next one's start.

@@ -169,6 +169,10 @@ test('a wall-clock jump back moves the delays the engine chose, never a reset ti
   const limit = failed(STATES.running);
   limit.lastFailure = { ...limit.lastFailure!, code: 'usageLimitExceeded' };
   assert.equal(dueIsDelay(limit), false);
+  // A rejected set of a usage limit's recovery backs off: its failure still names the limit, the due time is ours.
+  const rejected = failed(STATES.backoff);
+  rejected.lastFailure = { ...rejected.lastFailure!, code: 'usageLimitExceeded' };
+  assert.equal(dueIsDelay(rejected), true);
   const recovered = failed(STATES.backoff);
   recovered.recovered = ['turn-1'];
   assert.equal(dueIsDelay(recovered), false, 'a recovered failure has nothing due');
