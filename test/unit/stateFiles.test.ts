@@ -7,7 +7,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { daemonInHead, daemonOnDisk, OtherDaemonError } from '../../src/store/daemonStamp';
+import { OtherDaemonError } from '../../src/store/daemonStamp';
+import { headOnDisk } from '../../src/store/snapshotHead';
 import { JsonFileStore } from '../../src/store/jsonFileStore';
 import { claimShared, SharedTakeoverStore, takeoverText, type Takeover } from '../../src/store/sharedTakeover';
 import { claimant, daemonKey, otherDaemonProblem, sharedStatePath, targetHome } from '../../src/runner/stateFile';
@@ -38,24 +39,6 @@ function sharedState(): PersistedState {
 const meA = { election: 'leader-aaaaaaaaaaaa', homes: ['/home/u/a'], isDefault: true };
 const meB = { election: 'leader-bbbbbbbbbbbb', homes: ['/home/u/b'], isDefault: false };
 
-describe('the daemon a snapshot is stamped for', () => {
-  it('a JSON string before the watches, escapes and all; nothing else', () => {
-    assert.equal(daemonInHead('{"version":2,"daemon":"/h/a.sock","pausedAt":null'), '/h/a.sock');
-    assert.equal(daemonInHead('{"daemon":"/h/\\"q\\".sock","watches":{}}'), '/h/"q".sock');
-    assert.equal(daemonInHead('{"version":2,"watches":{"daemon":"/x"}}'), null, 'inside the watches: not the stamp');
-    assert.equal(daemonInHead('{"version":2,"daemon":7,"watches":{}}'), null);
-    assert.equal(daemonInHead('{"version":2,"daemon":"\\x"}'), null, 'not JSON');
-    assert.equal(daemonInHead('{"version":2,"watches":{}}'), null);
-  });
-
-  it('read from the file, or null with no file', async () => {
-    const dir = tempDir('cgr-stamp-');
-    fs.writeFileSync(path.join(dir, 's.json'), '{"version":2,"daemon":"ws://127.0.0.1:9/","watches":{}}');
-    assert.equal(await daemonOnDisk(path.join(dir, 's.json')), 'ws://127.0.0.1:9/');
-    assert.equal(await daemonOnDisk(path.join(dir, 'none.json')), null);
-  });
-});
-
 describe('a state file kept for one daemon', () => {
   it('is stamped with it; another daemon’s store refuses it at load and changes nothing', async () => {
     const file = path.join(tempDir('cgr-stamp-'), 'state.json');
@@ -65,7 +48,7 @@ describe('a state file kept for one daemon', () => {
     await a.save(state);
     await a.compact();
     await a.close();
-    assert.equal(await daemonOnDisk(file), A);
+    assert.equal((await headOnDisk(file)).daemon, A);
     const before = fs.readFileSync(file, 'utf8');
     const b = new JsonFileStore(file, { daemon: B });
     await assert.rejects(b.load(), (e: unknown) => {
@@ -91,11 +74,11 @@ describe('a state file kept for one daemon', () => {
     await old.save(sharedState());
     await old.compact();
     await old.close();
-    assert.equal(await daemonOnDisk(file), null);
+    assert.equal((await headOnDisk(file)).daemon, null);
     const a = new JsonFileStore(file, { daemon: A });
     assert.equal(Object.keys((await a.load()).state.watches).length, 3, 'nothing lost');
     await a.close();
-    assert.equal(await daemonOnDisk(file), A, 'stamped before the engine acts');
+    assert.equal((await headOnDisk(file)).daemon, A, 'stamped before the engine acts');
   });
 
   it('two daemons’ engines started on one new file: the second one’s write is refused, the first one’s file kept', async () => {
@@ -108,7 +91,7 @@ describe('a state file kept for one daemon', () => {
     mine.pausedAt = 1;
     await a.save(mine);
     await assert.rejects(b.save(emptyState()), /keeps the state of another daemon/);
-    assert.equal(await daemonOnDisk(file), A);
+    assert.equal((await headOnDisk(file)).daemon, A);
     await a.close();
     await b.close();
     const reread = new JsonFileStore(file, { daemon: A });
@@ -127,7 +110,7 @@ describe('a state file kept for one daemon', () => {
     await plain.save(sharedState());
     await plain.compact();
     await plain.close();
-    assert.equal(await daemonOnDisk(file), null, 'its snapshot names no daemon');
+    assert.equal((await headOnDisk(file)).daemon, null, 'its snapshot names no daemon');
   });
 });
 
