@@ -28,7 +28,9 @@ function daemonIn(text: string): string | null {
   if (!m) return null;
   const quoted = m[1];
   try {
-    return JSON.parse(quoted) as string; // a JSON string's text parses to a string, or throws
+    // A JSON string's text parses to a string, or throws. An empty one names no daemon, as the
+    // whole file's reader takes it (readStateFile): the check before a save and the load agree.
+    return (JSON.parse(quoted) as string) || null;
   } catch {
     return null; // not JSON ("\x")
   }

@@ -45,7 +45,6 @@ describe("where the daemon is read in a snapshot's head", () => {
     assert.equal(readHead('{"version":2,"daemon":"/h/a.sock","pausedAt":null').daemon, '/h/a.sock');
     assert.equal(readHead('{"daemon":"/h/\\"q\\".sock","watches":{}}').daemon, '/h/"q".sock');
     assert.equal(readHead('{"daemon":"/h/\\\\","watches":{}}').daemon, '/h/\\');
-    assert.equal(readHead('{"daemon":"","watches":{}}').daemon, '');
   });
 
   it('nothing else: inside the watches, not a string, not JSON, cut, or none', () => {
@@ -53,6 +52,7 @@ describe("where the daemon is read in a snapshot's head", () => {
     assert.equal(readHead('{"version":2,"daemon":7,"watches":{}}').daemon, null);
     assert.equal(readHead('{"version":2,"daemon":"\\x"}').daemon, null, 'not JSON');
     assert.equal(readHead('{"version":2,"daemon":"/h/a.so').daemon, null, 'cut');
+    assert.equal(readHead('{"version":2,"daemon":"","watches":{}}').daemon, null, 'empty: as the load reads it');
     assert.equal(readHead('{"version":2,"watches":{}}').daemon, null);
   });
 
