@@ -324,6 +324,18 @@ export const MUTATIONS = [
     },
   },
   {
+    id: 'term-below-a-crashed-takeover',
+    invariant: 'a runner after one that crashed right after its takeover write takes a newer term: its saves land',
+    fault: "a new term ignores the leader file's term",
+    file: 'src/leader/tenure.ts',
+    find: '    const tenure = new Tenure(Math.max(fileTerm, opts.seenTerm) + 1, lease, opts);',
+    replace: '    const tenure = new Tenure(Math.max(0 * fileTerm, opts.seenTerm) + 1, lease, opts);',
+    guard: {
+      file: 'test/integration/runner.test.ts',
+      name: 'a runner SIGKILLed right after its takeover wrote its term, before it acted: the next one recovers the failed turn exactly once',
+    },
+  },
+  {
     id: 'older-term-overwrites',
     invariant: "a newer term's state is never replaced by an older term's late save",
     fault: 'the stores do not compare terms',
