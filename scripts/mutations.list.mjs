@@ -316,11 +316,23 @@ export const MUTATIONS = [
     invariant: "a stale leader's late save never lands (the lease asked right before the snapshot's rename)",
     fault: 'the JSON file store renames a snapshot without asking the lease again after its fsync',
     file: 'src/store/jsonFileStore.ts',
-    find: '        checkFence(this.guard); // the last word before the rename: no await in between',
+    find: '      checkFence(this.guard); // the last word before the rename: no await in between',
     replace: '        // (no check)',
     guard: {
       file: 'test/unit/writeGuard.test.ts',
       name: 'a lease that runs out while the snapshot is written (between the save and its rename): not renamed',
+    },
+  },
+  {
+    id: 'term-below-a-crashed-takeover',
+    invariant: 'a runner after one that crashed right after its takeover write takes a newer term: its saves land',
+    fault: "a new term ignores the leader file's term",
+    file: 'src/leader/tenure.ts',
+    find: '    const tenure = new Tenure(Math.max(fileTerm, opts.seenTerm) + 1, lease, opts);',
+    replace: '    const tenure = new Tenure(Math.max(0 * fileTerm, opts.seenTerm) + 1, lease, opts);',
+    guard: {
+      file: 'test/integration/runner.test.ts',
+      name: 'a runner SIGKILLed right after its takeover wrote its term, before it acted: the next one recovers the failed turn exactly once',
     },
   },
   {

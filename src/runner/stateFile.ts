@@ -12,7 +12,8 @@ import * as path from 'node:path';
 import { daemonHash, electionFor, electionKey } from '../leader/naming';
 import { defaultCodexHome } from '../protocol/socketSafety';
 import type { TransportTarget } from '../protocol/transport';
-import { daemonOnDisk, OtherDaemonError } from '../store/daemonStamp';
+import { OtherDaemonError } from '../store/daemonStamp';
+import { headOnDisk } from '../store/snapshotHead';
 import { JsonFileStore } from '../store/jsonFileStore';
 import { SharedTakeoverStore, takeoverText, type Claimant, type Takeover } from '../store/sharedTakeover';
 import type { StateStore } from '../store/store';
@@ -89,7 +90,7 @@ export function claimant(target: TransportTarget, env: NodeJS.ProcessEnv = proce
  * before the runner joins the election: a follower would find out only when it takes over.
  */
 export async function otherDaemonProblem(statePath: string, target: TransportTarget): Promise<string | null> {
-  const daemon = await daemonOnDisk(statePath);
+  const { daemon } = await headOnDisk(statePath);
   const mine = daemonKey(target);
   return daemon !== null && daemon !== mine ? new OtherDaemonError(statePath, daemon, mine).message : null;
 }

@@ -4,8 +4,7 @@
 // file; two windows on one globalState). So a store given a guard asks it right before each write
 // that lands (the snapshot's rename, a journal append, the globalState update), with no `await`
 // in between, and stamps its term into the snapshot; it never replaces a snapshot whose term is
-// newer than its own.
-import { promises as fsp } from 'node:fs';
+// newer than its own (read from the snapshot's head: ./snapshotHead.ts).
 
 export interface WriteGuard {
   /** Null while the writer may write; else why not (its lease ran out, it no longer leads). */
@@ -52,30 +51,5 @@ export function checkTerm(guard: WriteGuard | undefined, stored: Term | null, wh
   const mine = guard?.term() ?? null;
   if (mine !== null && stored !== null && stored.of === mine.of && stored.n > mine.n) {
     throw new FencedError(`${where} was written by a newer term (${stored.n}) than this engine's (${mine.n})`);
-  }
-}
-
-/**
- * The term a stored document names, from its head (a snapshot writes `"term"` among its first
- * fields, before the watches: StateSerializer.document); null when it names none.
- */
-export function termInHead(head: string): Term | null {
-  const end = head.indexOf('"watches"');
-  const m = /"term":"([^"]{1,90})"[,}]/.exec(end < 0 ? head : head.slice(0, end));
-  return m ? parseTerm(m[1]) : null;
-}
-
-/** The term the snapshot at `path` names in its head, or null (none, or no file). */
-export async function termOnDisk(path: string): Promise<Term | null> {
-  let fh: fsp.FileHandle | undefined;
-  try {
-    fh = await fsp.open(path, 'r');
-    const buf = Buffer.alloc(512);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return termInHead(buf.subarray(0, bytesRead).toString('utf8'));
-  } catch {
-    return null;
-  } finally {
-    await fh?.close().catch(() => undefined);
   }
 }

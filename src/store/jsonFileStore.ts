@@ -17,8 +17,9 @@ import { copyAside, exists, moveAside } from './aside';
 import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, syncDir, unusableProblem } from './journal';
 import { journalLines, replayJournal, type Replayed } from './journalRecord';
 import { excerpt } from '../protocol/lineSplitter';
-import { checkFence, checkTerm, termOnDisk, termText, type WriteGuard } from './guard';
-import { checkDaemon, daemonOnDisk } from './daemonStamp';
+import { checkFence, checkTerm, termText, type WriteGuard } from './guard';
+import { checkDaemon } from './daemonStamp';
+import { headOnDisk } from './snapshotHead';
 import {
   parsePersisted,
   partialLoadProblem,
@@ -351,11 +352,10 @@ export class JsonFileStore implements StateStore {
       } finally {
         await fh.close();
       }
-      if (this.daemon !== undefined) checkDaemon(this.path, await daemonOnDisk(this.path), this.daemon);
-      if (this.guard) {
-        checkTerm(this.guard, await termOnDisk(this.path), `state file ${this.path}`);
-        checkFence(this.guard); // the last word before the rename: no await in between
-      }
+      const head = this.daemon !== undefined || this.guard ? await headOnDisk(this.path) : null;
+      checkDaemon(this.path, head?.daemon ?? null, this.daemon); // no daemon, no guard: no-ops
+      checkTerm(this.guard, head?.term ?? null, `state file ${this.path}`);
+      checkFence(this.guard); // the last word before the rename: no await in between
       await fsp.rename(tmp, this.path);
     } catch (err) {
       await fsp.unlink(tmp).catch(() => undefined);

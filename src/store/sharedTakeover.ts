@@ -14,7 +14,7 @@
 import * as nodePath from 'node:path';
 import { emptyState, type PersistedState } from '../model/watch';
 import { exists } from './aside';
-import { termOnDisk } from './guard';
+import { headOnDisk } from './snapshotHead';
 import { readStateFile, type JsonFileStore } from './jsonFileStore';
 import type { LoadResult, StateStore } from './store';
 
@@ -127,7 +127,7 @@ export class SharedTakeoverStore implements StateStore {
       this.onTakeover({ from: this.sharedPath, taken: [], left: 0, pausedAt: null, unreadable: reason });
       return loaded;
     }
-    const claim = claimShared(stored.state, (await termOnDisk(this.sharedPath))?.of ?? null, this.me);
+    const claim = claimShared(stored.state, (await headOnDisk(this.sharedPath)).term?.of ?? null, this.me);
     const state = loaded.state;
     for (const id of claim.taken) state.watches[id] ??= claim.state.watches[id];
     for (const [id, at] of Object.entries(claim.state.disarmed)) state.disarmed[id] ??= at;

@@ -43,6 +43,8 @@ import {
   type DaemonRecord,
 } from '../support/daemonJudge';
 import type { Json } from '../support/json';
+import { poll } from '../support/wait';
+import { readHead } from '../../src/store/snapshotHead';
 
 const T = 60_000;
 /**
@@ -455,6 +457,57 @@ for (const codex of codexBuilds())
         },
       );
     }
+
+    // A crash right after a takeover was written: the leader is SIGKILLed during a backoff; the
+    // follower takes over, and its first write as leader (its load folds the dead leader's journal
+    // into a snapshot stamped with its new term) is all it does: it is SIGKILLed the moment that
+    // term is on disk, long before the recovery is due, so before it acted. The next runner on the
+    // file must take a newer term (else its saves would be refused), then recover the failed turn
+    // exactly once, not before its due time: the takeover neither lost nor repeated a recovery.
+    it(
+      'a runner SIGKILLed right after its takeover wrote its term, before it acted: the next one recovers the failed turn exactly once',
+      { timeout: 2 * T },
+      async () => {
+        const args = ['--base-delay', '20', '--max-delay', '20']; // due 10–20 s after the failure (a takeover: within 5 s)
+        const termOnDisk = (): number => {
+          const text = fs.existsSync(env.state) ? fs.readFileSync(env.state, 'utf8') : '';
+          return readHead(text).term?.n ?? 0;
+        };
+        const leader = runner(args);
+        await leader.connected();
+        const follower = runner(args);
+        await follower.waitFor((d) => d.type === 'role' && d.role === 'follower', T, 'the follower');
+        env.mock.setMode('http500');
+        const t = await goal('a takeover cut short');
+        const failed = await waitTurnCompleted(env.user, t.threadId, 'failed', T, t.goalSetSeq);
+        const failedTurnId = String(failed.params.turn.id);
+        const backoff = await leader.waitFor((d) => d.type === 'backoff' && d.threadId === t.threadId, T, 'backoff');
+        const due = Number(backoff.dueAt);
+        env.mock.setMode('goalComplete');
+        const leaderTerm = termOnDisk();
+        assert.ok(leaderTerm > 0, 'the leader stamped no term into the state file');
+        await leader.kill();
+        assert.ok(
+          await poll(() => termOnDisk() > leaderTerm, T, 1),
+          `the follower never wrote its takeover\n${follower.transcript()}`,
+        );
+        await follower.kill();
+        const takeoverTerm = termOnDisk();
+        assert.ok(Date.now() < due, `the takeover came ${Date.now() - due} ms after the due time: it may have acted`);
+        assert.deepEqual(follower.of('recovering'), [], 'the follower acted before it was killed');
+
+        const next = runner(args);
+        await next.connected();
+        const complete = await waitGoalStatus(env.user, t.threadId, 'complete', due - Date.now() + T, failed.seq);
+        await waitTurnCompleted(env.user, t.threadId, 'completed', T, complete.seq);
+        await settleAndStop(next, env.state, { [t.threadId]: 'complete' });
+        assert.ok(termOnDisk() > takeoverTerm, `the next runner wrote no newer term than ${takeoverTerm}`);
+        const activation = await assertRecoveredOnceByDaemon(t, failedTurnId);
+        assert.equal(next.of('recovering', t.threadId).length, 1, next.transcript());
+        assert.ok(activation.at >= due - CLOCK_SLACK_MS, `recovered ${due - activation.at} ms before the due time`);
+        assertSavedRecovered(t.threadId, failedTurnId);
+      },
+    );
 
     // The runner ended right after its set reached the daemon: a crash (the outcome may not be on
     // disk: only the write-ahead intent, which the restarted runner resolves from the daemon's

@@ -1,9 +1,9 @@
 // `watch --notify PROGRAM` end to end: the runner (dist/cli.js watch --json) against the real Codex
-// app-server daemon and the mock model, with a real program: a `#!/bin/sh` script in a temp dir
-// that appends its argument count and its argument to a file. A give-up runs it exactly once, with
-// the JSON; a goal that needs a person and one whose budget is spent run it once each, typed so;
-// the routine lines (armed, backoff, recovering, recovered, connection, role) never run it, and
-// what it writes never reaches the runner's stdout or stderr. A
+// app-server daemon and the mock model (test/support/daemonLab.ts), with a real program: a
+// `#!/bin/sh` script in a temp dir that appends its argument count and its argument to a file. A
+// give-up runs it exactly once, with the JSON; a goal that needs a person and one whose budget is
+// spent run it once each, typed so; the routine lines (armed, backoff, recovering, recovered,
+// connection, role) never run it, and what it writes never reaches the runner's stdout or stderr. A
 // program that fails (exit 1) is said in one `notify` line however often it fails, and one that
 // hangs is stopped at the shipped 10 s timeout (itself and its child), said, while a recovery goes
 // ahead meanwhile: neither holds a recovery. The daemon is the judge of the recoveries
@@ -17,14 +17,11 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startMockModel } from '../../src/demo/mockModel';
-import { type MockModel } from '../../src/demo/mockModes';
 import { pinnedCodex } from '../../src/demo/codexBinary';
-import { makeCodexHome, type CodexHome } from '../../src/demo/codexHome';
-import { killAllTracked, trackedAlive } from '../../src/demo/codexProcesses';
-import { controlSocketPath, startDaemon, stopDaemon } from '../../src/demo/managedDaemon';
-import { startThreadWithGoal, waitTurnCompleted, type StartedGoalThread } from '../../src/demo/goalThreads';
-import { UserClient } from '../../src/demo/userClient';
+import { trackedAlive } from '../../src/demo/codexProcesses';
+import { waitTurnCompleted, type StartedGoalThread } from '../../src/demo/goalThreads';
+import type { UserClient } from '../../src/demo/userClient';
+import { DaemonLab } from '../support/daemonLab';
 import { type RunnerDecision, RunnerProcess, settleAndStop } from '../support/runnerProcess';
 import { assertOneRecoveryPerFailedTurn, daemonRecord } from '../support/daemonJudge';
 import type { Json } from '../support/json';
@@ -36,34 +33,22 @@ const T = 60_000;
 const FAST = ['--base-delay', '0.5', '--max-delay', '1'];
 
 interface Env {
-  mock: MockModel;
-  home: CodexHome;
+  /** The real daemon, the mock model and the user's client (test/support/daemonLab.ts). */
+  lab: DaemonLab;
   user: UserClient<Json>;
   dir: string;
   state: string;
   /** What the hook wrote: one line per run, `ARGC<TAB>ARG`. */
   out: string;
   runners: RunnerProcess[];
-  threads: StartedGoalThread<Json>[];
 }
 let env: Env;
 
 async function setUp(): Promise<void> {
-  const mock = await startMockModel();
-  const home = await makeCodexHome(mock.url, '', { codex: pinnedCodex() });
-  await startDaemon(home.dir);
-  const user = await UserClient.overSocket<Json>(controlSocketPath(home.dir), { name: 'test-user' });
+  const lab = await DaemonLab.start(pinnedCodex());
+  const user = await lab.user();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-notify-'));
-  env = {
-    mock,
-    home,
-    user,
-    dir,
-    state: path.join(dir, 'state.json'),
-    out: path.join(dir, 'out'),
-    runners: [],
-    threads: [],
-  };
+  env = { lab, user, dir, state: path.join(dir, 'state.json'), out: path.join(dir, 'out'), runners: [] };
 }
 
 async function tearDown(): Promise<void> {
@@ -78,12 +63,7 @@ async function tearDown(): Promise<void> {
       // the group is gone: the hook ended as it should
     }
   }
-  await env.user.close().catch(() => undefined);
-  await stopDaemon(env.home.dir, { force: true });
-  await env.home.cleanup();
-  await env.mock.close();
-  for (const t of env.threads) await t.cleanup();
-  await killAllTracked();
+  await env.lab.close();
   fs.rmSync(env.dir, { recursive: true, force: true });
   assert.deepEqual(trackedAlive(), [], 'a process was left behind');
 }
@@ -114,15 +94,13 @@ async function runsReach(n: number, r: RunnerProcess): Promise<void> {
 }
 
 function runner(extra: string[]): RunnerProcess {
-  const r = new RunnerProcess(['--codex-home', env.home.dir, '--state', env.state, ...FAST, ...extra]);
+  const r = new RunnerProcess(['--codex-home', env.lab.home.dir, '--state', env.state, ...FAST, ...extra]);
   env.runners.push(r);
   return r;
 }
 
-async function goal(objective: string): Promise<StartedGoalThread<Json>> {
-  const t = await startThreadWithGoal(env.user, objective, { timeoutMs: T });
-  env.threads.push(t);
-  return t;
+function goal(objective: string): Promise<StartedGoalThread<Json>> {
+  return env.lab.goal(objective, { timeoutMs: T });
 }
 
 /** A goal whose turns fail (HTTP 500) until the runner gives up on it (--max-attempts 1). */
@@ -130,7 +108,7 @@ async function givenUp(
   r: RunnerProcess,
   objective: string,
 ): Promise<{ t: StartedGoalThread<Json>; d: RunnerDecision }> {
-  env.mock.setMode('http500');
+  env.lab.mock.setMode('http500');
   const t = await goal(objective);
   const d = await r.waitFor((x) => x.type === 'gave-up' && x.threadId === t.threadId, T, `the give-up of ${objective}`);
   return { t, d };
@@ -138,10 +116,10 @@ async function givenUp(
 
 /** A goal whose first turn fails and whose recovery completes it: the routine lines, all of them. */
 async function recovered(r: RunnerProcess, objective: string): Promise<StartedGoalThread<Json>> {
-  env.mock.setMode('http500');
+  env.lab.mock.setMode('http500');
   const t = await goal(objective);
   await r.waitFor((x) => x.type === 'backoff' && x.threadId === t.threadId, T, `the backoff of ${objective}`);
-  env.mock.setMode('goalComplete');
+  env.lab.mock.setMode('goalComplete');
   await r.waitFor((x) => x.type === 'recovered' && x.threadId === t.threadId, T, `the recovery of ${objective}`);
   return t;
 }
@@ -207,11 +185,11 @@ describe(`runner --notify against the real daemon, codex ${pinnedCodex().version
   it('a goal that needs a person and a spent budget run it once each, typed so', { timeout: 2 * T }, async () => {
     const r = runner(['--recovery-budget', '1', '--notify', hook()]);
     await r.connected();
-    env.mock.setMode('http400');
+    env.lab.mock.setMode('http400');
     const refused = await goal('refused by the provider');
     await r.waitFor((x) => x.type === 'attention' && x.threadId === refused.threadId, T, 'the attention');
     await runsReach(1, r);
-    env.mock.setMode('http500');
+    env.lab.mock.setMode('http500');
     const spent = await goal('spends its budget');
     await r.waitFor((x) => x.type === 'attention' && x.threadId === spent.threadId, T, 'the budget spent');
     await runsReach(2, r);

@@ -7,11 +7,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { daemonInHead, daemonOnDisk, OtherDaemonError } from '../../src/store/daemonStamp';
-import { JsonFileStore } from '../../src/store/jsonFileStore';
+import { OtherDaemonError } from '../../src/store/daemonStamp';
+import { headOnDisk } from '../../src/store/snapshotHead';
+import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
+import { StateSerializer } from '../../src/store/store';
 import { claimShared, SharedTakeoverStore, takeoverText, type Takeover } from '../../src/store/sharedTakeover';
 import { claimant, daemonKey, otherDaemonProblem, sharedStatePath, targetHome } from '../../src/runner/stateFile';
-import { emptyState, newWatch, type PersistedState } from '../../src/model/watch';
+import { emptyState, newWatch, STATE_VERSION, type PersistedState } from '../../src/model/watch';
+import { rng } from '../support/random';
 import { tempDir } from '../support/wait';
 
 const A = '/home/u/a/app-server-control/app-server-control.sock';
@@ -38,24 +41,6 @@ function sharedState(): PersistedState {
 const meA = { election: 'leader-aaaaaaaaaaaa', homes: ['/home/u/a'], isDefault: true };
 const meB = { election: 'leader-bbbbbbbbbbbb', homes: ['/home/u/b'], isDefault: false };
 
-describe('the daemon a snapshot is stamped for', () => {
-  it('a JSON string before the watches, escapes and all; nothing else', () => {
-    assert.equal(daemonInHead('{"version":2,"daemon":"/h/a.sock","pausedAt":null'), '/h/a.sock');
-    assert.equal(daemonInHead('{"daemon":"/h/\\"q\\".sock","watches":{}}'), '/h/"q".sock');
-    assert.equal(daemonInHead('{"version":2,"watches":{"daemon":"/x"}}'), null, 'inside the watches: not the stamp');
-    assert.equal(daemonInHead('{"version":2,"daemon":7,"watches":{}}'), null);
-    assert.equal(daemonInHead('{"version":2,"daemon":"\\x"}'), null, 'not JSON');
-    assert.equal(daemonInHead('{"version":2,"watches":{}}'), null);
-  });
-
-  it('read from the file, or null with no file', async () => {
-    const dir = tempDir('cgr-stamp-');
-    fs.writeFileSync(path.join(dir, 's.json'), '{"version":2,"daemon":"ws://127.0.0.1:9/","watches":{}}');
-    assert.equal(await daemonOnDisk(path.join(dir, 's.json')), 'ws://127.0.0.1:9/');
-    assert.equal(await daemonOnDisk(path.join(dir, 'none.json')), null);
-  });
-});
-
 describe('a state file kept for one daemon', () => {
   it('is stamped with it; another daemon’s store refuses it at load and changes nothing', async () => {
     const file = path.join(tempDir('cgr-stamp-'), 'state.json');
@@ -65,7 +50,7 @@ describe('a state file kept for one daemon', () => {
     await a.save(state);
     await a.compact();
     await a.close();
-    assert.equal(await daemonOnDisk(file), A);
+    assert.equal((await headOnDisk(file)).daemon, A);
     const before = fs.readFileSync(file, 'utf8');
     const b = new JsonFileStore(file, { daemon: B });
     await assert.rejects(b.load(), (e: unknown) => {
@@ -91,11 +76,11 @@ describe('a state file kept for one daemon', () => {
     await old.save(sharedState());
     await old.compact();
     await old.close();
-    assert.equal(await daemonOnDisk(file), null);
+    assert.equal((await headOnDisk(file)).daemon, null);
     const a = new JsonFileStore(file, { daemon: A });
     assert.equal(Object.keys((await a.load()).state.watches).length, 3, 'nothing lost');
     await a.close();
-    assert.equal(await daemonOnDisk(file), A, 'stamped before the engine acts');
+    assert.equal((await headOnDisk(file)).daemon, A, 'stamped before the engine acts');
   });
 
   it('two daemons’ engines started on one new file: the second one’s write is refused, the first one’s file kept', async () => {
@@ -108,7 +93,7 @@ describe('a state file kept for one daemon', () => {
     mine.pausedAt = 1;
     await a.save(mine);
     await assert.rejects(b.save(emptyState()), /keeps the state of another daemon/);
-    assert.equal(await daemonOnDisk(file), A);
+    assert.equal((await headOnDisk(file)).daemon, A);
     await a.close();
     await b.close();
     const reread = new JsonFileStore(file, { daemon: A });
@@ -127,7 +112,53 @@ describe('a state file kept for one daemon', () => {
     await plain.save(sharedState());
     await plain.compact();
     await plain.close();
-    assert.equal(await daemonOnDisk(file), null, 'its snapshot names no daemon');
+    assert.equal((await headOnDisk(file)).daemon, null, 'its snapshot names no daemon');
+  });
+});
+
+/** Text that looks like the fields a head reader looks for, escapes, and non-ASCII. */
+const PIECES = ['"', '\\', '\\"', '"daemon":"', '"watches"', '"term":"9@x",', '/', 'a', 'é', '😀', '\n', '\u0000', ' '];
+
+function text(random: () => number, max: number): string {
+  let s = '';
+  const n = Math.floor(random() * max);
+  for (let i = 0; i < n; i++) s += PIECES[Math.floor(random() * PIECES.length)];
+  return s;
+}
+
+describe('the daemon a snapshot names: its whole JSON and its head say the same', () => {
+  it('over 400 generated snapshots (any daemon text, a term or not, goals that name another daemon)', async () => {
+    const dir = tempDir('cgr-stamp-');
+    const random = rng(4242);
+    const seen = { fits: 0, past: 0, none: 0 };
+    for (let i = 0; i < 400; i++) {
+      const state = emptyState();
+      for (let w = Math.floor(random() * 3); w > 0; w--) {
+        const watch = newWatch(`t${w}`, 1_000);
+        watch.title = text(random, 30);
+        state.watches[watch.threadId] = watch;
+      }
+      const serializer = new StateSerializer();
+      serializer.changes(state);
+      const extra: Record<string, string> = { journal: '"g-1"' };
+      if (random() < 0.5) extra.term = `"${1 + Math.floor(random() * 99)}@leader-a"`;
+      const kind = random();
+      // Empty, of any length (some past the head), not a string, or none.
+      if (kind < 0.8) extra.daemon = JSON.stringify(kind < 0.1 ? '' : text(random, kind < 0.7 ? 200 : 2000));
+      else if (kind < 0.9) extra.daemon = ['7', 'null', 'true'][i % 3];
+      const file = path.join(dir, `s${i}.json`);
+      const document = serializer.document(STATE_VERSION, extra);
+      fs.writeFileSync(file, document);
+      const whole = await readStateFile(file);
+      assert.equal(whole.kind, 'state', document);
+      const head = await headOnDisk(file);
+      const fits = Buffer.byteLength(document.slice(0, document.indexOf('"watches"'))) <= 4096;
+      seen[fits ? 'fits' : 'past'] += 1;
+      if (fits) assert.equal(head.daemon, whole.kind === 'state' ? whole.daemon : undefined, document);
+      else assert.equal(head.daemon, null, 'a stamp past the head is none, never another daemon');
+      if (whole.kind === 'state' && whole.daemon === null) seen.none += 1;
+    }
+    assert.ok(seen.past > 0 && seen.fits > 300 && seen.none > 40, JSON.stringify(seen));
   });
 });
 

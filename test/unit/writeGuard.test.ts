@@ -12,7 +12,8 @@ import * as path from 'node:path';
 import { emptyState, newWatch, type PersistedState } from '../../src/model/watch';
 import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
 import { GlobalStateStore, STATE_KEY } from '../../src/store/globalStateStore';
-import { FencedError, termInHead, type WriteGuard } from '../../src/store/guard';
+import { FencedError, type WriteGuard } from '../../src/store/guard';
+import { readHead } from '../../src/store/snapshotHead';
 import { Memento } from '../support/memento';
 
 const dirs: string[] = [];
@@ -49,7 +50,7 @@ describe('write guard: the JSON file store', () => {
     await store.save(stateWith('a'));
     await store.compact();
     const text = fs.readFileSync(file, 'utf8');
-    assert.deepEqual(termInHead(text), { n: 7, of: 'daemon-a' });
+    assert.deepEqual(readHead(text).term, { n: 7, of: 'daemon-a' });
     assert.ok(text.indexOf('"term":"7@daemon-a"') < text.indexOf('"watches"'), 'the term comes before the watches');
   });
 
@@ -165,17 +166,6 @@ describe('closing a store without writing (a stale leader dropped)', () => {
     assert.equal(open(), false, 'the journal is still open');
     assert.equal(JSON.stringify(m.get(STATE_KEY)), value);
     assert.equal(fs.readFileSync(journalPath, 'utf8'), journal);
-  });
-});
-
-describe('termInHead', () => {
-  it('reads the term before the watches only', () => {
-    assert.deepEqual(termInHead('{"version":2,"journal":"g","term":"12@d-1","pausedAt":null,"watches":{}}'), {
-      n: 12,
-      of: 'd-1',
-    });
-    assert.equal(termInHead('{"version":2,"pausedAt":null,"watches":{"t":{"title":"\\"term\\":\\"9@x\\","}}}'), null);
-    assert.equal(termInHead('{"version":2,"journal":"g","pausedAt":null,"watches":{}}'), null);
   });
 });
 
