@@ -14,10 +14,11 @@ import * as path from 'node:path';
 import { electionFor } from '../../src/leader/naming';
 import { emptyState, type PersistedState } from '../../src/model/watch';
 import { JsonFileStore, readStateFile } from '../../src/store/jsonFileStore';
+import { readHead } from '../../src/store/snapshotHead';
 import type { StatusReport } from '../../src/runner/statusReport';
 import { DaemonLab } from '../support/daemonLab';
 import { RunnerProcess, runCli } from '../support/runnerProcess';
-import { tempDir } from '../support/wait';
+import { tempDir, until } from '../support/wait';
 
 const T = 60_000;
 
@@ -169,6 +170,10 @@ describe('the runner’s state: one file per daemon', () => {
       const file = path.join(scratch, 'one.json');
       const first = runner(a.home.dir, ['--state', file]);
       await first.connected(T);
+      // Stamped by its first save, which may follow the connection (a busy machine): only then is
+      // the file another daemon's.
+      const stamped = () => fs.existsSync(file) && readHead(fs.readFileSync(file, 'utf8')).daemon !== null;
+      await until('the first runner stamped its file', stamped, T);
       // With telemetry asked for too (a loopback port nothing listens on): nothing starts before the refusal.
       const second = runner(b.home.dir, ['--state', file, '--otlp-endpoint', 'http://127.0.0.1:9']);
       await second.waitFor(() => false, 10_000).catch(() => undefined);
