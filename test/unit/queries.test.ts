@@ -169,6 +169,9 @@ test('a wall-clock jump back moves the delays the engine chose, never a reset ti
   const limit = failed(STATES.running);
   limit.lastFailure = { ...limit.lastFailure!, code: 'usageLimitExceeded' };
   assert.equal(dueIsDelay(limit), false);
+  const limitBackoff = failed(STATES.backoff);
+  limitBackoff.lastFailure = { ...limitBackoff.lastFailure!, code: 'usageLimitExceeded' };
+  assert.equal(dueIsDelay(limitBackoff), true, 'a backoff is a delay of ours, whatever failure it follows');
   const recovered = failed(STATES.backoff);
   recovered.recovered = ['turn-1'];
   assert.equal(dueIsDelay(recovered), false, 'a recovered failure has nothing due');
