@@ -97,6 +97,7 @@ for (const codex of codexBuilds())
           await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'running', 'the arming');
         await real.engine.idle();
         const seq = user.lastSeq;
+        const firstRequest = lab.mock.requestLog.length;
         lab.mock.setThreadMode(a.threadId, 'usageLimit', {
           resetsAt: farAt / 1000,
           rateLimitHeaders: rateLimitHeaders({
@@ -128,7 +129,12 @@ for (const codex of codexBuilds())
             source: 'usage limit reached; reset from the error message (the end of the minute it names)',
           },
         ]);
-        const asked = new Set(lab.mock.requestLog.filter((r) => r.mode === 'usageLimit').map((r) => r.threadId));
+        const asked = new Set(
+          lab.mock.requestLog
+            .slice(firstRequest)
+            .filter((r) => r.mode === 'usageLimit')
+            .map((r) => r.threadId),
+        );
         assert.deepEqual(asked, new Set([a.threadId, b.threadId]), 'the mock told the threads apart');
         for (const t of [a, b]) lab.mock.setThreadMode(t.threadId, 'goalComplete');
         for (const t of [a, b]) await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq);
