@@ -93,62 +93,66 @@ for (const codex of codexBuilds())
         const farAt = minuteEnd + 20_000; // past the near minute's end: the two dues differ
         lab.mock.setMode('slow', { delayMs: 2_000 }); // both armed (subscribed) before their limits
         const [a, b] = [await lab.goal('limited, with headers'), await lab.goal('limited, without headers')];
-        for (const t of [a, b])
-          await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'running', 'the arming');
-        await real.engine.idle();
-        const seq = user.lastSeq;
-        const firstRequest = lab.mock.requestLog.length;
-        lab.mock.setThreadMode(a.threadId, 'usageLimit', {
-          resetsAt: farAt / 1000,
-          rateLimitHeaders: rateLimitHeaders({
-            primary: { usedPercent: 100, windowMinutes: 300, resetAt: farAt / 1000 },
-          }),
-        });
-        lab.mock.setThreadMode(b.threadId, 'usageLimit', { resetsAt: nearAt / 1000 });
-        lab.mock.answerSlowNow(); // both continuation turns ask at once
-        const failed = await Promise.all([a, b].map((t) => waitTurnCompleted(user, t.threadId, 'failed', T, seq)));
-        for (const t of [a, b])
-          await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'usageLimited', 'usageLimited');
-        const planned = [a, b].map((t) => {
-          const w = real.engine.watch(t.threadId)!;
-          return {
-            resetsAt: w.state.kind === 'usageLimited' && w.state.resetsAt,
-            dueAt: w.lastFailure?.dueAt,
-            source: w.lastFailure?.message,
-          };
-        });
-        assert.deepEqual(planned, [
-          {
-            resetsAt: farAt,
-            dueAt: farAt + MARGIN,
-            source: "usage limit reached; reset from the thread's rollout (5-hour window)",
-          },
-          {
-            resetsAt: minuteEnd,
-            dueAt: minuteEnd + MARGIN,
-            source: 'usage limit reached; reset from the error message (the end of the minute it names)',
-          },
-        ]);
-        const asked = new Set(
-          lab.mock.requestLog
-            .slice(firstRequest)
-            .filter((r) => r.mode === 'usageLimit')
-            .map((r) => r.threadId),
-        );
-        assert.deepEqual(asked, new Set([a.threadId, b.threadId]), 'the mock told the threads apart');
-        for (const t of [a, b]) lab.mock.setThreadMode(t.threadId, 'goalComplete');
-        for (const t of [a, b]) await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq);
-        await real.settle();
-        for (const [i, t] of [a, b].entries()) {
-          const record = await daemonRecord(user, t.threadId, String(t.thread.path));
-          assertOneRecoveryPerFailedTurn(record);
-          const activations = record.automaticAfter.get(String(failed[i].params.turn.id)) ?? [];
-          assert.equal(activations.length, 1, `activations: ${JSON.stringify(activations)}`);
-          const due = planned[i].dueAt;
-          assert.ok(
-            activations[0].at >= due && activations[0].at < due + 5_000,
-            `${t.threadId} resumed ${activations[0].at - due} ms from its due time`,
+        try {
+          for (const t of [a, b])
+            await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'running', 'the arming');
+          await real.engine.idle();
+          const seq = user.lastSeq;
+          const firstRequest = lab.mock.requestLog.length;
+          lab.mock.setThreadMode(a.threadId, 'usageLimit', {
+            resetsAt: farAt / 1000,
+            rateLimitHeaders: rateLimitHeaders({
+              primary: { usedPercent: 100, windowMinutes: 300, resetAt: farAt / 1000 },
+            }),
+          });
+          lab.mock.setThreadMode(b.threadId, 'usageLimit', { resetsAt: nearAt / 1000 });
+          lab.mock.answerSlowNow(); // both continuation turns ask at once
+          const failed = await Promise.all([a, b].map((t) => waitTurnCompleted(user, t.threadId, 'failed', T, seq)));
+          for (const t of [a, b])
+            await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'usageLimited', 'usageLimited');
+          const planned = [a, b].map((t) => {
+            const w = real.engine.watch(t.threadId)!;
+            return {
+              resetsAt: w.state.kind === 'usageLimited' && w.state.resetsAt,
+              dueAt: w.lastFailure?.dueAt,
+              source: w.lastFailure?.message,
+            };
+          });
+          assert.deepEqual(planned, [
+            {
+              resetsAt: farAt,
+              dueAt: farAt + MARGIN,
+              source: "usage limit reached; reset from the thread's rollout (5-hour window)",
+            },
+            {
+              resetsAt: minuteEnd,
+              dueAt: minuteEnd + MARGIN,
+              source: 'usage limit reached; reset from the error message (the end of the minute it names)',
+            },
+          ]);
+          const asked = new Set(
+            lab.mock.requestLog
+              .slice(firstRequest)
+              .filter((r) => r.mode === 'usageLimit')
+              .map((r) => r.threadId),
           );
+          assert.deepEqual(asked, new Set([a.threadId, b.threadId]), 'the mock told the threads apart');
+          for (const t of [a, b]) lab.mock.setThreadMode(t.threadId, 'goalComplete');
+          for (const t of [a, b]) await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq);
+          await real.settle();
+          for (const [i, t] of [a, b].entries()) {
+            const record = await daemonRecord(user, t.threadId, String(t.thread.path));
+            assertOneRecoveryPerFailedTurn(record);
+            const activations = record.automaticAfter.get(String(failed[i].params.turn.id)) ?? [];
+            assert.equal(activations.length, 1, `activations: ${JSON.stringify(activations)}`);
+            const due = planned[i].dueAt;
+            assert.ok(
+              activations[0].at >= due && activations[0].at < due + 5_000,
+              `${t.threadId} resumed ${activations[0].at - due} ms from its due time`,
+            );
+          }
+        } finally {
+          for (const t of [a, b]) lab.mock.setThreadMode(t.threadId, null);
         }
       },
     );
