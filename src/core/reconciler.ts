@@ -21,6 +21,8 @@ import {
 } from './transitions';
 import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
 import { errorText } from '../util/errorText';
+import { findTurnRateLimits } from '../rollout/backwardLookups';
+import type { RateLimitSnapshot } from '../protocol/schema';
 import { type LimitReading, readLimit, untimedFromMessage } from './rateLimits';
 import { resetFromMessage } from './usageReset';
 import { usagePlan } from './usagePlan';
@@ -147,20 +149,45 @@ export class Reconciler {
 
   /**
    * A new usage limit: resumed after its reset plus a margin, the reset from the best source
-   * (the daemon's rate-limit update that came with it, the account's read, the message's
-   * minute), or, when a source says no reset clears it, a person's call (`usagePlan`).
+   * (the rate limits in the thread's rollout, else the daemon's rate-limit update that came with
+   * it, the account's read, the message's minute), or, when a source says no reset clears it, a
+   * person's call (`usagePlan`). The update names no thread: when several threads hit their limits
+   * at once, the latest may be another's; the rollout's line is the turn's own, so when there is
+   * one (even one that tells nothing: no headers) the update is not read.
    */
   private async usageLimit(session: DaemonSession, w: Watch, key: string): Promise<void> {
     const core = this.core;
     const live = core.liveOf(w.threadId);
-    const notice = live.limitNotice && readLimit([live.limitNotice.snapshot], live.limitNotice.at);
+    const own = await this.rolloutLimits(w);
+    const rollout = own && readLimit([own], core.now());
+    const notice = !own && live.limitNotice ? readLimit([live.limitNotice.snapshot], live.limitNotice.at) : null;
     let read: LimitReading | null = null;
-    if (notice === null) read = await this.readLimits(session, w.threadId);
+    if (rollout === null && notice === null) read = await this.readLimits(session, w.threadId);
     const now = core.now();
     const text = live.turn?.error?.message ?? null;
     const message = text !== null ? resetFromMessage(text, now) : null;
     const messageLimit = text !== null ? untimedFromMessage(text) : null;
-    usagePlanned(core, w, key, usagePlan({ notice, read, message, messageLimit }, now, core.options));
+    usagePlanned(core, w, key, usagePlan({ rollout, notice, read, message, messageLimit }, now, core.options));
+  }
+
+  /** The failed turn's rate limits in its rollout (daemon-behaviour (r)), or null (none, or unreadable: said). */
+  private async rolloutLimits(w: Watch): Promise<RateLimitSnapshot | null> {
+    const path = w.rolloutPath;
+    if (path === null) return null;
+    const onRead = this.core.deps.onRolloutRead;
+    try {
+      return await findTurnRateLimits(path, {
+        minOffset: w.armOffset ?? 0, // the goal's activation: nothing before it is this turn's
+        ...(onRead && { onRead: (position: number, length: number) => onRead(path, position, length) }),
+      });
+    } catch (error) {
+      this.core.emit({
+        type: 'warning',
+        threadId: w.threadId,
+        message: `could not read the rollout: ${errorText(error)}`,
+      });
+      return null;
+    }
   }
 
   /** `account/rateLimits/read` (fails without a Codex account: said, and the message is used). */

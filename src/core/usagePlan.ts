@@ -7,6 +7,11 @@ import { type LimitReading, windowWords } from './rateLimits';
 
 /** What the engine found out about a new usage limit, best source first. */
 export interface UsageSources {
+  /**
+   * The rate limits the thread's rollout holds for the failed turn (null: no such line, or it told
+   * nothing). Its own, unlike the notice; the engine passes no notice when the rollout has the line.
+   */
+  readonly rollout?: LimitReading | null;
   /** `account/rateLimits/updated`, sent just before the goal turned `usageLimited` (null: none, or it told nothing). */
   readonly notice: LimitReading | null;
   /** `account/rateLimits/read` (null: not read, failed, or it told nothing). */
@@ -24,12 +29,13 @@ export type UsagePlan =
   | { act: 'attention'; code: string; message: string };
 
 /**
- * When a new usage limit is resumed: from the first source that knows (the notification, then
- * the read, then the message's minute); a reached type no timer clears (credits depleted, a
+ * When a new usage limit is resumed: from the first source that knows (the thread's rollout, the
+ * notification, then the read, then the message's minute); a reached type no timer clears (credits depleted, a
  * spend cap, one not known) is never scheduled. A reset already past tells nothing.
  */
 export function usagePlan(s: UsageSources, now: number, options: Readonly<EngineOptions>): UsagePlan {
   for (const [reading, from] of [
+    [s.rollout ?? null, "the thread's rollout"],
     [s.notice, "the daemon's rate-limit update"],
     [s.read, "the account's rate limits"],
   ] as const) {

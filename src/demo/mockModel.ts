@@ -34,7 +34,8 @@ import {
 
 export async function startMockModel(): Promise<MockModel> {
   let mode: MockMode = 'healthy';
-  let opts: MockModeOptions = {};
+  let modeOpts: MockModeOptions = {};
+  const threadModes = new Map<string, { mode: MockMode; opts: MockModeOptions }>();
   let queue: MockMode[] = [];
   let sinceModeSet = 0;
   let requests = 0;
@@ -63,9 +64,17 @@ export async function startMockModel(): Promise<MockModel> {
       body = undefined;
     }
     const last = lastInputType(body);
+    // Codex sends the thread's id as the request's `prompt_cache_key` (0.169.0, 0.171.0).
+    const key = (body as { prompt_cache_key?: unknown } | undefined)?.prompt_cache_key;
+    const threadId = typeof key === 'string' ? key : undefined;
+    const own = threadId !== undefined ? threadModes.get(threadId) : undefined;
     let effective: MockMode;
+    let opts = modeOpts;
     let fromQueue = false;
-    if (queue.length > 0) {
+    if (own) {
+      effective = own.mode;
+      opts = own.opts;
+    } else if (queue.length > 0) {
       effective = queue.shift() as MockMode;
       fromQueue = true;
     } else {
@@ -82,6 +91,7 @@ export async function startMockModel(): Promise<MockModel> {
       mode: effective,
       answered,
       ...(last !== undefined ? { lastInputType: last } : {}),
+      ...(threadId !== undefined ? { threadId } : {}),
     });
     for (const w of waiters.slice()) {
       if (requests >= w.n) {
@@ -223,8 +233,12 @@ export async function startMockModel(): Promise<MockModel> {
     requestLog,
     setMode(m: MockMode, o?: MockModeOptions) {
       mode = m;
-      opts = o ?? {};
+      modeOpts = o ?? {};
       sinceModeSet = 0;
+    },
+    setThreadMode(threadId: string, m: MockMode | null, o?: MockModeOptions) {
+      if (m === null) threadModes.delete(threadId);
+      else threadModes.set(threadId, { mode: m, opts: o ?? {} });
     },
     script(modes: MockMode[]) {
       queue.push(...modes);

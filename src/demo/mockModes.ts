@@ -1,7 +1,7 @@
 /**
  * What the mock model (`mockModel.ts`) can be told to answer, and what it records.
  *
- * Modes (switch at run time with `setMode`, or queue with `script`):
+ * Modes (switch at run time with `setMode`, for one thread with `setThreadMode`, or queue with `script`):
  *   healthy             200 SSE: one assistant `message` ("ok"), response.completed with usage.
  *                       NB: on an active goal Codex then starts continuation turns back to back,
  *                       each of which asks the model again: in `healthy` a goal spins until the
@@ -91,6 +91,8 @@ export interface MockRequestRecord {
   answered: string;
   /** `type` of the last item of the request's `input` array, if any. */
   lastInputType?: string;
+  /** The request's `prompt_cache_key`: the thread's id. */
+  threadId?: string;
 }
 
 export interface MockModel {
@@ -105,6 +107,11 @@ export interface MockModel {
   readonly requestLog: MockRequestRecord[];
   /** Switch mode (clears any pending healthyThenComplete state). Options replace the previous ones. */
   setMode(mode: MockMode, opts?: MockModeOptions): void;
+  /**
+   * The mode (and options) of one thread's requests, over the script and the current mode (null:
+   * back to them): told by the request's `prompt_cache_key`, the thread's id.
+   */
+  setThreadMode(threadId: string, mode: MockMode | null, opts?: MockModeOptions): void;
   /** Queue modes consumed one per request, before falling back to the current mode. */
   script(modes: MockMode[]): void;
   /** Scripted modes not consumed yet. */

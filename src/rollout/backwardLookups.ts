@@ -1,7 +1,10 @@
-// Cold lookups that read a rollout backwards from its end: the last marker (`findLastMarker`) and
-// the goal's last activation (`findLastActivation`), on one chunked reader, `scanBackward`.
+// Cold lookups that read a rollout backwards from its end: the last marker (`findLastMarker`),
+// the goal's last activation (`findLastActivation`) and the failed turn's rate limits
+// (`findTurnRateLimits`), on one chunked reader, `scanBackward`.
 import { LineParts } from './lineParts';
 import { parseActivationBytes, parseMarkerBytes } from './markerLines';
+import { parseTurnLimitBytes } from './rateLimitLines';
+import type { RateLimitSnapshot } from '../protocol/schema';
 import { fileSize, limits, NL, openRollout, readExactly, type ScanOptions } from './rolloutFile';
 import type { Marker } from '../model/watch';
 
@@ -59,6 +62,22 @@ export interface LastActivationResult {
 export async function findLastActivation(path: string, opts: LastMarkerOptions = {}): Promise<LastActivationResult> {
   const { hit, ...rest } = await scanBackward(path, 'findLastActivation', opts, parseActivationBytes);
   return { offset: hit && hit.offset, ...rest };
+}
+
+/**
+ * The rate limits Codex wrote for the rollout's last turn (docs/daemon-behaviour.md (r)): the last
+ * `token_count` line with `rate_limits`, read backwards from the end, but none from before the
+ * turn's `task_started` nor the goal's last activation (nor `minOffset`): another turn's limits
+ * are not this one's. Null when there is no such line (not written yet, or a Codex that writes none);
+ * a snapshot with every field null when the provider sent no rate-limit headers.
+ * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
+ */
+export async function findTurnRateLimits(
+  path: string,
+  opts: LastMarkerOptions = {},
+): Promise<RateLimitSnapshot | null> {
+  const { hit } = await scanBackward(path, 'findTurnRateLimits', opts, parseTurnLimitBytes);
+  return hit !== null && 'snapshot' in hit.value ? hit.value.snapshot : null;
 }
 
 interface BackwardResult<T> {

@@ -6,7 +6,9 @@
 // seconds away in the same clock minute: only the message's minute is known, and the goal is
 // resumed once by that minute's end plus the margin, never before the reset, not tomorrow; (c) the
 // workspace out of credits (the reached type the daemon passes on from the headers): no reset
-// clears it, so the goal needs attention and is never resumed on a timer.
+// clears it, so the goal needs attention and is never resumed on a timer; (d) two goals limited at
+// once, one with the headers and one without: each resumed at its own reset, the first from its
+// own rollout's line (docs/daemon-behaviour.md (r)), not the other's rate-limit update.
 // Judged from the daemon's record: the rollout's automatic activation and when it was written.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -76,6 +78,82 @@ for (const codex of codexBuilds())
         assert.equal(dueAt, resetAt + MARGIN);
         assert.ok(at >= resetAt + MARGIN, `resumed ${resetAt + MARGIN - at} ms before the reset plus margin`);
         assert.ok(at < resetAt + MARGIN + 5_000, `resumed ${at - resetAt - MARGIN} ms after the reset plus margin`);
+      },
+    );
+
+    it(
+      'two goals limited at once, one with the headers (reset later), one without (its message names a nearer minute): each resumed at its own reset',
+      { timeout: 6 * T },
+      async () => {
+        const { lab, real } = env;
+        const user = await lab.user();
+        while (Date.now() % 60_000 > 44_000) await sleep(250);
+        const nearAt = Math.ceil((Date.now() + 8_000) / 1000) * 1000;
+        const minuteEnd = Math.floor(nearAt / 60_000) * 60_000 + 60_000;
+        const farAt = minuteEnd + 20_000; // past the near minute's end: the two dues differ
+        lab.mock.setMode('slow', { delayMs: 2_000 }); // both armed (subscribed) before their limits
+        const [a, b] = [await lab.goal('limited, with headers'), await lab.goal('limited, without headers')];
+        try {
+          for (const t of [a, b])
+            await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'running', 'the arming');
+          await real.engine.idle();
+          const seq = user.lastSeq;
+          const firstRequest = lab.mock.requestLog.length;
+          lab.mock.setThreadMode(a.threadId, 'usageLimit', {
+            resetsAt: farAt / 1000,
+            rateLimitHeaders: rateLimitHeaders({
+              primary: { usedPercent: 100, windowMinutes: 300, resetAt: farAt / 1000 },
+            }),
+          });
+          lab.mock.setThreadMode(b.threadId, 'usageLimit', { resetsAt: nearAt / 1000 });
+          lab.mock.answerSlowNow(); // both continuation turns ask at once
+          const failed = await Promise.all([a, b].map((t) => waitTurnCompleted(user, t.threadId, 'failed', T, seq)));
+          for (const t of [a, b])
+            await real.until(() => real.engine.watch(t.threadId)?.state.kind === 'usageLimited', 'usageLimited');
+          const planned = [a, b].map((t) => {
+            const w = real.engine.watch(t.threadId)!;
+            return {
+              resetsAt: w.state.kind === 'usageLimited' && w.state.resetsAt,
+              dueAt: w.lastFailure?.dueAt,
+              source: w.lastFailure?.message,
+            };
+          });
+          assert.deepEqual(planned, [
+            {
+              resetsAt: farAt,
+              dueAt: farAt + MARGIN,
+              source: "usage limit reached; reset from the thread's rollout (5-hour window)",
+            },
+            {
+              resetsAt: minuteEnd,
+              dueAt: minuteEnd + MARGIN,
+              source: 'usage limit reached; reset from the error message (the end of the minute it names)',
+            },
+          ]);
+          const asked = new Set(
+            lab.mock.requestLog
+              .slice(firstRequest)
+              .filter((r) => r.mode === 'usageLimit')
+              .map((r) => r.threadId),
+          );
+          assert.deepEqual(asked, new Set([a.threadId, b.threadId]), 'the mock told the threads apart');
+          for (const t of [a, b]) lab.mock.setThreadMode(t.threadId, 'goalComplete');
+          for (const t of [a, b]) await waitGoalStatus(user, t.threadId, 'complete', 4 * T, seq);
+          await real.settle();
+          for (const [i, t] of [a, b].entries()) {
+            const record = await daemonRecord(user, t.threadId, String(t.thread.path));
+            assertOneRecoveryPerFailedTurn(record);
+            const activations = record.automaticAfter.get(String(failed[i].params.turn.id)) ?? [];
+            assert.equal(activations.length, 1, `activations: ${JSON.stringify(activations)}`);
+            const due = planned[i].dueAt;
+            assert.ok(
+              activations[0].at >= due && activations[0].at < due + 5_000,
+              `${t.threadId} resumed ${activations[0].at - due} ms from its due time`,
+            );
+          }
+        } finally {
+          for (const t of [a, b]) lab.mock.setThreadMode(t.threadId, null);
+        }
       },
     );
 

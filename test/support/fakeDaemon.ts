@@ -15,6 +15,7 @@ import type { GoalStatus } from '../../src/model/watch';
 import { FakeConnection, type WireMessage } from './fakeConnection';
 import { StrictDaemon } from './fakeStrict';
 import type { Reorderer } from './fakeReorder';
+import { tokenCount } from './rolloutLines';
 import {
   type FakeThread,
   type FakeTurn,
@@ -203,10 +204,12 @@ export class FakeDaemon extends StrictDaemon {
       }
       // §o: every usage-limit 429 sends `account/rateLimits/updated` to the connections subscribed
       // to the thread, just before the goal turns usageLimited.
-      if (usage)
-        this.notifySubscribed(id, 'account/rateLimits/updated', {
-          rateLimits: { ...NULL_SNAPSHOT, ...opts.rateLimits },
-        });
+      // (r): the same snapshot goes into the thread's rollout, a `token_count` line of the turn.
+      if (usage) {
+        const rateLimits = { ...NULL_SNAPSHOT, ...opts.rateLimits };
+        if (fs.existsSync(t.path)) fs.appendFileSync(t.path, `${tokenCount(rateLimits)}\n`);
+        this.notifySubscribed(id, 'account/rateLimits/updated', { rateLimits });
+      }
       t.goal = testGoal(id, opts.goal ?? (usage ? 'usageLimited' : 'blocked'));
       t.status = { type: 'systemError' };
       this.notify('thread/goal/updated', { threadId: id, turnId, goal: t.goal });

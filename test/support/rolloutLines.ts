@@ -68,6 +68,27 @@ export function taskStarted(turnId: string): string {
   return JSON.stringify({ timestamp: ts(), type: 'event_msg', payload: { type: 'task_started', turn_id: turnId } });
 }
 
+/**
+ * Codex's `token_count` event with the rate limits of a response or a 429 (docs/daemon-behaviour.md
+ * (r)): `snapshot` as `account/rateLimits/updated` sends it (camelCase), written snake_case.
+ */
+export function tokenCount(snapshot: Record<string, unknown>): string {
+  const windowOf = (w: unknown) => {
+    if (typeof w !== 'object' || w === null) return w;
+    const { usedPercent, windowDurationMins, resetsAt } = w as Record<string, unknown>;
+    return { used_percent: usedPercent, window_minutes: windowDurationMins, resets_at: resetsAt };
+  };
+  const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  const rateLimits = Object.fromEntries(
+    Object.entries(snapshot).map(([k, v]) => [snake(k), k === 'primary' || k === 'secondary' ? windowOf(v) : v]),
+  );
+  return JSON.stringify({
+    timestamp: ts(),
+    type: 'event_msg',
+    payload: { type: 'token_count', info: null, rate_limits: rateLimits },
+  });
+}
+
 /** The model's own `update_goal` call. */
 export function modelGoalCall(status: GoalStatus, callId = 'call_goal'): string {
   return JSON.stringify({

@@ -159,6 +159,35 @@ describe('the engine under a reordering daemon: the same outcome for every order
     orders.set('usage', seen);
   });
 
+  it('two goals hit their usage limits at once, one with the headers, one without: each is resumed at its own reset (its rollout says which)', async () => {
+    const clockText = (at: number) =>
+      new Date(at).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit', hour12: true });
+    await sameForEveryOrder(['thread-1', 'thread-2'], async ({ h, look }) => {
+      const resetAt = Math.ceil((h.clock.now() + 3 * HOUR + 17_000) / 1000) * 1000;
+      const window = { usedPercent: 100, windowDurationMins: 300, resetsAt: resetAt / 1000 };
+      const nearer = h.clock.now() + HOUR;
+      h.daemon.failWithEvents('thread-1', {
+        codexErrorInfo: 'usageLimitExceeded',
+        message: `You’ve hit your usage limit. … or try again at ${clockText(resetAt)}.`,
+        rateLimits: { primary: window },
+      });
+      h.daemon.failWithEvents('thread-2', {
+        codexErrorInfo: 'usageLimitExceeded',
+        message: `You’ve hit your usage limit. … or try again at ${clockText(nearer)}.`,
+      });
+      await h.settle();
+      look('limited');
+      const resets = ['thread-1', 'thread-2'].map((id) => {
+        const s = h.engine.watch(id)!.state;
+        return s.kind === 'usageLimited' ? s.resetsAt : s.kind;
+      });
+      // thread-2's reset is the end of the minute its message names, not thread-1's.
+      assert.deepEqual(resets, [resetAt, Math.floor(nearer / 60_000) * 60_000 + 60_000]);
+      await h.advance(resetAt + MARGIN + RESYNC * 2 - h.clock.now());
+      look('after the resets');
+    });
+  });
+
   it('an approval pending on a blocked goal is left to the person: no set until it is resolved, then one', async () => {
     const { seen } = await sameForEveryOrder(['thread-1'], async ({ h, look }) => {
       h.daemon.failWithEvents('thread-1');

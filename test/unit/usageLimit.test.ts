@@ -220,9 +220,15 @@ describe('a limit no reset clears: its code, and what the person is told', () =>
 
 describe('when a usage limit is resumed (usagePlan)', () => {
   const reset = (at: number) => ({ kind: 'reset' as const, at, windowMins: 300 });
-  it('the notification first, then the read, then the message: never before the reset', () => {
+  it("the thread's rollout first, then the notification, then the read, then the message: never before the reset", () => {
+    const own = usagePlan(
+      { rollout: reset(NOW + 3 * HOUR), notice: reset(NOW + 8_000), read: reset(NOW + HOUR), message: NOW + 10_000 },
+      NOW,
+      DEFAULT_OPTIONS,
+    );
+    assert.deepEqual([own.act, own.act === 'resume' && own.dueAt], ['resume', NOW + 3 * HOUR + MARGIN]);
     const plan = usagePlan(
-      { notice: reset(NOW + 8_000), read: reset(NOW + HOUR), message: NOW + 10_000 },
+      { rollout: null, notice: reset(NOW + 8_000), read: reset(NOW + HOUR), message: NOW + 10_000 },
       NOW,
       DEFAULT_OPTIONS,
     );
@@ -239,9 +245,10 @@ describe('when a usage limit is resumed (usagePlan)', () => {
   });
 
   it('a reset at the same instant tells nothing; one ms later is resumed after it (each source)', () => {
-    const plan = (at: number, source: 'notice' | 'read' | 'message') =>
+    const plan = (at: number, source: 'rollout' | 'notice' | 'read' | 'message') =>
       usagePlan(
         {
+          rollout: source === 'rollout' ? reset(at) : null,
           notice: source === 'notice' ? reset(at) : null,
           read: source === 'read' ? reset(at) : null,
           message: source === 'message' ? at : null,
@@ -255,7 +262,7 @@ describe('when a usage limit is resumed (usagePlan)', () => {
       resetsAt: null,
       source: 'no reset known',
     };
-    for (const source of ['notice', 'read', 'message'] as const) {
+    for (const source of ['rollout', 'notice', 'read', 'message'] as const) {
       assert.deepEqual(plan(NOW - 1, source), unknown, `${source}: a ms before`);
       assert.deepEqual(plan(NOW, source), unknown, `${source}: at the same instant`);
       const after = plan(NOW + 1, source);
@@ -285,6 +292,10 @@ describe('when a usage limit is resumed (usagePlan)', () => {
         "the daemon's rate-limit update (90-minute window)",
       ],
     );
+    assert.equal(
+      source({ rollout: at(300), notice: at(60), read: null, message: null }),
+      "the thread's rollout (5-hour window)",
+    );
     assert.equal(source({ notice: null, read: at(300), message: null }), "the account's rate limits (5-hour window)");
     assert.equal(
       source({ notice: null, read: null, message: NOW + HOUR }),
@@ -296,6 +307,12 @@ describe('when a usage limit is resumed (usagePlan)', () => {
     const notice = readLimit([snap({ rateLimitReachedType: 'workspace_owner_credits_depleted' })], NOW);
     const plan = usagePlan({ notice, read: null, message: NOW + 10_000 }, NOW, DEFAULT_OPTIONS);
     assert.deepEqual([plan.act, plan.act === 'attention' && plan.code], ['attention', 'creditsDepleted']);
+    const own = usagePlan(
+      { rollout: notice, notice: reset(NOW + HOUR), read: null, message: null },
+      NOW,
+      DEFAULT_OPTIONS,
+    );
+    assert.deepEqual([own.act, own.act === 'attention' && own.code], ['attention', 'creditsDepleted']);
   });
 });
 
