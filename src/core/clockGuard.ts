@@ -4,7 +4,7 @@
 // would otherwise postpone every scheduled recovery by the size of the jump: it is undone
 // instead (docs/reliability.md, "The clock").
 import { formatDuration, type EngineState } from '../model/watch';
-import { dueIsDelay, scheduledOf } from '../model/queries';
+import { delayDueAt, scheduledOf } from '../model/queries';
 import type { TimerHandle } from './clock';
 import type { EngineCore } from './engineCore';
 import { dueAtIs } from './watchWrites';
@@ -65,9 +65,9 @@ export class ClockGuard {
     const core = this.core;
     let moved = 0;
     for (const w of core.watches()) {
-      const f = w.lastFailure;
-      if (f?.dueAt == null || !dueIsDelay(w)) continue;
-      dueAtIs(w, f.dueAt - ms);
+      const dueAt = delayDueAt(w);
+      if (dueAt === null) continue;
+      dueAtIs(w, dueAt - ms);
       core.mark(w.threadId);
       if (scheduledOf(w.state)) moved += 1;
     }

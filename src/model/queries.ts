@@ -15,17 +15,17 @@ export function scheduledOf(state: WatchState): ScheduledState | null {
 }
 
 /**
- * Whether the failure's due time is a delay the engine chose (a backoff; a usage limit whose reset
- * is not known), which a wall-clock jump back moves with it, so it keeps the time it had left. A
- * reset time the provider gave is a point in time: it stays. A recovered failure has none.
+ * The failure's due time when it is a delay the engine chose (a backoff; a usage limit whose reset
+ * is not known), which a wall-clock jump back moves with it, so it keeps the time it had left; else
+ * null. A reset time the provider gave is a point in time: it stays. A recovered failure has none.
  */
-export function dueIsDelay(w: Pick<Watch, 'state' | 'lastFailure' | 'recovered'>): boolean {
+export function delayDueAt(w: Pick<Watch, 'state' | 'lastFailure' | 'recovered'>): number | null {
   const f = w.lastFailure;
-  if (!f || f.dueAt === null || w.recovered.includes(f.turnId)) return false;
+  if (!f || f.dueAt === null || w.recovered.includes(f.turnId)) return null;
   const s = scheduledOf(w.state) ?? w.state;
-  if (s.kind === 'backoff') return true;
-  if (s.kind === 'usageLimited') return s.resetsAt === null;
-  return f.code !== 'usageLimitExceeded';
+  const ours =
+    s.kind === 'usageLimited' ? s.resetsAt === null : s.kind === 'backoff' || f.code !== 'usageLimitExceeded';
+  return ours ? f.dueAt : null;
 }
 
 /** Whether the engine is waiting to re-activate this thread's goal. */

@@ -90,7 +90,7 @@ test("a failure and its due time are chosen in transitions.ts (and moved with th
       'src/core/watchWrites.ts': /^export function/,
       'src/core/transitions.ts': true,
       // A wall-clock jump back: a relative due time keeps the time it had left.
-      'src/core/clockGuard.ts': /^dueAtIs\(w, f\.dueAt - ms\);$/,
+      'src/core/clockGuard.ts': /^dueAtIs\(w, dueAt - ms\);$/,
       // A turn that ends a run of failures (completed, or a person's interrupt): counted from 0.
       'src/core/events.ts': /^if \(w && endsFailureRun\(turn\.status\)\) failuresAre\(w, 0\);$/,
     }),

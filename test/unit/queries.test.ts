@@ -8,7 +8,7 @@ import {
   canPauseGoal,
   canRetryNow,
   dueAt,
-  dueIsDelay,
+  delayDueAt,
   isDisarmed,
   isScheduled,
   needsPerson,
@@ -155,7 +155,13 @@ test('a goal waits for a person when it needs attention, or is stopped where the
   assert.deepEqual(elsewhere, ['blocked', 'usageLimited']);
 });
 
-test('a wall-clock jump back moves the delays the engine chose, never a reset time the provider gave (dueIsDelay)', () => {
+test('a wall-clock jump back moves the delays the engine chose, never a reset time the provider gave (delayDueAt)', () => {
+  // A delay's due time is the failure's own; anything else is null.
+  const dueIsDelay = (w: Parameters<typeof delayDueAt>[0]) => {
+    const due = delayDueAt(w);
+    assert.ok(due === null || due === w.lastFailure?.dueAt, `due ${due}`);
+    return due !== null;
+  };
   // A failure counted (due at 500), not recovered: a delay in every state but a usage limit with its reset known.
   assert.deepEqual(
     kindsWhere((w) => !dueIsDelay(w)),
