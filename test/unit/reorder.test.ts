@@ -101,6 +101,29 @@ async function sameForEveryOrder(
 
 const orders = new Map<string, string[][]>();
 
+/**
+ * Two goals hit their usage limits: thread-1 with the headers (a reset 3 h 17 s away), thread-2
+ * without (its message names a minute an hour away, the only source). `between`: settled between
+ * the two failures, or both at once. Returns thread-1's reset.
+ */
+async function twoLimits(h: Run['h'], between: boolean): Promise<{ resetAt: number; nearer: number }> {
+  const clockText = (at: number) =>
+    new Date(at).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit', hour12: true });
+  const limited = (at: number) => `You’ve hit your usage limit. … or try again at ${clockText(at)}.`;
+  const resetAt = Math.ceil((h.clock.now() + 3 * HOUR + 17_000) / 1000) * 1000;
+  const nearer = h.clock.now() + HOUR;
+  const window = { usedPercent: 100, windowDurationMins: 300, resetsAt: resetAt / 1000 };
+  h.daemon.failWithEvents('thread-1', {
+    codexErrorInfo: 'usageLimitExceeded',
+    message: limited(resetAt),
+    rateLimits: { primary: window },
+  });
+  if (between) await h.settle();
+  h.daemon.failWithEvents('thread-2', { codexErrorInfo: 'usageLimitExceeded', message: limited(nearer) });
+  await h.settle();
+  return { resetAt, nearer };
+}
+
 describe('the engine under a reordering daemon: the same outcome for every order', () => {
   it("blocked goals (two threads, one failing after Codex's own retry) are each recovered exactly once, at their due time", async () => {
     const scenario = async ({ h, look }: Run) => {
@@ -133,23 +156,8 @@ describe('the engine under a reordering daemon: the same outcome for every order
   });
 
   it('a usage-limited goal is resumed once, at its reset plus the margin (the update, or the message)', async () => {
-    const clockText = (at: number) =>
-      new Date(at).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit', hour12: true });
     const { seen } = await sameForEveryOrder(['thread-1', 'thread-2'], async ({ h, look }) => {
-      const resetAt = Math.ceil((h.clock.now() + 3 * HOUR + 17_000) / 1000) * 1000;
-      const window = { usedPercent: 100, windowDurationMins: 300, resetsAt: resetAt / 1000 };
-      h.daemon.failWithEvents('thread-1', {
-        codexErrorInfo: 'usageLimitExceeded',
-        message: `You’ve hit your usage limit. … or try again at ${clockText(resetAt)}.`,
-        rateLimits: { primary: window },
-      });
-      await h.settle();
-      // thread-2: no headers; the message's minute (an hour away) is the only source.
-      h.daemon.failWithEvents('thread-2', {
-        codexErrorInfo: 'usageLimitExceeded',
-        message: `You’ve hit your usage limit. … or try again at ${clockText(h.clock.now() + HOUR)}.`,
-      });
-      await h.settle();
+      const { resetAt } = await twoLimits(h, true);
       look('limited');
       await h.advance(resetAt + MARGIN - 1 - h.clock.now());
       look('before the reset');
@@ -160,22 +168,8 @@ describe('the engine under a reordering daemon: the same outcome for every order
   });
 
   it('two goals hit their usage limits at once, one with the headers, one without: each is resumed at its own reset (its rollout says which)', async () => {
-    const clockText = (at: number) =>
-      new Date(at).toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit', hour12: true });
     await sameForEveryOrder(['thread-1', 'thread-2'], async ({ h, look }) => {
-      const resetAt = Math.ceil((h.clock.now() + 3 * HOUR + 17_000) / 1000) * 1000;
-      const window = { usedPercent: 100, windowDurationMins: 300, resetsAt: resetAt / 1000 };
-      const nearer = h.clock.now() + HOUR;
-      h.daemon.failWithEvents('thread-1', {
-        codexErrorInfo: 'usageLimitExceeded',
-        message: `You’ve hit your usage limit. … or try again at ${clockText(resetAt)}.`,
-        rateLimits: { primary: window },
-      });
-      h.daemon.failWithEvents('thread-2', {
-        codexErrorInfo: 'usageLimitExceeded',
-        message: `You’ve hit your usage limit. … or try again at ${clockText(nearer)}.`,
-      });
-      await h.settle();
+      const { resetAt, nearer } = await twoLimits(h, false);
       look('limited');
       const resets = ['thread-1', 'thread-2'].map((id) => {
         const s = h.engine.watch(id)!.state;
