@@ -8,6 +8,7 @@
 // supported: the constructor throws there.
 //
 // The parts, each in its file:
+//   electionOptions.ts  the options, their defaults, and what is refused (Windows, a bad name)
 //   privateDir.ts       the directory (0700 and ours), the names in it, the sweep of leftovers
 //   exclusiveListen.ts  the primitive: an exclusive listen on `<name>.sock` (listen, then link)
 //   takeoverLock.ts     the lock under which a dead leader's socket is replaced
@@ -26,13 +27,14 @@ import * as fs from 'node:fs';
 import type * as net from 'node:net';
 import { attempt, randomBetween, type AttemptContext } from './electionAttempt';
 import { ElectionLoop } from './electionLoop';
-import { Emitter, type Log, type Unsubscribe } from './emitter';
+import { electionSettings, type ElectionSettings, type LeaderElectionOptions } from './electionOptions';
+import { Emitter, type Unsubscribe } from './emitter';
 import { Generations, type Generation } from './generation';
 import { relinquish, type Candidate } from './exclusiveListen';
 import { FollowerConnection, type Quiet } from './followerConnection';
 import type { LeaderServer } from './leaderServer';
 import { fileKey } from './files';
-import { LEASE_MS, RENEW_MS, seconds } from './lease';
+import { RENEW_MS, seconds } from './lease';
 import { Tenure } from './tenure';
 import { PathWatch } from './pathWatch';
 import {
@@ -47,39 +49,11 @@ import { TakeoverLock } from './takeoverLock';
 
 export type Role = 'leader' | 'follower' | 'stopped';
 
-export interface LeaderElectionOptions {
-  /** Private directory: created 0700 if missing; refused if not ours or group/world-writable. */
-  dir: string;
-  /** The socket's base name, e.g. a hash of the daemon target: [A-Za-z0-9_-], 1–64 characters. */
-  name: string;
-  /** Delay before trying again after an inconclusive attempt. Default 1000 ms. */
-  retryMs?: number;
-  /** How often a leader checks that the socket path is still its own. Default 1000 ms. */
-  checkMs?: number;
-  /** Timeout of the connect that tells a live leader from a dead one. Default 2000 ms. */
-  connectTimeoutMs?: number;
-  /** Default timeout of follower commands. Default 30 s. */
-  commandTimeoutMs?: number;
-  /** Diagnostics (role changes, takeovers, malformed lines). */
-  log?: Log;
-  /** What kind of engine this is, told to followers in the welcome (e.g. "runner"). */
-  who?: string;
-  /** The lease (lease.ts). Default LEASE_MS; a test of the lease itself may shorten it, and says why. */
-  leaseMs?: number;
-}
-
 export type { Quiet } from './followerConnection';
+export type { LeaderElectionOptions } from './electionOptions';
 
 export class LeaderElection {
-  private readonly dirOption: string;
-  private readonly name: string;
-  private readonly retryMs: number;
-  private readonly checkMs: number;
-  private readonly connectTimeoutMs: number;
-  private readonly commandTimeoutMs: number;
-  private readonly log: Log;
-  private readonly who: string | undefined;
-
+  private readonly opts: ElectionSettings;
   private dir: string | undefined;
   private _socketPath: string | undefined;
   private lock: TakeoverLock | undefined;
@@ -95,7 +69,6 @@ export class LeaderElection {
   /** While leader: its server and the key (`dev:ino`) of its socket file. */
   private held: Candidate | undefined;
   private _connection: FollowerConnection | undefined;
-  private readonly leaseMs: number;
   private tenure: Tenure | undefined;
   /** The highest term heard of as a follower: a new leader's term is above it. */
   private seenTerm = 0;
@@ -108,30 +81,15 @@ export class LeaderElection {
   private readonly roleEmitter: Emitter<Role>;
 
   constructor(opts: LeaderElectionOptions) {
-    if (process.platform === 'win32') {
-      throw new Error('leader election: Unix sockets in a private directory are not available on Windows');
-    }
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.name)) {
-      throw new Error(
-        `leader election: invalid name ${JSON.stringify(opts.name)} (use 1–64 of [A-Za-z0-9_-], e.g. a hash)`,
-      );
-    }
-    this.dirOption = opts.dir;
-    this.name = opts.name;
-    this.retryMs = opts.retryMs ?? 1000;
-    this.checkMs = opts.checkMs ?? 1000;
-    this.connectTimeoutMs = opts.connectTimeoutMs ?? 2000;
-    this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
-    this.log = opts.log ?? (() => {});
-    this.who = opts.who;
-    this.leaseMs = opts.leaseMs ?? LEASE_MS;
-    this.quietEmitter = new Emitter<Quiet | null>(this.log, 'onQuiet listener');
-    this.leaderEmitter = new Emitter<LeaderServer>(this.log, 'onLeader listener');
-    this.followerEmitter = new Emitter<FollowerConnection>(this.log, 'onFollower listener');
-    this.roleEmitter = new Emitter<Role>(this.log, 'onRoleChange listener');
+    this.opts = electionSettings(opts);
+    const log = this.opts.log;
+    this.quietEmitter = new Emitter<Quiet | null>(log, 'onQuiet listener');
+    this.leaderEmitter = new Emitter<LeaderServer>(log, 'onLeader listener');
+    this.followerEmitter = new Emitter<FollowerConnection>(log, 'onFollower listener');
+    this.roleEmitter = new Emitter<Role>(log, 'onRoleChange listener');
     this.loop = new ElectionLoop<Generation>({
-      retryMs: this.retryMs,
-      log: this.log,
+      retryMs: this.opts.retryMs,
+      log,
       live: (gen) => this.generations.current(gen),
       attempt: (gen) => attempt(this.attemptContext(gen)),
     });
@@ -218,12 +176,12 @@ export class LeaderElection {
   }
 
   private async doStart(): Promise<void> {
-    const dir = await ensurePrivateDir(this.dirOption);
-    const socketPath = leaderSocketPath(dir, this.name);
+    const dir = await ensurePrivateDir(this.opts.dir);
+    const socketPath = leaderSocketPath(dir, this.opts.name);
     checkSocketPathLength(dir, socketPath);
     this.dir = dir;
     this._socketPath = socketPath;
-    this.lock = new TakeoverLock(takeoverLockPath(dir, this.name), this.log);
+    this.lock = new TakeoverLock(takeoverLockPath(dir, this.opts.name), this.opts.log);
     this.running = true;
     const gen = this.generations.begin();
     try {
@@ -252,7 +210,7 @@ export class LeaderElection {
     this.held = undefined;
     if (held) {
       // A closed server refuses connections: its file is a dead leader's, replaced under the lock.
-      if (leaseHeld) await relinquish(held.server, held.key, this._socketPath!, this.log);
+      if (leaseHeld) await relinquish(held.server, held.key, this._socketPath!, this.opts.log);
       else await held.server.close();
     }
     const conn = this._connection;
@@ -274,7 +232,7 @@ export class LeaderElection {
       const go = () => {
         const seat = { leading: this.held !== undefined, following: this._connection !== undefined };
         if (!this.generations.electsAgain(gen, seat)) return;
-        this.loop.run(gen, false).catch((e) => this.log(`leader election: ${(e as Error).message}`));
+        this.loop.run(gen, false).catch((e) => this.opts.log(`leader election: ${(e as Error).message}`));
       };
       if (this.loop.idle) go();
       else void this.loop.drained().then(go);
@@ -287,10 +245,10 @@ export class LeaderElection {
       dir: this.dir!,
       socketPath: this._socketPath!,
       lock: this.lock!,
-      retryMs: this.retryMs,
-      connectTimeoutMs: this.connectTimeoutMs,
-      log: this.log,
-      who: this.who,
+      retryMs: this.opts.retryMs,
+      connectTimeoutMs: this.opts.connectTimeoutMs,
+      log: this.opts.log,
+      who: this.opts.who,
       superseded: () => !this.generations.current(gen),
       silentKey: this.silentKey,
       lead: (cand) => this.becomeLeader(gen, cand),
@@ -301,21 +259,21 @@ export class LeaderElection {
   /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
   private async becomeLeader(gen: Generation, cand: Candidate): Promise<boolean> {
     if (!this.generations.current(gen)) {
-      await relinquish(cand.server, cand.key, this._socketPath!, this.log);
+      await relinquish(cand.server, cand.key, this._socketPath!, this.opts.log);
       return true; // relinquish closed it
     }
     this.held = cand;
     this.silentKey = null;
     this.endTenure('a new term');
     const tenure = await Tenure.begin({
-      filePath: leaderFilePath(this.dir!, this.name),
+      filePath: leaderFilePath(this.dir!, this.opts.name),
       seenTerm: this.seenTerm,
-      leaseMs: this.leaseMs,
+      leaseMs: this.opts.leaseMs,
       renewMs: RENEW_MS,
-      who: this.who ?? 'engine',
+      who: this.opts.who ?? 'engine',
       socketKey: cand.key,
       server: cand.server,
-      log: this.log,
+      log: this.opts.log,
       lost: (reason) => void this.stepDown(`lease lost: ${reason}`),
     });
     // A stop meanwhile let go of the server (and so does a newer start, stopped before it).
@@ -325,9 +283,9 @@ export class LeaderElection {
     }
     this.tenure = tenure;
     this.seenTerm = tenure.term;
-    this.log(`leader election: leader (pid ${process.pid}, term ${tenure.term}) at ${this._socketPath}`);
+    this.opts.log(`leader election: leader (pid ${process.pid}, term ${tenure.term}) at ${this._socketPath}`);
     this.startWatch(cand.key);
-    void sweepLeftovers(this.dir!, this.name);
+    void sweepLeftovers(this.dir!, this.opts.name);
     this.setRole('leader');
     this.leaderEmitter.fire(cand.server);
     return true;
@@ -340,9 +298,9 @@ export class LeaderElection {
     }
     this.silentKey = null;
     const conn = new FollowerConnection(socket, {
-      log: this.log,
-      commandTimeoutMs: this.commandTimeoutMs,
-      silence: { leaseMs: this.leaseMs, graceMs: RENEW_MS, quietMs: RENEW_MS * 2.5, everyMs: RENEW_MS / 2 },
+      log: this.opts.log,
+      commandTimeoutMs: this.opts.commandTimeoutMs,
+      silence: { leaseMs: this.opts.leaseMs, graceMs: RENEW_MS, quietMs: RENEW_MS * 2.5, everyMs: RENEW_MS / 2 },
     });
     this._connection = conn;
     const noteTerm = () => (this.seenTerm = Math.max(this.seenTerm, conn.term ?? 0));
@@ -355,9 +313,9 @@ export class LeaderElection {
       if (this._connection !== conn) return; // a stop let go of it
       noteTerm();
       const who = conn.leaderPid !== undefined ? ` (${conn.leaderWho ?? 'engine'}, pid ${conn.leaderPid})` : '';
-      this.log(
+      this.opts.log(
         `leader election: the leader${who} has not answered for ${seconds(ms)} s, past its ` +
-          `${seconds(this.leaseMs)} s lease (stopped or blocked); taking its place`,
+          `${seconds(this.opts.leaseMs)} s lease (stopped or blocked); taking its place`,
       );
       this.silentKey = key;
       this.quietEmitter.fire(conn.quietOf(ms));
@@ -369,7 +327,7 @@ export class LeaderElection {
       if (this._connection !== conn) return; // a stop (or a silent leader's replacement) let go of it
       this._connection = undefined;
       this.quietEmitter.fire(null);
-      this.log('leader election: lost the leader; electing again');
+      this.opts.log('leader election: lost the leader; electing again');
       this.scheduleElection(gen, randomBetween(50, 250));
     });
     this.setRole('follower');
@@ -384,8 +342,8 @@ export class LeaderElection {
     this.watch = new PathWatch({
       socketPath: this._socketPath!,
       key,
-      everyMs: this.checkMs,
-      log: this.log,
+      everyMs: this.opts.checkMs,
+      log: this.opts.log,
       current: () => this.generations.current(gen) && this._role === 'leader',
       serverClosed: () => this.held?.server.closed === true,
       lost: (reason) => this.stepDown(this.tenure?.check() ? `lease lost: ${this.tenure.check()}` : reason),
@@ -406,7 +364,7 @@ export class LeaderElection {
   private async stepDown(reason: string): Promise<void> {
     if (this._role !== 'leader') return;
     const gen = this.generations.now;
-    this.log(`leader election: stepping down: ${reason}`);
+    this.opts.log(`leader election: stepping down: ${reason}`);
     this.endTenure('stepped down');
     this.stopWatch();
     const held = this.held;
@@ -424,7 +382,7 @@ export class LeaderElection {
   private setRole(role: Role): void {
     if (this._role === role) return;
     this._role = role;
-    this.log(`leader election: role ${role}`);
+    this.opts.log(`leader election: role ${role}`);
     this.roleEmitter.fire(role);
   }
 }
