@@ -6,21 +6,29 @@ export type FailureClass =
   | { kind: 'usageLimit'; code: string; httpStatus: number | null }
   | { kind: 'permanent'; code: string; httpStatus: number | null };
 
-/** `codexErrorInfo` strings that a later attempt can get past. */
-const TRANSIENT_CODES = new Set(['internalServerError', 'serverOverloaded', 'rateLimitExceeded']);
+/**
+ * The one table of the failures a later attempt can get past, each with the kind of outage it
+ * tells of (failures of one kind on one provider share their cause: outage.ts groups them).
+ * `codexErrorInfo` strings:
+ */
+const TRANSIENT_CODES = new Map([
+  ['internalServerError', 'server error'],
+  ['serverOverloaded', 'server error'],
+  ['rateLimitExceeded', 'rate limit'],
+]);
+/** Variants with an `httpStatusCode`: transient unless the status says the request itself is wrong. */
+const TRANSIENT_VARIANTS = new Map([
+  ['responseStreamDisconnected', 'connection'],
+  ['responseTooManyFailedAttempts', 'server error'],
+  ['httpConnectionFailed', 'connection'],
+  ['responseStreamConnectionFailed', 'connection'],
+]);
 /**
  * `other` covers a dropped stream and `response.failed` (transient), but also a plain HTTP 400
  * (not): measured with 0.169.0, only the message tells them apart.
  */
 const TRANSIENT_OTHER_MESSAGE =
   /stream disconnected|network error|connection (reset|closed|refused)|timed out|timeout|temporarily unavailable|overloaded|high demand/i;
-/** Variants with an `httpStatusCode`: transient unless the status says the request itself is wrong. */
-const TRANSIENT_VARIANTS = new Set([
-  'responseStreamDisconnected',
-  'responseTooManyFailedAttempts',
-  'httpConnectionFailed',
-  'responseStreamConnectionFailed',
-]);
 const USAGE_CODES = new Set(['usageLimitExceeded']);
 
 /** Short label and HTTP status of a `codexErrorInfo` value (a string or a one-key object). */
@@ -57,4 +65,13 @@ export function classifyFailure(info: unknown, message: string): FailureClass {
 function isClientErrorStatus(status: number | null): boolean {
   const s = Number(status);
   return s >= 400 && s < 500 && s !== 408 && s !== 429;
+}
+
+/**
+ * The kind of outage a failure's code tells of, from the table above: `other` (a dropped stream
+ * when transient) is a connection's. Null: not a provider's failure (a usage limit, a refusal, a
+ * rejected set), never grouped.
+ */
+export function outageKind(code: string): string | null {
+  return TRANSIENT_CODES.get(code) ?? TRANSIENT_VARIANTS.get(code) ?? (code === 'other' ? 'connection' : null);
 }

@@ -3,7 +3,8 @@
 // clock and randomness are injected. This file is the lifecycle and the wiring; each concern
 // lives in a file of its own (docs/architecture.md, "The engine's files"):
 //   policy.ts       the decision table (pure): which state, and what to do
-//   transitions.ts  carrying out a verdict: the one writer of a watch's state and due time
+//   transitions.ts  carrying out a verdict: a watch's state and due time
+//   watchWrites.ts  the one writer of a watch (elsewhere a watch is read-only, for the compiler)
 //   reconciler.ts   the reads that gather the facts, and asking the table
 //   jobs.ts         the work queue of each thread: what goes in
 //   threadWork.ts   who does each job

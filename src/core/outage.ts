@@ -7,28 +7,7 @@
 // reads, no `await`; the schedule (schedule.ts) and the transitions (transitions.ts) carry it out.
 import { type TurnFailure, type Watch, type WatchState } from '../model/watch';
 import { scheduledOf } from '../model/queries';
-
-/**
- * The kind of a transient failure, as far as an outage goes: failures of one kind on one provider
- * share their cause. Null: not a provider's failure (a rejected set), never grouped.
- */
-export function outageKind(code: string): string | null {
-  switch (code) {
-    case 'internalServerError':
-    case 'serverOverloaded':
-    case 'responseTooManyFailedAttempts':
-      return 'server error';
-    case 'rateLimitExceeded':
-      return 'rate limit';
-    case 'responseStreamDisconnected':
-    case 'responseStreamConnectionFailed':
-    case 'httpConnectionFailed':
-    case 'other':
-      return 'connection';
-    default:
-      return null;
-  }
-}
+import { outageKind } from './classify';
 
 /** The group of a goal whose failure is a provider's (`runsOn · kind`), or null: never grouped. */
 export function outageGroup(w: Readonly<Pick<Watch, 'runsOn' | 'lastFailure'>>): string | null {
@@ -74,12 +53,12 @@ export interface ProbeFacts {
  * provider's answer is known to this run alone (after a restart, the turn's end speaks instead).
  */
 export function isProbing(w: Watch, p: ProbeFacts): boolean {
-  const f = w.lastFailure;
-  if (f === null || w.failures === 0 || outageGroup(w) === null) return false;
+  const f = outageGroup(w) === null ? null : w.lastFailure;
+  if (f === null || w.failures === 0) return false;
   if (w.state.kind === 'recovering') return true;
   const sentAt = w.recoveries.at(-1);
   if (sentAt === undefined || sentAt < f.at || !w.recovered.includes(f.turnId)) return false;
-  if (p.answeredAt !== null && p.answeredAt >= sentAt) return false;
+  if ((p.answeredAt ?? -Infinity) >= sentAt) return false;
   if (p.turnEnded === true || p.now - sentAt > p.verdictWithinMs) return false;
   return AWAITING_VERDICT.has(w.state.kind);
 }

@@ -7,7 +7,8 @@ import { scheduledOf } from '../model/queries';
 import { jitteredDelay } from './backoff';
 import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
-import { followProbe, halfStepDue, outageKind, probeFollowers } from './outage';
+import { followProbe, halfStepDue, probeFollowers } from './outage';
+import { outageKind } from './classify';
 import {
   type BudgetSpentState,
   budgetWhy,

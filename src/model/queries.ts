@@ -17,11 +17,12 @@ export function scheduledOf(state: WatchState): ScheduledState | null {
 /**
  * The failure's due time when it is a delay the engine chose (a backoff; a usage limit whose reset
  * is not known), which a wall-clock jump back moves with it, so it keeps the time it had left; else
- * null. A reset time the provider gave is a point in time: it stays. A recovered failure has none.
+ * null. A reset time the provider gave is a point in time: it stays. A recovered failure, or one
+ * not counted yet, has none.
  */
 export function delayDueAt(w: Pick<Watch, 'state' | 'lastFailure' | 'recovered'>): number | null {
   const f = w.lastFailure;
-  if (!f || f.dueAt === null || w.recovered.includes(f.turnId)) return null;
+  if (!f || w.recovered.includes(f.turnId)) return null;
   const s = scheduledOf(w.state) ?? w.state;
   const ours =
     s.kind === 'usageLimited' ? s.resetsAt === null : s.kind === 'backoff' || f.code !== 'usageLimitExceeded';

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { jitteredDelay, nominalDelay } from '../../src/core/backoff';
 import { RecoveryLimiter } from '../../src/core/limiter';
-import { classifyFailure, describeErrorInfo } from '../../src/core/classify';
+import { classifyFailure, describeErrorInfo, outageKind } from '../../src/core/classify';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 import { rng } from '../support/random';
 
@@ -250,5 +250,43 @@ describe('failure classification', () => {
         { code: 'responseStreamDisconnected', httpStatus: null },
         JSON.stringify(inner),
       );
+  });
+});
+
+describe('the kind of an outage a failure tells of (one table with the transient codes)', () => {
+  const rows: [string, string | null][] = [
+    ['internalServerError', 'server error'],
+    ['serverOverloaded', 'server error'],
+    ['responseTooManyFailedAttempts', 'server error'],
+    ['rateLimitExceeded', 'rate limit'],
+    ['responseStreamDisconnected', 'connection'],
+    ['responseStreamConnectionFailed', 'connection'],
+    ['httpConnectionFailed', 'connection'],
+    ['other', 'connection'],
+    ['usageLimitExceeded', null],
+    ['set rejected', null],
+    ['contextWindowExceeded', null],
+  ];
+  for (const [code, kind] of rows) it(`${code} → ${String(kind)}`, () => assert.equal(outageKind(code), kind));
+  it('every code of an outage is transient (with no status, and for other, a dropped stream), and no other', () => {
+    const codes = [
+      'internalServerError',
+      'serverOverloaded',
+      'rateLimitExceeded',
+      'responseStreamDisconnected',
+      'responseTooManyFailedAttempts',
+      'httpConnectionFailed',
+      'responseStreamConnectionFailed',
+      'other',
+      'usageLimitExceeded',
+      'contextWindowExceeded',
+      'bioPolicy',
+      'unknown',
+    ];
+    for (const code of codes) {
+      const info = code.startsWith('response') || code.startsWith('http') ? { [code]: { httpStatusCode: null } } : code;
+      const kind = classifyFailure(info, 'stream disconnected before completion').kind;
+      assert.equal(outageKind(code) !== null, kind === 'transient', code);
+    }
   });
 });

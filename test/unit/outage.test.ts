@@ -8,11 +8,12 @@ import {
   halfStepFailed,
   isProbing,
   outageGroup,
-  outageKind,
+  probeFollowers,
   type ProbeFacts,
   releasedBy,
 } from '../../src/core/outage';
 import { newWatch, type WatchedThread } from '../../src/model/watch';
+import { scheduledOf } from '../../src/model/queries';
 
 const NOW = 1_800_000_000_000;
 const CAP = 30 * 60_000;
@@ -46,23 +47,6 @@ const facts = (patch: Partial<ProbeFacts> = {}): ProbeFacts => ({
   now: NOW,
   verdictWithinMs: CAP,
   ...patch,
-});
-
-describe('the kind of an outage', () => {
-  const rows: [string, string | null][] = [
-    ['internalServerError', 'server error'],
-    ['serverOverloaded', 'server error'],
-    ['responseTooManyFailedAttempts', 'server error'],
-    ['rateLimitExceeded', 'rate limit'],
-    ['responseStreamDisconnected', 'connection'],
-    ['responseStreamConnectionFailed', 'connection'],
-    ['httpConnectionFailed', 'connection'],
-    ['other', 'connection'],
-    ['usageLimitExceeded', null],
-    ['set rejected', null],
-    ['contextWindowExceeded', null],
-  ];
-  for (const [code, kind] of rows) test(`${code} → ${String(kind)}`, () => assert.equal(outageKind(code), kind));
 });
 
 describe('the group', () => {
@@ -101,6 +85,13 @@ describe('out as the probe', () => {
     ['paused by a person', probeOut({ state: { kind: 'userIntent', requested: 'paused', at: NOW } }), {}, false],
     ['waiting for approval (the provider answered)', probeOut({ state: { kind: 'waitingApproval' } }), {}, false],
     ['not grouped (what it runs on unknown)', probeOut({ runsOn: null }), {}, false],
+    [
+      'not grouped, its set being sent',
+      failed({ runsOn: null, state: { kind: 'recovering', attempt: 1, failedTurnId: 'turn-1', sentAt: NOW } }),
+      {},
+      false,
+    ],
+    ['no failure known', probeOut({ lastFailure: null }), {}, false],
     ['still backing off', failed({ recoveries: [NOW - 10_000], recovered: ['turn-1'] }), {}, false],
   ];
   for (const [name, w, f, out] of rows) test(`${name} → ${out}`, () => assert.equal(isProbing(w, facts(f)), out));
@@ -131,6 +122,17 @@ describe('released by the provider’s answer', () => {
     ],
     ['a rejected set (no provider’s failure)', failed({}, 'set rejected'), 'openai/gpt-5.5', at, false],
     ['nothing scheduled', failed({ state: { kind: 'gaveUp', attempts: 6 } }), 'openai/gpt-5.5', at, false],
+    ['no failure known', failed({ lastFailure: null }), 'openai/gpt-5.5', at, false],
+    [
+      'waiting for the probe, its failure with no due time (not counted)',
+      failed({
+        lastFailure: { ...failed().lastFailure!, dueAt: null },
+        state: { kind: 'waitingProbe', probe: 'p', held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
+      }),
+      'openai/gpt-5.5',
+      at,
+      false,
+    ],
     [
       'held by the limiter',
       failed({
@@ -155,6 +157,43 @@ describe('following the probe', () => {
     assert.deepEqual(followProbe(failed({ failures: 2 }), NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
   test('never an earlier due time than its own', () =>
     assert.deepEqual(followProbe(failed({ failures: 4 }), NOW - 1), { failures: 5, dueAt: NOW }));
+  test('no failure of its own: the probe’s due time', () =>
+    assert.deepEqual(followProbe(failed({ lastFailure: null }), NOW + 5), { failures: 2, dueAt: NOW + 5 }));
+});
+
+describe('the goals that follow a probe failed again', () => {
+  const probe = probeOut({ threadId: 'probe' }); // its set went out 10 s ago
+  const backoff = (turn: string) => ({ kind: 'backoff' as const, attempt: 1, failedTurnId: turn });
+  const waiting = failed({ threadId: 'a', state: { kind: 'waitingProbe', probe: 'probe', held: backoff('turn-a') } });
+  const due = failed({ threadId: 'b', state: backoff('turn-b') });
+  const rows: [string, WatchedThread, boolean][] = [
+    ['waiting for the probe', waiting, true],
+    ['backing off, not due yet', due, true],
+    ['held by the limiter', failed({ state: { kind: 'waitingSlot', slotAt: NOW, held: backoff('t') } }), true],
+    ['failed at the probe’s very set', failed({ lastFailure: { ...early, at: NOW - 10_000 } }), true],
+    ['failed after the probe’s set', failed({ lastFailure: { ...early, at: NOW - 9_999 } }), false],
+    ['no failure known', failed({ lastFailure: null }), false],
+    ['another kind of failure', failed({}, 'rateLimitExceeded'), false],
+    ['another provider', failed({ runsOn: 'openai/gpt-4.1' }), false],
+    ['a usage limit', failed({ state: { kind: 'usageLimited', resetsAt: null } }), false],
+    ['not scheduled', failed({ state: { kind: 'running' } }), false],
+    ['the probe itself', probe, false],
+  ];
+  for (const [name, w, follows] of rows)
+    test(`${name} → ${follows}`, () => {
+      const found = probeFollowers(probe, [w]);
+      const held = scheduledOf(w.state);
+      assert.deepEqual(found, follows && held?.kind === 'backoff' ? [[w, held.failedTurnId]] : []);
+    });
+  test('in the order given, each with its own failed turn', () =>
+    assert.deepEqual(probeFollowers(probe, [due, probe, waiting]), [
+      [due, 'turn-b'],
+      [waiting, 'turn-a'],
+    ]));
+  test('none when the probe never went out, or is not grouped', () => {
+    assert.deepEqual(probeFollowers(probeOut({ recoveries: [] }), [due]), []);
+    assert.deepEqual(probeFollowers(probeOut({ runsOn: null }), [due]), []);
+  });
 });
 
 describe('the probe’s half-step try', () => {
