@@ -1,7 +1,9 @@
 // docs/architecture.md says what src/ is, and stays true: its layer table names the layers, the
 // directories and the imports that test/support/layers.ts (the list layers.test.ts checks the
 // imports against) gives, in an order where each layer imports only from the rows above it; its
-// file tables name every file of src/ exactly once, and no file that does not exist.
+// file tables name every file of src/ exactly once, and no file that does not exist; and its
+// numbered list of one recovery names, at each step, a file of src/ and functions defined in it
+// (a function renamed or moved turns this red), with the count of steps and files it states.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -118,28 +120,91 @@ test('the file tables name every file of src/ exactly once, and none that does n
   );
 });
 
-test('the hop list of one recovery names functions that are in the files it names, in order', () => {
-  const rows = tableAfter('## A recovery, step by step');
-  assert.ok(rows.length >= 10, 'a hop list of one recovery');
+/** One step of the numbered recovery list: `N. `src/…` `fn`, `fn`: what happens`. */
+interface Step {
+  n: number;
+  file: string;
+  names: string[];
+  text: string;
+}
+
+const RECOVERY = '## A recovery, step by step';
+
+/** The section under `heading`, up to the next `## ` heading. */
+function section(heading: string): string[] {
+  const at = doc.indexOf(heading);
+  assert.ok(at >= 0, `docs/architecture.md has the heading "${heading}"`);
+  const end = doc.findIndex((l, i) => i > at && l.startsWith('## '));
+  return doc.slice(at + 1, end < 0 ? doc.length : end);
+}
+
+/** The numbered steps of the recovery list, each with its continuation lines. */
+function recoverySteps(): Step[] {
+  const steps: Step[] = [];
+  for (const line of section(RECOVERY)) {
+    const start = /^(\d+)\. (.*)$/.exec(line);
+    if (start) {
+      const head = /^`(src\/[^`]+)` ((?:`[^`]+`(?:, )?)+):/.exec(start[2]);
+      assert.ok(head, `a step of "${RECOVERY}" names its file and functions first: ${line}`);
+      steps.push({ n: Number(start[1]), file: head[1], names: quoted(head[2]), text: start[2] });
+    } else if (steps.length > 0 && /^\s+\S/.test(line)) steps[steps.length - 1].text += ` ${line.trim()}`;
+  }
+  return steps;
+}
+
+/** The source without its comments, so that a name in a comment does not count as defined. */
+function code(file: string): string {
+  return fs
+    .readFileSync(path.join(ROOT, file), 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
+}
+
+/** Whether `name` is defined in `source`: a function, a const, a method or an arrow property. */
+function defines(source: string, name: string): boolean {
+  const modifiers = '(?:(?:export|public|private|protected|static|async|readonly|override|get) )*';
+  return [
+    new RegExp(`\\bfunction\\*? ${name}\\b`),
+    new RegExp(`\\b(?:const|let) ${name}\\b\\s*[:=]`),
+    new RegExp(`^\\s*${modifiers}${name}\\s*(?:<[^>]*>)?\\(`, 'm'),
+    new RegExp(`^\\s*${modifiers}${name}\\s*[:=]\\s*(?:async )?(?:\\(|function\\b)`, 'm'),
+  ].some((r) => r.test(source));
+}
+
+test('the recovery list names, at each step, functions defined in the src/ file it names', () => {
+  const steps = recoverySteps();
+  assert.ok(steps.length > 0, `"${RECOVERY}" has a numbered list`);
+  assert.deepEqual(
+    steps.map((s) => s.n),
+    steps.map((_, i) => i + 1),
+    'the steps are numbered 1, 2, 3, …',
+  );
   const wrong: string[] = [];
-  for (const [n, where] of rows.map((r) => [r[0], r[1]])) {
-    const [file, ...names] = quoted(where);
-    const source = path.join(SRC, file);
-    if (!fs.existsSync(source)) {
-      wrong.push(`hop ${n}: ${file} is not in src/`);
+  for (const step of steps) {
+    if (!fs.existsSync(path.join(ROOT, step.file))) {
+      wrong.push(`step ${step.n}: ${step.file} does not exist`);
       continue;
     }
-    const text = fs.readFileSync(source, 'utf8');
-    for (const name of names) {
-      // A function, a method or an arrow property of that name defined in the file.
-      const defined = new RegExp(`(function ${name}\\b|^\\s*(private |async |readonly )*${name}(\\(|: \\())`, 'm');
-      if (!defined.test(text)) wrong.push(`hop ${n}: ${name} is not defined in src/${file}`);
-    }
+    if (step.names.length === 0) wrong.push(`step ${step.n}: names no function`);
+    const source = code(step.file);
+    for (const name of step.names)
+      if (!defines(source, name)) wrong.push(`step ${step.n}: ${name} is not defined in ${step.file}`);
   }
   assert.deepEqual(wrong, []);
+});
+
+test('the recovery list runs from the failed turn/completed to thread/goal/set, and counts itself', () => {
+  const steps = recoverySteps();
+  assert.match(steps[0].text, /`turn\/completed`/, 'the first step is the turn/completed notification');
+  assert.ok(
+    steps.some((s) => s.text.includes('`thread/goal/set`')),
+    'a step sends thread/goal/set',
+  );
+  const said = /(\d+) steps over (\d+) files/.exec(section(RECOVERY).join(' '));
+  assert.ok(said, `"${RECOVERY}" says how many steps over how many files`);
   assert.deepEqual(
-    rows.map((r) => Number(r[0])),
-    rows.map((_, i) => i + 1),
-    'the hops are numbered 1, 2, 3, …',
+    { steps: Number(said[1]), files: Number(said[2]) },
+    { steps: steps.length, files: new Set(steps.map((s) => s.file)).size },
+    'the count the section states is the count of the list',
   );
 });

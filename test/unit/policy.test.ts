@@ -1,6 +1,6 @@
-// The decision table (src/core/policy.ts), one row per case, read like the state table of
-// docs/architecture.md: given what is known of a watch, the verdict. Pure: no daemon, no clock,
-// the shipped options (DEFAULT_OPTIONS) unless a row says otherwise.
+// The decision table (src/core/policy.ts), one row per case, read like a state table: given what
+// is known of a watch, the verdict. Pure: no daemon, no clock, the shipped options
+// (DEFAULT_OPTIONS) unless a row says otherwise.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 // The veto is in policyVeto.test.ts, the other rules of the table in policyRules.test.ts.

@@ -13,7 +13,7 @@
 //   TestNoCompetingRetry   -> "never competes with Codex's own retry"
 //   human()/intentLine     -> "a human marker newer than the arming disarms; a later human active re-arms"
 //
-// Deviations from the seed, following the real daemon (see docs/architecture.md):
+// Deviations from the seed, following the real daemon (measured: docs/daemon-behaviour.md):
 // - The seed's fake called thread/resume on every reconcile as its notification barrier (4 resumes
 //   after 3 reconciles). Here the barrier is the wire order itself: vscode-jsonrpc dispatches every
 //   notification that arrived before a reply before the reply resolves, so the engine resumes a
