@@ -74,8 +74,8 @@ export interface ProbeFacts {
  * provider's answer is known to this run alone (after a restart, the turn's end speaks instead).
  */
 export function isProbing(w: Watch, p: ProbeFacts): boolean {
-  const f = w.lastFailure;
-  if (f === null || w.failures === 0 || outageGroup(w) === null) return false;
+  if (w.failures === 0 || outageGroup(w) === null) return false;
+  const f = w.lastFailure!; // grouped: its failure is recorded (outageGroup)
   if (w.state.kind === 'recovering') return true;
   const sentAt = w.recoveries.at(-1);
   if (sentAt === undefined || sentAt < f.at || !w.recovered.includes(f.turnId)) return false;

@@ -10,6 +10,7 @@ import {
   outageGroup,
   outageKind,
   type ProbeFacts,
+  probeFollowers,
   releasedBy,
 } from '../../src/core/outage';
 import { newWatch, type WatchedThread } from '../../src/model/watch';
@@ -101,9 +102,16 @@ describe('out as the probe', () => {
     ['paused by a person', probeOut({ state: { kind: 'userIntent', requested: 'paused', at: NOW } }), {}, false],
     ['waiting for approval (the provider answered)', probeOut({ state: { kind: 'waitingApproval' } }), {}, false],
     ['not grouped (what it runs on unknown)', probeOut({ runsOn: null }), {}, false],
+    ['a failure counted, none recorded', probeOut({ lastFailure: null }), {}, false],
     ['still backing off', failed({ recoveries: [NOW - 10_000], recovered: ['turn-1'] }), {}, false],
   ];
   for (const [name, w, f, out] of rows) test(`${name} → ${out}`, () => assert.equal(isProbing(w, facts(f)), out));
+
+  // A fake clock from zero (tests, the bench): no answer is no answer, even for a set at 0 (null >= 0 in JS).
+  test('a set at the clock’s zero, no answer yet → true', () => {
+    const zero = { ...early, at: 0, dueAt: 0 };
+    assert.equal(isProbing(probeOut({ recoveries: [0], lastFailure: zero }), facts({ now: 10_000 })), true);
+  });
 });
 
 describe('released by the provider’s answer', () => {
@@ -130,6 +138,17 @@ describe('released by the provider’s answer', () => {
       false,
     ],
     ['a rejected set (no provider’s failure)', failed({}, 'set rejected'), 'openai/gpt-5.5', at, false],
+    ['no failure recorded', failed({ lastFailure: null }), 'openai/gpt-5.5', at, false],
+    [
+      'waiting for the probe, no due time kept',
+      failed({
+        lastFailure: { ...failed().lastFailure!, dueAt: null },
+        state: { kind: 'waitingProbe', probe: 'p', held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
+      }),
+      'openai/gpt-5.5',
+      at,
+      false,
+    ],
     ['nothing scheduled', failed({ state: { kind: 'gaveUp', attempts: 6 } }), 'openai/gpt-5.5', at, false],
     [
       'held by the limiter',
@@ -155,6 +174,69 @@ describe('following the probe', () => {
     assert.deepEqual(followProbe(failed({ failures: 2 }), NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
   test('never an earlier due time than its own', () =>
     assert.deepEqual(followProbe(failed({ failures: 4 }), NOW - 1), { failures: 5, dueAt: NOW }));
+  test('no failure of its own recorded: the probe’s due time', () =>
+    assert.deepEqual(followProbe(failed({ lastFailure: null }), NOW + 5), { failures: 2, dueAt: NOW + 5 }));
+});
+
+describe('who follows the probe', () => {
+  // The probe's set went out 10 s ago (its failure 60 s ago); each candidate's failure was 60 s ago too.
+  const probe = probeOut({ threadId: 'probe' });
+  const backoff = (failedTurnId: string) => ({ kind: 'backoff' as const, attempt: 1, failedTurnId });
+  const goal = (threadId: string, patch: Partial<WatchedThread> = {}, code?: string) =>
+    failed({ threadId, ...patch }, code);
+  const at = (t: number) => ({ ...failed().lastFailure!, at: t });
+  const rows: [string, WatchedThread, WatchedThread[], string[]][] = [
+    ['one goal of its group, backing off, failed before the set', probe, [goal('a')], ['a turn-1']],
+    [
+      'two of them, in their order; one waiting for the probe: its held turn',
+      probe,
+      [goal('b'), goal('a', { state: { kind: 'waitingProbe', probe: 'probe', held: backoff('turn-9') } })],
+      ['b turn-1', 'a turn-9'],
+    ],
+    [
+      'held by the limiter: follows',
+      probe,
+      [goal('a', { state: { kind: 'waitingSlot', slotAt: NOW, held: backoff('turn-1') } })],
+      ['a turn-1'],
+    ],
+    [
+      'its failure at the set’s very time: follows',
+      probe,
+      [goal('a', { lastFailure: at(NOW - 10_000) })],
+      ['a turn-1'],
+    ],
+    ['its failure after the set: not', probe, [goal('a', { lastFailure: at(NOW - 9_999) })], []],
+    ['under a usage limit: not', probe, [goal('a', { state: { kind: 'usageLimited', resetsAt: null } })], []],
+    ['given up: not', probe, [goal('a', { state: { kind: 'gaveUp', attempts: 6 } })], []],
+    ['backing off with no failure recorded: not', probe, [goal('a', { lastFailure: null })], []],
+    ['on another provider: not', probe, [goal('a', { runsOn: 'openai/gpt-4.1' })], []],
+    ['another kind of failure: not', probe, [goal('a', {}, 'rateLimitExceeded')], []],
+    [
+      'the probe itself, backing off already: not its own follower',
+      probeOut({ threadId: 'probe', state: backoff('turn-1') }),
+      [],
+      [],
+    ],
+    [
+      'one set of several: the newest is the probe’s',
+      probeOut({ threadId: 'probe', recoveries: [NOW - 70_000, NOW - 65_000, NOW - 10_000] }),
+      [goal('a', { lastFailure: at(NOW - 20_000) })],
+      ['a turn-1'],
+    ],
+    ['the probe never went out: none', probeOut({ threadId: 'probe', recoveries: [] }), [goal('a')], []],
+    [
+      'the probe not grouped (what it runs on unknown): none, not even goals as unknown',
+      probeOut({ threadId: 'probe', runsOn: null }),
+      [goal('a', { runsOn: null })],
+      [],
+    ],
+  ];
+  for (const [name, p, others, following] of rows)
+    test(name, () => {
+      const scheduled = [...others, p];
+      const found = probeFollowers(p, scheduled).map(([w, turn]) => `${w.threadId} ${turn}`);
+      assert.deepEqual(found, following);
+    });
 });
 
 describe('the probe’s half-step try', () => {
