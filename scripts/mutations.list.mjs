@@ -74,9 +74,9 @@ export const MUTATIONS = [
     id: 'due-early-after-crash',
     invariant: 'never before the due time, also after a crash that cut a prepared recovery short',
     fault: 'an intent found on disk after a restart is due at once, even before its stored due time',
-    file: 'src/core/transitions.ts',
-    find: 'dueAtIs(w, Math.max(core.now(), w.lastFailure.dueAt ?? 0));',
-    replace: 'dueAtIs(w, core.now());',
+    file: 'src/core/stepRules.ts',
+    find: 'return f?.turnId === failedTurnId ? Math.max(now, f.dueAt ?? 0) : null;',
+    replace: 'return f?.turnId === failedTurnId ? now : null;',
     guard: { file: 'test/unit/crashConsistency.test.ts', pattern: 'holds safety and liveness' },
   },
   {

@@ -1,23 +1,28 @@
-// Where a watch's state and its recovery's due time (the failure's `dueAt`) are chosen: each change
-// is a named transition here, as the decision table (policy.ts) or the part that saw it happen (the
-// schedule, an attempt, a person's command) asks; watchWrites.ts writes what it chooses, and
-// oneWriter.test.ts lists who else may (the clock's guard, a turn that ends a run of failures).
+// Where a watch's state and its recovery's due time (the failure's `dueAt`) change: each change is
+// a named transition here, as the decision table (policy.ts) or the part that saw it happen (the
+// schedule, an attempt, a person's command) asks, carrying out what the rules (policy.ts,
+// stepRules.ts) choose; watchWrites.ts writes it, and oneWriter.test.ts lists who else may (the
+// clock's guard, a turn that ends a run of failures).
 import type { GoalStatus, Marker, ScheduledState, Watch } from '../model/watch';
 import { scheduledOf } from '../model/queries';
-import { jitteredDelay } from './backoff';
 import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
-import { followProbe, halfStepDue, probeFollowers } from './outage';
 import { outageKind } from './classify';
+import { probeFollowers } from './outage';
+import { type BudgetSpentState, budgetWhy, type MarkerMove, retryNowState, type Verdict } from './policy';
 import {
-  type BudgetSpentState,
-  budgetWhy,
-  givesUp,
-  type MarkerMove,
-  overBudget,
-  retryNowState,
-  type Verdict,
-} from './policy';
+  alreadyRecovered,
+  countedStep,
+  dueByAt,
+  dueNotBeforeAt,
+  followerStep,
+  halfStepWait,
+  lostIntentDue,
+  probeTryDue,
+  type Step,
+  takenOverState,
+  usageResumeState,
+} from './stepRules';
 import type { UsagePlan } from './usagePlan';
 import {
   armedAfresh,
@@ -33,9 +38,8 @@ import {
 } from './watchWrites';
 
 /**
- * One more consecutive failure of `failedTurnId` (a failed turn, or a rejected set): a backoff of
- * min(cap, base·2^(n−1)) with equal jitter from `now`, or the end past `maxAttempts`.
- * `error`: what failed, for the decision line.
+ * One more consecutive failure of `failedTurnId` (a failed turn, or a rejected set), counted; what
+ * comes of it is stepRules.ts `countedStep`. `error`: what failed, for the decision line.
  */
 export function backOff(core: EngineCore, w: Watch, failedTurnId: string, error: string, now: number): void {
   failuresAre(w, w.failures + 1);
@@ -43,28 +47,17 @@ export function backOff(core: EngineCore, w: Watch, failedTurnId: string, error:
   // The provider failed the probe's turn again (not the daemon refusing its set): those that
   // waited for it follow, first (once the probe's state moves, no one waits for it).
   const provider = outageKind(error) !== null;
-  if (givesUp(w.failures, core.options)) {
+  const step = countedStep(w, core.options, now, core.deps.random);
+  if (step.act === 'giveUp') {
     if (provider) followTheProbe(core, w, now);
     return giveUp(core, w, failedTurnId);
   }
-  const spent = overBudget(w, core.options, now);
-  // Counted (due now, were it not for the budget): the table keeps it there until a person acts.
-  if (spent) {
-    failedFor(w, failedTurnId, error, now, now);
-    return holdForBudget(core, w, spent);
-  }
-  const backoff = { baseMs: core.options.baseDelayMs, capMs: core.options.maxDelayMs };
-  let due = now + jitteredDelay(backoff, w.failures, core.deps.random);
-  failedFor(w, failedTurnId, error, now, due); // the one place the due time lives
-  if (provider && followTheProbe(core, w, now) > 0) {
-    // Its group takes this step; the probe tries again half-way there, alone (outage.ts).
-    const half = halfStepDue(now, due, core.options.baseDelayMs);
-    if (half !== null) {
-      dueAtIs(w, half, due);
-      due = half;
-    }
-  }
-  backingOff(core, w, failedTurnId, due, now, error);
+  failedFor(w, failedTurnId, error, now, step.dueAt); // the one place the due time lives
+  if (step.act === 'hold') return holdForBudget(core, w, step.spent);
+  // Its group takes this step; the probe tries again half-way there, alone (outage.ts).
+  const half = provider ? probeTryDue(now, step.dueAt, followTheProbe(core, w, now), core.options) : null;
+  if (half !== null) dueAtIs(w, half, step.dueAt);
+  backingOff(core, w, failedTurnId, half ?? step.dueAt, now, error);
 }
 
 /** The failure's record of `failedTurnId`, due at `due` (a new one when it is not the one recorded). */
@@ -100,19 +93,17 @@ function saidDue(
 export function waitForStep(core: EngineCore, w: Watch, failedTurnId: string, stepDueAt: number): void {
   const now = core.now();
   core.mark(w.threadId);
-  const f = w.lastFailure;
-  if (f?.turnId !== failedTurnId) return;
-  dueAtIs(w, stepDueAt);
-  const spent = overBudget(w, core.options, now);
-  if (spent) return holdForBudget(core, w, spent);
-  backingOff(
-    core,
-    w,
-    failedTurnId,
-    stepDueAt,
-    now,
-    `${f.code}: its half-step try failed; due with its group's next step`,
-  );
+  const step = halfStepWait(w, failedTurnId, stepDueAt, core.options, now);
+  const why = `${w.lastFailure?.code ?? ''}: its half-step try failed; due with its group's next step`;
+  if (step) stepTaken(core, w, failedTurnId, step, now, why);
+}
+
+/** A step that is not the end carried out: due at its time, then held by the budget or backing off. */
+function stepTaken(core: EngineCore, w: Watch, failedTurnId: string, step: Step, now: number, why: string): void {
+  if (step.act === 'giveUp') return giveUp(core, w, failedTurnId);
+  dueAtIs(w, step.dueAt);
+  if (step.act === 'hold') return holdForBudget(core, w, step.spent);
+  backingOff(core, w, failedTurnId, step.dueAt, now, why);
 }
 
 /**
@@ -124,19 +115,13 @@ export function waitForStep(core: EngineCore, w: Watch, failedTurnId: string, st
  */
 function followTheProbe(core: EngineCore, probe: Watch, now: number): number {
   if (!core.options.groupOutages) return 0;
-  const probeDue = probe.lastFailure?.dueAt ?? now;
   let following = 0;
   for (const [w, failedTurnId] of probeFollowers(probe, core.scheduledWatches())) {
-    const step = followProbe(w, probeDue);
+    const step = followerStep(w, probe, core.options, now);
     failuresAre(w, step.failures);
     core.mark(w.threadId);
-    if (givesUp(w.failures, core.options)) {
-      giveUp(core, w, failedTurnId);
-      continue;
-    }
-    dueAtIs(w, step.dueAt);
-    backingOff(core, w, failedTurnId, step.dueAt, now, `its outage's probe (${probe.threadId}) failed again`);
-    following += 1;
+    stepTaken(core, w, failedTurnId, step, now, `its outage's probe (${probe.threadId}) failed again`);
+    if (step.act !== 'giveUp') following += 1;
   }
   return following;
 }
@@ -152,12 +137,7 @@ export function takeOver(core: EngineCore, w: Watch, goal: 'blocked' | 'usageLim
   armedAt(w, core.now());
   failuresAre(w, 1);
   dueAtIs(w, core.now());
-  core.setState(
-    w,
-    goal === 'blocked'
-      ? { kind: 'backoff', attempt: 1, failedTurnId: failure.turnId }
-      : { kind: 'usageLimited', resetsAt: null },
-  );
+  core.setState(w, takenOverState(goal, failure.turnId));
   core.emit({ type: 'armed', threadId: w.threadId, title: w.title });
 }
 
@@ -189,7 +169,7 @@ export function giveUp(core: EngineCore, w: Watch, failedTurnId: string): void {
 export function confirmRecovered(core: EngineCore, w: Watch, failedTurnId: string, attempt: number, how: string) {
   pendingIs(w, null);
   core.mark(w.threadId);
-  if (w.recovered.includes(failedTurnId)) return;
+  if (alreadyRecovered(w, failedTurnId)) return;
   recoveredAdded(w, failedTurnId);
   historyAdded(w, {
     at: core.now(),
@@ -248,9 +228,9 @@ export function usagePlanned(core: EngineCore, w: Watch, key: string, plan: Usag
   const due = plan.dueAt;
   const message = `usage limit reached; reset from ${plan.source}`;
   failureIs(w, { turnId: key, message, code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due });
-  const spent = overBudget(w, core.options, now);
-  if (spent) return holdForBudget(core, w, spent);
-  core.setState(w, { kind: 'usageLimited', resetsAt: plan.resetsAt });
+  const state = usageResumeState(w, plan.resetsAt, core.options, now);
+  if (state.kind === 'budgetSpent') return holdForBudget(core, w, state);
+  core.setState(w, state);
   saidDue(core, w, 1, key, due, now, 'usageLimitExceeded');
 }
 
@@ -270,7 +250,8 @@ export function intentLost(core: EngineCore, w: Watch): void {
     outcome: 'skipped',
     detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
   });
-  if (w.lastFailure?.turnId === pending.failedTurnId) dueAtIs(w, Math.max(core.now(), w.lastFailure.dueAt ?? 0));
+  const due = lostIntentDue(w.lastFailure, pending.failedTurnId, core.now());
+  if (due !== null) dueAtIs(w, due);
   core.setState(w, { kind: 'running' }, true);
   core.mark(w.threadId);
 }
@@ -376,15 +357,15 @@ export function unhold(core: EngineCore, w: Watch): boolean {
 export function dueBy(core: EngineCore, w: Watch, at: number): void {
   const f = w.lastFailure;
   if (!f) return;
-  dueAtIs(w, Math.min(f.dueAt ?? at, at));
+  dueAtIs(w, dueByAt(f, at));
   core.mark(w.threadId);
 }
 
 /** Due no earlier than `at` (the write-ahead failed: not at once again, against a failing disk). */
 export function dueNotBefore(core: EngineCore, w: Watch, failedTurnId: string, at: number): void {
-  const f = w.lastFailure;
-  if (!scheduledOf(w.state) || f?.turnId !== failedTurnId || f.dueAt === null) return;
-  dueAtIs(w, Math.max(f.dueAt, at));
+  const due = dueNotBeforeAt(w, failedTurnId, at);
+  if (due === null) return;
+  dueAtIs(w, due);
   core.mark(w.threadId);
 }
 

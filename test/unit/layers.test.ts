@@ -146,7 +146,15 @@ test('the decision table imports nothing that does I/O', () => {
     [],
     'elsewherePolicy.ts imports beyond the pure model, classification, live facts, options and the table',
   );
-  for (const file of [policy, outside, plan, ...['rateLimits.ts', 'outage.ts'].map((f) => path.join(src, 'core', f))]) {
+  // The rules of a recovery's step (stepRules.ts), beside the table: the table, and what it may import.
+  const step = path.join(src, 'core', 'stepRules.ts');
+  assert.deepEqual(
+    imports(step).filter((s) => ![...allowed, './policy', './backoff'].includes(s)),
+    [],
+    'stepRules.ts imports beyond the table, its pure imports and the backoff curve',
+  );
+  const pureRules = ['rateLimits.ts', 'outage.ts', 'stepRules.ts'].map((f) => path.join(src, 'core', f));
+  for (const file of [policy, outside, plan, ...pureRules]) {
     const code = fs
       .readFileSync(file, 'utf8')
       .replace(/\/\*[\s\S]*?\*\//g, '')

@@ -8,12 +8,11 @@ import {
   halfStepFailed,
   isProbing,
   outageGroup,
-  probeFollowers,
   type ProbeFacts,
+  probeFollowers,
   releasedBy,
 } from '../../src/core/outage';
 import { newWatch, type WatchedThread } from '../../src/model/watch';
-import { scheduledOf } from '../../src/model/queries';
 
 const NOW = 1_800_000_000_000;
 const CAP = 30 * 60_000;
@@ -91,10 +90,16 @@ describe('out as the probe', () => {
       {},
       false,
     ],
-    ['no failure known', probeOut({ lastFailure: null }), {}, false],
+    ['a failure counted, none recorded', probeOut({ lastFailure: null }), {}, false],
     ['still backing off', failed({ recoveries: [NOW - 10_000], recovered: ['turn-1'] }), {}, false],
   ];
   for (const [name, w, f, out] of rows) test(`${name} → ${out}`, () => assert.equal(isProbing(w, facts(f)), out));
+
+  // A fake clock from zero (tests, the bench): no answer is no answer, even for a set at 0 (null >= 0 in JS).
+  test('a set at the clock’s zero, no answer yet → true', () => {
+    const zero = { ...early, at: 0, dueAt: 0 };
+    assert.equal(isProbing(probeOut({ recoveries: [0], lastFailure: zero }), facts({ now: 10_000 })), true);
+  });
 });
 
 describe('released by the provider’s answer', () => {
@@ -121,10 +126,9 @@ describe('released by the provider’s answer', () => {
       false,
     ],
     ['a rejected set (no provider’s failure)', failed({}, 'set rejected'), 'openai/gpt-5.5', at, false],
-    ['nothing scheduled', failed({ state: { kind: 'gaveUp', attempts: 6 } }), 'openai/gpt-5.5', at, false],
-    ['no failure known', failed({ lastFailure: null }), 'openai/gpt-5.5', at, false],
+    ['no failure recorded', failed({ lastFailure: null }), 'openai/gpt-5.5', at, false],
     [
-      'waiting for the probe, its failure with no due time (not counted)',
+      'waiting for the probe, no due time kept',
       failed({
         lastFailure: { ...failed().lastFailure!, dueAt: null },
         state: { kind: 'waitingProbe', probe: 'p', held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
@@ -133,6 +137,7 @@ describe('released by the provider’s answer', () => {
       at,
       false,
     ],
+    ['nothing scheduled', failed({ state: { kind: 'gaveUp', attempts: 6 } }), 'openai/gpt-5.5', at, false],
     [
       'held by the limiter',
       failed({
@@ -157,43 +162,69 @@ describe('following the probe', () => {
     assert.deepEqual(followProbe(failed({ failures: 2 }), NOW + 120_000), { failures: 3, dueAt: NOW + 120_000 }));
   test('never an earlier due time than its own', () =>
     assert.deepEqual(followProbe(failed({ failures: 4 }), NOW - 1), { failures: 5, dueAt: NOW }));
-  test('no failure of its own: the probe’s due time', () =>
+  test('no failure of its own recorded: the probe’s due time', () =>
     assert.deepEqual(followProbe(failed({ lastFailure: null }), NOW + 5), { failures: 2, dueAt: NOW + 5 }));
 });
 
-describe('the goals that follow a probe failed again', () => {
-  const probe = probeOut({ threadId: 'probe' }); // its set went out 10 s ago
-  const backoff = (turn: string) => ({ kind: 'backoff' as const, attempt: 1, failedTurnId: turn });
-  const waiting = failed({ threadId: 'a', state: { kind: 'waitingProbe', probe: 'probe', held: backoff('turn-a') } });
-  const due = failed({ threadId: 'b', state: backoff('turn-b') });
-  const rows: [string, WatchedThread, boolean][] = [
-    ['waiting for the probe', waiting, true],
-    ['backing off, not due yet', due, true],
-    ['held by the limiter', failed({ state: { kind: 'waitingSlot', slotAt: NOW, held: backoff('t') } }), true],
-    ['failed at the probe’s very set', failed({ lastFailure: { ...early, at: NOW - 10_000 } }), true],
-    ['failed after the probe’s set', failed({ lastFailure: { ...early, at: NOW - 9_999 } }), false],
-    ['no failure known', failed({ lastFailure: null }), false],
-    ['another kind of failure', failed({}, 'rateLimitExceeded'), false],
-    ['another provider', failed({ runsOn: 'openai/gpt-4.1' }), false],
-    ['a usage limit', failed({ state: { kind: 'usageLimited', resetsAt: null } }), false],
-    ['not scheduled', failed({ state: { kind: 'running' } }), false],
-    ['the probe itself', probe, false],
+describe('who follows the probe', () => {
+  // The probe's set went out 10 s ago (its failure 60 s ago); each candidate's failure was 60 s ago too.
+  const probe = probeOut({ threadId: 'probe' });
+  const backoff = (failedTurnId: string) => ({ kind: 'backoff' as const, attempt: 1, failedTurnId });
+  const goal = (threadId: string, patch: Partial<WatchedThread> = {}, code?: string) =>
+    failed({ threadId, ...patch }, code);
+  const at = (t: number) => ({ ...failed().lastFailure!, at: t });
+  const rows: [string, WatchedThread, WatchedThread[], string[]][] = [
+    ['one goal of its group, backing off, failed before the set', probe, [goal('a')], ['a turn-1']],
+    [
+      'two of them, in their order; one waiting for the probe: its held turn',
+      probe,
+      [goal('b'), goal('a', { state: { kind: 'waitingProbe', probe: 'probe', held: backoff('turn-9') } })],
+      ['b turn-1', 'a turn-9'],
+    ],
+    [
+      'held by the limiter: follows',
+      probe,
+      [goal('a', { state: { kind: 'waitingSlot', slotAt: NOW, held: backoff('turn-1') } })],
+      ['a turn-1'],
+    ],
+    [
+      'its failure at the set’s very time: follows',
+      probe,
+      [goal('a', { lastFailure: at(NOW - 10_000) })],
+      ['a turn-1'],
+    ],
+    ['its failure after the set: not', probe, [goal('a', { lastFailure: at(NOW - 9_999) })], []],
+    ['under a usage limit: not', probe, [goal('a', { state: { kind: 'usageLimited', resetsAt: null } })], []],
+    ['given up: not', probe, [goal('a', { state: { kind: 'gaveUp', attempts: 6 } })], []],
+    ['backing off with no failure recorded: not', probe, [goal('a', { lastFailure: null })], []],
+    ['on another provider: not', probe, [goal('a', { runsOn: 'openai/gpt-4.1' })], []],
+    ['another kind of failure: not', probe, [goal('a', {}, 'rateLimitExceeded')], []],
+    [
+      'the probe itself, backing off already: not its own follower',
+      probeOut({ threadId: 'probe', state: backoff('turn-1') }),
+      [],
+      [],
+    ],
+    [
+      'one set of several: the newest is the probe’s',
+      probeOut({ threadId: 'probe', recoveries: [NOW - 70_000, NOW - 65_000, NOW - 10_000] }),
+      [goal('a', { lastFailure: at(NOW - 20_000) })],
+      ['a turn-1'],
+    ],
+    ['the probe never went out: none', probeOut({ threadId: 'probe', recoveries: [] }), [goal('a')], []],
+    [
+      'the probe not grouped (what it runs on unknown): none, not even goals as unknown',
+      probeOut({ threadId: 'probe', runsOn: null }),
+      [goal('a', { runsOn: null })],
+      [],
+    ],
   ];
-  for (const [name, w, follows] of rows)
-    test(`${name} → ${follows}`, () => {
-      const found = probeFollowers(probe, [w]);
-      const held = scheduledOf(w.state);
-      assert.deepEqual(found, follows && held?.kind === 'backoff' ? [[w, held.failedTurnId]] : []);
+  for (const [name, p, others, following] of rows)
+    test(name, () => {
+      const scheduled = [...others, p];
+      const found = probeFollowers(p, scheduled).map(([w, turn]) => `${w.threadId} ${turn}`);
+      assert.deepEqual(found, following);
     });
-  test('in the order given, each with its own failed turn', () =>
-    assert.deepEqual(probeFollowers(probe, [due, probe, waiting]), [
-      [due, 'turn-b'],
-      [waiting, 'turn-a'],
-    ]));
-  test('none when the probe never went out, or is not grouped', () => {
-    assert.deepEqual(probeFollowers(probeOut({ recoveries: [] }), [due]), []);
-    assert.deepEqual(probeFollowers(probeOut({ runsOn: null }), [due]), []);
-  });
 });
 
 describe('the probe’s half-step try', () => {
