@@ -6,7 +6,6 @@
 // measured daemon behaviour (docs/daemon-behaviour.md) it comes from; docs/architecture.md shows
 // the states it chooses, test/unit/policy.test.ts has one case per row (the veto's reasons:
 // policyVeto.test.ts).
-import { budgetUse } from '../model/budget';
 import {
   describeErrorCode,
   type GoalSnapshot,
@@ -21,6 +20,7 @@ import { isThreadActive, type LiveThread, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
 import { halfStepFailed } from './outage';
 import { isUntimedCode } from './rateLimits';
+import { budgetWhy, givesUp, overBudget } from './stepRules';
 
 /** What is known of a watch when it is decided. Nothing here is changed. */
 export interface Facts {
@@ -213,32 +213,6 @@ function blockedAgain(w: Watch, why: string): Verdict {
   };
 }
 
-/** The give-up threshold, its one place: `failures` in a row (the first failed turn counts) past `maxAttempts`. */
-export function givesUp(failures: number, options: Readonly<EngineOptions>): boolean {
-  return failures > options.maxAttempts;
-}
-
-export type BudgetSpentState = Extract<WatchState, { kind: 'budgetSpent' }>;
-
-/**
- * The recovery budget: a recovery about to be scheduled (a failure counted, a usage limit's resume
- * planned, a failure due again after a restart) waits for a person once `recoveryBudget` automatic
- * sets of this goal went out in the rolling 24 h (each counted at its write-ahead: src/core/attempt.ts).
- * Null: within the budget. A recovery already scheduled goes ahead (the veto keeps it): it was
- * within the budget when scheduled, and the count grows only by this goal's own sets, each of
- * which is scheduled through here; a person's Retry now schedules one past the budget.
- */
-export function overBudget(w: Watch, options: Readonly<EngineOptions>, now: number): BudgetSpentState | null {
-  const { used, until } = budgetUse(w, now);
-  if (used < options.recoveryBudget) return null;
-  // The budget is at least 1 (settings, CLI): spent, a recovery is in the window, so `until` is known.
-  return { kind: 'budgetSpent', used, limit: options.recoveryBudget, until: until! };
-}
-
-export function budgetWhy(s: BudgetSpentState): string {
-  return `the recovery budget is spent: ${s.used} of ${s.limit} automatic recoveries in 24 h; Retry now or re-arm`;
-}
-
 /**
  * The pre-send veto: the table asked again on fresh reads. The set goes out only when the table
  * still keeps this very recovery due; otherwise the reason it gives calls the attempt off.
@@ -362,15 +336,6 @@ const UNLOAD_KEEPS = new Set<WatchState['kind']>([
   'unloaded',
   'elsewhere',
 ]);
-
-/**
- * When a usage-limited goal is resumed: the reset time plus a margin, or, with no reset time
- * known, after the backoff cap.
- */
-export function usageDue(now: number, resetsAt: number | null, options: Readonly<EngineOptions>): number {
-  const reset = resetsAt ?? now; // none known: not in the future either
-  return reset > now ? reset + options.usageMarginMs : now + options.maxDelayMs;
-}
 
 /** Which usage limit this is: its turn, or (no turn known) the usage-limited goal's update. */
 export function usageKey(goal: Readonly<GoalSnapshot>, live: Readonly<LiveThread>): string {

@@ -1,17 +1,53 @@
-// The rules of a recovery's next step, beside the decision table (policy.ts): when a counted
-// failure gives up, is held by the recovery budget or backs off, and to which due time; an
+// The rules of a recovery's next step, beside the decision table (policy.ts), which asks them too:
+// the give-up threshold and the recovery budget; when a counted failure gives up, is held by the
+// budget or backs off, and to which due time; when a usage limit is resumed; an
 // outage's half-step try; the state a goal taken over from another app is armed in; the due
 // times a lost intent, the provider's answer and a failed write-ahead leave. Pure, so the mutation
 // gate reaches them (stryker.config.json): no I/O, no clock reads; transitions.ts carries out what
 // they return (test/unit/stepRules.test.ts states them row by row).
+import { budgetUse } from '../model/budget';
 import { scheduledOf } from '../model/queries';
-import type { ScheduledState, TurnFailure, Watch } from '../model/watch';
+import type { ScheduledState, TurnFailure, Watch, WatchState } from '../model/watch';
 import { jitteredDelay, type Random } from './backoff';
 import type { EngineOptions } from './options';
 import { followProbe, halfStepDue } from './outage';
-import { type BudgetSpentState, givesUp, overBudget } from './policy';
 
 type Options = Readonly<EngineOptions>;
+
+/** The give-up threshold, its one place: `failures` in a row (the first failed turn counts) past `maxAttempts`. */
+export function givesUp(failures: number, options: Options): boolean {
+  return failures > options.maxAttempts;
+}
+
+export type BudgetSpentState = Extract<WatchState, { kind: 'budgetSpent' }>;
+
+/**
+ * The recovery budget: a recovery about to be scheduled (a failure counted, a usage limit's resume
+ * planned, a failure due again after a restart) waits for a person once `recoveryBudget` automatic
+ * sets of this goal went out in the rolling 24 h (each counted at its write-ahead: src/core/attempt.ts).
+ * Null: within the budget. A recovery already scheduled goes ahead (the veto keeps it): it was
+ * within the budget when scheduled, and the count grows only by this goal's own sets, each of
+ * which is scheduled through here; a person's Retry now schedules one past the budget.
+ */
+export function overBudget(w: Watch, options: Options, now: number): BudgetSpentState | null {
+  const { used, until } = budgetUse(w, now);
+  if (used < options.recoveryBudget) return null;
+  // The budget is at least 1 (settings, CLI): spent, a recovery is in the window, so `until` is known.
+  return { kind: 'budgetSpent', used, limit: options.recoveryBudget, until: until! };
+}
+
+export function budgetWhy(s: BudgetSpentState): string {
+  return `the recovery budget is spent: ${s.used} of ${s.limit} automatic recoveries in 24 h; Retry now or re-arm`;
+}
+
+/**
+ * When a usage-limited goal is resumed: the reset time plus a margin, or, with no reset time
+ * known, after the backoff cap.
+ */
+export function usageDue(now: number, resetsAt: number | null, options: Options): number {
+  const reset = resetsAt ?? now; // none known: not in the future either
+  return reset > now ? reset + options.usageMarginMs : now + options.maxDelayMs;
+}
 
 /** A step: the end (past `maxAttempts`), held by the spent budget, or a backoff; each due at `dueAt`. */
 export type Step =

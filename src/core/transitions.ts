@@ -9,9 +9,11 @@ import type { EngineCore } from './engineCore';
 import type { ElsewhereState, ElsewhereVerdict } from './elsewherePolicy';
 import { outageKind } from './classify';
 import { probeFollowers } from './outage';
-import { type BudgetSpentState, budgetWhy, type MarkerMove, retryNowState, type Verdict } from './policy';
+import { type MarkerMove, retryNowState, type Verdict } from './policy';
 import {
   alreadyRecovered,
+  type BudgetSpentState,
+  budgetWhy,
   countedStep,
   dueByAt,
   dueNotBeforeAt,

@@ -2,7 +2,7 @@
 // for a usage limit not scheduled yet (`decide` answers `readReset`; the engine gathers the
 // sources, then asks here). Pure, like policy.ts: no I/O, no clock reads, no `await`.
 import type { EngineOptions } from './options';
-import { usageDue } from './policy';
+import { usageDue } from './stepRules';
 import { type LimitReading, windowWords } from './rateLimits';
 
 /** What the engine found out about a new usage limit, best source first. */

@@ -105,7 +105,6 @@ test('no import circle among the files of src/ (type imports and re-exports coun
 test('the decision table imports nothing that does I/O', () => {
   const policy = path.join(src, 'core', 'policy.ts');
   const allowed = [
-    '../model/budget',
     '../model/watch',
     '../model/queries',
     './classify',
@@ -113,18 +112,19 @@ test('the decision table imports nothing that does I/O', () => {
     './options',
     './outage',
     './rateLimits',
+    './stepRules',
   ];
   assert.deepEqual(
     imports(policy).filter((s) => !allowed.includes(s)),
     [],
-    'policy.ts imports beyond the pure model, its queries and budget, classification, live facts, options, outage rules and rate-limit readings',
+    'policy.ts imports beyond the pure model and its queries, classification, live facts, options, outage rules, rate-limit readings and step rules',
   );
-  // The usage-limit row (usagePlan.ts) asks the table and the rate-limit readings, nothing else.
+  // The usage-limit row (usagePlan.ts) asks the step rules and the rate-limit readings, nothing else.
   const plan = path.join(src, 'core', 'usagePlan.ts');
   assert.deepEqual(
-    imports(plan).filter((s) => !['./options', './policy', './rateLimits'].includes(s)),
+    imports(plan).filter((s) => !['./options', './stepRules', './rateLimits'].includes(s)),
     [],
-    'usagePlan.ts imports beyond the table, options and rate-limit readings',
+    'usagePlan.ts imports beyond the step rules, options and rate-limit readings',
   );
   // The pure rule modules import the model, each other, and only types of anything else.
   const pures = ['classify.ts', 'live.ts', 'options.ts', 'outage.ts', 'rateLimits.ts'];
@@ -146,12 +146,16 @@ test('the decision table imports nothing that does I/O', () => {
     [],
     'elsewherePolicy.ts imports beyond the pure model, classification, live facts, options and the table',
   );
-  // The rules of a recovery's step (stepRules.ts), beside the table: the table, and what it may import.
+  // The rules of a recovery's step (stepRules.ts), below the table: the pure model (the budget's
+  // list too), outage rules, options and the backoff curve; never the table, which asks them.
   const step = path.join(src, 'core', 'stepRules.ts');
   assert.deepEqual(
-    imports(step).filter((s) => ![...allowed, './policy', './backoff'].includes(s)),
+    imports(step).filter(
+      (s) =>
+        !['../model/budget', '../model/queries', '../model/watch', './backoff', './options', './outage'].includes(s),
+    ),
     [],
-    'stepRules.ts imports beyond the table, its pure imports and the backoff curve',
+    'stepRules.ts imports beyond the pure model, outage rules, options and the backoff curve',
   );
   const pureRules = ['rateLimits.ts', 'outage.ts', 'stepRules.ts'].map((f) => path.join(src, 'core', f));
   for (const file of [policy, outside, plan, ...pureRules]) {
@@ -167,9 +171,12 @@ test('the decision table imports nothing that does I/O', () => {
   }
 });
 
-test('no file in src/ is far above 400 lines', () => {
+test('no file in src/ is over 400 lines', () => {
   const long = sources(src)
-    .map((file) => ({ file: path.relative(root, file), lines: fs.readFileSync(file, 'utf8').split('\n').length }))
-    .filter((f) => f.lines > 440);
+    .map((file) => ({
+      file: path.relative(root, file),
+      lines: fs.readFileSync(file, 'utf8').trimEnd().split('\n').length,
+    }))
+    .filter((f) => f.lines > 400);
   assert.deepEqual(long, []);
 });

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, it } from 'node:test';
-import { budgetWhy } from '../../src/core/policy';
+import { budgetWhy } from '../../src/core/stepRules';
 import type { Decision, DecisionType } from '../../src/model/decision';
 import { parseCli, UsageError } from '../../src/runner/args';
 import { Notifier, notifyPayload, parseNotifyCommand, TEXT_MAX, type NotifyPayload } from '../../src/runner/notify';

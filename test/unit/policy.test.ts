@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 // The veto is in policyVeto.test.ts, the other rules of the table in policyRules.test.ts.
 import { DEFAULT_OPTIONS } from '../../src/core/options';
-import { decide, overBudget, type Verdict, veto } from '../../src/core/policy';
+import { decide, type Verdict, veto } from '../../src/core/policy';
+import { overBudget } from '../../src/core/stepRules';
 import { newWatch } from '../../src/model/watch';
 import { dueAt } from '../../src/model/queries';
 import { counted, facts, failed, NOW, type Situation, spentBudget, T, turn } from '../support/policyFacts';

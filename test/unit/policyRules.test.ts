@@ -15,8 +15,8 @@ import {
   pendingOutcome,
   retryNowState,
   setTookEffect,
-  usageDue,
 } from '../../src/core/policy';
+import { usageDue } from '../../src/core/stepRules';
 import { EVERY_STATE } from '../support/watchSamples';
 import { counted, facts, failed, NOW, type Situation, turn } from '../support/policyFacts';
 
