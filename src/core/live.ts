@@ -70,3 +70,17 @@ export function waitsForPerson(live: LiveThread): boolean {
   const status = live.status;
   return status !== null && status.type === 'active' && 'activeFlags' in status && status.activeFlags.length > 0;
 }
+
+/** A turn runs: the thread is active, or its newest turn is in progress. */
+export function turnRuns(live: Pick<LiveThread, 'status' | 'turn'>): boolean {
+  return isThreadActive(live.status) || live.turn?.status === 'inProgress';
+}
+
+/**
+ * Whether `thread/resume` may subscribe to the thread as it is known: measured with 0.169.0,
+ * resuming an idle thread whose goal is active starts a turn, i.e. restarts work the user
+ * interrupted. So a goal that is active is subscribed to only while a turn runs.
+ */
+export function resumeIsSafe(goalStatus: string | undefined, live: Pick<LiveThread, 'status' | 'turn'>): boolean {
+  return goalStatus !== 'active' || turnRuns(live);
+}

@@ -6,7 +6,7 @@ import { isDisarmed } from '../model/queries';
 import { ConnectionLostError, type DaemonSession, type Resumed, RpcError, type ThreadGoal } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
-import { isThreadActive, type LiveThread } from './live';
+import { type LiveThread, resumeIsSafe } from './live';
 import { adoptsFromElsewhere, type ElsewhereState, resumesRetry } from './elsewherePolicy';
 import { adopts, decide, type Facts, keepsOnUnload, pendingOutcome, type Verdict } from './policy';
 import {
@@ -269,22 +269,19 @@ export class Reconciler {
     const live = core.liveOf(threadId);
     if (live.subscribed || !live.loaded) return null;
     const w = core.state.watches[threadId];
-    const running = () => isThreadActive(live.status) || live.turn?.status === 'inProgress';
-    if (w?.goal?.status === 'active' && !running()) {
-      // Measured with 0.169.0: resuming an idle thread whose goal is active starts a turn,
-      // i.e. restarts work the user interrupted. Subscribe only while a turn runs: the thread's
-      // status says so (read here unless the resync's page of statuses, or an event since, says
-      // a turn runs), and only when it does not, its newest turn is read too.
+    if (w && !resumeIsSafe(w.goal?.status, live)) {
+      // Not as known: the thread's status is read (unless the resync's page of statuses, or an
+      // event since, says a turn runs), and only when no turn runs by it, its newest turn too.
       const seq = live.seq;
       const thread = await session.readThread(threadId);
       if (live.seq !== seq) return null; // something happened meanwhile: decide again on its event
       live.status = thread.status;
       applyThread(w, thread);
-      if (!running()) {
+      if (!resumeIsSafe(w.goal?.status, live)) {
         const turn = await session.latestTurn(threadId).catch(notMaterialized);
         if (live.seq !== seq) return null;
         live.turn = turn;
-        if (!running()) return null;
+        if (!resumeIsSafe(w.goal?.status, live)) return null;
       }
     }
     let resumed: Resumed;
