@@ -8,6 +8,7 @@ import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
 import type { Prepared } from './jobs';
 import type { LiveThread } from './live';
+import { outageGroup } from './outage';
 import type { Reconciler } from './reconciler';
 import { backOff, confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
 import { setTookEffect, veto } from './policy';
@@ -89,6 +90,7 @@ export class Attempts {
       this.unchanged(live, seq, 'a turn event arrived while the turns were read');
       live.turn = turn;
       await readMarkers(core, w);
+      await this.groupLooked(w);
       // Rescheduled while it read (its outage's probe failed again: the group's next step): that
       // schedule decides now, not the one this attempt set out for.
       if (scheduledOf(w.state) !== p.scheduled) throw new Abort('its recovery was rescheduled meanwhile');
@@ -116,6 +118,23 @@ export class Attempts {
     if (early <= 0) return this.send(p);
     // Prepared ahead: the set goes out at the due time, if nothing happened meanwhile.
     core.work.addAfter(threadId, { kind: 'send', prepared: p }, early);
+  }
+
+  /**
+   * The looks an event queued for the other goals of its outage's group (its probe's turn failed
+   * again, say), finished first: a verdict on its way moves this recovery with its group whether
+   * the event or this attempt's reads came first. A goal whose own attempt is under way is not
+   * waited for: its look comes after that attempt, which may be waiting for this one's group.
+   */
+  private async groupLooked(w: Watch): Promise<void> {
+    const core = this.core;
+    const group = outageGroup(w);
+    if (group === null) return;
+    const looks = Object.values(core.state.watches)
+      .filter((x) => x !== w && outageGroup(x) === group)
+      .filter((x) => core.work.has(x.threadId, 'look') && !core.attempting(x.threadId))
+      .map((x) => core.work.add(x.threadId, { kind: 'look' }).catch(() => undefined));
+    await Promise.all(looks);
   }
 
   private unchanged(live: LiveThread, seq: number, reason: string): void {
