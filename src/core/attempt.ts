@@ -10,11 +10,11 @@ import type { Prepared } from './jobs';
 import type { LiveThread } from './live';
 import { outageGroup } from './outage';
 import type { Reconciler } from './reconciler';
-import { backOff, confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
+import { confirmRecovered, dueNotBefore, intentLost, recovering, setWithdrawn, unhold } from './transitions';
 import { setTookEffect, veto } from './policy';
 import { applyThread, goalSnapshot, readBoth } from './reads';
 import { errorText } from '../util/errorText';
-import { goalSeen, historyAdded, pendingIs, recoveryCounted, recoveryUncounted } from './watchWrites';
+import { goalSeen, pendingIs, recoveryCounted, recoveryUncounted } from './watchWrites';
 
 /** Why an attempt was called off just before the set: data, logged as `skipped`. */
 class Abort extends Error {}
@@ -235,6 +235,8 @@ export class Attempts {
     const core = this.core;
     const live = core.liveOf(w.threadId);
     const seq = live.seq;
+    // Refused, unless the daemon's state says otherwise: a read cut short leaves that to the next look.
+    pendingIs(w, { failedTurnId, attempt, sentAt: w.pending?.sentAt ?? core.now(), rejected: errorText(error) });
     const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
     if (live.seq === seq) {
       goalSeen(w, goal ? goalSnapshot(goal) : null);
@@ -244,16 +246,7 @@ export class Attempts {
       confirmRecovered(core, w, failedTurnId, attempt, `took effect despite the error reply (${errorText(error)})`);
       return;
     }
-    pendingIs(w, null);
-    historyAdded(w, {
-      at: core.now(),
-      failedTurnId,
-      attempt,
-      error: w.lastFailure?.code ?? '',
-      outcome: 'rejected',
-      detail: errorText(error),
-    });
     // A rejected set counts as a failed attempt: back off further, give up after the limit (TestResetSetError).
-    backOff(core, w, failedTurnId, 'set rejected', core.now());
+    intentLost(core, w);
   }
 }

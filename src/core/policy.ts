@@ -249,6 +249,8 @@ export type PendingOutcome =
   | 'recovered'
   /** Still blocked or usage-limited: the set was lost, or never sent; due again (never early). */
   | 'lost'
+  /** Still blocked or usage-limited, and the daemon's reply refused the set: a failed attempt (TestResetSetError). */
+  | 'rejected'
   /** The goal moved on otherwise (paused, complete, cleared): the intent is dropped. */
   | 'moot';
 
@@ -257,7 +259,8 @@ export function pendingOutcome(w: Watch, live: Readonly<LiveThread>): PendingOut
   if (!pending) return 'moot';
   if (live.turn === null && w.goal?.status !== 'active') return 'undecided';
   if (setTookEffect(w.goal?.status, live.turn, pending.failedTurnId)) return 'recovered';
-  return w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited' ? 'lost' : 'moot';
+  if (w.goal?.status !== 'blocked' && w.goal?.status !== 'usageLimited') return 'moot';
+  return pending.rejected === undefined ? 'lost' : 'rejected';
 }
 
 /**

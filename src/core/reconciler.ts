@@ -220,6 +220,7 @@ export class Reconciler {
         core.mark(w.threadId);
         return;
       case 'lost':
+      case 'rejected':
         return intentLost(core, w);
     }
   }

@@ -237,8 +237,10 @@ export function usagePlanned(core: EngineCore, w: Watch, key: string, plan: Usag
 }
 
 /**
- * A write-ahead intent that had no effect (lost, or never sent): due again at once, never before its
- * due time (an intent prepared ahead, cut short by a crash, is not sent early); the next look decides.
+ * A write-ahead intent that had no effect. Refused by the daemon (its reply said so, `rejected`): a
+ * failed attempt, backing off further and giving up after the limit (TestResetSetError). Else lost,
+ * or never sent: due again at once, never before its due time (an intent prepared ahead, cut short
+ * by a crash, is not sent early); the next look decides.
  */
 export function intentLost(core: EngineCore, w: Watch): void {
   const pending = w.pending;
@@ -249,9 +251,12 @@ export function intentLost(core: EngineCore, w: Watch): void {
     failedTurnId: pending.failedTurnId,
     attempt: pending.attempt,
     error: w.lastFailure?.code ?? '',
-    outcome: 'skipped',
-    detail: 'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
+    outcome: pending.rejected === undefined ? 'skipped' : 'rejected',
+    detail:
+      pending.rejected ??
+      'no effect on the daemon: the set was lost, or never sent before the engine stopped; due again',
   });
+  if (pending.rejected !== undefined) return backOff(core, w, pending.failedTurnId, 'set rejected', core.now());
   const due = lostIntentDue(w.lastFailure, pending.failedTurnId, core.now());
   if (due !== null) dueAtIs(w, due);
   core.setState(w, { kind: 'running' }, true);

@@ -168,6 +168,8 @@ export const PendingRecoverySchema = z.object({
   failedTurnId: z.string(),
   attempt: z.number().check(z.int(), z.positive()),
   sentAt: z.number(),
+  /** The daemon's error reply, once it refused the set: a read-back cut short leaves it to the next look. */
+  rejected: z.optional(z.string()),
 });
 export type PendingRecovery = z.infer<typeof PendingRecoverySchema>;
 

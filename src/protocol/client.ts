@@ -282,6 +282,8 @@ class JsonRpcDaemon implements DaemonSession {
       return parsed.data;
     } catch (error) {
       if (error instanceof ConnectionLostError || error instanceof ProtocolError) throw error;
+      // The daemon's error reply, even one that came just before the connection closed.
+      if (error instanceof RpcResponseError && error.replied) throw new RpcError(method, error.code, error.message);
       if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
       if (error instanceof RpcResponseError) throw new RpcError(method, error.code, error.message);
       throw new ConnectionLostError(method, errorText(error));
@@ -291,12 +293,19 @@ class JsonRpcDaemon implements DaemonSession {
     }
   }
 
+  /**
+   * No request goes out from now on; what the daemon sent before the close is dispatched first (a
+   * reply answers its request), then the waiters still without one and the listener are told (at
+   * once when this side closes: `close` disposes the connection, which dispatches nothing more).
+   */
   private markClosed(reason: string): void {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
-    for (const waiter of this.closeWaiters) waiter(reason);
-    this.closeWaiters.clear();
-    this.listener.closed(reason);
+    this.connection.afterIncoming(() => {
+      for (const waiter of this.closeWaiters) waiter(reason);
+      this.closeWaiters.clear();
+      this.listener.closed(reason);
+    });
   }
 
   /**

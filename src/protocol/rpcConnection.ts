@@ -13,11 +13,15 @@ import { Fifo } from '../util/fifo';
 
 export type RpcId = number | string;
 
-/** The daemon answered a request with an error (or it could not be sent: code -32099). */
+/**
+ * The daemon answered a request with an error (`replied`), or it got no answer: it could not be
+ * sent (code -32099), or the connection was disposed (-32097).
+ */
 export class RpcResponseError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly replied = false,
   ) {
     super(message);
   }
@@ -57,6 +61,8 @@ export class RpcConnection {
   private timer: NodeJS.Immediate | undefined;
   private readonly errorListeners: ((error: Error) => void)[] = [];
   private readonly closeListeners: (() => void)[] = [];
+  /** Waiting for what was read so far to be dispatched (`afterIncoming`). */
+  private drainWaiters: (() => void)[] = [];
   private onNotificationHandler: ((method: string, params: unknown) => void) | undefined;
 
   constructor(
@@ -83,6 +89,22 @@ export class RpcConnection {
   /** The transport closed (not fired after dispose). */
   onClose(listener: () => void): void {
     this.closeListeners.push(listener);
+  }
+
+  /**
+   * Calls `cb` once every message read so far has been dispatched (at once if none waits; at
+   * dispose, when none ever will be): a reply that came before the connection closed answers its
+   * request before the close is told.
+   */
+  afterIncoming(cb: () => void): void {
+    if (this.queue.length === 0 && this.timer === undefined) cb();
+    else this.drainWaiters.push(cb);
+  }
+
+  private drained(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const cb of waiters) cb();
   }
 
   listen(): void {
@@ -135,6 +157,7 @@ export class RpcConnection {
     this.timer = undefined;
     this.writer.dispose();
     this.reader.dispose();
+    this.drained();
   }
 
   private assertOpen(): void {
@@ -154,7 +177,8 @@ export class RpcConnection {
 
   /** One message per turn of the event loop, in the order they came. */
   private schedule(): void {
-    if (this.timer !== undefined || this.queue.length === 0) return;
+    if (this.timer !== undefined) return;
+    if (this.queue.length === 0) return this.drained();
     this.timer = setImmediate(() => {
       this.timer = undefined;
       const message = this.queue.shift();
@@ -211,7 +235,7 @@ export class RpcConnection {
     this.pending.delete(id);
     if (m.error) {
       const code = typeof m.error.code === 'number' ? m.error.code : UNKNOWN_ERROR_CODE;
-      p.reject(new RpcResponseError(code, m.error.message as string)); // as Error does: undefined →
+      p.reject(new RpcResponseError(code, m.error.message as string, true)); // as Error does: undefined →
     } else {
       p.resolve(m.result);
     }

@@ -87,11 +87,9 @@ export interface ProxyHooks {
   onDelivered?: (
     link: number,
     message: WireMessage,
-    request: { method: string; params: Record<string, unknown>; n: number } | null,
+    request: { method: string; params: Record<string, unknown> } | null,
     daemonError: boolean | null,
   ) => void;
-  /** The engine wrote a request (the `n`-th over all connections) on the `link`-th connection, before any fault. */
-  onRequest?: (link: number, n: number, method: string, params: Record<string, unknown>) => void;
 }
 
 interface Frame {
@@ -168,6 +166,8 @@ class Link {
   /** 1, 2, …: the order the connections were made in. */
   readonly id: number;
   closed = false;
+  /** The engine was told it closed (after what was written before reached it). */
+  private told = false;
   timedOut = false;
   /** The log's mark when the engine was told this connection closed. */
   closedMark = 0;
@@ -180,10 +180,7 @@ class Link {
   /** Reply faults of requests in flight, by request id. */
   private readonly replyFaults = new Map<string | number, Fault[]>();
   /** Requests in flight, by id: what a reply answers. */
-  private readonly requests = new Map<
-    string | number,
-    { method: string; params: Record<string, unknown>; n: number }
-  >();
+  private readonly requests = new Map<string | number, { method: string; params: Record<string, unknown> }>();
 
   constructor(
     private readonly proxy: FaultProxy,
@@ -206,7 +203,7 @@ class Link {
       writer: new LineMessageWriter(this.fromClient),
       describe: 'fake daemon (through the fault proxy)',
       onClose: (cb) => {
-        if (this.closed) cb(this.closeReason);
+        if (this.told) cb(this.closeReason);
         else this.closeCallbacks.push(cb);
       },
       close: () => {
@@ -238,7 +235,14 @@ class Link {
     this.down.clear();
     this.conn.close(reason);
     this.toClient.end();
-    for (const cb of this.closeCallbacks.splice(0)) cb(reason);
+    // As a socket does: what was written before the drop reaches the engine before it is told
+    // the connection closed (its replies first, then the close).
+    const told = () => {
+      this.told = true;
+      for (const cb of this.closeCallbacks.splice(0)) cb(reason);
+    };
+    if (this.toClient.readableFlowing === true && !this.toClient.readableEnded) this.toClient.once('end', told);
+    else told();
     this.proxy.moved += 1;
   }
 
@@ -267,9 +271,7 @@ class Link {
     const m = JSON.parse(line) as WireMessage;
     const frame: Frame = { line, delayMs: 0, dropBefore: null, dropAfter: null };
     if (m.method !== undefined && m.id !== undefined) {
-      const n = ++this.proxy.requestCount;
-      this.requests.set(m.id, { method: m.method, params: m.params ?? {}, n });
-      this.proxy.hooks.onRequest?.(this.id, n, m.method, m.params ?? {});
+      this.requests.set(m.id, { method: m.method, params: m.params ?? {} });
     }
     if (m.method === undefined && m.id !== undefined) {
       // Only a reply to a server request (an approval) goes this way: the engine must never send one.
@@ -345,7 +347,6 @@ export class FaultProxy {
   /** Connections made so far (the id of the newest). */
   linkCount = 0;
   /** Requests the engine wrote so far, over all connections. */
-  requestCount = 0;
   /** When frames were held back by a delay (monotonic ms, from and to): time passes for the engine only there. */
   readonly holds: { from: number; to: number }[] = [];
 

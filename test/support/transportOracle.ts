@@ -86,35 +86,22 @@ function countedEvents(run: TransportRun, p: Plan) {
   return [
     ...run.failures
       .filter((f) => f.threadId === p.id)
-      .map((f) => ({
-        at: f.at,
-        turnId: f.turnId,
-        certain: f.usage ? 0 : 1,
-        possible: f.usage ? 0 : 1,
-        rejection: false,
-      })),
+      .map((f) => ({ at: f.at, turnId: f.turnId, counts: f.usage ? 0 : 1, rejection: false })),
     ...run.rejections
       .filter((r) => r.threadId === p.id)
-      .map((r) => ({
-        at: r.at,
-        turnId: '',
-        certain: r.reads.size === 2 && r.ok.size === 2 ? 1 : 0,
-        possible: 1,
-        rejection: true,
-      })),
+      .map((r) => ({ at: r.at, turnId: '', counts: 1, rejection: true })),
   ].sort((a, b) => a.at - b.at);
 }
 
 /**
  * Expected give-ups, from what happened: each failed turn (not a usage limit) and each rejected
  * set counts one, in order, and more than maxAttempts in a row is a give-up. A rejection counts
- * for the engine only once it read back what the set did (its two reads answered): counted as
- * certain then, as possible before (a lost read leaves the engine to try again, uncounted).
+ * once its reply reached the engine, whether or not the engine's read of what the set did came
+ * back before the connection dropped (the intent keeps the rejection for the next look).
  *
  * Each failed turn with the rejections of its sets that follow it: the engine gives up at the
  * failure or after a rejection once the count passes maxAttempts. `must`: recovered exactly
- * once; `may`: once or not at all (a give-up that hangs on a lost read, or a person's pause
- * and its race); neither: never (given up for certain).
+ * once; `may`: once or not at all (a person's pause and its race); neither: never (given up).
  */
 function fates(run: TransportRun, p: Plan, recovers: boolean) {
   const events = countedEvents(run, p);
@@ -122,26 +109,18 @@ function fates(run: TransportRun, p: Plan, recovers: boolean) {
   const must: string[] = [];
   const may: string[] = [];
   const fate = new Map<string, Fate>();
-  let certain = 0;
-  let possible = 0;
+  let inRow = 0;
   let givenUpAt: number | null = null;
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     if (e.rejection) continue;
-    certain += e.certain;
-    possible += e.possible;
-    const atFailure = { certain, possible };
-    let j = i + 1;
-    for (; j < events.length && events[j].rejection; j++) {
-      certain += events[j].certain;
-      possible += events[j].possible;
-      if (certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = events[j].at;
+    inRow += e.counts;
+    if (inRow > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = e.at;
+    for (let j = i + 1; j < events.length && events[j].rejection; j++) {
+      inRow += events[j].counts;
+      if (inRow > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = events[j].at;
     }
-    if (atFailure.certain > OPTIONS.maxAttempts && givenUpAt === null) givenUpAt = e.at;
-    let f: Fate;
-    if (atFailure.certain > OPTIONS.maxAttempts || certain > OPTIONS.maxAttempts) f = 'never';
-    else if (possible > OPTIONS.maxAttempts) f = 'may';
-    else f = 'must';
+    let f: Fate = inRow > OPTIONS.maxAttempts ? 'never' : 'must';
     if (paused && f !== 'never') f = 'may';
     fate.set(e.turnId, f);
     if (!recovers) continue;

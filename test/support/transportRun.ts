@@ -35,18 +35,10 @@ export interface Approval {
   told: Set<number>;
 }
 
-/**
- * Delivered error replies to sets the daemon did not carry out; `reads`: the engine's two reads after it came
- * back.
- */
+/** An error reply to a set the daemon did not carry out, as it reached the engine. */
 export interface Rejection {
   threadId: string;
-  link: number;
   at: number;
-  byDaemon: boolean;
-  reads: Map<string, number | null>;
-  ok: Set<number>;
-  closed: boolean;
 }
 
 /** When a failed turn failed (monotonic ms) and whether by a usage limit. */

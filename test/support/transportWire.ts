@@ -75,7 +75,7 @@ export function watchSets(run: TransportRun): void {
 
 /** The fault proxy between the engine and the daemon, recording what reached the engine's socket. */
 export function newProxy(run: TransportRun, schedule: Schedule): FaultProxy {
-  const { clock, decisions, reached, rejections } = run;
+  const { clock, decisions, reached } = run;
   const proxy = new FaultProxy(run.daemon, clock, schedule.faults, {
     onFault: (fault, brokeIt) => {
       run.log.push(`${clock.now()}: fault ${describeFault(fault)}${brokeIt ? ' (connection broken)' : ''}`);
@@ -90,38 +90,17 @@ export function newProxy(run: TransportRun, schedule: Schedule): FaultProxy {
     onSetSent: (threadId, _params, link) => {
       run.sent.push({ threadId, at: clock.elapsed() });
       run.sentOn.set(threadId, link);
-      for (const r of rejections) if (r.threadId === threadId) r.closed = true;
       // Invariant: never a set after the engine was told a person paused the goal.
       if (run.toldPaused.has(threadId))
         run.broken.push(`set on ${threadId} after the engine was told the user paused it`);
-    },
-    onRequest: (link, n, method, params) => {
-      // The first goal and turn reads of the thread after a rejection came back: the engine's look at what the set did.
-      const threadId = String(params.threadId);
-      for (const r of rejections) {
-        if (r.threadId !== threadId || r.link !== link || r.closed) continue;
-        if ((method === 'thread/goal/get' || method === 'thread/turns/list') && !r.reads.has(method))
-          r.reads.set(method, n);
-      }
     },
     onDelivered: (link, m, request, daemonError) => {
       if (request !== null) {
         const threadId = String(request.params.threadId);
         if (request.method === 'thread/goal/set' && m.error !== undefined && daemonError !== false) {
-          rejections.push({
-            threadId,
-            link,
-            at: clock.elapsed(),
-            byDaemon: daemonError === true,
-            reads: new Map(),
-            ok: new Set(),
-            closed: false,
-          });
+          run.rejections.push({ threadId, at: clock.elapsed() });
           if (daemonError === true) reached.rejectedByDaemon += 1;
         }
-        if (m.error === undefined)
-          for (const r of rejections)
-            if (r.threadId === threadId && [...r.reads.values()].includes(request.n)) r.ok.add(request.n);
         return;
       }
       const params = m.params ?? {};

@@ -5,6 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stdioSession, unixWsServer, websocketSession, type WireSession } from '../support/wireFuzz';
 import { sleep } from '../support/wait';
+import type { DataCallback, Disposable, Message } from 'vscode-jsonrpc/node';
+import { MessageReaderBase, MessageWriterBase } from '../../src/protocol/messageEvents';
+import { startSession } from '../../src/protocol/client';
+import { ConnectionLostError, type DaemonSession } from '../../src/protocol/daemon';
+import type { Transport } from '../../src/protocol/transportContract';
+import { RecordingListener } from '../support/wireFuzz';
 
 const line = (value: unknown) => ({ text: JSON.stringify(value) });
 
@@ -100,4 +106,78 @@ test('websocket: a text frame with invalid UTF-8 is one dropped frame; the conne
   } finally {
     await server.close();
   }
+});
+
+/** A transport whose daemon side the test scripts message by message, and closes when it says. */
+class ScriptedReader extends MessageReaderBase {
+  private callback: DataCallback | undefined;
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    return { dispose: () => undefined };
+  }
+  /** A message read off the wire (reaches the client's queue at once). */
+  push(message: object): void {
+    this.callback?.({ jsonrpc: '2.0', ...message });
+  }
+}
+
+async function scriptedSession(): Promise<{
+  session: DaemonSession;
+  listener: RecordingListener;
+  reader: ScriptedReader;
+  sent: { id: number; method: string }[];
+  closeNow: (reason: string) => void;
+}> {
+  const reader = new ScriptedReader();
+  const sent: { id: number; method: string }[] = [];
+  let closeCbs: ((reason: string) => void)[] = [];
+  class Writer extends MessageWriterBase {
+    write(m: Message): Promise<void> {
+      const { id, method } = m as unknown as { id: number; method: string };
+      sent.push({ id, method });
+      if (method === 'initialize')
+        setImmediate(() => reader.push({ id, result: { userAgent: 'scripted/1', codexHome: '/nowhere' } }));
+      return Promise.resolve();
+    }
+    end(): void {}
+  }
+  const transport: Transport = {
+    reader,
+    writer: new Writer(),
+    describe: 'scripted',
+    onClose: (cb) => void closeCbs.push(cb),
+    close: () => Promise.resolve(),
+  };
+  const listener = new RecordingListener();
+  const session = await startSession(transport, listener, { clientVersion: 'scripted', requestTimeoutMs: 60_000 });
+  const closeNow = (reason: string) => {
+    const cbs = closeCbs;
+    closeCbs = [];
+    for (const cb of cbs) cb(reason);
+  };
+  return { session, listener, reader, sent, closeNow };
+}
+
+test('replies read before the connection closed answer their requests (a result, and an error reply as the daemon’s error); only a request without one is lost; the listener hears the close after them', async () => {
+  const { session, listener, reader, sent, closeNow } = await scriptedSession();
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      (v) => `resolved ${JSON.stringify(v)}`,
+      (e: unknown) => `${(e as Error).constructor.name}: ${(e as Error).message}`,
+    );
+  const a = outcome(session.request('a', {}));
+  const b = outcome(session.request('b', {}));
+  const c = outcome(session.request('c', {}));
+  await sleep(5);
+  const id = (method: string) => sent.find((m) => m.method === method)!.id;
+  reader.push({ id: id('a'), result: { ok: 1 } });
+  reader.push({ id: id('b'), error: { code: -32600, message: 'refused' } });
+  reader.push({ method: 'thread/closed', params: { threadId: 'late' } });
+  closeNow('the daemon went away');
+  await assert.rejects(session.request('d', {}), ConnectionLostError, 'a request after the close goes nowhere');
+  assert.equal(await a, 'resolved {"ok":1}');
+  assert.match(await b, /^RpcError: .*refused/);
+  assert.match(await c, /^ConnectionLostError: .*the daemon went away/);
+  assert.deepEqual(listener.events, [['threadClosed', 'late']]);
+  assert.deepEqual(listener.closes, ['the daemon went away']);
 });

@@ -152,6 +152,7 @@ describe('which usage limit is which', () => {
 
 describe('the other rows', () => {
   const pending = { pending: { failedTurnId: 't1', attempt: 1, sentAt: NOW - 10 } };
+  const refused = { pending: { ...pending.pending, rejected: 'thread/goal/set failed (-32600): no' } };
   const cases: [string, Situation, ReturnType<typeof pendingOutcome>][] = [
     ['an intent, the newest turn not known yet → undecided', { watch: pending, live: { turn: null } }, 'undecided'],
     ['an intent, the goal active → recovered (TestLostSetReply)', { goal: 'active', watch: pending }, 'recovered'],
@@ -177,6 +178,22 @@ describe('the other rows', () => {
       'lost',
     ],
     ['an intent, the goal cleared since → moot', { goal: null, watch: pending, live: { turn: failed('t1') } }, 'moot'],
+    [
+      'a refused intent, still blocked on its turn → rejected: a failed try (TestResetSetError)',
+      { watch: refused, live: { turn: failed('t1') } },
+      'rejected',
+    ],
+    [
+      'a refused intent, still usage-limited → rejected',
+      { goal: 'usageLimited', watch: refused, live: { turn: failed('t1', 'usageLimitExceeded') } },
+      'rejected',
+    ],
+    ['a refused intent, the goal active since → recovered', { goal: 'active', watch: refused }, 'recovered'],
+    [
+      'a refused intent, the goal paused since → moot',
+      { goal: 'paused', watch: refused, live: { turn: failed('t1') } },
+      'moot',
+    ],
     [
       'an intent, the goal cleared and the newest turn not known yet → undecided',
       { goal: null, watch: pending, live: { turn: null } },

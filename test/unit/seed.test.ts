@@ -513,6 +513,35 @@ describe('seed scenarios', () => {
     assert.deepEqual(w.recovered, []);
   });
 
+  it('a refused set whose read-back a dropped connection cut short: still counted as refused once the state read after reconnecting shows the goal blocked (not sent again as the same try)', async () => {
+    const dir = tmp();
+    const clock = new FakeClock();
+    const daemon = failedDaemon(dir);
+    daemon.setError = { code: -32600, message: 'synthetic rejection' };
+    let dropped = false;
+    daemon.before = (m) => {
+      if (m.method !== 'thread/goal/get' || daemon.count('thread/goal/set') !== 1 || dropped) return;
+      dropped = true;
+      daemon.disconnect('dropped after the refusal');
+      return false;
+    };
+    const h = await withFailedWatch(dir, daemon, clock);
+    await h.reconcile();
+    assert.ok(dropped, 'the read-back was not cut short');
+    await h.advance(5_000); // the reconnect
+    await h.reconcile();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(daemon.count('thread/goal/set'), 1, 'the refused try was sent again');
+    const entry = w.history.at(-1);
+    assert.deepEqual(
+      [entry?.failedTurnId, entry?.attempt, entry?.outcome, entry?.detail],
+      ['turn-1', 1, 'rejected', 'thread/goal/set failed (-32600): synthetic rejection'],
+    );
+    assert.equal(w.pending, null);
+    assert.deepEqual(w.state, { kind: 'backoff', attempt: 2, failedTurnId: 'turn-1' });
+    assert.ok(dueAt(w)! > clock.now(), 'a rejected set was tried again at once');
+  });
+
   it("never competes with Codex's own retry (TestNoCompetingRetry)", async () => {
     // The goal is blocked while Codex retries (docs/daemon-behaviour.md (a): `error {willRetry:
     // true}`, then the goal `blocked` and the thread `systemError` before the turn's end), and the
