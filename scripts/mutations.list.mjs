@@ -248,9 +248,8 @@ export const MUTATIONS = [
     invariant: 'a rejected set is a failed attempt: backed off further, given up after maxAttempts',
     fault: 'an error reply to the set is taken for success',
     file: ATTEMPT,
-    find: '    if (setTookEffect(w.goal?.status, live.turn, failedTurnId)) {\n      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite',
-    replace:
-      '    if (Date.now() > 0 || setTookEffect(w.goal?.status, live.turn, failedTurnId)) {\n      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite',
+    find: '      pendingIs(w, { failedTurnId, attempt, sentAt, rejected: errorText(error) });\n',
+    replace: "      confirmRecovered(core, w, failedTurnId, attempt, 'fault');\n",
     guard: { file: 'test/faults/transport.test.ts', pattern: 'keeps every invariant' },
   },
   {

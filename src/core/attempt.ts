@@ -10,9 +10,9 @@ import type { Prepared } from './jobs';
 import type { LiveThread } from './live';
 import { outageGroup } from './outage';
 import type { Reconciler } from './reconciler';
-import { confirmRecovered, dueNotBefore, intentLost, recovering, setWithdrawn, unhold } from './transitions';
+import { confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
 import { setTookEffect, veto } from './policy';
-import { applyThread, goalSnapshot, readBoth } from './reads';
+import { applyThread, goalSnapshot } from './reads';
 import { errorText } from '../util/errorText';
 import { goalSeen, pendingIs, recoveryCounted, recoveryUncounted } from './watchWrites';
 
@@ -217,36 +217,17 @@ export class Attempts {
         threadId,
         message: `${errorText(error)}; reading the daemon's state to see whether it took effect`,
       });
-      await this.afterSetError(session, w, failedTurnId, attempt, error);
+      // Refused, unless the daemon's state says otherwise (events that show the goal active, or a
+      // newer turn): the intent keeps the refusal, and the next look, with a fresh read of the
+      // newest turn, settles it (pendingOutcome: recovered, or a failed try, TestResetSetError);
+      // after reconnecting, if the connection drops first.
+      const sentAt = w.pending?.sentAt ?? core.now();
+      pendingIs(w, { failedTurnId, attempt, sentAt, rejected: errorText(error) });
+      core.touch(threadId);
+      return;
     }
     await this.reconciler.decide(session, w);
     core.schedule.reschedule();
     core.saver.persistSoon();
-  }
-
-  /** An error reply: if events or state show the goal went active, it counts as success. */
-  private async afterSetError(
-    session: DaemonSession,
-    w: Watch,
-    failedTurnId: string,
-    attempt: number,
-    error: unknown,
-  ): Promise<void> {
-    const core = this.core;
-    const live = core.liveOf(w.threadId);
-    const seq = live.seq;
-    // Refused, unless the daemon's state says otherwise: a read cut short leaves that to the next look.
-    pendingIs(w, { failedTurnId, attempt, sentAt: w.pending?.sentAt ?? core.now(), rejected: errorText(error) });
-    const [goal, turn] = await readBoth(session.getGoal(w.threadId), session.latestTurn(w.threadId));
-    if (live.seq === seq) {
-      goalSeen(w, goal ? goalSnapshot(goal) : null);
-      live.turn = turn;
-    }
-    if (setTookEffect(w.goal?.status, live.turn, failedTurnId)) {
-      confirmRecovered(core, w, failedTurnId, attempt, `took effect despite the error reply (${errorText(error)})`);
-      return;
-    }
-    // A rejected set counts as a failed attempt: back off further, give up after the limit (TestResetSetError).
-    intentLost(core, w);
   }
 }

@@ -16,7 +16,7 @@ import {
 } from '../model/watch';
 import { scheduledOf } from '../model/queries';
 import { classifyFailure, describeErrorInfo } from './classify';
-import { isThreadActive, type LiveThread, waitsForPerson } from './live';
+import { isThreadActive, type LiveThread, turnRuns, waitsForPerson } from './live';
 import type { EngineOptions } from './options';
 import { halfStepFailed } from './outage';
 import { isUntimedCode } from './rateLimits';
@@ -39,9 +39,8 @@ export type Verdict =
   | { act: 'keep'; why: string; scheduled?: string }
   /**
    * A failed turn not counted yet: count it, then back off (or give up past `maxAttempts`: the
-   * back-off counts it, and decides).
-   * `halfStep`: the failure of an outage's half-step try (outage.ts): not counted, it waits for its
-   * group's step, due then.
+   * back-off counts it, and decides). `halfStep`: the failure of an outage's half-step try
+   * (outage.ts): not counted, it waits for its group's step, due then.
    */
   | { act: 'count'; failure: TurnFailure; why: string; failedAgain: boolean; halfStep: number | null }
   /** A failure counted before, past `maxAttempts` now: give up. */
@@ -247,9 +246,9 @@ export type PendingOutcome =
   | 'undecided'
   /** The goal is active, or a newer turn exists: the set took effect (TestLostSetReply, TestRestartPending). */
   | 'recovered'
-  /** Still blocked or usage-limited: the set was lost, or never sent; due again (never early). */
+  /** Still blocked or usage-limited: the set was lost, or never sent (due again, never early); or `rejected`
+   * by the daemon's reply: a failed attempt (TestResetSetError). */
   | 'lost'
-  /** Still blocked or usage-limited, and the daemon's reply refused the set: a failed attempt (TestResetSetError). */
   | 'rejected'
   /** The goal moved on otherwise (paused, complete, cleared): the intent is dropped. */
   | 'moot';
@@ -259,8 +258,8 @@ export function pendingOutcome(w: Watch, live: Readonly<LiveThread>): PendingOut
   if (!pending) return 'moot';
   if (live.turn === null && w.goal?.status !== 'active') return 'undecided';
   if (setTookEffect(w.goal?.status, live.turn, pending.failedTurnId)) return 'recovered';
-  if (w.goal?.status !== 'blocked' && w.goal?.status !== 'usageLimited') return 'moot';
-  return pending.rejected === undefined ? 'lost' : 'rejected';
+  const still = w.goal?.status === 'blocked' || w.goal?.status === 'usageLimited';
+  return !still ? 'moot' : pending.rejected === undefined ? 'lost' : 'rejected';
 }
 
 /**
@@ -375,7 +374,7 @@ function othersWhy(live: Readonly<LiveThread>): string {
 function activeState(live: Readonly<LiveThread>): WatchState {
   if (waitsForPerson(live)) return { kind: 'waitingApproval' };
   if (live.retrying) return { kind: 'codexRetrying', detail: live.retrying };
-  if (isThreadActive(live.status) || live.turn?.status === 'inProgress') return { kind: 'running' };
+  if (turnRuns(live)) return { kind: 'running' };
   if (live.turn?.status === 'interrupted') return { kind: 'interrupted' };
   return live.status === null ? { kind: 'running' } : { kind: 'idle' };
 }

@@ -282,11 +282,11 @@ class JsonRpcDaemon implements DaemonSession {
       return parsed.data;
     } catch (error) {
       if (error instanceof ConnectionLostError || error instanceof ProtocolError) throw error;
-      // The daemon's error reply, even one that came just before the connection closed.
-      if (error instanceof RpcResponseError && error.replied) throw new RpcError(method, error.code, error.message);
-      if (this.closedReason !== null) throw new ConnectionLostError(method, this.closedReason);
-      if (error instanceof RpcResponseError) throw new RpcError(method, error.code, error.message);
-      throw new ConnectionLostError(method, errorText(error));
+      // The daemon's error reply (even one that came just before the connection closed), or a write
+      // that failed on an open connection.
+      const answered = error instanceof RpcResponseError && (error.replied || this.closedReason === null);
+      if (answered) throw new RpcError(method, error.code, error.message);
+      throw new ConnectionLostError(method, this.closedReason ?? errorText(error));
     } finally {
       if (timer !== undefined) timers.clear(timer);
       if (onClose) this.closeWaiters.delete(onClose);

@@ -74,7 +74,7 @@ for (const codex of codexBuilds())
         );
         assert.ok(
           decisions.every((d) => d.type !== 'released' || (probe2.type === 'probe' && d.by === probe2.threadId)),
-          'released by the probe’s answer',
+          `released by the probe’s answer (${probe2.type === 'probe' ? probe2.threadId : '?'}):\n${real.decisionLog()}`,
         );
         for (const id of ids) await waitGoalStatus(user, id, 'complete', 2 * T, seq);
         await real.settle();

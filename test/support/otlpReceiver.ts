@@ -76,17 +76,26 @@ export class OtlpReceiver {
       );
   }
 
-  /** The latest value of the metric `name` from `service` (a cumulative sum's last data point), or undefined. */
+  /**
+   * The latest value of the metric `name` from `service` (a cumulative sum's newest data point, by
+   * its time: a request the exporter timed out on, and sent again, may still arrive after the
+   * newer one), or undefined.
+   */
   latest(name: string, service = 'codex-goal-recovery'): number | undefined {
     let value: number | undefined;
+    let newest = -1n;
     for (const r of this.requests.filter((x) => x.path === '/v1/metrics' && typeof x.body === 'object'))
       for (const rm of r.body.resourceMetrics ?? []) {
         if (attrs(rm.resource?.attributes)['service.name'] !== service) continue;
         for (const sm of rm.scopeMetrics ?? [])
           for (const m of sm.metrics ?? [])
             if (m.name === name)
-              for (const p of m.sum?.dataPoints ?? [])
+              for (const p of m.sum?.dataPoints ?? []) {
+                const at = BigInt(p.timeUnixNano ?? 0);
+                if (at < newest) continue;
+                newest = at;
                 value = p.asInt !== undefined ? Number(p.asInt) : (p.asDouble as number);
+              }
       }
     return value;
   }

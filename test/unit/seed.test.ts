@@ -520,7 +520,7 @@ describe('seed scenarios', () => {
     daemon.setError = { code: -32600, message: 'synthetic rejection' };
     let dropped = false;
     daemon.before = (m) => {
-      if (m.method !== 'thread/goal/get' || daemon.count('thread/goal/set') !== 1 || dropped) return;
+      if (m.method !== 'thread/turns/list' || daemon.count('thread/goal/set') !== 1 || dropped) return;
       dropped = true;
       daemon.disconnect('dropped after the refusal');
       return false;
