@@ -346,7 +346,6 @@ export class FaultProxy {
   private readonly links: Link[] = [];
   /** Connections made so far (the id of the newest). */
   linkCount = 0;
-  /** Requests the engine wrote so far, over all connections. */
   /** When frames were held back by a delay (monotonic ms, from and to): time passes for the engine only there. */
   readonly holds: { from: number; to: number }[] = [];
 
