@@ -218,11 +218,13 @@ export class Attempts {
         message: `${errorText(error)}; reading the daemon's state to see whether it took effect`,
       });
       // Refused, unless the daemon's state says otherwise (events that show the goal active, or a
-      // newer turn): the intent keeps the refusal, and the next look, with a fresh read of the
-      // newest turn, settles it (pendingOutcome: recovered, or a failed try, TestResetSetError);
-      // after reconnecting, if the connection drops first.
+      // newer turn): the intent keeps the refusal, on disk before the next look, with a fresh read
+      // of the newest turn, settles it (pendingOutcome: recovered, or a failed try,
+      // TestResetSetError); after reconnecting, or restarting, if the connection drops or the
+      // engine dies first (a lost refusal would read as a lost set: the same try sent again).
       const sentAt = w.pending?.sentAt ?? core.now();
       pendingIs(w, { failedTurnId, attempt, sentAt, rejected: errorText(error) });
+      await core.persist();
       core.touch(threadId);
       return;
     }

@@ -101,6 +101,11 @@ function failedDaemon(dir: string): FakeDaemon {
   return d;
 }
 
+/** `n` turns of the event loop. */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
 function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-seed-'));
 }
@@ -540,6 +545,49 @@ describe('seed scenarios', () => {
     assert.equal(w.pending, null);
     assert.deepEqual(w.state, { kind: 'backoff', attempt: 2, failedTurnId: 'turn-1' });
     assert.ok(dueAt(w)! > clock.now(), 'a rejected set was tried again at once');
+  });
+
+  // A slow disk (MemoryStore.hold, from the set on, for 50 turns of the event loop: the saves of the
+  // set's announcements are under way when the refusal comes back), and a crash at the first request
+  // after the refusal: whatever the engine decides from the refusal must already be on disk.
+  it('a refused set, then a crash on a slow disk before anything else is read: the refusal is on disk, counted once after the restart (not sent again as the same try)', async () => {
+    const dir = tmp();
+    const clock = new FakeClock();
+    const daemon = failedDaemon(dir);
+    daemon.setError = { code: -32600, message: 'synthetic rejection' };
+    const w0 = failedWatch(clock.now(), daemon.thread().path);
+    w0.lastFailure!.dueAt = clock.now() + 5_000;
+    const store = new MemoryStore(stateWith(w0));
+    const first = await harness({ dir, daemon, clock, store });
+    let crashed = false;
+    daemon.before = (m) => {
+      if (m.method === 'thread/goal/set') {
+        store.hold();
+        void turns(50).then(() => store.open());
+        return;
+      }
+      // The first request after the refusal (the look that settles it): the engine dies there.
+      if (crashed || daemon.count('thread/goal/set') !== 1) return;
+      crashed = true;
+      first.crash();
+      return false;
+    };
+    // Not awaited: the crashed engine's last saves never resolve (the harness's crash).
+    void first.advance(5_000);
+    for (let i = 0; i < 1_000 && !crashed; i++) await turns(1);
+    assert.ok(crashed, 'the engine never read anything after the refusal');
+    await turns(60); // the saves under way at the crash land
+    daemon.before = null;
+    const second = await harness({ dir, daemon, clock, store });
+    await second.reconcile();
+    const w = second.engine.watch('thread-1')!;
+    assert.equal(daemon.count('thread/goal/set'), 1, 'the refused try was sent again');
+    assert.deepEqual(
+      [w.history.at(-1)?.attempt, w.history.at(-1)?.outcome],
+      [1, 'rejected'],
+      JSON.stringify(w.history),
+    );
+    assert.deepEqual(w.state, { kind: 'backoff', attempt: 2, failedTurnId: 'turn-1' });
   });
 
   it("never competes with Codex's own retry (TestNoCompetingRetry)", async () => {
