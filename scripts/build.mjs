@@ -27,6 +27,8 @@ const common = {
   sourcemap: !release,
   logLevel: 'warning',
   define: { navigator: 'undefined' },
+  // Text as it is (·, …), not as \xB7 and \u2026 escapes: the files are UTF-8, as Node reads them.
+  charset: 'utf8',
 };
 
 const [extension] = await Promise.all([

@@ -5,6 +5,7 @@
 import type { Watch } from '../model/watch';
 import { scanForMarkers, scanFromLastActivation, type ScanOptions } from '../rollout/markers';
 import type { EngineCore } from './engineCore';
+import { armingOffset, markerCounts, modelBlock } from './markerRules';
 import { markerMove } from './policy';
 import { markerMoved } from './transitions';
 import { errorText } from '../util/errorText';
@@ -43,27 +44,15 @@ export async function readMarkers(core: EngineCore, w: Watch): Promise<void> {
     armOffset = 0;
     markers = result.last ? [result.last] : [];
   }
-  if (armOffset === null) {
-    // Just armed: the arming is the goal's last activation (one appended since the backward
-    // lookup is in the goal lines; the one it found is their first unless more than
-    // `maxMarkers` goal lines followed it). With no activation line at all (nothing in the file
-    // shows where the goal was set active), the arming falls back to offset 0, as before this
-    // lookup existed: every marker and model block in the file counts, and the file was read
-    // whole, twice (backwards, then forwards), still in bounded memory.
-    const activations = result.goalLines.filter((l) => l.by === 'event' && l.status === 'active');
-    armOffset = activations.at(-1)?.offset ?? activation ?? 0;
-  }
+  // Just armed: the arming is the goal's last activation (markerRules.ts), read in both directions
+  // in bounded memory.
+  if (armOffset === null) armOffset = armingOffset(result.goalLines, activation);
   rolloutRead(w, result.nextOffset, armOffset);
-  let block = w.modelBlockOffset;
-  for (const line of result.goalLines) {
-    if (line.offset < armOffset) continue;
-    if (line.by === 'model' && line.status === 'blocked') block = line.offset;
-    else if (line.by === 'event' && line.status === 'active' && (block === null || line.offset > block)) block = null;
-  }
+  const block = modelBlock(result.goalLines, armOffset, w.modelBlockOffset);
   if (block !== w.modelBlockOffset) modelBlockSeen(w, block);
   for (const marker of markers) {
     markerSeen(w, marker);
-    if (marker.offset < (w.armOffset ?? 0)) continue; // older than the arming (a re-arm moves it)
+    if (!markerCounts(marker.offset, w.armOffset)) continue;
     markerMoved(core, w, markerMove(w.state, marker.status), marker);
   }
 }

@@ -157,7 +157,12 @@ test('the decision table imports nothing that does I/O', () => {
     [],
     'stepRules.ts imports beyond the pure model, outage rules, options and the backoff curve',
   );
-  const pureRules = ['rateLimits.ts', 'outage.ts', 'stepRules.ts'].map((f) => path.join(src, 'core', f));
+  // What a rollout's goal lines mean (markerRules.ts): their type alone.
+  const marks = path.join(src, 'core', 'markerRules.ts');
+  assert.deepEqual(imports(marks), ['../rollout/markers'], 'markerRules.ts imports beyond the goal lines’ type');
+  const pureRules = ['rateLimits.ts', 'outage.ts', 'stepRules.ts', 'markerRules.ts'].map((f) =>
+    path.join(src, 'core', f),
+  );
   for (const file of [policy, outside, plan, ...pureRules]) {
     const code = fs
       .readFileSync(file, 'utf8')
