@@ -12,8 +12,18 @@ const model = (status: GoalLine['status'], offset: number): GoalLine => ({ by: '
 
 describe('the arming of a just-armed watch', () => {
   const rows: [string, GoalLine[], number | null, number][] = [
-    ['the last active goal event of the lines read', [event('active', 10), event('paused', 20), event('active', 30)], 5, 30],
-    ['an active event before a later paused one still is the last activation', [event('active', 10), event('paused', 20)], 5, 10],
+    [
+      'the last active goal event of the lines read',
+      [event('active', 10), event('paused', 20), event('active', 30)],
+      5,
+      30,
+    ],
+    [
+      'an active event before a later paused one still is the last activation',
+      [event('active', 10), event('paused', 20)],
+      5,
+      10,
+    ],
     ['a model active call is no activation: the backward lookup’s', [model('active', 40)], 5, 5],
     ['an event of another status is none: the backward lookup’s', [event('blocked', 40), event('paused', 50)], 7, 7],
     ['no activation read and none found: the start of the file', [model('blocked', 40)], null, 0],
@@ -31,7 +41,13 @@ describe('the model block that still holds', () => {
     ['a model blocked call at the arming itself counts', [model('blocked', 10)], 10, null, 10],
     ['a model blocked call before the arming does not', [model('blocked', 9)], 10, null, null],
     ['a later active goal event lifts it', [model('blocked', 20), event('active', 30)], 0, null, null],
-    ['an active goal event before the block does not lift it', [event('active', 20), model('blocked', 30)], 0, null, 30],
+    [
+      'an active goal event before the block does not lift it',
+      [event('active', 20), model('blocked', 30)],
+      0,
+      null,
+      30,
+    ],
     ['an active event at the very offset of the block does not lift it', [event('active', 30)], 0, 30, 30],
     ['an active event before the arming does not lift a held block', [event('active', 40)], 50, 30, 30],
     ['an active event lifts a block held from before', [event('active', 40)], 0, 30, null],
