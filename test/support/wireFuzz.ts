@@ -1,7 +1,8 @@
 // Wire-level fixtures for the fault-injection suite: the daemon's side of a real client session
 // over either framing (newline-delimited JSON on in-memory streams, or one message per WebSocket
 // frame on a ws server bound to a Unix socket in a private directory), a listener that records
-// everything the client reports, and heap measurement after a forced garbage collection.
+// everything the client reports, a reader a test scripts message by message (`ScriptReader`), and
+// heap measurement after a forced garbage collection.
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
@@ -10,6 +11,8 @@ import { PassThrough } from 'node:stream';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { DataCallback, Disposable, Message } from 'vscode-jsonrpc/node';
+import { MessageReaderBase } from '../../src/protocol/messageEvents';
 import { immediate, turns, until } from './wait';
 import { startSession } from '../../src/protocol/client';
 import type {
@@ -331,4 +334,28 @@ export async function liveBytes(): Promise<number> {
   collectGarbage();
   const m = process.memoryUsage();
   return m.heapUsed + m.arrayBuffers;
+}
+
+/** A reader a test scripts: what it `push`es is read off the wire at once, as given (a test writes
+ * its `jsonrpc`); it reports an error or a close as a transport would. */
+export class ScriptReader extends MessageReaderBase {
+  callback: DataCallback | undefined;
+  disposed = false;
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    return { dispose: () => undefined };
+  }
+  push(message: unknown): void {
+    this.callback?.(message as Message);
+  }
+  error(e: unknown): void {
+    this.fireError(e);
+  }
+  close(): void {
+    this.fireClose();
+  }
+  override dispose(): void {
+    this.disposed = true;
+    super.dispose();
+  }
 }

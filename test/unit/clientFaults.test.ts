@@ -5,12 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { stdioSession, unixWsServer, websocketSession, type WireSession } from '../support/wireFuzz';
 import { sleep } from '../support/wait';
-import type { DataCallback, Disposable, Message } from 'vscode-jsonrpc/node';
-import { MessageReaderBase, MessageWriterBase } from '../../src/protocol/messageEvents';
+import type { Message } from 'vscode-jsonrpc/node';
+import { MessageWriterBase } from '../../src/protocol/messageEvents';
 import { startSession } from '../../src/protocol/client';
 import { ConnectionLostError, type DaemonSession } from '../../src/protocol/daemon';
 import type { Transport } from '../../src/protocol/transportContract';
-import { RecordingListener } from '../support/wireFuzz';
+import { RecordingListener, ScriptReader } from '../support/wireFuzz';
 
 const line = (value: unknown) => ({ text: JSON.stringify(value) });
 
@@ -109,26 +109,14 @@ test('websocket: a text frame with invalid UTF-8 is one dropped frame; the conne
 });
 
 /** A transport whose daemon side the test scripts message by message, and closes when it says. */
-class ScriptedReader extends MessageReaderBase {
-  private callback: DataCallback | undefined;
-  listen(callback: DataCallback): Disposable {
-    this.callback = callback;
-    return { dispose: () => undefined };
-  }
-  /** A message read off the wire (reaches the client's queue at once). */
-  push(message: object): void {
-    this.callback?.({ jsonrpc: '2.0', ...message });
-  }
-}
-
 async function scriptedSession(): Promise<{
   session: DaemonSession;
   listener: RecordingListener;
-  reader: ScriptedReader;
+  reader: ScriptReader;
   sent: { id: number; method: string }[];
   closeNow: (reason: string) => void;
 }> {
-  const reader = new ScriptedReader();
+  const reader = new ScriptReader();
   const sent: { id: number; method: string }[] = [];
   let closeCbs: ((reason: string) => void)[] = [];
   class Writer extends MessageWriterBase {
@@ -136,7 +124,9 @@ async function scriptedSession(): Promise<{
       const { id, method } = m as unknown as { id: number; method: string };
       sent.push({ id, method });
       if (method === 'initialize')
-        setImmediate(() => reader.push({ id, result: { userAgent: 'scripted/1', codexHome: '/nowhere' } }));
+        setImmediate(() =>
+          reader.push({ jsonrpc: '2.0', id, result: { userAgent: 'scripted/1', codexHome: '/nowhere' } }),
+        );
       return Promise.resolve();
     }
     end(): void {}
@@ -170,9 +160,9 @@ test('replies read before the connection closed answer their requests (a result,
   const c = outcome(session.request('c', {}));
   await sleep(5);
   const id = (method: string) => sent.find((m) => m.method === method)!.id;
-  reader.push({ id: id('a'), result: { ok: 1 } });
-  reader.push({ id: id('b'), error: { code: -32600, message: 'refused' } });
-  reader.push({ method: 'thread/closed', params: { threadId: 'late' } });
+  reader.push({ jsonrpc: '2.0', id: id('a'), result: { ok: 1 } });
+  reader.push({ jsonrpc: '2.0', id: id('b'), error: { code: -32600, message: 'refused' } });
+  reader.push({ jsonrpc: '2.0', method: 'thread/closed', params: { threadId: 'late' } });
   closeNow('the daemon went away');
   await assert.rejects(session.request('d', {}), ConnectionLostError, 'a request after the close goes nowhere');
   assert.equal(await a, 'resolved {"ok":1}');

@@ -6,31 +6,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMessageConnection, ResponseError, type Message } from 'vscode-jsonrpc/node';
 import { RpcConnection, RpcResponseError } from '../../src/protocol/rpcConnection';
-import { Emitter, MessageReaderBase, MessageWriterBase } from '../../src/protocol/messageEvents';
-import type { DataCallback, Disposable } from 'vscode-jsonrpc/node';
+import { Emitter, MessageWriterBase } from '../../src/protocol/messageEvents';
 import { immediate, turns } from '../support/wait';
-
-class ScriptReader extends MessageReaderBase {
-  callback: DataCallback | undefined;
-  disposed = false;
-  listen(callback: DataCallback): Disposable {
-    this.callback = callback;
-    return { dispose: () => undefined };
-  }
-  push(message: unknown): void {
-    this.callback?.(message as Message);
-  }
-  error(e: unknown): void {
-    this.fireError(e);
-  }
-  close(): void {
-    this.fireClose();
-  }
-  override dispose(): void {
-    this.disposed = true;
-    super.dispose();
-  }
-}
+import { ScriptReader } from '../support/wireFuzz';
 
 class ScriptWriter extends MessageWriterBase {
   readonly written: unknown[] = [];
