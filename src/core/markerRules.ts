@@ -18,14 +18,16 @@ export function armingOffset(lines: readonly GoalLine[], activation: number | nu
 
 /**
  * The model's own block that still holds after the lines read (its offset), or null: a model
- * `blocked` call since the arming holds until a later `active` goal event.
+ * `blocked` call since the arming holds until a later `active` goal event (the lines come in file
+ * order, all after a block held from an earlier read; after a rewrite of the file, whose old
+ * offsets mean nothing, too).
  */
 export function modelBlock(lines: readonly GoalLine[], armOffset: number, current: number | null): number | null {
   let block = current;
   for (const l of lines) {
     if (l.offset < armOffset) continue;
     if (l.by === 'model' && l.status === 'blocked') block = l.offset;
-    else if (l.by === 'event' && l.status === 'active' && (block === null || l.offset > block)) block = null;
+    else if (l.by === 'event' && l.status === 'active') block = null;
   }
   return block;
 }
