@@ -41,6 +41,7 @@ import { FakeDaemon, goalEventLine, intentLine, testGoal, testTurn } from '../su
 import { makeHarness, type Harness } from '../support/engineHarness';
 import { MemoryStore } from '../support/memoryStore';
 import { FakeClock } from '../support/fakeClock';
+import { turns } from '../support/wait';
 import { DEFAULT_OPTIONS } from '../../src/core/options';
 
 const BASE = DEFAULT_OPTIONS.baseDelayMs;
@@ -99,11 +100,6 @@ function failedDaemon(dir: string): FakeDaemon {
   d.addThread();
   d.fail();
   return d;
-}
-
-/** `n` turns of the event loop. */
-async function turns(n: number): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
 function tmp(): string {
