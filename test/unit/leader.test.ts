@@ -199,9 +199,15 @@ class Child {
     return leaderIntervals(this.roleChanges(), this.killedAt ?? this.exitedAt ?? Infinity);
   }
 
-  /** Every periodic sample that says "leader" lies inside one of the logged leader intervals. */
+  /**
+   * Every periodic sample that says "leader" lies inside one of the logged leader intervals. A
+   * killed process samples until the signal lands, which can be after `killedAt` (taken just before
+   * the kill is sent; on a loaded machine the child runs meanwhile): its last interval ends at its
+   * exit, not at `killedAt` (which `intervals()` keeps for the two-leaders check: the next leader
+   * can only start after the death).
+   */
   assertSamplesConsistent(): void {
-    const iv = this.intervals();
+    const iv = leaderIntervals(this.roleChanges(), this.exitedAt ?? Infinity);
     for (const s of this.events) {
       if (s.ev !== 'sample' || s.role !== 'leader') continue;
       assert.ok(
