@@ -239,8 +239,8 @@ export const MUTATIONS = [
     invariant: 'the global limiter: a burst, then one recovery per interval',
     fault: 'the limiter always has a token',
     file: 'src/core/limiter.ts',
-    find: '    if (this.tokens >= 1) {\n',
-    replace: '    if (true) {\n',
+    find: '    return this.tokens >= 0 ? 0 : Math.ceil(-this.tokens * this.policy.intervalMs);\n',
+    replace: '    return 0;\n',
     guard: { file: 'test/unit/engine.test.ts', name: 'limits recoveries globally: a burst, then one per interval' },
   },
   {
@@ -423,8 +423,8 @@ export const MUTATIONS = [
     invariant: 'the group’s tries spread over its goals’ recovery budgets',
     fault: 'at one due time the order is the thread id alone: the same goal makes every try',
     file: 'src/core/schedule.ts',
-    find: '          dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1),',
-    replace: '          dueAt(a)! - dueAt(b)! || (a.threadId < b.threadId ? -1 : 1),',
+    find: '  return (dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1)) < 0;',
+    replace: '  return (dueAt(a)! - dueAt(b)! || (a.threadId < b.threadId ? -1 : 1)) < 0;',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe fails again',

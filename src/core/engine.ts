@@ -9,7 +9,7 @@
 //   jobs.ts         the work queue of each thread: what goes in
 //   threadWork.ts   who does each job
 //   attempt.ts      the recovery attempt: veto, write-ahead, set, outcome
-//   schedule.ts     the due timer, the preparation lead, the limiter hand-off
+//   schedule.ts     each thread's due job, the preparation lead, the probe and the limiter
 //   events.ts       the daemon event table
 //   connection.ts   connecting, reconnecting, the resync
 //   homeScan.ts     the goals of the Codex home that other Codex apps hold

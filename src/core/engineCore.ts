@@ -39,9 +39,13 @@ export interface EngineDeps {
   fence?: () => string | null;
 }
 
-/** The due timer (schedule.ts): the due pass, the preparation lead, the limiter, the outage's probe. */
+/** The schedule (schedule.ts): each thread's due job, the preparation lead, the limiter, the outage's probe. */
 export interface DueTimer {
   reschedule(): void;
+  /** A watch's state changed, or its attempt ended: its due job follows (and those held for it). */
+  changed(w: Watch): void;
+  /** The thread's `due` job: its recovery's turn. */
+  due(threadId: string, notBeforeMono: number): void;
   /** A response completed on the thread, to a request sent no earlier than `since`. */
   answered(threadId: string, since: number): void;
   giveBack(): void;
@@ -83,7 +87,7 @@ export class EngineCore {
   readonly saver: Saver;
   /** Every engine timer goes through it: wall-clock jumps, and delays Node can keep. */
   readonly guard: TimerGuard;
-  /** The due timer, the preparation lead, the limiter and the outage's probe. */
+  /** Each thread's due job, the preparation lead, the limiter and the outage's probe. */
   readonly schedule: DueTimer;
   /** One queue per thread: a thread's work never overlaps, a look asked twice while one waits runs once. */
   readonly work: WorkQueue<ThreadJob>;
@@ -112,12 +116,17 @@ export class EngineCore {
       process: (threadId, job) => this.process(threadId, job),
       merges,
       // An attempt ended (sent, called off, or withdrawn): its thread may fall due again.
-      done: (_threadId, job) => {
-        if (job.kind === 'attempt' || job.kind === 'send') this.schedule.reschedule();
+      done: (threadId, job) => {
+        const w = this.current.watches[threadId];
+        if (w && (job.kind === 'attempt' || job.kind === 'send')) this.schedule.changed(w);
       },
       // Every job, a delayed `send` too once it is due: `idle()` waits for them all.
       track: (done) => void this.track(done),
-      timers: deps.clock,
+      // Through the clock guard, as every engine timer (a wall-clock jump, a delay Node cannot keep).
+      timers: {
+        setTimer: (fn, ms) => this.guard.timer(fn, ms),
+        clearTimer: (h) => deps.clock.clearTimer(h as TimerHandle),
+      },
     });
   }
 
@@ -179,20 +188,19 @@ export class EngineCore {
   /**
    * The one write of a watch's state: it marks the watch for the next save and moves its
    * `updatedAt` (never back, even when the wall clock is set back: the leader handover keeps the
-   * copy changed last). Unchanged, nothing happens. The timer follows when a due time changed;
+   * copy changed last). Unchanged, nothing happens. Its due job follows when a due time changed;
    * `quiet`: the views are not told yet (the caller tells them once, for many writes).
    */
   setState(w: Watch, state: WatchState, quiet = false): void {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
-    // The timer depends only on due times, and on whether an outage's probe is still out (any
-    // move of a goal with a failure counted): other changes need no look at every watch.
+    // Due jobs depend only on due times, and on whether an outage's probe is still out (any move
+    // of a goal with a failure counted): other changes need none.
     const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null || w.failures > 0;
     writeState(w, state, this.now());
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     this.saver.mark(w.threadId);
-    if (quiet) return;
-    if (timing) this.schedule.reschedule();
-    this.changed();
+    if (timing) this.schedule.changed(w);
+    if (!quiet) this.changed();
   }
 
   /** The watch goes (its goal was cleared, or is no one's to show any more), with the reason said once. */

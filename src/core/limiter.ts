@@ -16,14 +16,15 @@ export class RecoveryLimiter {
     this.tokens = policy.burst;
   }
 
-  /** Takes a token if one is free at `now` and returns 0; otherwise the ms until one is. */
+  /**
+   * Takes the next token: 0 when one is free at `now`; otherwise it is kept for the caller (the
+   * bucket goes into debt) and the ms until it is due: each caller held gets a slot of its own, one
+   * interval after the one before.
+   */
   take(now: number): number {
     this.refill(now);
-    if (this.tokens >= 1) {
-      this.tokens -= 1;
-      return 0;
-    }
-    return Math.ceil((1 - this.tokens) * this.policy.intervalMs);
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : Math.ceil(-this.tokens * this.policy.intervalMs);
   }
 
   /** Gives back a token taken for a recovery that was not sent after all (the next take counts at most the burst). */

@@ -76,14 +76,19 @@ export class Probes {
   releaseOrphans(): boolean {
     let released = false;
     for (const w of this.core.scheduledWatches()) {
-      if (w.state.kind !== 'waitingProbe') continue;
-      const probe = this.core.state.watches[w.state.probe];
-      if (probe && outageGroup(probe) === outageGroup(w) && this.isOut(probe)) continue;
+      if (w.state.kind !== 'waitingProbe' || this.holds(w)) continue;
       unhold(this.core, w);
       released = true;
     }
     if (released) this.core.changed();
     return released;
+  }
+
+  /** A recovery held for a probe (`waitingProbe`) that is still out, of its group. */
+  holds(w: Watch): boolean {
+    if (w.state.kind !== 'waitingProbe') return false;
+    const probe = this.core.state.watches[w.state.probe];
+    return probe !== undefined && outageGroup(probe) === outageGroup(w) && this.isOut(probe);
   }
 
   /**

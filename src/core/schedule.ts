@@ -1,11 +1,10 @@
-// The schedule: one timer at the soonest due time (no polling), a recovery prepared a little
-// ahead of it, the probe of an outage first (probes.ts), and the hand-off to the global limiter
-// (a burst, then one per interval). A recovery that is due but held by the limiter shows as
-// `waitingSlot`, with when its turn is expected, instead of a countdown stuck at zero; one held
-// for its outage's probe shows as `waitingProbe`.
+// The schedule: each thread's recovery is its own delayed `due` job in the thread's queue (the
+// queue's delayed add: the one delay mechanism), set from the due time kept in its watch, a little
+// ahead of it (the preparation lead). When it comes, the thread's own turn decides: its outage's
+// probe first (probes.ts), then the global limiter (a burst, then one per interval: a recovery it
+// holds shows as `waitingSlot`, with its slot, which is kept for it), then the `attempt` job.
 import { type Watch } from '../model/watch';
-import { dueAt } from '../model/queries';
-import type { TimerHandle } from './clock';
+import { dueAt, scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
@@ -16,14 +15,9 @@ import { unhold, waitForSlot } from './transitions';
 export const MAX_PREPARE_MS = 2_000;
 
 export class Schedule {
-  private dueTimer: TimerHandle | null = null;
   private limiter: RecoveryLimiter;
-  /** Monotonic time until which the global limiter holds recoveries back, or null. */
-  private limitedUntil: number | null = null;
   /** The monotonic time the limiter was last asked about (never goes back). */
   private limiterAt = 0;
-  /** The soonest due time, on the monotonic clock, when the due timer was set. */
-  private dueNotBeforeMono = 0;
   /** One outage, one probe: the goals of a group wait for the one out first (outage.ts). */
   readonly probes: Probes;
 
@@ -32,16 +26,25 @@ export class Schedule {
     this.probes = new Probes(core);
   }
 
-  /** New settings: a new limiter if its policy changed; due times already set stay. */
+  /** New settings: a new limiter if its policy changed (the slots it kept are given up). */
   updateOptions(previous: EngineOptions): void {
     const o = this.core.options;
-    if (o.limiterBurst !== previous.limiterBurst || o.limiterIntervalMs !== previous.limiterIntervalMs)
-      this.limiter = newLimiter(o);
+    if (o.limiterBurst === previous.limiterBurst && o.limiterIntervalMs === previous.limiterIntervalMs) return;
+    this.limiter = newLimiter(o);
+    this.release();
   }
 
   /** The soonest time the engine will act, or null. */
   nextDueAt(): number | null {
-    return this.nextAction(0);
+    if (this.core.state.pausedAt !== null) return null;
+    let soonest: number | null = null;
+    for (const w of this.core.scheduledWatches()) {
+      const acts = this.actsAt(w);
+      // A recovery prepared ahead acts at its due time; a held one at its slot or its probe's bound.
+      const at = acts === null || scheduledOf(w.state) !== w.state ? acts : acts + this.prepareLead();
+      if (at !== null && (soonest === null || at < soonest)) soonest = at;
+    }
+    return soonest;
   }
 
   /** How early a recovery is prepared: `prepareMs`, or more when saves are slow (a large state, a busy disk). */
@@ -51,23 +54,33 @@ export class Schedule {
     return Math.max(prepareMs, Math.min(MAX_PREPARE_MS, 3 * this.core.saver.slowestMs()));
   }
 
+  /**
+   * Every scheduled recovery's `due` job set again from its watch (what they wait for changed: a
+   * connection, a pause, a probe's end); held for a probe that is out no more, as scheduled.
+   */
   reschedule(): void {
     const core = this.core;
-    const clock = core.deps.clock;
-    if (this.dueTimer) clock.clearTimer(this.dueTimer);
-    this.dueTimer = null;
-    // Without a session nothing can be sent: a due timer would only fire and re-arm itself at
-    // once (a busy loop while the daemon is away). Connecting reschedules.
-    if (core.stopped || !core.session) return;
+    if (core.stopped || !core.session) return; // connecting reschedules
     this.probes.releaseOrphans();
-    const now = core.now();
-    const soonest = this.soonestDue(); // one pass over the scheduled watches
-    const next = this.nextAction(this.prepareLead(), soonest);
-    if (next === null || soonest === null) return;
-    // The soonest due time on the monotonic clock: a prepared set never goes out before it,
-    // even if the wall clock jumps forward meanwhile (that is not time that passed for a timer).
-    this.dueNotBeforeMono = clock.elapsed() + Math.max(0, soonest - now);
-    this.dueTimer = core.guard.timer(() => this.fire(), Math.max(0, next - now));
+    for (const w of core.scheduledWatches()) this.requeue(w);
+  }
+
+  /**
+   * A watch's state changed, or its attempt ended: its `due` job follows it, and so do the
+   * recoveries held for it as their outage's probe (as scheduled again once it is out no more).
+   */
+  changed(w: Watch): void {
+    const core = this.core;
+    if (core.stopped || !core.session) return;
+    this.requeue(w);
+    if (w.failures === 0) return;
+    let released = false;
+    for (const x of core.scheduledWatches()) {
+      if (x.state.kind !== 'waitingProbe' || x.state.probe !== w.threadId) continue;
+      if (!this.probes.holds(x)) released = unhold(core, x) || released;
+      this.requeue(x);
+    }
+    if (released) core.changed();
   }
 
   /**
@@ -85,134 +98,144 @@ export class Schedule {
   }
 
   stop(): void {
-    if (this.dueTimer) this.core.deps.clock.clearTimer(this.dueTimer);
-    this.dueTimer = null;
+    this.core.work.takeBack('due');
     this.release();
   }
 
   /**
-   * Nothing is held for a slot or a probe any more (paused, stopping): each recovery shows as
-   * scheduled (the next due pass holds again what still waits).
+   * Nothing is held for a slot or a probe any more (paused, stopping, a new limiter): each recovery
+   * shows as scheduled (its next turn holds again what still waits); the slots kept are given back.
    */
   release(): void {
     let released = 0;
-    for (const w of this.core.scheduledWatches()) if (unhold(this.core, w)) released += 1;
+    for (const w of this.core.scheduledWatches()) {
+      if (w.state.kind === 'waitingSlot') this.limiter.giveBack();
+      if (unhold(this.core, w)) released += 1;
+    }
     if (released > 0) this.core.changed();
   }
 
-  private fire(): void {
+  /**
+   * The thread's `due` job: its recovery's turn came (or its timer fired early: set again). Held
+   * for its outage's probe, or for a limiter slot; or its `attempt` job queued, next in its queue.
+   */
+  due(threadId: string, notBeforeMono: number): void {
     const core = this.core;
-    const clock = core.deps.clock;
-    this.dueTimer = null;
-    const notBeforeMono = this.dueNotBeforeMono;
-    const session = core.session;
-    if (core.stopped || core.state.pausedAt !== null || !session) return;
-    const now = core.now();
-    const due = core
-      .scheduledWatches()
-      .filter((w) => {
-        const d = dueAt(w);
-        return d !== null && d <= now + this.prepareLead() && !core.attempting(w.threadId);
-      })
-      // At one due time (a group's step) the goal with the fewest recent recoveries first: the
-      // outage's probe and its half-step tries are spread over the group's recovery budgets.
-      .sort(
-        (a, b) =>
-          dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1),
-      );
-    /** The probe of each group this pass started (or found out), and how many wait for it. */
-    const probes = new Map<string, { probe: string; waiting: number }>();
-    for (const [i, w] of due.entries()) {
-      // One outage, one probe: a due recovery whose group has a probe out waits for its verdict,
-      // without a limiter slot.
-      const group = this.probes.groupOf(w);
-      if (group !== null) {
-        const out = probes.get(group) ?? this.found(probes, group);
-        if (out !== null) {
-          this.probes.hold(w, out.probe);
-          out.waiting += 1;
-          continue;
-        }
-      }
-      // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
-      // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
-      const mono = clock.elapsed();
-      const sendsIn = Math.max(0, dueAt(w)! - now, notBeforeMono - mono);
-      this.limiterAt = Math.max(this.limiterAt, mono + sendsIn);
-      const wait = this.limiter.take(this.limiterAt);
-      if (wait > 0) {
-        this.limitedUntil = this.limiterAt + wait;
-        core.emit({
-          type: 'skipped',
-          threadId: w.threadId,
-          reason: 'global rate limit',
-          detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
-        });
-        this.hold(due.slice(i), now + (this.limitedUntil - mono));
-        break;
-      }
-      this.limitedUntil = null;
-      // Under way from here (core.attempting): not due again until its attempt ends.
-      void core.work.add(w.threadId, { kind: 'attempt', session, notBeforeMono });
-      if (group !== null) {
-        probes.set(group, { probe: w.threadId, waiting: 0 });
-        this.probes.started(w, group);
-      }
-    }
-    if (probes.size > 0) core.changed();
-    this.reschedule();
-  }
-
-  private probeBound(probe: string): number | null {
-    const until = this.probes.waitedUntil(probe);
-    return until === null ? null : until + this.prepareLead();
-  }
-
-  /** The probe a group has out already (none started this pass), noted for the rest of the pass. */
-  private found(probes: Map<string, { probe: string; waiting: number }>, group: string) {
+    const w = core.state.watches[threadId];
+    if (!w || core.stopped || core.state.pausedAt !== null || !core.session || core.attempting(threadId)) return;
+    if (w.state.kind === 'waitingProbe' && !this.probes.holds(w)) unhold(core, w);
+    const at = this.actsAt(w);
+    if (at === null) return;
+    if (at > core.now()) return this.requeue(w);
+    // Its slot came: kept for it by the limiter, not taken again.
+    if (w.state.kind === 'waitingSlot') return this.go(w, notBeforeMono);
+    const group = this.probes.groupOf(w);
+    if (group === null) return void this.start(w, notBeforeMono);
     const probe = this.probes.probeOf(group);
-    if (probe === null) return null;
-    const out = { probe, waiting: 0 };
-    probes.set(group, out);
-    return out;
+    if (probe !== null) return this.holdFor(w, probe);
+    // No probe out: the group's due goal with the fewest recent recoveries goes first (the
+    // outage's probe and its half-step tries spread over the group's recovery budgets).
+    const first = this.firstDue(group) ?? w;
+    if (first === w) return void this.start(w, notBeforeMono);
+    if (this.start(first, this.notBefore(first))) this.holdFor(w, first.threadId);
+    else this.requeue(w);
   }
 
   /**
-   * Due recoveries (due within the preparation lead) the limiter holds: each waits for a slot,
-   * one per interval in due order after the next (`nextSlotAt`, wall clock), shown as such.
-   * Rounded up to the second, so a countdown does not change at every refusal.
+   * A limiter slot for a due recovery: its `attempt` job queued (the goal out as its group's probe,
+   * if grouped), true; or the next slot kept for it (`waitingSlot`), false.
    */
-  private hold(held: readonly Watch[], nextSlotAt: number): void {
-    const interval = this.core.options.limiterIntervalMs;
-    for (const [i, w] of held.entries())
-      waitForSlot(this.core, w, Math.ceil((nextSlotAt + i * interval) / 1000) * 1000);
-    this.core.changed();
-  }
-
-  /**
-   * The soonest time a recovery must start to go out on time when it is prepared `leadMs` ahead
-   * (0: the time it goes out), or null. A recovery held by the limiter starts when its slot
-   * comes, never ahead of it: the limiter counts when recoveries start.
-   */
-  private nextAction(leadMs: number, soonest = this.soonestDue()): number | null {
-    if (soonest === null) return null;
-    const clock = this.core.deps.clock;
-    const held = this.limitedUntil === null ? 0 : this.limitedUntil - clock.elapsed();
-    return held > 0 ? Math.max(soonest - leadMs, clock.now() + held) : soonest - leadMs;
-  }
-
-  /** The soonest due time of a recovery not under way (wall clock), or null. */
-  private soonestDue(): number | null {
-    if (this.core.state.pausedAt !== null) return null;
-    let soonest: number | null = null;
-    for (const w of this.core.scheduledWatches()) {
-      // Held for its outage's probe: due at the verdict, or when the probe is waited for no more
-      // (not prepared ahead: until then it waits, and a timer early by the lead would find it so).
-      const due = w.state.kind === 'waitingProbe' ? this.probeBound(w.state.probe) : dueAt(w);
-      if (due !== null && !this.core.attempting(w.threadId) && (soonest === null || due < soonest)) soonest = due;
+  private start(w: Watch, notBeforeMono: number): boolean {
+    const core = this.core;
+    const mono = core.deps.clock.elapsed();
+    // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
+    // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
+    this.limiterAt = Math.max(this.limiterAt, notBeforeMono, mono);
+    const wait = this.limiter.take(this.limiterAt);
+    if (wait > 0) {
+      core.emit({
+        type: 'skipped',
+        threadId: w.threadId,
+        reason: 'global rate limit',
+        detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
+      });
+      // Rounded up to the second, so a countdown does not change at every refusal.
+      waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
+      core.changed();
+      this.requeue(w);
+      return false;
     }
-    return soonest;
+    const group = this.probes.groupOf(w);
+    if (group !== null) {
+      this.probes.started(w, group);
+      core.changed();
+    }
+    this.go(w, notBeforeMono);
+    return true;
   }
+
+  /** Under way from here (core.attempting): not due again until its attempt ends. */
+  private go(w: Watch, notBeforeMono: number): void {
+    const session = this.core.session;
+    if (session) void this.core.work.add(w.threadId, { kind: 'attempt', session, notBeforeMono });
+  }
+
+  private holdFor(w: Watch, probe: string): void {
+    this.probes.hold(w, probe);
+    this.core.changed();
+    this.requeue(w);
+  }
+
+  /** The due goal of a group not under way that goes first, or null: none is due. */
+  private firstDue(group: string): Watch | null {
+    const now = this.core.now() + this.prepareLead();
+    let first: Watch | null = null;
+    for (const x of this.core.scheduledWatches()) {
+      const d = dueAt(x);
+      if (d === null || d > now || x.state.kind === 'waitingSlot' || this.core.attempting(x.threadId)) continue;
+      if (this.probes.groupOf(x) !== group) continue;
+      if (first === null || goesBefore(x, first)) first = x;
+    }
+    return first;
+  }
+
+  /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */
+  private requeue(w: Watch): void {
+    const core = this.core;
+    const at = this.actsAt(w);
+    if (at === null || core.stopped) return;
+    core.work.addAfter(w.threadId, { kind: 'due', notBeforeMono: this.notBefore(w) }, Math.max(0, at - core.now()));
+  }
+
+  /**
+   * The monotonic time before which `w`'s set never goes out: its due time, even if the wall clock
+   * jumps forward meanwhile (that is not time that passed for a timer).
+   */
+  private notBefore(w: Watch): number {
+    const now = this.core.now();
+    return this.core.deps.clock.elapsed() + Math.max(0, (dueAt(w) ?? now) - now);
+  }
+
+  /**
+   * When a scheduled recovery acts (wall clock), or null: its due time less the lead; held for a
+   * slot, the slot (never ahead of it: the limiter counts when recoveries start); held for its
+   * outage's probe, the verdict's bound (not prepared ahead: until then it waits).
+   */
+  private actsAt(w: Watch): number | null {
+    if (this.core.attempting(w.threadId)) return null;
+    if (w.state.kind === 'waitingSlot') return w.state.slotAt;
+    if (w.state.kind === 'waitingProbe') {
+      const until = this.probes.waitedUntil(w.state.probe);
+      return until === null ? null : until + this.prepareLead();
+    }
+    const due = dueAt(w);
+    return due === null ? null : due - this.prepareLead();
+  }
+}
+
+/** At one due time (a group's step), the goal with the fewest recent recoveries first. */
+function goesBefore(a: Watch, b: Watch): boolean {
+  return (dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1)) < 0;
 }
 
 function newLimiter(options: EngineOptions): RecoveryLimiter {

@@ -23,6 +23,8 @@ export class ThreadWorker implements JobWorker {
       }
       case 'refresh':
         return this.reconciler.refresh(job.session, threadId);
+      case 'due':
+        return this.core.schedule.due(threadId, job.notBeforeMono);
       case 'attempt':
         return this.attempts.run(job.session, threadId, job.notBeforeMono);
       case 'send':

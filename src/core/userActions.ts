@@ -39,7 +39,6 @@ export class UserActions {
     core.state.pausedAt = core.now();
     core.emit({ type: 'skipped', threadId: '*', reason: 'auto-recovery paused by the user' });
     core.schedule.release();
-    core.schedule.reschedule();
     core.changed();
     await core.persist();
   }
@@ -111,7 +110,6 @@ export class UserActions {
         await this.reconciler.subscribe(session, threadId);
         await this.reconciler.decide(session, w);
       }
-      core.schedule.reschedule();
       core.changed();
     });
     await core.persist();
@@ -135,7 +133,6 @@ export class UserActions {
     const verdict = w ? decide(this.reconciler.facts(w, now)) : null;
     if (w && verdict?.act === 'settle') applyVerdict(core, w, verdict);
     core.emit({ type: 'disarmed', threadId, reason: 'disarmed by the user' });
-    core.schedule.reschedule();
     core.changed();
     await core.persist();
   }

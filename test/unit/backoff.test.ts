@@ -43,17 +43,26 @@ describe('global limiter', () => {
     const l = new RecoveryLimiter({ burst: 3, intervalMs: 10_000 });
     const t = 1_000_000;
     assert.deepEqual([l.take(t), l.take(t), l.take(t)], [0, 0, 0]);
-    assert.equal(l.take(t), 10_000);
-    assert.equal(l.take(t + 4_000), 6_000);
-    assert.equal(l.take(t + 10_000), 0);
-    assert.equal(l.take(t + 10_000), 10_000);
+    assert.equal(l.take(t), 10_000, 'the next slot, kept for this caller');
+    assert.equal(l.take(t + 4_000), 16_000, 'the slot after it: one interval later');
+    // The two held go at their slots (t + 10 s, t + 20 s) without taking again.
+    assert.equal(l.take(t + 30_000), 0);
+    assert.equal(l.take(t + 30_000), 10_000);
+  });
+
+  it('a slot given back (its recovery was not sent) is the next caller’s', () => {
+    const l = new RecoveryLimiter({ burst: 1, intervalMs: 10_000 });
+    assert.equal(l.take(0), 0);
+    assert.equal(l.take(0), 10_000);
+    l.giveBack();
+    assert.equal(l.take(0), 10_000, 'the slot the first held gave back');
   });
 
   it('does not bank tokens from a clock that jumped back', () => {
     const l = new RecoveryLimiter({ burst: 1, intervalMs: 10_000 });
     assert.equal(l.take(50_000), 0);
     assert.equal(l.take(10_000), 10_000, 'jumped back: no free token');
-    assert.equal(l.take(20_000), 0);
+    assert.equal(l.take(30_000), 0, 'the held one went at 20 s; the next token is free at 30 s');
   });
 
   /**
@@ -66,10 +75,7 @@ describe('global limiter', () => {
     for (const due of [...dues].sort((a, b) => a - b)) {
       at = Math.max(at, due);
       const wait = limiter.take(at);
-      if (wait > 0) {
-        at += wait;
-        assert.equal(limiter.take(at), 0, 'no token at the slot the limiter named');
-      }
+      if (wait > 0) at += wait; // the slot the limiter kept for it
       sent.push(at);
     }
     return sent;
@@ -145,7 +151,8 @@ describe('global limiter', () => {
     assert.equal(l.take(t), 0);
     // An hour back: the two tokens left are still there, and the interval counts from the jump.
     assert.deepEqual([l.take(back), l.take(back), l.take(back)], [0, 0, 10_000]);
-    assert.equal(l.take(back + 10_000), 0, 'one interval after the jump, one token');
+    // The third's slot, kept for it, comes one interval after the jump; the next token one after that.
+    assert.equal(l.take(back + 20_000), 0, 'two intervals after the jump, a token of its own');
   });
 });
 
