@@ -166,7 +166,6 @@ export class Attempts {
       // Until some client loads it again, an unloaded thread waits as such.
       if (!core.liveOf(w.threadId).loaded) this.reconciler.markUnloaded(w);
       else await this.reconciler.decide(p.session, w);
-      core.schedule.reschedule();
       core.saver.persistSoon();
     } else await core.persist();
   }
@@ -229,7 +228,6 @@ export class Attempts {
       return;
     }
     await this.reconciler.decide(session, w);
-    core.schedule.reschedule();
     core.saver.persistSoon();
   }
 }

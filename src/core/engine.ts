@@ -83,8 +83,7 @@ export class Engine {
     if (loaded.problem) core.emit({ type: 'warning', message: loaded.problem });
     core.stopped = false;
     this.core.guard.started();
-    this.core.schedule.reschedule();
-    this.connection.connectNow();
+    this.connection.connectNow(); // connected, every recovery's due job is set
   }
 
   /** Stops timers, withdraws prepared sets, waits for work under way, saves and closes the connection. */

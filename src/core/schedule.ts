@@ -126,32 +126,38 @@ export class Schedule {
     if (w.state.kind === 'waitingProbe' && !this.probes.holds(w)) unhold(core, w);
     const at = this.actsAt(w);
     if (at === null) return;
-    if (at > core.now()) return this.requeue(w);
-    // Its slot came: kept for it by the limiter, not taken again.
-    if (w.state.kind === 'waitingSlot') return this.go(w, notBeforeMono);
+    if (at > core.now()) return this.requeue(w, at);
     const group = this.probes.groupOf(w);
-    if (group === null) return void this.start(w, notBeforeMono);
-    const probe = this.probes.probeOf(group);
-    if (probe !== null) return this.holdFor(w, probe);
-    // No probe out: the group's due goal with the fewest recent recoveries goes first (the
-    // outage's probe and its half-step tries spread over the group's recovery budgets).
-    const first = this.firstDue(group) ?? w;
-    if (first === w) return void this.start(w, notBeforeMono);
-    if (this.start(first, this.notBefore(first))) this.holdFor(w, first.threadId);
-    else this.requeue(w);
+    const out = group === null ? null : this.probes.probeOf(group);
+    if (out !== null) {
+      if (w.state.kind === 'waitingSlot') this.limiter.giveBack(); // its slot is not needed
+      this.probes.hold(w, out);
+      core.changed();
+      return this.requeue(w);
+    }
+    // No probe out: the group's due goal with the fewest recent recoveries goes first (the outage's
+    // probe and its half-step tries spread over the group's recovery budgets); one whose slot the
+    // limiter keeps goes at its slot, and the others wait for it there.
+    const first = group === null ? w : (this.firstDue(group) ?? w);
+    if (first.state.kind === 'waitingSlot' && first.state.slotAt > core.now())
+      return this.requeue(w, first.state.slotAt);
+    if (this.start(first, first === w ? notBeforeMono : this.notBefore(first)) && first !== w)
+      this.probes.hold(w, first.threadId);
+    this.requeue(w);
   }
 
   /**
-   * A limiter slot for a due recovery: its `attempt` job queued (the goal out as its group's probe,
-   * if grouped), true; or the next slot kept for it (`waitingSlot`), false.
+   * A due recovery's `attempt` job queued, true (the goal out as its group's probe, if grouped);
+   * or the next limiter slot kept for it (`waitingSlot`; one kept already is its own), false.
    */
   private start(w: Watch, notBeforeMono: number): boolean {
     const core = this.core;
+    const session = core.session;
     const mono = core.deps.clock.elapsed();
     // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
     // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
     this.limiterAt = Math.max(this.limiterAt, notBeforeMono, mono);
-    const wait = this.limiter.take(this.limiterAt);
+    const wait = w.state.kind === 'waitingSlot' ? 0 : this.limiter.take(this.limiterAt);
     if (wait > 0) {
       core.emit({
         type: 'skipped',
@@ -161,29 +167,14 @@ export class Schedule {
       });
       // Rounded up to the second, so a countdown does not change at every refusal.
       waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
-      core.changed();
-      this.requeue(w);
-      return false;
+    } else if (session) {
+      const group = this.probes.groupOf(w);
+      if (group !== null) this.probes.started(w, group);
+      // Under way from here (core.attempting): not due again until its attempt ends.
+      void core.work.add(w.threadId, { kind: 'attempt', session, notBeforeMono });
     }
-    const group = this.probes.groupOf(w);
-    if (group !== null) {
-      this.probes.started(w, group);
-      core.changed();
-    }
-    this.go(w, notBeforeMono);
-    return true;
-  }
-
-  /** Under way from here (core.attempting): not due again until its attempt ends. */
-  private go(w: Watch, notBeforeMono: number): void {
-    const session = this.core.session;
-    if (session) void this.core.work.add(w.threadId, { kind: 'attempt', session, notBeforeMono });
-  }
-
-  private holdFor(w: Watch, probe: string): void {
-    this.probes.hold(w, probe);
-    this.core.changed();
-    this.requeue(w);
+    core.changed();
+    return wait === 0;
   }
 
   /** The due goal of a group not under way that goes first, or null: none is due. */
@@ -192,7 +183,7 @@ export class Schedule {
     let first: Watch | null = null;
     for (const x of this.core.scheduledWatches()) {
       const d = dueAt(x);
-      if (d === null || d > now || x.state.kind === 'waitingSlot' || this.core.attempting(x.threadId)) continue;
+      if (d === null || d > now || this.core.attempting(x.threadId)) continue;
       if (this.probes.groupOf(x) !== group) continue;
       if (first === null || goesBefore(x, first)) first = x;
     }
@@ -200,9 +191,8 @@ export class Schedule {
   }
 
   /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */
-  private requeue(w: Watch): void {
+  private requeue(w: Watch, at = this.actsAt(w)): void {
     const core = this.core;
-    const at = this.actsAt(w);
     if (at === null || core.stopped) return;
     core.work.addAfter(w.threadId, { kind: 'due', notBeforeMono: this.notBefore(w) }, Math.max(0, at - core.now()));
   }

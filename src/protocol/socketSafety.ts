@@ -83,24 +83,20 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
       reason: `refusing ${shown}: it is not a Unix socket; remove it and ${START_HINT}`,
     };
   }
+  const refuse = (why: string): SocketSafetyResult => ({
+    ok: false,
+    reason: `refusing Codex daemon socket ${shown}: ${why}`,
+  });
   const uid = currentUid();
-  if (uid !== undefined && st.uid !== uid) {
-    return {
-      ok: false,
-      reason:
-        `refusing Codex daemon socket ${shown}: it is owned by uid ${st.uid}, not by you (uid ${uid}); ` +
-        `use a CODEX_HOME of your own and ${START_HINT}`,
-    };
-  }
-
-  if ((st.mode & 0o002) !== 0) {
-    return {
-      ok: false,
-      reason:
-        `refusing Codex daemon socket ${shown}: it is writable by others (mode ${modeString(st)}), so any local user ` +
-        `could drive your Codex threads through it; fix it with \`chmod o-w ${resolved}\` or restart the daemon`,
-    };
-  }
+  if (uid !== undefined && st.uid !== uid)
+    return refuse(
+      `it is owned by uid ${st.uid}, not by you (uid ${uid}); use a CODEX_HOME of your own and ${START_HINT}`,
+    );
+  if ((st.mode & 0o002) !== 0)
+    return refuse(
+      `it is writable by others (mode ${modeString(st)}), so any local user could drive your Codex threads ` +
+        `through it; fix it with \`chmod o-w ${resolved}\` or restart the daemon`,
+    );
 
   const dir = path.dirname(resolved);
   let dst: Stats;
@@ -112,22 +108,14 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
       reason: `cannot stat the directory ${dir} of Codex daemon socket ${shown}: ${(e as Error).message}`,
     };
   }
-  if (uid !== undefined && dst.uid !== uid) {
-    return {
-      ok: false,
-      reason:
-        `refusing Codex daemon socket ${shown}: its directory ${dir} is owned by uid ${dst.uid}, not by you (uid ${uid}); ` +
-        `use a CODEX_HOME of your own and ${START_HINT}`,
-    };
-  }
-  if ((dst.mode & 0o022) !== 0) {
-    return {
-      ok: false,
-      reason:
-        `refusing Codex daemon socket ${shown}: its directory ${dir} is writable by group or others ` +
-        `(mode ${modeString(dst)}); fix it with \`chmod go-w ${dir}\` (0700 recommended)`,
-    };
-  }
+  if (uid !== undefined && dst.uid !== uid)
+    return refuse(
+      `its directory ${dir} is owned by uid ${dst.uid}, not by you (uid ${uid}); use a CODEX_HOME of your own and ${START_HINT}`,
+    );
+  if ((dst.mode & 0o022) !== 0)
+    return refuse(
+      `its directory ${dir} is writable by group or others (mode ${modeString(dst)}); fix it with \`chmod go-w ${dir}\` (0700 recommended)`,
+    );
   return { ok: true, resolved };
 }
 
