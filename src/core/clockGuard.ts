@@ -27,7 +27,7 @@ export class ClockGuard {
   constructor(private readonly core: EngineCore) {}
 
   /** A timer of the engine's: the clock is checked before `callback` runs; never longer than Node keeps. */
-  timer(callback: () => void, delayMs: number): TimerHandle {
+  setTimer(callback: () => void, delayMs: number): TimerHandle {
     return this.core.deps.clock.setTimer(
       () => {
         this.check();
@@ -35,6 +35,10 @@ export class ClockGuard {
       },
       Math.min(delayMs, MAX_TIMER_MS),
     );
+  }
+
+  clearTimer(handle: TimerHandle): void {
+    this.core.deps.clock.clearTimer(handle);
   }
 
   /** At start: a time this engine stored is in the future when the wall clock went back while it was stopped. */

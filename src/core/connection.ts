@@ -100,7 +100,7 @@ export class Connection {
 
   private armResync(): void {
     if (this.resyncTimer) this.core.deps.clock.clearTimer(this.resyncTimer);
-    this.resyncTimer = this.core.guard.timer(() => void this.resync(), this.core.options.resyncMs);
+    this.resyncTimer = this.core.guard.setTimer(() => void this.resync(), this.core.options.resyncMs);
   }
 
   private lost(reason: string, kind: 'error' | 'disconnected'): void {
@@ -125,7 +125,7 @@ export class Connection {
     // The reconnect timer alone tries again, at its backoff: the resync's timer would try at once
     // and start the backoff over (a person's Refresh does that, on purpose). Connected, it runs again.
     this.stopTimers();
-    this.reconnectTimer = this.core.guard.timer(() => this.connectNow(), delay);
+    this.reconnectTimer = this.core.guard.setTimer(() => this.connectNow(), delay);
   }
 
   private async resyncOnce(): Promise<void> {

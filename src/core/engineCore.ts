@@ -58,7 +58,8 @@ export interface DueTimer {
 
 /** Every engine timer (clockGuard.ts): the wall clock is checked before its callback runs. */
 export interface TimerGuard {
-  timer(callback: () => void, delayMs: number): TimerHandle;
+  setTimer(callback: () => void, delayMs: number): TimerHandle;
+  clearTimer(handle: TimerHandle): void;
   started(): void;
 }
 
@@ -123,10 +124,7 @@ export class EngineCore {
       // Every job, a delayed `send` too once it is due: `idle()` waits for them all.
       track: (done) => void this.track(done),
       // Through the clock guard, as every engine timer (a wall-clock jump, a delay Node cannot keep).
-      timers: {
-        setTimer: (fn, ms) => this.guard.timer(fn, ms),
-        clearTimer: (h) => deps.clock.clearTimer(h as TimerHandle),
-      },
+      timers: this.guard,
     });
   }
 
