@@ -58,6 +58,8 @@ export class ClockGuard {
     if (!ref || this.core.stopped) return;
     const skew = wall - ref.wall - (mono - ref.mono);
     if (skew < -CLOCK_JUMP_TOLERANCE_MS) this.wentBack(-skew, 'while running');
+    // Forward (a suspend): time that passed; what fell due goes with the next due job.
+    else if (skew > CLOCK_JUMP_TOLERANCE_MS) this.core.schedule.jumpedForward();
   }
 
   /**

@@ -44,6 +44,8 @@ export interface DueTimer {
   reschedule(): void;
   /** A watch's state changed, or its attempt ended: its due job follows (and those held for it). */
   changed(w: Watch): void;
+  /** The wall clock jumped forward: what fell due goes with the next due job. */
+  jumpedForward(): void;
   /** The thread's `due` job: its recovery's turn. */
   due(threadId: string, notBeforeMono: number): void;
   /** A response completed on the thread, to a request sent no earlier than `since`. */

@@ -18,6 +18,10 @@ export class Schedule {
   private limiter: RecoveryLimiter;
   /** The monotonic time the limiter was last asked about (never goes back). */
   private limiterAt = 0;
+  /** False from a wall-clock jump forward until the next due job: what fell due meanwhile goes with it. */
+  private caughtUp = true;
+  /** The slot the limiter keeps for each recovery it holds, on the monotonic clock (a wall-clock jump moves none). */
+  private readonly slots = new Map<string, number>();
   /** One outage, one probe: the goals of a group wait for the one out first (outage.ts). */
   readonly probes: Probes;
 
@@ -93,6 +97,14 @@ export class Schedule {
     this.core.saver.persistSoon();
   }
 
+  /**
+   * The wall clock jumped forward (a suspend): time that passed. Nothing goes at once; the next due
+   * job (at its own time) takes every recovery that fell due meanwhile with it, through the limiter.
+   */
+  jumpedForward(): void {
+    this.caughtUp = false;
+  }
+
   giveBack(): void {
     this.limiter.giveBack();
   }
@@ -112,6 +124,7 @@ export class Schedule {
       if (w.state.kind === 'waitingSlot') this.limiter.giveBack();
       if (unhold(this.core, w)) released += 1;
     }
+    this.slots.clear();
     if (released > 0) this.core.changed();
   }
 
@@ -127,6 +140,13 @@ export class Schedule {
     const at = this.actsAt(w);
     if (at === null) return;
     if (at > core.now()) return this.requeue(w, at);
+    if (!this.caughtUp) {
+      this.caughtUp = true;
+      for (const x of core.scheduledWatches()) {
+        const xAt = x === w ? null : this.actsAt(x);
+        if (xAt !== null && xAt <= core.now()) this.requeue(x, core.now(), notBeforeMono);
+      }
+    }
     const group = this.probes.groupOf(w);
     const out = group === null ? null : this.probes.probeOf(group);
     if (out !== null) {
@@ -139,8 +159,8 @@ export class Schedule {
     // probe and its half-step tries spread over the group's recovery budgets); one whose slot the
     // limiter keeps goes at its slot, and the others wait for it there.
     const first = group === null ? w : (this.firstDue(group) ?? w);
-    if (first.state.kind === 'waitingSlot' && first.state.slotAt > core.now())
-      return this.requeue(w, first.state.slotAt);
+    const firstAt = first === w ? null : this.actsAt(first);
+    if (first.state.kind === 'waitingSlot' && firstAt !== null && firstAt > core.now()) return this.requeue(w, firstAt);
     if (this.start(first, first === w ? notBeforeMono : this.notBefore(first)) && first !== w)
       this.probes.hold(w, first.threadId);
     this.requeue(w);
@@ -165,9 +185,11 @@ export class Schedule {
         reason: 'global rate limit',
         detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
       });
-      // Rounded up to the second, so a countdown does not change at every refusal.
+      this.slots.set(w.threadId, this.limiterAt + wait);
+      // Shown rounded up to the second, so a countdown does not change at every refusal.
       waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
     } else if (session) {
+      this.slots.delete(w.threadId);
       const group = this.probes.groupOf(w);
       if (group !== null) this.probes.started(w, group);
       // Under way from here (core.attempting): not due again until its attempt ends.
@@ -191,10 +213,11 @@ export class Schedule {
   }
 
   /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */
-  private requeue(w: Watch, at = this.actsAt(w)): void {
+  private requeue(w: Watch, at = this.actsAt(w), notBeforeMono = 0): void {
     const core = this.core;
     if (at === null || core.stopped) return;
-    core.work.addAfter(w.threadId, { kind: 'due', notBeforeMono: this.notBefore(w) }, Math.max(0, at - core.now()));
+    const job = { kind: 'due', notBeforeMono: Math.max(notBeforeMono, this.notBefore(w)) } as const;
+    core.work.addAfter(w.threadId, job, Math.max(0, at - core.now()));
   }
 
   /**
@@ -213,7 +236,10 @@ export class Schedule {
    */
   private actsAt(w: Watch): number | null {
     if (this.core.attempting(w.threadId)) return null;
-    if (w.state.kind === 'waitingSlot') return w.state.slotAt;
+    if (w.state.kind === 'waitingSlot') {
+      const slot = this.slots.get(w.threadId); // none after a restart: the slot shown
+      return slot === undefined ? w.state.slotAt : this.core.now() + slot - this.core.deps.clock.elapsed();
+    }
     if (w.state.kind === 'waitingProbe') {
       const until = this.probes.waitedUntil(w.state.probe);
       return until === null ? null : until + this.prepareLead();
