@@ -68,22 +68,6 @@ export class Probes {
     this.core.emit({ type: 'skipped', threadId: w.threadId, reason: 'waiting for the probe', detail: probe });
   }
 
-  /**
-   * Recoveries held for a probe that is out no more (its recovery called off, a person's pause,
-   * its budget spent, a restart that lost the provider's answer): due as scheduled again, so the
-   * next due pass picks a new probe. True when any was.
-   */
-  releaseOrphans(): boolean {
-    let released = false;
-    for (const w of this.core.scheduledWatches()) {
-      if (w.state.kind !== 'waitingProbe' || this.holds(w)) continue;
-      unhold(this.core, w);
-      released = true;
-    }
-    if (released) this.core.changed();
-    return released;
-  }
-
   /** A recovery held for a probe (`waitingProbe`) that is still out, of its group. */
   holds(w: Watch): boolean {
     if (w.state.kind !== 'waitingProbe') return false;

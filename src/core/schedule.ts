@@ -60,31 +60,33 @@ export class Schedule {
 
   /**
    * Every scheduled recovery's `due` job set again from its watch (what they wait for changed: a
-   * connection, a pause, a probe's end); held for a probe that is out no more, as scheduled.
+   * connection, a pause, a probe's end).
    */
   reschedule(): void {
-    const core = this.core;
-    if (core.stopped || !core.session) return; // connecting reschedules
-    this.probes.releaseOrphans();
-    for (const w of core.scheduledWatches()) this.requeue(w);
+    for (const w of this.core.scheduledWatches()) this.follow(w);
   }
 
   /**
    * A watch's state changed, or its attempt ended: its `due` job follows it, and so do the
-   * recoveries held for it as their outage's probe (as scheduled again once it is out no more).
+   * recoveries held for it as their outage's probe.
    */
   changed(w: Watch): void {
-    const core = this.core;
-    if (core.stopped || !core.session) return;
-    this.requeue(w);
+    this.follow(w);
     if (w.failures === 0) return;
-    let released = false;
-    for (const x of core.scheduledWatches()) {
-      if (x.state.kind !== 'waitingProbe' || x.state.probe !== w.threadId) continue;
-      if (!this.probes.holds(x)) released = unhold(core, x) || released;
-      this.requeue(x);
-    }
-    if (released) core.changed();
+    for (const x of this.core.scheduledWatches())
+      if (x.state.kind === 'waitingProbe' && x.state.probe === w.threadId) this.follow(x);
+  }
+
+  /**
+   * The `due` job set again from the watch; held for a probe that is out no more (its recovery
+   * called off, a person's pause, its budget spent, a restart that lost the provider's answer), as
+   * scheduled again, so its next turn picks a new probe.
+   */
+  private follow(w: Watch): void {
+    const core = this.core;
+    if (core.stopped || !core.session) return; // connecting reschedules
+    if (w.state.kind === 'waitingProbe' && !this.probes.holds(w) && unhold(core, w)) core.changed();
+    this.requeue(w);
   }
 
   /**
@@ -142,10 +144,8 @@ export class Schedule {
     if (at > core.now()) return this.requeue(w, at);
     if (!this.caughtUp) {
       this.caughtUp = true;
-      for (const x of core.scheduledWatches()) {
-        const xAt = x === w ? null : this.actsAt(x);
-        if (xAt !== null && xAt <= core.now()) this.requeue(x, core.now(), notBeforeMono);
-      }
+      for (const x of core.scheduledWatches())
+        if (x !== w && (this.actsAt(x) ?? Infinity) <= core.now()) this.requeue(x, undefined, notBeforeMono);
     }
     const group = this.probes.groupOf(w);
     const out = group === null ? null : this.probes.probeOf(group);

@@ -4,7 +4,7 @@
 // own initiative.
 import { emptyState, type Watch } from '../model/watch';
 import { canRetryNow, isDisarmed } from '../model/queries';
-import { RpcError, type Resumed } from '../protocol/daemon';
+import { type DaemonSession, RpcError, type Resumed } from '../protocol/daemon';
 import type { Connection } from './connection';
 import type { EngineCore } from './engineCore';
 import type { HomeScan } from './homeScan';
@@ -64,8 +64,7 @@ export class UserActions {
     const first = personArms(core.state.watches[threadId], core.state.disarmed[threadId]);
     if (first.act === 'refuse') throw new Error(`arm ${threadId}: ${first.why}`);
     if (first.act === 'noop') return this.armNoop(threadId, first.why);
-    const session = core.session;
-    if (!session) throw new Error(`arm ${threadId}: not connected to the Codex daemon (${core.connection.detail})`);
+    const session = this.session(`arm ${threadId}: `);
     const outcome: { armed: boolean; refused: string | null; noop: string | null } = {
       armed: false,
       refused: null,
@@ -176,8 +175,7 @@ export class UserActions {
    */
   private async loadAndRetry(w: Watch): Promise<void> {
     const core = this.core;
-    const session = core.session;
-    if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
+    const session = this.session();
     const threadId = w.threadId;
     const outcome: { refused: string | null } = { refused: null };
     await core.run(threadId, async () => {
@@ -240,13 +238,19 @@ export class UserActions {
    */
   async pauseGoal(threadId: string): Promise<void> {
     const core = this.core;
-    const session = core.session;
-    if (!session) throw new Error(`not connected to the Codex daemon (${core.connection.detail})`);
+    const session = this.session();
     core.mustLead('Pause goal');
     const goal = await session.setGoalStatusAsUser(threadId, 'paused');
     const w = core.state.watches[threadId];
     if (w && goal) goalSeen(w, goalSnapshot(goal));
     core.touch(threadId);
+  }
+
+  /** The daemon's session, or an error that says why a person's action cannot be done now. */
+  private session(prefix = ''): DaemonSession {
+    const session = this.core.session;
+    if (!session) throw new Error(`${prefix}not connected to the Codex daemon (${this.core.connection.detail})`);
+    return session;
   }
 
   /** A full pass over the daemon's loaded threads, now (the engine also makes one every `resyncMs`). */
@@ -258,8 +262,7 @@ export class UserActions {
   async reset(): Promise<void> {
     const core = this.core;
     core.state = emptyState();
-    core.saver.markAll();
-    core.schedule.reschedule();
+    core.saver.markAll(); // what was scheduled goes with it: a due job finds no watch
     core.changed();
     await core.persist();
     this.home.reset();

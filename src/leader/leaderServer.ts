@@ -6,7 +6,7 @@
 // (a stream, not a latest value); what a window says of its focus is passed on to `onFocus`.
 // A follower of an older protocol gets the states and decisions it can read (olderFollowers.ts).
 import type * as net from 'node:net';
-import { Emitter, type Log, type Unsubscribe } from './emitter';
+import { type Log, type Unsubscribe } from './emitter';
 import {
   type DecisionMessage,
   encodeMessage,
@@ -82,7 +82,6 @@ export class LeaderServer {
   private latest: LatestState | undefined;
   private _closed = false;
   private closing: Promise<void> | undefined;
-  private readonly followersEmitter: Emitter<number>;
   private focusListener: FocusListener | undefined;
   private term: number | undefined;
 
@@ -93,7 +92,6 @@ export class LeaderServer {
     this.log = opts.log ?? (() => {});
     this.helloTimeoutMs = opts.helloTimeoutMs ?? 5000;
     this.who = opts.who;
-    this.followersEmitter = new Emitter<number>(this.log, 'followers listener');
     server.on('connection', (socket) => this.accept(socket));
     server.on('error', (err) => this.log(`leader server error: ${err.message}`));
   }
@@ -107,16 +105,6 @@ export class LeaderServer {
 
   get closed(): boolean {
     return this._closed;
-  }
-
-  /** The last snapshot broadcast, or undefined. */
-  get latestState(): unknown {
-    return this.latest?.snapshot;
-  }
-
-  /** Called with the follower count whenever it changes. */
-  onFollowersChange(cb: (count: number) => void): Unsubscribe {
-    return this.followersEmitter.on(cb);
   }
 
   /** Called when a window says whether it has the focus, and with `null` when such a window goes (one listener). */
@@ -238,7 +226,6 @@ export class LeaderServer {
     socket.on('close', () => {
       clearTimeout(peer.helloTimer);
       this.peers.delete(peer);
-      if (peer.welcomed && !this._closed) this.followersEmitter.fire(this.followerCount);
       if (peer.viewer !== null && !this._closed) this.tellFocus(peer.viewer, null);
     });
   }
@@ -263,7 +250,6 @@ export class LeaderServer {
         ...(this.term !== undefined ? { term: this.term } : {}),
       });
       if (this.latest) this.sendState(peer);
-      this.followersEmitter.fire(this.followerCount);
       return;
     }
     if (msg.type === 'focus') {

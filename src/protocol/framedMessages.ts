@@ -3,8 +3,8 @@
  * validates, counts and dispatches each frame and never throws; a writer serializes and reports
  * each failure as an error event and a rejected promise.
  */
-import type { DataCallback, Event, Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
-import { Emitter, MessageReaderBase, MessageWriterBase } from './messageEvents';
+import type { DataCallback, Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import { MessageReaderBase, MessageWriterBase } from './messageEvents';
 import { validateMessage } from './framing';
 import { excerpt } from './lineSplitter';
 
@@ -32,18 +32,12 @@ class CloseOnce {
   }
 }
 
-/**
- * Shared logic for both readers: parse, validate, count, dispatch; never throws.
- * `onMessageReceived` fires for every valid message before it is handed to the connection, with
- * all top-level fields intact (vscode-jsonrpc passes only `params` to notification handlers, so
- * this is where `emittedAtMs` can be observed).
- */
+/** Shared logic for both readers: parse, validate, count, dispatch; never throws. */
 export abstract class FramedMessageReader extends MessageReaderBase implements MessageReader {
   private _malformedCount = 0;
   private _messageCount = 0;
   private callback: DataCallback | undefined;
   private readonly closing = new CloseOnce();
-  private readonly receivedEmitter = new Emitter<Message>();
 
   /** Frames that were dropped (bad JSON, bad shape, over the size cap). */
   get malformedCount(): number {
@@ -53,10 +47,6 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
   /** Valid messages delivered. */
   get messageCount(): number {
     return this._messageCount;
-  }
-
-  get onMessageReceived(): Event<Message> {
-    return this.receivedEmitter.event;
   }
 
   protected get isListening(): boolean {
@@ -102,11 +92,6 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
       return;
     }
     this._messageCount++;
-    try {
-      this.receivedEmitter.fire(v.message);
-    } catch {
-      // listeners' exceptions are already swallowed by Emitter; disposed emitter lands here
-    }
     const cb = this.callback;
     if (!cb) return;
     try {
@@ -120,7 +105,6 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
 
   override dispose(): void {
     this.callback = undefined;
-    this.receivedEmitter.dispose();
     super.dispose();
   }
 }
