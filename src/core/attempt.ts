@@ -130,9 +130,11 @@ export class Attempts {
     const core = this.core;
     const group = outageGroup(w);
     if (group === null) return;
-    const looks = Object.values(core.state.watches)
-      .filter((x) => x !== w && outageGroup(x) === group)
-      .filter((x) => core.work.has(x.threadId, 'look') && !core.attempting(x.threadId))
+    // Only threads with a look queued: with 10,000 watches, a pass over all of them per attempt
+    // made each recovery late (bench: timer-precision).
+    const looks = [...core.work.keysWith('look')]
+      .map((id) => core.state.watches[id])
+      .filter((x) => x && x !== w && !core.attempting(x.threadId) && outageGroup(x) === group)
       .map((x) => core.work.add(x.threadId, { kind: 'look' }).catch(() => undefined));
     await Promise.all(looks);
   }

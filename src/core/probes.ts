@@ -21,17 +21,12 @@ export class Probes {
 
   constructor(private readonly core: EngineCore) {}
 
-  /** Grouping is on (always, but in the bench's per-goal baseline). */
-  get enabled(): boolean {
-    return this.core.options.groupOutages;
-  }
-
   /**
    * The group a due recovery belongs to, or null: it goes alone (also once its provider answered
    * after its failure: released, it waits for no probe).
    */
   groupOf(w: Watch): string | null {
-    if (!this.enabled || scheduledOf(w.state)?.kind !== 'backoff') return null;
+    if (!this.core.options.groupOutages || scheduledOf(w.state)?.kind !== 'backoff') return null;
     const answered = w.runsOn === null ? undefined : this.answeredAt.get(w.runsOn);
     if (answered !== undefined && w.lastFailure !== null && answered > w.lastFailure.at) return null;
     return outageGroup(w);
@@ -83,7 +78,7 @@ export class Probes {
    */
   answered(threadId: string, since: number): boolean {
     const runsOn = this.core.state.watches[threadId]?.runsOn;
-    if (!this.enabled || runsOn == null) return false;
+    if (!this.core.options.groupOutages || runsOn == null) return false;
     const now = this.core.now();
     this.answeredAt.set(runsOn, Math.max(this.answeredAt.get(runsOn) ?? since, since));
     let released = 0;

@@ -95,7 +95,7 @@ export class Schedule {
    */
   answered(threadId: string, since: number): void {
     if (!this.probes.answered(threadId, since)) return;
-    this.reschedule();
+    this.reschedule(); // a probe it held for may be out no more
     this.core.saver.persistSoon();
   }
 

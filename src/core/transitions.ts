@@ -227,13 +227,12 @@ export function usagePlanned(core: EngineCore, w: Watch, key: string, plan: Usag
     core.emit({ type: 'attention', threadId: w.threadId, reason: plan.message });
     return core.setState(w, { kind: 'needsAttention', code: plan.code, message: plan.message });
   }
-  const due = plan.dueAt;
   const message = `usage limit reached; reset from ${plan.source}`;
-  failureIs(w, { turnId: key, message, code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: due });
+  failureIs(w, { turnId: key, message, code: 'usageLimitExceeded', httpStatus: 429, at: now, dueAt: plan.dueAt });
   const state = usageResumeState(w, plan.resetsAt, core.options, now);
   if (state.kind === 'budgetSpent') return holdForBudget(core, w, state);
   core.setState(w, state);
-  saidDue(core, w, 1, key, due, now, 'usageLimitExceeded');
+  saidDue(core, w, 1, key, plan.dueAt, now, 'usageLimitExceeded');
 }
 
 /**
@@ -366,6 +365,7 @@ export function dueBy(core: EngineCore, w: Watch, at: number): void {
   if (!f) return;
   dueAtIs(w, dueByAt(f, at));
   core.mark(w.threadId);
+  core.schedule.changed(w); // sooner: its due job follows
 }
 
 /** Due no earlier than `at` (the write-ahead failed: not at once again, against a failing disk). */
@@ -385,6 +385,7 @@ export function retriedNow(core: EngineCore, w: Watch): void {
   if (due) core.setState(w, due, scheduledOf(w.state) !== null);
   dueAtIs(w, core.now());
   core.mark(w.threadId);
+  core.schedule.changed(w); // now: its due job follows
 }
 
 /** The attempt's intent is on disk: the set is under way. */

@@ -163,7 +163,6 @@ export class UserActions {
     if (w.state.kind === 'unloaded' || w.state.kind === 'elsewhere') return this.loadAndRetry(w);
     retriedNow(core, w);
     core.changed();
-    core.schedule.reschedule();
     await core.persist();
   }
 
@@ -226,7 +225,6 @@ export class UserActions {
       if (fromElsewhere) takeOver(core, w, goal.status);
       if (w.lastFailure && w.lastFailure.dueAt !== null) dueBy(core, w, core.now());
       await this.reconciler.decide(session, w);
-      core.schedule.reschedule();
     });
     await core.persist();
     if (outcome.refused) throw new Error(`Retry now: ${outcome.refused}`);

@@ -100,6 +100,11 @@ export class WorkQueue<J extends Job> {
     return work.current?.kind === kind || work.delayed.has(kind) || work.waiting.some((e) => e.job.kind === kind);
   }
 
+  /** The keys with a job of `kind` under way, waiting or delayed. */
+  *keysWith(kind: string): Generator<string> {
+    for (const key of this.keys.keys()) if (this.has(key, kind)) yield key;
+  }
+
   /** Some job of the key is under way, waits or is delayed. */
   busy(key: string): boolean {
     return this.keys.has(key);
