@@ -50,6 +50,15 @@ describe('the model block that still holds', () => {
     ],
     ['an active event before the arming does not lift a held block', [event('active', 40)], 50, 30, 30],
     ['an active event lifts a block held from before', [event('active', 40)], 0, 30, null],
+    // The file was rewritten (a new rollout, read from its start): the held block's offset is the old
+    // file's, and an active event read now comes after it all the same.
+    [
+      'after a rewrite, an active event at a lower offset lifts the old file’s block',
+      [event('active', 5)],
+      0,
+      300,
+      null,
+    ],
     ['a blocked goal event is no model block', [event('blocked', 20)], 0, null, null],
     ['a blocked goal event does not move a held block', [event('blocked', 40)], 0, 30, 30],
     ['the model’s own active call does not lift it', [model('blocked', 20), model('active', 30)], 0, null, 20],
