@@ -15,7 +15,7 @@ const CLOCK_JUMP_TOLERANCE_MS = 2_000;
 /**
  * The longest delay a timer is given. Node keeps none over 2^31-1 ms (about 24.8 days): it fires
  * such a timer after 1 ms, so a recovery due later (a usage reset weeks out, a large backoff cap)
- * re-armed its due timer every millisecond. Clamped, it fires early, finds nothing due and is set
+ * re-armed its timer every millisecond. Clamped, it fires early, finds nothing due and is set
  * again for what is left.
  */
 const MAX_TIMER_MS = 2 ** 31 - 1;
