@@ -68,7 +68,7 @@ export class Connection {
     const core = this.core;
     if (!core.session && !core.stopped && core.connection.kind === 'disconnected') {
       // Asked to look now (e.g. the daemon was just started): do not wait for the reconnect backoff.
-      if (this.reconnectTimer) core.deps.clock.clearTimer(this.reconnectTimer);
+      if (this.reconnectTimer) core.guard.clearTimer(this.reconnectTimer);
       this.reconnectAttempt = 0;
       this.connectNow();
       await core.idle();
@@ -85,8 +85,8 @@ export class Connection {
 
   /** No resync and no reconnect any more (stopping). */
   stopTimers(): void {
-    const clock = this.core.deps.clock;
-    for (const timer of [this.resyncTimer, this.reconnectTimer]) if (timer) clock.clearTimer(timer);
+    const guard = this.core.guard;
+    for (const timer of [this.resyncTimer, this.reconnectTimer]) if (timer) guard.clearTimer(timer);
     this.resyncTimer = this.reconnectTimer = null;
   }
 
@@ -99,7 +99,7 @@ export class Connection {
   }
 
   private armResync(): void {
-    if (this.resyncTimer) this.core.deps.clock.clearTimer(this.resyncTimer);
+    if (this.resyncTimer) this.core.guard.clearTimer(this.resyncTimer);
     this.resyncTimer = this.core.guard.setTimer(() => void this.resync(), this.core.options.resyncMs);
   }
 

@@ -85,8 +85,13 @@ export class Schedule {
   private follow(w: Watch): void {
     const core = this.core;
     if (core.stopped || !core.session) return; // connecting reschedules
-    if (w.state.kind === 'waitingProbe' && !this.probes.holds(w) && unhold(core, w)) core.changed();
+    this.unheld(w);
     this.requeue(w);
+  }
+
+  /** Held for a probe that is out no more: as scheduled again. */
+  private unheld(w: Watch): void {
+    if (w.state.kind === 'waitingProbe' && !this.probes.holds(w) && unhold(this.core, w)) this.core.changed();
   }
 
   /**
@@ -138,7 +143,7 @@ export class Schedule {
     const core = this.core;
     const w = core.state.watches[threadId];
     if (!w || core.stopped || core.state.pausedAt !== null || !core.session || core.attempting(threadId)) return;
-    if (w.state.kind === 'waitingProbe' && !this.probes.holds(w)) unhold(core, w);
+    this.unheld(w);
     const at = this.actsAt(w);
     if (at === null) return;
     if (at > core.now()) return this.requeue(w, at);

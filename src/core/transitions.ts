@@ -359,13 +359,12 @@ export function unhold(core: EngineCore, w: Watch): boolean {
   return true;
 }
 
-/** Due by `at` at the latest (the provider answered; a person's Retry now on an unloaded thread). */
+/** Due by `at` at the latest (the provider answered; Retry now, unloaded): the caller moves its due job. */
 export function dueBy(core: EngineCore, w: Watch, at: number): void {
   const f = w.lastFailure;
   if (!f) return;
   dueAtIs(w, dueByAt(f, at));
   core.mark(w.threadId);
-  core.schedule.changed(w); // sooner: its due job follows
 }
 
 /** Due no earlier than `at` (the write-ahead failed: not at once again, against a failing disk). */

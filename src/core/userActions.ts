@@ -223,7 +223,10 @@ export class UserActions {
           : 'Retry now on a thread the daemon had not loaded (thread/resume)',
       });
       if (fromElsewhere) takeOver(core, w, goal.status);
-      if (w.lastFailure && w.lastFailure.dueAt !== null) dueBy(core, w, core.now());
+      if (w.lastFailure && w.lastFailure.dueAt !== null) {
+        dueBy(core, w, core.now());
+        core.schedule.changed(w); // sooner: its due job follows
+      }
       await this.reconciler.decide(session, w);
     });
     await core.persist();
