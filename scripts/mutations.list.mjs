@@ -422,9 +422,9 @@ export const MUTATIONS = [
     id: 'step-probe-same-goal',
     invariant: 'the group’s tries spread over its goals’ recovery budgets',
     fault: 'at one due time the order is the thread id alone: the same goal makes every try',
-    file: 'src/core/schedule.ts',
-    find: '  return (dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1)) < 0;',
-    replace: '  return (dueAt(a)! - dueAt(b)! || (a.threadId < b.threadId ? -1 : 1)) < 0;',
+    file: 'src/core/outage.ts',
+    find: '  const d = dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length;',
+    replace: '  const d = dueAt(a)! - dueAt(b)!;',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: 'the probe fails again',

@@ -64,10 +64,8 @@ export function elsewhere(f: ElsewhereFacts): ElsewhereVerdict {
       return { act: 'forget', why: `the goal is ${f.goal} in another Codex app` };
     case 'active':
       return { act: 'show', state: state(false), failure: null, announce: false, why: 'running in another Codex app' };
-    case 'blocked':
-    case 'usageLimited':
-      break;
   }
+  // Blocked or usage-limited: its newest turn tells why.
   const turn = f.turn;
   // Codex blocks the goal before its turn ends: the end decides (at the next look).
   if (!turn || turnUnended(turn, f.status))

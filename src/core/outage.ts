@@ -6,7 +6,7 @@
 // goal alone in its group is recovered as it always was. Pure, like policy.ts: no I/O, no clock
 // reads, no `await`; the schedule (schedule.ts) and the transitions (transitions.ts) carry it out.
 import { type TurnFailure, type Watch, type WatchState } from '../model/watch';
-import { scheduledOf } from '../model/queries';
+import { dueAt, scheduledOf } from '../model/queries';
 import { outageKind } from './classify';
 
 /** The group of a goal whose failure is a provider's (`runsOn · kind`), or null: never grouped. */
@@ -43,6 +43,16 @@ export interface ProbeFacts {
    * group goes as the new probe.
    */
   readonly verdictWithinMs: number;
+}
+
+/**
+ * The order in which a group's due goals go (the first is its probe): the sooner due time first;
+ * at one due time (a group's step), the goal with the fewest recent recoveries, so the probe and
+ * its half-step tries spread over the group's recovery budgets; then by thread id. Both scheduled.
+ */
+export function goesFirst(a: Watch, b: Watch): boolean {
+  const d = dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length;
+  return d < 0 || (d === 0 && a.threadId < b.threadId);
 }
 
 /**

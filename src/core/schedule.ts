@@ -8,6 +8,7 @@ import { dueAt, scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
+import { goesFirst } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -212,7 +213,7 @@ export class Schedule {
       const d = dueAt(x);
       if (d === null || d > now || this.core.attempting(x.threadId)) continue;
       if (this.probes.groupOf(x) !== group) continue;
-      if (first === null || goesBefore(x, first)) first = x;
+      if (first === null || goesFirst(x, first)) first = x;
     }
     return first;
   }
@@ -252,11 +253,6 @@ export class Schedule {
     const due = dueAt(w);
     return due === null ? null : due - this.prepareLead();
   }
-}
-
-/** At one due time (a group's step), the goal with the fewest recent recoveries first. */
-function goesBefore(a: Watch, b: Watch): boolean {
-  return (dueAt(a)! - dueAt(b)! || a.recoveries.length - b.recoveries.length || (a.threadId < b.threadId ? -1 : 1)) < 0;
 }
 
 function newLimiter(options: EngineOptions): RecoveryLimiter {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   followProbe,
+  goesFirst,
   halfStepDue,
   halfStepFailed,
   isProbing,
@@ -53,6 +54,27 @@ describe('the group', () => {
   test('what it runs on not known → none', () => assert.equal(outageGroup(failed({ runsOn: null })), null));
   test('no failure → none', () => assert.equal(outageGroup(failed({ lastFailure: null })), null));
   test('not a provider’s failure → none', () => assert.equal(outageGroup(failed({}, 'set rejected')), null));
+});
+
+describe('who goes first in a group', () => {
+  /** Scheduled, due at NOW + `dueIn`, with `recoveries` sent. */
+  const due = (threadId: string, dueIn: number, recoveries = 0) =>
+    failed({
+      threadId,
+      lastFailure: { ...failed().lastFailure!, dueAt: NOW + dueIn },
+      recoveries: Array.from({ length: recoveries }, (_, i) => NOW - 1_000 * (i + 1)),
+    });
+  const rows: [string, WatchedThread, WatchedThread, boolean][] = [
+    ['the sooner due time first', due('b', 0), due('a', 1), true],
+    ['…not the later one', due('a', 1), due('b', 0), false],
+    ['…even with more recoveries', due('b', 0, 3), due('a', 1, 0), true],
+    ['at one due time, fewer recoveries first', due('b', 0, 1), due('a', 0, 2), true],
+    ['…not more', due('a', 0, 2), due('b', 0, 1), false],
+    ['at one due time and count, the lower thread id', due('a', 0, 1), due('b', 0, 1), true],
+    ['…not the higher', due('b', 0, 1), due('a', 0, 1), false],
+    ['not before itself', due('a', 0, 1), due('a', 0, 1), false],
+  ];
+  for (const [name, a, b, expected] of rows) test(name, () => assert.equal(goesFirst(a, b), expected));
 });
 
 describe('out as the probe', () => {
