@@ -363,8 +363,8 @@ export const MUTATIONS = [
     invariant: 'one outage, one probe: the goals of a group wait for the one out first',
     fault: 'no goal belongs to a group: every due recovery goes alone',
     file: 'src/core/probes.ts',
-    find: '    return outageGroup(w);\n  }',
-    replace: '    return outageGroup(w) && null;\n  }',
+    find: "    return this.core.options.groupOutages ? dueGroup(w, this.answeredAt.get(w.runsOn ?? '')) : null;",
+    replace: '    return null;',
     guard: {
       file: 'test/unit/outageProbe.test.ts',
       pattern: '10 goals blocked by one outage',

@@ -46,6 +46,17 @@ export interface ProbeFacts {
 }
 
 /**
+ * The group a due recovery waits in, or null: it goes alone. A backoff's only (a usage limit waits
+ * for its reset), and none once its provider answered (`answeredAt`) a request sent after its
+ * failure: released, it waits for no probe.
+ */
+export function dueGroup(w: Watch, answeredAt: number | undefined): string | null {
+  const f = w.lastFailure;
+  if (scheduledOf(w.state)?.kind !== 'backoff' || f === null || (answeredAt ?? -Infinity) > f.at) return null;
+  return outageGroup(w);
+}
+
+/**
  * The order in which a group's due goals go (the first is its probe): the sooner due time first;
  * at one due time (a group's step), the goal with the fewest recent recoveries, so the probe and
  * its half-step tries spread over the group's recovery budgets; then by thread id. Both scheduled.

@@ -3,9 +3,8 @@
 // releases them. The probe's failure moves them on in transitions.ts (`followTheProbe`), where every
 // failure is counted.
 import { type EngineState, type Watch } from '../model/watch';
-import { scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
-import { isProbing, outageGroup, releasedBy } from './outage';
+import { dueGroup, isProbing, outageGroup, releasedBy } from './outage';
 import { dueBy, unhold, waitForProbe } from './transitions';
 
 export class Probes {
@@ -26,10 +25,7 @@ export class Probes {
    * after its failure: released, it waits for no probe).
    */
   groupOf(w: Watch): string | null {
-    if (!this.core.options.groupOutages || scheduledOf(w.state)?.kind !== 'backoff') return null;
-    const answered = w.runsOn === null ? undefined : this.answeredAt.get(w.runsOn);
-    if (answered !== undefined && w.lastFailure !== null && answered > w.lastFailure.at) return null;
-    return outageGroup(w);
+    return this.core.options.groupOutages ? dueGroup(w, this.answeredAt.get(w.runsOn ?? '')) : null;
   }
 
   /**

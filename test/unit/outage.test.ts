@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  dueGroup,
   followProbe,
   goesFirst,
   halfStepDue,
@@ -54,6 +55,34 @@ describe('the group', () => {
   test('what it runs on not known → none', () => assert.equal(outageGroup(failed({ runsOn: null })), null));
   test('no failure → none', () => assert.equal(outageGroup(failed({ lastFailure: null })), null));
   test('not a provider’s failure → none', () => assert.equal(outageGroup(failed({}, 'set rejected')), null));
+});
+
+describe('the group a due recovery waits in', () => {
+  const at = NOW - 60_000; // the failure's time in failed()
+  const rows: [string, WatchedThread, number | undefined, string | null][] = [
+    ['a backoff for a provider’s failure → its group', failed(), undefined, 'openai/gpt-5.5 · server error'],
+    [
+      '…held for a probe, still its group',
+      failed({
+        state: { kind: 'waitingProbe', probe: 'p', held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
+      }),
+      undefined,
+      'openai/gpt-5.5 · server error',
+    ],
+    ['its provider answered before the failure → still its group', failed(), at - 1, 'openai/gpt-5.5 · server error'],
+    ['…at the failure’s very time → still its group', failed(), at, 'openai/gpt-5.5 · server error'],
+    ['…after it → none (released: it waits for no probe)', failed(), at + 1, null],
+    [
+      'a usage limit’s wait → none (it waits for its reset)',
+      failed({ state: { kind: 'usageLimited', resetsAt: null } }),
+      undefined,
+      null,
+    ],
+    ['not scheduled → none', failed({ state: { kind: 'running' } }), undefined, null],
+    ['no failure known → none, whatever answered', failed({ lastFailure: null }), at + 1, null],
+    ['not a provider’s failure → none', failed({}, 'set rejected'), undefined, null],
+  ];
+  for (const [name, w, answeredAt, expected] of rows) test(name, () => assert.equal(dueGroup(w, answeredAt), expected));
 });
 
 describe('who goes first in a group', () => {
