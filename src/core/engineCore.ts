@@ -42,8 +42,8 @@ export interface EngineDeps {
 /** The schedule (schedule.ts): each thread's due job, the preparation lead, the limiter, the outage's probe. */
 export interface DueTimer {
   reschedule(): void;
-  /** A watch's state changed, or its attempt ended: its due job follows (and those held for it). */
-  changed(w: Watch): void;
+  /** A watch's state changed (from `was`), or its attempt ended: its due job follows (and those held for it). */
+  changed(w: Watch, was?: WatchState): void;
   /** The wall clock jumped forward: what fell due goes with the next due job. */
   jumpedForward(): void;
   /** The thread's `due` job: its recovery's turn. */
@@ -195,11 +195,12 @@ export class EngineCore {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
     // Due jobs depend only on due times, and on whether an outage's probe is still out (any move
     // of a goal with a failure counted): other changes need none.
-    const timing = scheduledOf(w.state) !== null || scheduledOf(state) !== null || w.failures > 0;
+    const was = w.state;
+    const timing = scheduledOf(was) !== null || scheduledOf(state) !== null || w.failures > 0;
     writeState(w, state, this.now());
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     this.saver.mark(w.threadId);
-    if (timing) this.schedule.changed(w);
+    if (timing) this.schedule.changed(w, was);
     if (!quiet) this.changed();
   }
 

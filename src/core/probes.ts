@@ -20,10 +20,7 @@ export class Probes {
 
   constructor(private readonly core: EngineCore) {}
 
-  /**
-   * The group a due recovery belongs to, or null: it goes alone (also once its provider answered
-   * after its failure: released, it waits for no probe).
-   */
+  /** The group a due recovery waits in, or null: it goes alone (outage.ts dueGroup). */
   groupOf(w: Watch): string | null {
     return this.core.options.groupOutages ? dueGroup(w, this.answeredAt.get(w.runsOn ?? '')) : null;
   }

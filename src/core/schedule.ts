@@ -3,7 +3,7 @@
 // ahead of it (the preparation lead). When it comes, the thread's own turn decides: its outage's
 // probe first (probes.ts), then the global limiter (a burst, then one per interval: a recovery it
 // holds shows as `waitingSlot`, with its slot, which is kept for it), then the `attempt` job.
-import { type Watch } from '../model/watch';
+import { type Watch, type WatchState } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
@@ -68,12 +68,13 @@ export class Schedule {
   }
 
   /**
-   * A watch's state changed, or its attempt ended: its `due` job follows it, and so do the
-   * recoveries held for it as their outage's probe.
+   * A watch's state changed (from `was`), or its attempt ended: its `due` job follows it, and so do
+   * the recoveries held for it as their outage's probe; not after a move between scheduled states
+   * (held or not), which changes nothing they wait for (outage.ts isProbing).
    */
-  changed(w: Watch): void {
+  changed(w: Watch, was?: WatchState): void {
     this.follow(w);
-    if (w.failures === 0) return;
+    if (w.failures === 0 || (was && scheduledOf(was) && scheduledOf(w.state))) return;
     for (const x of this.core.scheduledWatches())
       if (x.state.kind === 'waitingProbe' && x.state.probe === w.threadId) this.follow(x);
   }

@@ -6,7 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** At least `ms` (none when it is not positive: a time already passed). */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 /** One turn of the event loop: what is ready (I/O, in-memory streams, promises) runs first. */
 export const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
