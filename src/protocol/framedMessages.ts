@@ -3,10 +3,29 @@
  * validates, counts and dispatches each frame and never throws; a writer serializes and reports
  * each failure as an error event and a rejected promise.
  */
-import type { DataCallback, Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import type { DataCallback, Disposable, Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 import { MessageReaderBase, MessageWriterBase } from './messageEvents';
 import { validateMessage } from './framing';
 import { excerpt } from './lineSplitter';
+
+type Listener = (...args: unknown[]) => void;
+
+/** A stream or a socket, as far as the readers and writers listen to it. */
+export interface EventSource {
+  on(event: string, listener: Listener): unknown;
+  removeListener(event: string, listener: Listener): unknown;
+}
+
+/** Adds each listener to `source`; returns what removes them again. */
+export function subscribe(source: EventSource, listeners: Record<string, Listener>): () => void {
+  for (const [event, listener] of Object.entries(listeners)) source.on(event, listener);
+  return () => {
+    for (const [event, listener] of Object.entries(listeners)) source.removeListener(event, listener);
+  };
+}
+
+/** An error listener that ignores: kept on a stream or socket after dispose, so a late error cannot go uncaught. */
+export function noop(): void {}
 
 /** Fires an event; an emitter already disposed (an event late after dispose) is ignored. */
 function fireSafely(fire: () => void): void {
@@ -17,27 +36,23 @@ function fireSafely(fire: () => void): void {
   }
 }
 
-/** A close event fired at most once, by a reader or a writer. */
-class CloseOnce {
-  private done = false;
-
-  get closed(): boolean {
-    return this.done;
-  }
-
-  fire(fireClose: () => void): void {
-    if (this.done) return;
-    this.done = true;
-    fireSafely(fireClose);
-  }
-}
-
 /** Shared logic for both readers: parse, validate, count, dispatch; never throws. */
 export abstract class FramedMessageReader extends MessageReaderBase implements MessageReader {
   private _malformedCount = 0;
   private _messageCount = 0;
   private callback: DataCallback | undefined;
-  private readonly closing = new CloseOnce();
+  /** The close event was fired (at most once). */
+  protected closed = false;
+  /** Removes the reader's listeners from its stream or socket. */
+  protected detach: (() => void) | undefined;
+
+  /** `label` starts each error message; `name` is the class's, for a second listen(). */
+  constructor(
+    private readonly label: string,
+    private readonly name: string,
+  ) {
+    super();
+  }
 
   /** Frames that were dropped (bad JSON, bad shape, over the size cap). */
   get malformedCount(): number {
@@ -49,12 +64,20 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
     return this._messageCount;
   }
 
-  protected get isListening(): boolean {
-    return this.callback !== undefined;
+  listen(callback: DataCallback): Disposable {
+    if (this.callback !== undefined) throw new Error(`${this.name}.listen may be called only once`);
+    this.callback = callback;
+    this.attach();
+    return { dispose: () => this.stop() };
   }
 
-  protected setCallback(cb: DataCallback | undefined): void {
-    this.callback = cb;
+  /** Starts reading, once listen() has set the callback. */
+  protected abstract attach(): void;
+
+  private stop(): void {
+    this.detach?.();
+    this.detach = undefined;
+    this.callback = undefined;
   }
 
   protected reportMalformed(reason: string, frame?: string): void {
@@ -68,11 +91,9 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
   }
 
   protected fireCloseOnce(): void {
-    this.closing.fire(() => this.fireClose());
-  }
-
-  protected get isClosed(): boolean {
-    return this.closing.closed;
+    if (this.closed) return;
+    this.closed = true;
+    fireSafely(() => this.fireClose());
   }
 
   /** Parses one complete frame (already decoded text) and dispatches it. */
@@ -101,10 +122,8 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
     }
   }
 
-  protected abstract get label(): string;
-
   override dispose(): void {
-    this.callback = undefined;
+    this.stop();
     super.dispose();
   }
 }
@@ -112,7 +131,24 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
 /** Shared writer logic: serialize, report failures as events + rejected promises, never throw. */
 export abstract class FramedMessageWriter extends MessageWriterBase implements MessageWriter {
   private errorCount = 0;
-  private readonly closing = new CloseOnce();
+  /** The close event was fired (at most once). */
+  protected closed = false;
+  private readonly detach: () => void;
+
+  /**
+   * Listens to `source`'s errors (an 'error' listener is required: without one, EPIPE on a dead
+   * child's stdin would crash us) and to its `closeEvents`, until dispose.
+   */
+  constructor(
+    private readonly source: EventSource,
+    closeEvents: string[],
+  ) {
+    super();
+    const onClose = () => this.fireCloseOnce();
+    const listeners: Record<string, Listener> = { error: (err) => void this.fail(err, undefined) };
+    for (const event of closeEvents) listeners[event] = onClose;
+    this.detach = subscribe(source, listeners);
+  }
 
   protected fail(error: unknown, msg: Message | undefined): Error {
     const err = error instanceof Error ? error : new Error(String(error));
@@ -121,15 +157,13 @@ export abstract class FramedMessageWriter extends MessageWriterBase implements M
     return err;
   }
 
-  protected fireCloseOnce(): void {
-    this.closing.fire(() => this.fireClose());
+  private fireCloseOnce(): void {
+    if (this.closed) return;
+    this.closed = true;
+    fireSafely(() => this.fireClose());
   }
 
-  protected get isClosed(): boolean {
-    return this.closing.closed;
-  }
-
-  protected serialize(msg: Message): string | Error {
+  private serialize(msg: Message): string | Error {
     try {
       const text = JSON.stringify(msg);
       if (typeof text !== 'string') return new Error('message is not serializable to JSON');
@@ -171,7 +205,11 @@ export abstract class FramedMessageWriter extends MessageWriterBase implements M
   protected abstract notWritable(): string | null;
   /** Writes one serialized message; calls `done` when it is out (or failed). */
   protected abstract send(text: string, done: (err?: Error | null) => void): void;
-}
 
-/** An error listener that ignores: kept on a stream or socket after dispose, so a late error cannot go uncaught. */
-export function noop(): void {}
+  override dispose(): void {
+    this.detach();
+    // Keep a no-op error listener so a late error (EPIPE) cannot become an uncaught exception.
+    this.source.on('error', noop);
+    super.dispose();
+  }
+}

@@ -1,8 +1,7 @@
 /**
  * One JSON message per WebSocket frame: `--listen ws://…` and the daemon's control socket.
  */
-import type { DataCallback, Disposable } from 'vscode-jsonrpc/node';
-import { FramedMessageReader, FramedMessageWriter, noop } from './framedMessages';
+import { FramedMessageReader, FramedMessageWriter, noop, subscribe, type EventSource } from './framedMessages';
 import { EXCERPT_CHARS } from './lineSplitter';
 
 /** A frame's data as a WebSocket hands it over (ours: a Buffer; the `ws` package may split it). */
@@ -12,13 +11,8 @@ type RawData = Buffer | ArrayBuffer | Buffer[];
  * What the framing needs of a WebSocket: the product's client (webSocketClient.ts) or, in tests,
  * the `ws` package's. Their events: 'message' (data, isBinary), 'error', 'close'.
  */
-export interface FrameSocket {
+export interface FrameSocket extends EventSource {
   readonly readyState: number;
-  on(event: 'message', listener: (data: RawData) => void): unknown;
-  on(event: 'close', listener: () => void): unknown;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-  removeListener(event: 'message', listener: (data: RawData) => void): unknown;
-  removeListener(event: 'close' | 'error', listener: (err: Error) => void): unknown;
   send(data: string, opts: { binary: boolean }, done: (err?: Error) => void): void;
   close(code: number, reason: string): void;
 }
@@ -46,44 +40,33 @@ export class WebSocketMessageReader extends FramedMessageReader {
   private early:
     Array<{ kind: 'frame'; data: RawData } | { kind: 'error'; err: unknown } | { kind: 'close' }> | undefined = [];
   private earlyDropped = 0;
-  private detach: (() => void) | undefined;
 
   /**
    * Subscribes to the socket at once: ws may deliver frames that arrived together with the
    * upgrade response before the owner gets to call listen(); those are buffered, not lost.
    */
-  constructor(private readonly ws: FrameSocket) {
-    super();
-    const onMessage = (data: RawData) => {
-      if (this.early) {
-        if (this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
-        else this.early.push({ kind: 'frame', data });
-        return;
-      }
-      this.onFrame(data);
-    };
-    const onClose = () => {
-      if (this.early) this.early.push({ kind: 'close' });
-      else this.fireCloseOnce();
-    };
-    const onError = (err: unknown) => {
-      if (this.early) this.early.push({ kind: 'error', err });
-      else this.safeFireError(err);
-    };
-    this.ws.on('message', onMessage);
-    this.ws.on('close', onClose);
-    this.ws.on('error', onError);
+  constructor(ws: FrameSocket) {
+    super('websocket reader', 'WebSocketMessageReader');
+    const detach = subscribe(ws, {
+      message: (data) => {
+        if (!this.early) this.onFrame(data as RawData);
+        else if (this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
+        else this.early.push({ kind: 'frame', data: data as RawData });
+      },
+      close: () => {
+        if (this.early) this.early.push({ kind: 'close' });
+        else this.fireCloseOnce();
+      },
+      error: (err) => {
+        if (this.early) this.early.push({ kind: 'error', err });
+        else this.safeFireError(err);
+      },
+    });
     this.detach = () => {
-      this.ws.removeListener('message', onMessage);
-      this.ws.removeListener('close', onClose);
-      this.ws.removeListener('error', onError);
-      this.ws.on('error', noop);
+      detach();
+      ws.on('error', noop);
     };
-    if (this.ws.readyState === WS_CLOSED) this.early?.push({ kind: 'close' });
-  }
-
-  protected get label(): string {
-    return 'websocket reader';
+    if (ws.readyState === WS_CLOSED) this.early?.push({ kind: 'close' });
   }
 
   /**
@@ -110,11 +93,7 @@ export class WebSocketMessageReader extends FramedMessageReader {
     this.handleFrame(text);
   }
 
-  listen(callback: DataCallback): Disposable {
-    if (this.isListening) {
-      throw new Error('WebSocketMessageReader.listen may be called only once');
-    }
-    this.setCallback(callback);
+  protected attach(): void {
     const early = this.early ?? [];
     this.early = undefined;
     if (this.earlyDropped > 0) {
@@ -127,33 +106,17 @@ export class WebSocketMessageReader extends FramedMessageReader {
       else if (ev.kind === 'error') this.safeFireError(ev.err);
       else this.fireCloseOnce();
     }
-    return {
-      dispose: () => {
-        this.detach?.();
-        this.detach = undefined;
-        this.setCallback(undefined);
-      },
-    };
   }
 
   override dispose(): void {
-    this.detach?.();
-    this.detach = undefined;
     this.early = undefined;
     super.dispose();
   }
 }
 
 export class WebSocketMessageWriter extends FramedMessageWriter {
-  private readonly onWsError = (err: unknown) => {
-    this.fail(err, undefined);
-  };
-  private readonly onWsClose = () => this.fireCloseOnce();
-
   constructor(private readonly ws: FrameSocket) {
-    super();
-    this.ws.on('error', this.onWsError);
-    this.ws.on('close', this.onWsClose);
+    super(ws, ['close']);
   }
 
   protected notWritable(): string | null {
@@ -171,12 +134,5 @@ export class WebSocketMessageWriter extends FramedMessageWriter {
     } catch {
       // ignore
     }
-  }
-
-  override dispose(): void {
-    this.ws.removeListener('error', this.onWsError);
-    this.ws.removeListener('close', this.onWsClose);
-    this.ws.on('error', noop);
-    super.dispose();
   }
 }
