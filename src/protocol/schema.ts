@@ -6,14 +6,19 @@
 import * as z from '../util/zod';
 import { GoalStatusSchema } from '../model/watch';
 
+/** Absent or null: null. */
+function orNull<T extends z.ZodMiniType>(schema: T) {
+  return z.pipe(
+    z.optional(z.nullable(schema)),
+    z.transform((v: z.infer<T> | null | undefined) => v ?? null),
+  );
+}
+
 export const ThreadGoalSchema = z.object({
   threadId: z.string(),
   objective: z.string(),
   status: GoalStatusSchema,
-  tokenBudget: z.pipe(
-    z.optional(z.nullable(z.number())),
-    z.transform((v) => v ?? null),
-  ),
+  tokenBudget: orNull(z.number()),
   tokensUsed: z.catch(z.number(), 0),
   timeUsedSeconds: z.catch(z.number(), 0),
   createdAt: z.catch(z.number(), 0),
@@ -50,24 +55,15 @@ export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
 
 export const TurnErrorSchema = z.object({
   message: z.catch(z.string(), ''),
-  codexErrorInfo: z.pipe(
-    z.optional(z.unknown()),
-    z.transform((v) => v ?? null),
-  ),
-  additionalDetails: z.pipe(
-    z.optional(z.nullable(z.string())),
-    z.transform((v) => v ?? null),
-  ),
+  codexErrorInfo: orNull(z.unknown()),
+  additionalDetails: orNull(z.string()),
 });
 export type TurnError = z.infer<typeof TurnErrorSchema>;
 
 export const TurnSchema = z.object({
   id: z.string(),
   status: z.string(), // completed | interrupted | failed | inProgress (others tolerated)
-  error: z.pipe(
-    z.optional(z.nullable(TurnErrorSchema)),
-    z.transform((v) => v ?? null),
-  ),
+  error: orNull(TurnErrorSchema),
   /** Unix seconds; null: the turn has not ended (daemon-behaviour (q)); absent: not said. */
   completedAt: z.catch(z.optional(z.nullable(z.number())), undefined),
 });
@@ -76,15 +72,9 @@ export type Turn = z.infer<typeof TurnSchema>;
 export const ThreadSchema = z.object({
   id: z.string(),
   status: ThreadStatusSchema,
-  path: z.pipe(
-    z.optional(z.nullable(z.string())),
-    z.transform((v) => v ?? null),
-  ),
+  path: orNull(z.string()),
   preview: z.catch(z.string(), ''),
-  name: z.pipe(
-    z.optional(z.nullable(z.string())),
-    z.transform((v) => v ?? null),
-  ),
+  name: orNull(z.string()),
   /** Unix seconds; moves when the rollout is written (a turn, a goal change). Read from `thread/list`. */
   updatedAt: z.catch(z.number(), 0),
   /** What the thread runs on (`"openai"`, `"gpt-5.5"`; the mock: `"mock"`, `"mock-model"`): an outage's group. */
