@@ -17,29 +17,17 @@ import {
 
 const STDERR_LINE_MAX = 8 * 1024;
 
-function isAlive(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
-}
-
 function killGroup(pid: number, signal: NodeJS.Signals, child: ChildProcess): void {
-  if (process.platform === 'win32') {
-    try {
-      child.kill(signal);
-    } catch {
-      // ignore
-    }
-    return;
+  try {
+    // The child's own process group only (spawned detached).
+    if (process.platform !== 'win32') return void process.kill(-pid, signal);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return;
   }
   try {
-    process.kill(-pid, signal); // the child's own process group only (spawned detached)
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') {
-      try {
-        child.kill(signal);
-      } catch {
-        // ignore
-      }
-    }
+    child.kill(signal);
+  } catch {
+    // ignore
   }
 }
 
@@ -162,10 +150,9 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
     describe,
     pid,
     onClose: (cb) => signal.on(cb),
-    close: () => {
-      if (closing) return closing;
-      closingByUs = true;
-      closing = new Promise<void>((resolve) => {
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
+        closingByUs = true;
         const finish = () => {
           // Also reaps grandchildren left in the group after the leader died.
           killGroup(pid, 'SIGKILL', child);
@@ -177,7 +164,7 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
         } catch {
           // ignore
         }
-        if (!isAlive(child)) {
+        if (child.exitCode !== null || child.signalCode !== null) {
           killGroup(pid, 'SIGTERM', child);
           setTimeout(finish, Math.min(graceMs, 100));
           return;
@@ -190,8 +177,6 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
           finish();
         });
         killGroup(pid, 'SIGTERM', child);
-      });
-      return closing;
-    },
+      })),
   };
 }

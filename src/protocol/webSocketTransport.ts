@@ -10,6 +10,7 @@ import {
   TransportError,
   type OpenTransportOptions,
   type Transport,
+  type TransportErrorCode,
 } from './transportContract';
 import { WebSocketMessageReader, WebSocketMessageWriter } from './webSocketFraming';
 
@@ -54,38 +55,7 @@ export function openWebSocket(
     };
     const onPendingError = (err: Error) => {
       lastError = err;
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && isUnixSocket) {
-        fail(
-          new TransportError(
-            'missing',
-            `no Codex daemon socket at ${describe.replace(/^Codex daemon socket /, '')} (start one with \`codex app-server daemon start\`)`,
-            { cause: err },
-          ),
-        );
-      } else if (code === 'ECONNREFUSED' && isUnixSocket) {
-        fail(
-          new TransportError(
-            'refused',
-            `${describe} refused the connection: the daemon is not running (stale socket); start it with \`codex app-server daemon start\``,
-            { cause: err },
-          ),
-        );
-      } else if (code === 'ECONNREFUSED') {
-        fail(
-          new TransportError('refused', `${describe} refused the connection: no app-server is listening there`, {
-            cause: err,
-          }),
-        );
-      } else if (/handshake has timed out/i.test(err.message)) {
-        fail(
-          new TransportError('timeout', `timed out after ${timeoutMs} ms in the WebSocket handshake with ${describe}`, {
-            cause: err,
-          }),
-        );
-      } else {
-        fail(new TransportError('refused', `cannot connect to ${describe}: ${err.message}`, { cause: err }));
-      }
+      fail(connectError(err, describe, isUnixSocket, timeoutMs));
     };
     const onPendingClose = (code: number, reason: Buffer) => {
       fail(
@@ -123,6 +93,26 @@ export function openWebSocket(
   });
 }
 
+/** Why connecting failed, told apart: no socket, stale socket, refused, timed out. */
+function connectError(err: Error, describe: string, isUnixSocket: boolean, timeoutMs: number): TransportError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const failed = (kind: TransportErrorCode, message: string) => new TransportError(kind, message, { cause: err });
+  if (code === 'ENOENT' && isUnixSocket) {
+    const path = describe.replace(/^Codex daemon socket /, '');
+    return failed('missing', `no Codex daemon socket at ${path} (start one with \`codex app-server daemon start\`)`);
+  }
+  if (code === 'ECONNREFUSED' && isUnixSocket)
+    return failed(
+      'refused',
+      `${describe} refused the connection: the daemon is not running (stale socket); start it with \`codex app-server daemon start\``,
+    );
+  if (code === 'ECONNREFUSED')
+    return failed('refused', `${describe} refused the connection: no app-server is listening there`);
+  if (/handshake has timed out/i.test(err.message))
+    return failed('timeout', `timed out after ${timeoutMs} ms in the WebSocket handshake with ${describe}`);
+  return failed('refused', `cannot connect to ${describe}: ${err.message}`);
+}
+
 function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): Transport {
   const signal = new CloseSignal();
   let lastError: Error | undefined;
@@ -146,9 +136,8 @@ function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): 
     writer,
     describe,
     onClose: (cb) => signal.on(cb),
-    close: () => {
-      if (closing) return closing;
-      closing = new Promise<void>((resolve) => {
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
         if (ws.readyState === WebSocket.CLOSED) {
           signal.fire(`${describe}: closed by client`);
           resolve();
@@ -171,8 +160,6 @@ function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): 
         } catch {
           ws.terminate();
         }
-      });
-      return closing;
-    },
+      })),
   };
 }
