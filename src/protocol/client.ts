@@ -41,7 +41,7 @@ import {
   TurnsListResultSchema,
 } from './schema';
 import { excerpt } from './lineSplitter';
-import { TapReader, TapWriter } from './messageTaps';
+import { tapReader, tapWriter } from './messageTaps';
 import { RpcConnection, RpcResponseError } from './rpcConnection';
 import { openTransport, type Transport, type TransportTarget } from './transport';
 import { errorText } from '../util/errorText';
@@ -128,8 +128,8 @@ class JsonRpcDaemon implements DaemonSession {
   ) {
     this.describe = transport.describe;
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const reader = new TapReader(transport.reader, (message) => this.screen(message));
-    const writer = new TapWriter(transport.writer, this.pending);
+    const reader = tapReader(transport.reader, (message) => this.screen(message));
+    const writer = tapWriter(transport.writer, this.pending);
     this.connection = new RpcConnection(reader, writer, { error: (m) => listener.protocolProblem(m) });
     // Server requests belong to the user's client and never reach the connection (see screen());
     // it never answers a request anyway (an answer, even an error, the daemon takes as a decline).

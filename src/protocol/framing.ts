@@ -29,7 +29,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  */
 export function validateMessage(value: unknown): ValidationResult {
   if (!isPlainObject(value)) {
-    const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+    const kind = value === null || Array.isArray(value) ? describeType(value) : `a ${typeof value}`;
     return { ok: false, reason: `JSON-RPC message must be an object, got ${kind}` };
   }
   const hasId = Object.prototype.hasOwnProperty.call(value, 'id') && value.id !== undefined;

@@ -127,24 +127,23 @@ export class WebSocketClient extends EventEmitter {
 
   /** Starts the closing handshake (or gives up connecting). */
   close(code = 1000, reason = ''): void {
-    if (this.readyState === CLOSED) return;
-    if (this.readyState === CONNECTING) {
-      this.abort(new Error('WebSocket was closed before the connection was established'));
-      return;
-    }
+    if (this.givenUp()) return;
     if (this.readyState === OPEN) this.readyState = CLOSING;
     this.sendClose(code, reason);
   }
 
-  /** Drops the connection at once. */
+  /** Drops the connection at once (or gives up connecting). */
   terminate(): void {
-    if (this.readyState === CLOSED) return;
-    if (this.readyState === CONNECTING) {
-      this.abort(new Error('WebSocket was closed before the connection was established'));
-      return;
-    }
+    if (this.givenUp()) return;
     this.readyState = CLOSING;
     this.socket?.destroy();
+  }
+
+  /** True when there is no open connection to close: closed already, or still connecting (given up now). */
+  private givenUp(): boolean {
+    if (this.readyState === CONNECTING)
+      this.abort(new Error('WebSocket was closed before the connection was established'));
+    return this.readyState === CLOSED;
   }
 
   private opened(socket: Socket, head: Buffer): void {

@@ -4,8 +4,7 @@
 // and the engine could not stop. Each plain mkdir fails at once, with its own error.
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-
-const code = (e: unknown): string | undefined => (e as NodeJS.ErrnoException)?.code;
+import { errCode } from './errno';
 
 /**
  * Makes `dir` (and each missing parent) with `mode`. Resolves to the outermost directory it made,
@@ -20,7 +19,7 @@ export async function makeDirs(dir: string, mode: number): Promise<string | unde
       if (!st.isDirectory()) throw Object.assign(new Error(`${at} is not a directory`), { code: 'ENOTDIR' });
       break;
     } catch (e) {
-      if (code(e) !== 'ENOENT') throw e;
+      if (errCode(e) !== 'ENOENT') throw e;
       missing.push(at);
       const up = path.dirname(at);
       if (up === at) break;
@@ -33,7 +32,7 @@ export async function makeDirs(dir: string, mode: number): Promise<string | unde
       await fsp.mkdir(d, { mode });
       first ??= d;
     } catch (e) {
-      if (code(e) !== 'EEXIST') throw e; // made meanwhile by another process: fine
+      if (errCode(e) !== 'EEXIST') throw e; // made meanwhile by another process: fine
     }
   }
   return first;
