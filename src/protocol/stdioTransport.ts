@@ -92,39 +92,31 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
   // Stderr: always drained; split into lines for the optional callback, bounded per line.
   const stderr = child.stderr!;
   let partial = '';
-  let partialDropped = false;
-  const emitLine = (line: string) => {
-    if (!opts.onStderr) return;
+  let dropping = false; // the rest of a line already told, cut short
+  const emit = (line: string) => {
     try {
-      opts.onStderr(line.replace(/\r$/, ''));
+      opts.onStderr?.(line.replace(/\r$/, ''));
     } catch {
       // ignore listener failures
     }
   };
+  const cut = (line: string) => (line.length > STDERR_LINE_MAX ? `${line.slice(0, STDERR_LINE_MAX)}…` : line);
   stderr.setEncoding('utf8');
   stderr.on('data', (chunk: string) => {
-    let text = partial + chunk;
-    partial = '';
-    let nl: number;
-    while ((nl = text.indexOf('\n')) !== -1) {
-      const line = text.slice(0, nl);
-      text = text.slice(nl + 1);
-      if (partialDropped) {
-        partialDropped = false;
-        continue;
-      }
-      emitLine(line.length > STDERR_LINE_MAX ? `${line.slice(0, STDERR_LINE_MAX)}…` : line);
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      if (dropping) dropping = false;
+      else emit(cut(line));
     }
-    if (partialDropped) return;
-    if (text.length > STDERR_LINE_MAX) {
-      emitLine(`${text.slice(0, STDERR_LINE_MAX)}…`);
-      partialDropped = true;
-    } else {
-      partial = text;
+    if (!dropping && partial.length > STDERR_LINE_MAX) {
+      emit(cut(partial));
+      dropping = true;
     }
+    if (dropping) partial = '';
   });
   stderr.on('end', () => {
-    if (partial && !partialDropped) emitLine(partial);
+    if (partial) emit(partial);
     partial = '';
   });
   stderr.on('error', () => {});
