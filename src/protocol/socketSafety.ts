@@ -15,6 +15,8 @@ export type SocketSafetyResult = { ok: true; resolved: string } | { ok: false; r
 
 export type UrlCheckResult = { ok: true } | { ok: false; reason: string };
 
+const no = (reason: string) => ({ ok: false, reason }) as const;
+
 /** The path a client must never connect to (it stops the daemon). */
 export const DAEMON_SHUTDOWN_PATH = '/daemon/shutdown';
 
@@ -49,22 +51,23 @@ function modeString(st: Stats): string {
  */
 export async function checkSocketSafety(socketPath: string): Promise<SocketSafetyResult> {
   const abs = path.resolve(socketPath);
+  const missing = (what: string): SocketSafetyResult => ({
+    ok: false,
+    missing: true,
+    reason: `no Codex daemon socket at ${what} (${START_HINT})`,
+  });
   let resolved: string;
   try {
     resolved = await fsp.realpath(abs);
   } catch (e) {
     const code = errCode(e);
-    if (code === 'ENOENT' || code === 'ENOTDIR') {
-      let dangling = false;
-      try {
-        dangling = (await fsp.lstat(abs)).isSymbolicLink();
-      } catch {
-        // nothing at all
-      }
-      const what = dangling ? ` (${abs} is a symbolic link to a path that does not exist)` : '';
-      return { ok: false, missing: true, reason: `no Codex daemon socket at ${abs}${what} (${START_HINT})` };
-    }
-    return { ok: false, reason: `cannot resolve Codex daemon socket path ${abs}: ${(e as Error).message}` };
+    if (code !== 'ENOENT' && code !== 'ENOTDIR')
+      return no(`cannot resolve Codex daemon socket path ${abs}: ${(e as Error).message}`);
+    const dangling = await fsp.lstat(abs).then(
+      (st) => st.isSymbolicLink(),
+      () => false, // nothing at all
+    );
+    return missing(dangling ? `${abs} (${abs} is a symbolic link to a path that does not exist)` : abs);
   }
   const shown = resolved === abs ? abs : `${abs} (-> ${resolved})`;
 
@@ -72,21 +75,11 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
   try {
     st = await fsp.stat(resolved);
   } catch (e) {
-    if (errCode(e) === 'ENOENT') {
-      return { ok: false, missing: true, reason: `no Codex daemon socket at ${shown} (${START_HINT})` };
-    }
-    return { ok: false, reason: `cannot stat Codex daemon socket ${shown}: ${(e as Error).message}` };
+    if (errCode(e) === 'ENOENT') return missing(shown);
+    return no(`cannot stat Codex daemon socket ${shown}: ${(e as Error).message}`);
   }
-  if (!st.isSocket()) {
-    return {
-      ok: false,
-      reason: `refusing ${shown}: it is not a Unix socket; remove it and ${START_HINT}`,
-    };
-  }
-  const refuse = (why: string): SocketSafetyResult => ({
-    ok: false,
-    reason: `refusing Codex daemon socket ${shown}: ${why}`,
-  });
+  if (!st.isSocket()) return no(`refusing ${shown}: it is not a Unix socket; remove it and ${START_HINT}`);
+  const refuse = (why: string) => no(`refusing Codex daemon socket ${shown}: ${why}`);
   const uid = currentUid();
   if (uid !== undefined && st.uid !== uid)
     return refuse(
@@ -103,10 +96,7 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
   try {
     dst = await fsp.stat(dir);
   } catch (e) {
-    return {
-      ok: false,
-      reason: `cannot stat the directory ${dir} of Codex daemon socket ${shown}: ${(e as Error).message}`,
-    };
+    return no(`cannot stat the directory ${dir} of Codex daemon socket ${shown}: ${(e as Error).message}`);
   }
   if (uid !== undefined && dst.uid !== uid)
     return refuse(
@@ -145,30 +135,22 @@ export function checkWsUrl(url: string): UrlCheckResult {
   try {
     u = new URL(url);
   } catch {
-    return { ok: false, reason: `invalid app-server URL ${JSON.stringify(url)}: expected ws://127.0.0.1:PORT` };
+    return no(`invalid app-server URL ${JSON.stringify(url)}: expected ws://127.0.0.1:PORT`);
   }
-  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') {
-    return {
-      ok: false,
-      reason: `unsupported app-server URL scheme ${JSON.stringify(u.protocol)} in ${url}: only ws:// and wss:// are supported`,
-    };
-  }
-  if (!u.hostname) {
-    return { ok: false, reason: `app-server URL ${url} has no host` };
-  }
+  if (u.protocol !== 'ws:' && u.protocol !== 'wss:')
+    return no(
+      `unsupported app-server URL scheme ${JSON.stringify(u.protocol)} in ${url}: only ws:// and wss:// are supported`,
+    );
+  if (!u.hostname) return no(`app-server URL ${url} has no host`);
   // Compared as a server that merges slashes would route it: `//daemon//shutdown/` too.
   const p = u.pathname.replace(/\/{2,}/g, '/').replace(/\/+$/, '');
-  if (p === DAEMON_SHUTDOWN_PATH) {
-    return { ok: false, reason: `refusing app-server URL ${url}: ${DAEMON_SHUTDOWN_PATH} would stop the daemon` };
-  }
-  if (!isLoopbackHost(u.hostname)) {
-    return {
-      ok: false,
-      reason:
-        `refusing non-loopback app-server URL ${url}: host ${u.hostname} is not 127.0.0.0/8, ::1 or localhost ` +
+  if (p === DAEMON_SHUTDOWN_PATH)
+    return no(`refusing app-server URL ${url}: ${DAEMON_SHUTDOWN_PATH} would stop the daemon`);
+  if (!isLoopbackHost(u.hostname))
+    return no(
+      `refusing non-loopback app-server URL ${url}: host ${u.hostname} is not 127.0.0.0/8, ::1 or localhost ` +
         `(the app-server has no authentication, so only a daemon on this machine is reached; for one on ` +
         `another machine, run the runner there, or forward its port: ssh -L PORT:127.0.0.1:PORT HOST)`,
-    };
-  }
+    );
   return { ok: true };
 }
