@@ -51,58 +51,50 @@ function asError(error: unknown, who: 'Reader' | 'Writer'): Error {
   return new Error(`${who} received error. Reason: ${typeof message === 'string' ? message : 'unknown'}`);
 }
 
-/** A message reader's error, close and partial-message events. */
-export abstract class MessageReaderBase {
-  private readonly errorEmitter = new Emitter<Error>();
+/** The error and close events of a message reader or writer. */
+abstract class MessageEvents<E> {
+  protected readonly errorEmitter = new Emitter<E>();
   private readonly closeEmitter = new Emitter<void>();
-  private readonly partialMessageEmitter = new Emitter<PartialMessageInfo>();
 
-  abstract listen(callback: DataCallback): Disposable;
-
-  get onError(): Event<Error> {
+  get onError(): Event<E> {
     return this.errorEmitter.event;
   }
   get onClose(): Event<void> {
     return this.closeEmitter.event;
   }
+  protected fireClose(): void {
+    this.closeEmitter.fire(undefined);
+  }
+  dispose(): void {
+    this.errorEmitter.dispose();
+    this.closeEmitter.dispose();
+  }
+}
+
+/** A message reader's error, close and partial-message events. */
+export abstract class MessageReaderBase extends MessageEvents<Error> {
+  private readonly partialMessageEmitter = new Emitter<PartialMessageInfo>();
+
+  abstract listen(callback: DataCallback): Disposable;
+
   get onPartialMessage(): Event<PartialMessageInfo> {
     return this.partialMessageEmitter.event;
   }
   protected fireError(error: unknown): void {
     this.errorEmitter.fire(asError(error, 'Reader'));
   }
-  protected fireClose(): void {
-    this.closeEmitter.fire(undefined);
-  }
-  dispose(): void {
-    this.errorEmitter.dispose();
-    this.closeEmitter.dispose();
+  override dispose(): void {
+    super.dispose();
     this.partialMessageEmitter.dispose();
   }
 }
 
 /** A message writer's error and close events. */
-export abstract class MessageWriterBase {
-  private readonly errorEmitter = new Emitter<[Error, Message | undefined, number | undefined]>();
-  private readonly closeEmitter = new Emitter<void>();
-
+export abstract class MessageWriterBase extends MessageEvents<[Error, Message | undefined, number | undefined]> {
   abstract write(msg: Message): Promise<void>;
   abstract end(): void;
 
-  get onError(): Event<[Error, Message | undefined, number | undefined]> {
-    return this.errorEmitter.event;
-  }
-  get onClose(): Event<void> {
-    return this.closeEmitter.event;
-  }
   protected fireError(error: unknown, message?: Message, count?: number): void {
     this.errorEmitter.fire([asError(error, 'Writer'), message, count]);
-  }
-  protected fireClose(): void {
-    this.closeEmitter.fire(undefined);
-  }
-  dispose(): void {
-    this.errorEmitter.dispose();
-    this.closeEmitter.dispose();
   }
 }

@@ -61,9 +61,6 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export class CloseSignal {
   private reason: string | undefined;
   private readonly callbacks: Array<(reason: string) => void> = [];
-  get fired(): boolean {
-    return this.reason !== undefined;
-  }
   on(cb: (reason: string) => void): void {
     if (this.reason !== undefined) {
       const r = this.reason;

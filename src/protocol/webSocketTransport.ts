@@ -4,6 +4,7 @@
  */
 import { WebSocketClient as WebSocket } from './webSocketClient';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
+import { subscribe } from './framedMessages';
 import {
   CloseSignal,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -39,12 +40,16 @@ export function openWebSocket(
     const timer = setTimeout(() => {
       fail(new TransportError('timeout', `timed out after ${timeoutMs} ms connecting to ${describe}`));
     }, timeoutMs);
-
-    const fail = (err: TransportError) => {
-      if (settled) return;
+    /** False when settled already; else settles: no timer, no connect listeners. */
+    const settle = (): boolean => {
+      if (settled) return false;
       settled = true;
       clearTimeout(timer);
-      cleanupPending();
+      detach();
+      return true;
+    };
+    const fail = (err: TransportError) => {
+      if (!settle()) return;
       ws.on('error', () => {}); // keep errors during teardown from becoming uncaught
       try {
         ws.terminate();
@@ -53,43 +58,25 @@ export function openWebSocket(
       }
       reject(err);
     };
-    const onPendingError = (err: Error) => {
-      lastError = err;
-      fail(connectError(err, describe, isUnixSocket, timeoutMs));
-    };
-    const onPendingClose = (code: number, reason: Buffer) => {
-      fail(
-        new TransportError(
-          'closed',
-          `${describe} closed during connect (code ${code}${reason.length ? `: ${reason.toString()}` : ''})${lastError ? `: ${lastError.message}` : ''}`,
-        ),
-      );
-    };
-    const onUnexpected = (_req: unknown, res: { statusCode?: number; statusMessage?: string }) => {
-      fail(
-        new TransportError(
-          'refused',
-          `${describe} refused the WebSocket upgrade: HTTP ${res.statusCode ?? '?'} ${res.statusMessage ?? ''}`.trim(),
-        ),
-      );
-    };
-    const cleanupPending = () => {
-      ws.removeListener('error', onPendingError);
-      ws.removeListener('close', onPendingClose);
-      ws.removeListener('unexpected-response', onUnexpected);
-      ws.removeListener('open', onOpen);
-    };
-    const onOpen = () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      cleanupPending();
-      resolve(wrapOpenSocket(ws, describe, closeGraceMs));
-    };
-    ws.on('error', onPendingError);
-    ws.on('close', onPendingClose);
-    ws.on('unexpected-response', onUnexpected);
-    ws.on('open', onOpen);
+    const detach = subscribe(ws, {
+      error: (err) => {
+        lastError = err as Error;
+        fail(connectError(lastError, describe, isUnixSocket, timeoutMs));
+      },
+      close: (code, reason) => {
+        const why = (reason as Buffer).length ? `: ${String(reason)}` : '';
+        const last = lastError ? `: ${lastError.message}` : '';
+        fail(new TransportError('closed', `${describe} closed during connect (code ${code as number}${why})${last}`));
+      },
+      'unexpected-response': (_req, res) => {
+        const { statusCode, statusMessage } = res as { statusCode?: number; statusMessage?: string };
+        const http = `HTTP ${statusCode ?? '?'} ${statusMessage ?? ''}`;
+        fail(new TransportError('refused', `${describe} refused the WebSocket upgrade: ${http}`.trim()));
+      },
+      open: () => {
+        if (settle()) resolve(wrapOpenSocket(ws, describe, closeGraceMs));
+      },
+    });
   });
 }
 
