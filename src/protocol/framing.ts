@@ -1,16 +1,8 @@
 /**
- * Message framing for the Codex app-server.
- *
- * Two wire formats, both carrying JSON-RPC 2.0 shaped objects WITHOUT the `jsonrpc` field:
- *  - newline-delimited JSON (stdio `codex app-server`),
- *  - one JSON message per WebSocket frame (`--listen ws://…` and the daemon's control socket).
- *
- * Readers never throw and never stop on malformed input: each bad frame fires `onError` with a
- * short excerpt, bumps `malformedCount`, and the next frame is read normally.
- *
- * This file holds what a frame must be (the shape check and the size cap); the readers and
- * writers are in `lineFraming.ts` (stdio) and `webSocketFraming.ts`, on the shared logic of
- * `framedMessages.ts`.
+ * What a frame from the Codex app-server must be (the shape check and the size cap): a JSON-RPC
+ * 2.0 shaped object WITHOUT the `jsonrpc` field, one per line on stdio (`lineFraming.ts`) or per
+ * WebSocket frame (`webSocketFraming.ts`). Readers never throw and never stop on malformed input:
+ * each bad frame fires `onError` with a short excerpt, bumps `malformedCount`, and reading goes on.
  */
 import type { Message } from 'vscode-jsonrpc/node';
 

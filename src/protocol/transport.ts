@@ -1,10 +1,6 @@
 /**
- * Opening a connection to a Codex app-server: the daemon's Unix socket (WebSocket over it),
- * a ws:// URL, or a private `codex app-server` child on stdio.
- *
- * `openTransport` picks the way by the target; each way is a file of its own
- * (`sharedTransport.ts` for the socket and the URL, `stdioTransport.ts`), on the contract of
- * `transportContract.ts`.
+ * Opening a connection to a Codex app-server by its target: the daemon's Unix socket or a ws://
+ * URL (`sharedTransport.ts`), or a private `codex app-server` child on stdio (`stdioTransport.ts`).
  */
 import { openSharedTransport } from './sharedTransport';
 import { openStdio } from './stdioTransport';
