@@ -27,12 +27,15 @@ export function subscribe(source: EventSource, listeners: Record<string, Listene
 /** An error listener that ignores: kept on a stream or socket after dispose, so a late error cannot go uncaught. */
 export function noop(): void {}
 
-/** Fires an event; an emitter already disposed (an event late after dispose) is ignored. */
-function fireSafely(fire: () => void): void {
+/**
+ * Runs `fn`, ignoring what it throws: an emitter already disposed (an event late after dispose), a
+ * socket, stream or child already gone, a listener's failure.
+ */
+export function quietly(fn: () => void): void {
   try {
-    fire();
+    fn();
   } catch {
-    // emitter already disposed
+    // nothing to do
   }
 }
 
@@ -87,13 +90,13 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
   }
 
   protected safeFireError(err: unknown): void {
-    fireSafely(() => this.fireError(err instanceof Error ? err : new Error(String(err))));
+    quietly(() => this.fireError(err instanceof Error ? err : new Error(String(err))));
   }
 
   protected fireCloseOnce(): void {
     if (this.closed) return;
     this.closed = true;
-    fireSafely(() => this.fireClose());
+    quietly(() => this.fireClose());
   }
 
   /** Parses one complete frame (already decoded text) and dispatches it. */
@@ -153,24 +156,14 @@ export abstract class FramedMessageWriter extends MessageWriterBase implements M
   protected fail(error: unknown, msg: Message | undefined): Error {
     const err = error instanceof Error ? error : new Error(String(error));
     this.errorCount++;
-    fireSafely(() => this.fireError(err, msg, this.errorCount));
+    quietly(() => this.fireError(err, msg, this.errorCount));
     return err;
   }
 
   private fireCloseOnce(): void {
     if (this.closed) return;
     this.closed = true;
-    fireSafely(() => this.fireClose());
-  }
-
-  private serialize(msg: Message): string | Error {
-    try {
-      const text = JSON.stringify(msg);
-      if (typeof text !== 'string') return new Error('message is not serializable to JSON');
-      return text;
-    } catch (e) {
-      return new Error(`cannot serialize message: ${(e as Error).message}`);
-    }
+    quietly(() => this.fireClose());
   }
 
   /**
@@ -178,8 +171,14 @@ export abstract class FramedMessageWriter extends MessageWriterBase implements M
    * every failure is reported through the error event and a rejected promise.
    */
   write(msg: Message): Promise<void> {
-    const text = this.serialize(msg);
-    if (text instanceof Error) return Promise.reject(this.fail(text, msg));
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(msg);
+    } catch (e) {
+      return Promise.reject(this.fail(new Error(`cannot serialize message: ${(e as Error).message}`), msg));
+    }
+    if (typeof text !== 'string')
+      return Promise.reject(this.fail(new Error('message is not serializable to JSON'), msg));
     return new Promise<void>((resolve, reject) => {
       const notReady = this.notWritable();
       if (notReady !== null) {

@@ -1,6 +1,6 @@
 /** Newline-delimited JSON, the stdio `codex app-server` framing: one message per line. */
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
-import { FramedMessageReader, FramedMessageWriter, subscribe } from './framedMessages';
+import { FramedMessageReader, FramedMessageWriter, quietly, subscribe } from './framedMessages';
 import { LineSplitter } from './lineSplitter';
 
 export interface LineReaderOptions {
@@ -73,10 +73,6 @@ export class LineMessageWriter extends FramedMessageWriter {
   }
 
   end(): void {
-    try {
-      this.writable.end();
-    } catch {
-      // already ended / destroyed
-    }
+    quietly(() => this.writable.end()); // already ended or destroyed: nothing to do
   }
 }

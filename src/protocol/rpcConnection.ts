@@ -62,7 +62,7 @@ export class RpcConnection {
   private readonly errorListeners: ((error: Error) => void)[] = [];
   private readonly closeListeners: (() => void)[] = [];
   /** Waiting for what was read so far to be dispatched (`afterIncoming`). */
-  private drainWaiters: (() => void)[] = [];
+  private readonly drainWaiters: (() => void)[] = [];
   private onNotificationHandler: ((method: string, params: unknown) => void) | undefined;
 
   constructor(
@@ -102,9 +102,7 @@ export class RpcConnection {
   }
 
   private drained(): void {
-    const waiters = this.drainWaiters;
-    this.drainWaiters = [];
-    for (const cb of waiters) cb();
+    for (const cb of this.drainWaiters.splice(0)) cb();
   }
 
   listen(): void {

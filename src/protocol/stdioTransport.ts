@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
+import { quietly } from './framedMessages';
 import { LineMessageReader, LineMessageWriter } from './lineFraming';
 import {
   CloseSignal,
@@ -24,11 +25,7 @@ function killGroup(pid: number, signal: NodeJS.Signals, child: ChildProcess): vo
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ESRCH') return;
   }
-  try {
-    child.kill(signal);
-  } catch {
-    // ignore
-  }
+  quietly(() => child.kill(signal));
 }
 
 export function openStdio(
@@ -94,11 +91,7 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
   let partial = '';
   let dropping = false; // the rest of a line already told, cut short
   const emit = (line: string) => {
-    try {
-      opts.onStderr?.(line.replace(/\r$/, ''));
-    } catch {
-      // ignore listener failures
-    }
+    quietly(() => opts.onStderr?.(line.replace(/\r$/, '')));
   };
   const cut = (line: string) => (line.length > STDERR_LINE_MAX ? `${line.slice(0, STDERR_LINE_MAX)}…` : line);
   stderr.setEncoding('utf8');
@@ -151,19 +144,13 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
           process.removeListener('exit', onProcessExit);
           resolve();
         };
-        try {
-          child.stdin?.end();
-        } catch {
-          // ignore
-        }
+        quietly(() => child.stdin?.end());
         if (child.exitCode !== null || child.signalCode !== null) {
           killGroup(pid, 'SIGTERM', child);
           setTimeout(finish, Math.min(graceMs, 100));
           return;
         }
-        const killTimer = setTimeout(() => {
-          killGroup(pid, 'SIGKILL', child);
-        }, graceMs);
+        const killTimer = setTimeout(() => killGroup(pid, 'SIGKILL', child), graceMs);
         child.once('exit', () => {
           clearTimeout(killTimer);
           finish();

@@ -4,6 +4,7 @@
  * and the close signal every transport fires exactly once.
  */
 import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import { quietly } from './framedMessages';
 
 export type TransportTarget =
   | { kind: 'socket'; path: string } // WebSocket over the daemon's Unix socket
@@ -62,24 +63,14 @@ export class CloseSignal {
   private reason: string | undefined;
   private readonly callbacks: Array<(reason: string) => void> = [];
   on(cb: (reason: string) => void): void {
-    if (this.reason !== undefined) {
-      const r = this.reason;
-      queueMicrotask(() => safeCall(cb, r));
-      return;
-    }
-    this.callbacks.push(cb);
+    const r = this.reason;
+    if (r === undefined) this.callbacks.push(cb);
+    else queueMicrotask(() => quietly(() => cb(r)));
   }
   fire(reason: string): void {
     if (this.reason !== undefined) return;
     this.reason = reason;
-    for (const cb of this.callbacks.splice(0)) safeCall(cb, reason);
-  }
-}
-
-function safeCall(cb: (reason: string) => void, reason: string): void {
-  try {
-    cb(reason);
-  } catch {
-    // a listener's failure must not break the transport
+    // A listener's failure must not break the transport.
+    for (const cb of this.callbacks.splice(0)) quietly(() => cb(reason));
   }
 }

@@ -36,9 +36,6 @@ class FrameError extends Error {
 }
 
 export class WebSocketClient extends EventEmitter {
-  static readonly CONNECTING = CONNECTING;
-  static readonly OPEN = OPEN;
-  static readonly CLOSING = CLOSING;
   static readonly CLOSED = CLOSED;
 
   readyState = CONNECTING;

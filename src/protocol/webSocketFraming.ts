@@ -1,7 +1,7 @@
 /**
  * One JSON message per WebSocket frame: `--listen ws://…` and the daemon's control socket.
  */
-import { FramedMessageReader, FramedMessageWriter, noop, subscribe, type EventSource } from './framedMessages';
+import { FramedMessageReader, FramedMessageWriter, noop, quietly, subscribe, type EventSource } from './framedMessages';
 import { EXCERPT_CHARS } from './lineSplitter';
 
 /** A frame's data as a WebSocket hands it over (ours: a Buffer; the `ws` package may split it). */
@@ -129,10 +129,6 @@ export class WebSocketMessageWriter extends FramedMessageWriter {
 
   /** Ends writing by closing the socket normally. */
   end(): void {
-    try {
-      if (this.ws.readyState === WS_OPEN || this.ws.readyState === 0) this.ws.close(1000, 'client end');
-    } catch {
-      // ignore
-    }
+    if (this.ws.readyState === WS_OPEN || this.ws.readyState === 0) quietly(() => this.ws.close(1000, 'client end'));
   }
 }

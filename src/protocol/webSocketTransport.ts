@@ -4,7 +4,7 @@
  */
 import { WebSocketClient as WebSocket } from './webSocketClient';
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing';
-import { subscribe } from './framedMessages';
+import { quietly, subscribe } from './framedMessages';
 import {
   CloseSignal,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -51,11 +51,7 @@ export function openWebSocket(
     const fail = (err: TransportError) => {
       if (!settle()) return;
       ws.on('error', () => {}); // keep errors during teardown from becoming uncaught
-      try {
-        ws.terminate();
-      } catch {
-        // ignore
-      }
+      quietly(() => ws.terminate());
       reject(err);
     };
     const detach = subscribe(ws, {
@@ -131,13 +127,7 @@ function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): 
           return;
         }
         closingByUs = true;
-        const timer = setTimeout(() => {
-          try {
-            ws.terminate();
-          } catch {
-            // ignore
-          }
-        }, closeGraceMs);
+        const timer = setTimeout(() => quietly(() => ws.terminate()), closeGraceMs);
         ws.once('close', () => {
           clearTimeout(timer);
           resolve();

@@ -11,10 +11,10 @@ export class Serial {
   run<T>(work: () => T | Promise<T>): Promise<T> {
     this.waiting += 1;
     const result = this.tail.then(work);
-    this.tail = result.then(
-      () => this.settle(),
-      () => this.settle(),
-    );
+    const settle = () => {
+      this.waiting -= 1;
+    };
+    this.tail = result.then(settle, settle);
     return result;
   }
 
@@ -26,10 +26,6 @@ export class Serial {
   /** Resolves once everything run so far has settled. */
   drained(): Promise<void> {
     return this.tail.then(() => undefined);
-  }
-
-  private settle(): void {
-    this.waiting -= 1;
   }
 }
 
