@@ -27,14 +27,10 @@ export class LineSplitter {
 
   push(chunk: Buffer | string): void {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-    let start = 0;
-    while (start < buf.length) {
+    for (let start = 0; start < buf.length;) {
       const nl = buf.indexOf(0x0a, start);
-      if (nl === -1) {
-        this.append(buf.subarray(start));
-        break;
-      }
-      this.append(buf.subarray(start, nl));
+      this.append(buf.subarray(start, nl === -1 ? buf.length : nl));
+      if (nl === -1) break;
       this.endOfLine();
       start = nl + 1;
     }

@@ -50,29 +50,28 @@ export function openStdio(
       return;
     }
     let settled = false;
-    const timer = setTimeout(() => {
-      if (settled) return;
+    /** False when settled already (then a child that started is killed). */
+    const settle = (): boolean => {
+      if (settled) return false;
       settled = true;
+      clearTimeout(timer);
+      return true;
+    };
+    const timer = setTimeout(() => {
+      if (!settle()) return;
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL', child);
       reject(new TransportError('timeout', `timed out after ${timeoutMs} ms starting ${cmdline}`));
     }, timeoutMs);
 
     child.once('error', (err: NodeJS.ErrnoException) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
+      if (!settle()) return;
       const code: TransportErrorCode = err.code === 'ENOENT' ? 'missing' : 'refused';
       const hint = err.code === 'ENOENT' ? ` (is \`${target.command}\` installed and on PATH?)` : '';
       reject(new TransportError(code, `cannot start ${cmdline}: ${err.message}${hint}`, { cause: err }));
     });
     child.once('spawn', () => {
-      if (settled) {
-        if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL', child);
-        return;
-      }
-      settled = true;
-      clearTimeout(timer);
-      resolve(wrapChild(child, target.command, graceMs, opts));
+      if (settle()) resolve(wrapChild(child, target.command, graceMs, opts));
+      else if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL', child);
     });
   });
 }

@@ -36,9 +36,8 @@ const MAX_EARLY_EVENTS = 10_000;
  * that surfaces here as an error then close).
  */
 export class WebSocketMessageReader extends FramedMessageReader {
-  /** Frames/events that arrived before listen(), replayed in order by listen(). */
-  private early:
-    Array<{ kind: 'frame'; data: RawData } | { kind: 'error'; err: unknown } | { kind: 'close' }> | undefined = [];
+  /** What arrived before listen() (frames, errors, the close), replayed in order by listen(). */
+  private early: (() => void)[] | undefined = [];
   private earlyDropped = 0;
 
   /**
@@ -47,26 +46,20 @@ export class WebSocketMessageReader extends FramedMessageReader {
    */
   constructor(ws: FrameSocket) {
     super('websocket reader', 'WebSocketMessageReader');
+    const handle = (event: () => void) => (this.early ? this.early.push(event) : event());
     const detach = subscribe(ws, {
       message: (data) => {
-        if (!this.early) this.onFrame(data as RawData);
-        else if (this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
-        else this.early.push({ kind: 'frame', data: data as RawData });
+        if (this.early && this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
+        else handle(() => this.onFrame(data as RawData));
       },
-      close: () => {
-        if (this.early) this.early.push({ kind: 'close' });
-        else this.fireCloseOnce();
-      },
-      error: (err) => {
-        if (this.early) this.early.push({ kind: 'error', err });
-        else this.safeFireError(err);
-      },
+      close: () => handle(() => this.fireCloseOnce()),
+      error: (err) => handle(() => this.safeFireError(err)),
     });
     this.detach = () => {
       detach();
       ws.on('error', noop);
     };
-    if (ws.readyState === WS_CLOSED) this.early?.push({ kind: 'close' });
+    if (ws.readyState === WS_CLOSED) this.early?.push(() => this.fireCloseOnce());
   }
 
   /**
@@ -101,11 +94,7 @@ export class WebSocketMessageReader extends FramedMessageReader {
         `${this.earlyDropped} frames arrived before listen() beyond the buffer of ${MAX_EARLY_EVENTS} and were dropped`,
       );
     }
-    for (const ev of early) {
-      if (ev.kind === 'frame') this.onFrame(ev.data);
-      else if (ev.kind === 'error') this.safeFireError(ev.err);
-      else this.fireCloseOnce();
-    }
+    for (const event of early) event();
   }
 
   override dispose(): void {

@@ -116,11 +116,8 @@ export class WorkQueue<J extends Job> {
   }
 
   private workOf(key: string): KeyWork<J> {
-    let work = this.keys.get(key);
-    if (!work) {
-      work = { waiting: [], current: null, delayed: new Map() };
-      this.keys.set(key, work);
-    }
+    const work = this.keys.get(key) ?? { waiting: [], current: null, delayed: new Map() };
+    this.keys.set(key, work); // a key already there keeps its place in the order
     return work;
   }
 
