@@ -14,7 +14,7 @@
 // out before the follower's wait did, so it acts no more, and steps down when it runs again.
 import type * as net from 'node:net';
 import type { Log } from './emitter';
-import { discard, listenCandidate, probe, removeIfSame, tryLink, type Candidate } from './exclusiveListen';
+import { listenCandidate, probe, removeIfSame, tryLink, type Candidate } from './exclusiveListen';
 import { fileKey, lstatOrNull } from './files';
 import type { TakeoverLock } from './takeoverLock';
 
@@ -47,19 +47,16 @@ export async function attempt(ctx: AttemptContext): Promise<Outcome> {
   const socketPath = ctx.socketPath;
   const cand = await listenCandidate(ctx.dir, ctx.log, ctx.who);
   let keep = false;
+  const lead = async (): Promise<Outcome> => {
+    keep = await ctx.lead(cand);
+    return DONE;
+  };
   try {
     if (ctx.superseded()) return DONE;
-    if (await tryLink(cand, socketPath)) {
-      keep = await ctx.lead(cand);
-      return DONE;
-    }
+    if (await tryLink(cand, socketPath)) return await lead();
     const st = await lstatOrNull(socketPath);
     if (st === null) return retryIn(randomBetween(5, 25));
-    if (fileKey(st) === ctx.silentKey) {
-      const r = await takeover(ctx, cand, fileKey(st), true);
-      if (r.leader) keep = true;
-      return r.outcome;
-    }
+    if (fileKey(st) === ctx.silentKey) return await takeover(ctx, cand, fileKey(st), true, lead);
     const p = await probe(socketPath, ctx.connectTimeoutMs);
     if (p.kind === 'live') {
       ctx.follow(p.socket, fileKey(st));
@@ -70,47 +67,46 @@ export async function attempt(ctx: AttemptContext): Promise<Outcome> {
       ctx.log(`leader election: the leader socket did not answer (${p.reason}); retrying in ${ctx.retryMs} ms`);
       return retryIn(ctx.retryMs);
     }
-    const r = await takeover(ctx, cand, fileKey(st), false);
-    if (r.leader) keep = true;
-    return r.outcome;
+    return await takeover(ctx, cand, fileKey(st), false, lead);
   } finally {
-    if (!keep) await discard(cand);
+    if (!keep) await cand.server.close(); // closing unlinks the temporary path (libuv), never <name>.sock
   }
 }
 
-/** Takes over a dead (or, `silent`, a silent) leader's socket `staleKey`, under the takeover lock. */
+/**
+ * Takes over a dead (or, `silent`, a silent) leader's socket `staleKey`, under the takeover lock;
+ * `lead` once the candidate holds the path.
+ */
 async function takeover(
   ctx: AttemptContext,
   cand: Candidate,
   staleKey: string,
   silent: boolean,
-): Promise<{ outcome: Outcome; leader: boolean }> {
+  lead: () => Promise<Outcome>,
+): Promise<Outcome> {
   const socketPath = ctx.socketPath;
   const lock = await ctx.lock.acquire();
-  if (!lock) return { outcome: retryIn(randomBetween(20, 60)), leader: false };
+  if (!lock) return retryIn(randomBetween(20, 60));
   try {
-    if (ctx.superseded()) return { outcome: DONE, leader: false };
+    if (ctx.superseded()) return DONE;
     const st = await lstatOrNull(socketPath);
-    if (st === null) {
-      if (await tryLink(cand, socketPath)) return { outcome: DONE, leader: await ctx.lead(cand) };
-      return { outcome: retryIn(0), leader: false };
-    }
-    if (fileKey(st) !== staleKey) return { outcome: retryIn(0), leader: false }; // replaced: look again
-    let why = 'silent past its lease';
-    if (!silent) {
-      const p = await probe(socketPath, ctx.connectTimeoutMs);
-      if (p.kind === 'live') {
-        ctx.follow(p.socket, staleKey);
-        return { outcome: DONE, leader: false };
+    if (st !== null) {
+      if (fileKey(st) !== staleKey) return retryIn(0); // replaced: look again
+      let why = 'silent past its lease';
+      if (!silent) {
+        const p = await probe(socketPath, ctx.connectTimeoutMs);
+        if (p.kind === 'live') {
+          ctx.follow(p.socket, staleKey);
+          return DONE;
+        }
+        if (p.kind === 'gone') return retryIn(0);
+        if (p.kind === 'busy') return retryIn(ctx.retryMs);
+        why = p.code;
       }
-      if (p.kind === 'gone') return { outcome: retryIn(0), leader: false };
-      if (p.kind === 'busy') return { outcome: retryIn(ctx.retryMs), leader: false };
-      why = p.code;
+      if (!(await removeIfSame(socketPath, staleKey, ctx.log))) return retryIn(0);
+      ctx.log(`leader election: removed the ${silent ? 'silent' : 'dead'} leader's socket ${socketPath} (${why})`);
     }
-    if (!(await removeIfSame(socketPath, staleKey, ctx.log))) return { outcome: retryIn(0), leader: false };
-    ctx.log(`leader election: removed the ${silent ? 'silent' : 'dead'} leader's socket ${socketPath} (${why})`);
-    if (await tryLink(cand, socketPath)) return { outcome: DONE, leader: await ctx.lead(cand) };
-    return { outcome: retryIn(0), leader: false };
+    return (await tryLink(cand, socketPath)) ? await lead() : retryIn(0);
   } finally {
     await lock.release();
   }

@@ -12,7 +12,7 @@
 import { promises as fsp } from 'node:fs';
 import * as net from 'node:net';
 import type { Log } from './emitter';
-import { errCode, fileKey, lstatOrNull, token, unlinkQuiet } from './files';
+import { errCode, fileKey, linkNew, lstatOrNull, removeIfStill, unlinkQuiet } from './files';
 import { LeaderServer } from './leaderServer';
 import { tmpSocketPath } from './privateDir';
 
@@ -51,20 +51,9 @@ export async function listenCandidate(dir: string, log: Log, who: string | undef
 
 /** `link(tmp, <name>.sock)`: true if the candidate now holds the path. */
 export async function tryLink(cand: Candidate, socketPath: string): Promise<boolean> {
-  try {
-    await fsp.link(cand.tmpPath, socketPath);
-  } catch (e) {
-    if (errCode(e) === 'EEXIST') return false;
-    throw e;
-  }
+  if (!(await linkNew(cand.tmpPath, socketPath))) return false;
   await unlinkQuiet(cand.tmpPath);
   return true;
-}
-
-/** Closes a candidate that did not get the path. */
-export async function discard(cand: Candidate): Promise<void> {
-  // Closing unlinks the temporary path (libuv), never <name>.sock.
-  await cand.server.close();
 }
 
 /** Removes `<name>.sock` if it is still `key`, then closes the server. */
@@ -82,33 +71,17 @@ export async function relinquish(server: LeaderServer, key: string, socketPath: 
   await server.close();
 }
 
-/**
- * Removes `p` only if it is still the file `key`: renamed aside first (atomic), checked, and put
- * back if it turns out to be another file. True if `key` is gone.
- */
+/** Removes `p` only if it is still the file `key` (removeIfStill). True if `key` is gone. */
 export async function removeIfSame(p: string, key: string, log: Log): Promise<boolean> {
-  const aside = `${p}.stale.${token()}`;
-  try {
-    await fsp.rename(p, aside);
-  } catch (e) {
-    if (errCode(e) === 'ENOENT') return true;
-    throw e;
-  }
-  const st = await lstatOrNull(aside);
-  if (st === null || fileKey(st) === key) {
-    await unlinkQuiet(aside);
-    return true;
-  }
-  try {
-    await fsp.link(aside, p);
-  } catch {
-    log(`leader election: could not put back a socket moved by mistake at ${p}`);
-  }
-  await unlinkQuiet(aside);
-  return false;
+  const same = async (aside: string) => {
+    const st = await lstatOrNull(aside);
+    return st === null || fileKey(st) === key;
+  };
+  const putBackFailed = () => log(`leader election: could not put back a socket moved by mistake at ${p}`);
+  return (await removeIfStill(p, same, putBackFailed)) !== 'kept';
 }
 
-export type ProbeResult =
+type ProbeResult =
   | { kind: 'live'; socket: net.Socket }
   | { kind: 'stale'; code: string }
   | { kind: 'gone' }

@@ -1,5 +1,5 @@
 // The takeover lock `<name>.takeover`: only its holder may remove a socket that is not its own
-// (the dead leader's, see attempt.ts).
+// (the dead leader's, see electionAttempt.ts).
 //
 // A file created atomically with its owner's pid and a token (written to a temporary file, then
 // `link`ed: exclusive, never seen half-written). A lock whose owner pid is dead, or older than
@@ -8,7 +8,7 @@
 // not, it is put back).
 import { promises as fsp } from 'node:fs';
 import type { Log } from './emitter';
-import { errCode, pidAlive, token, unlinkQuiet } from './files';
+import { errCode, linkNew, pidAlive, removeIfStill, token, unlinkQuiet } from './files';
 
 /** A takeover lock older than this is stale even if its owner pid seems alive (pid reuse). */
 export const LOCK_STALE_MS = 10_000;
@@ -27,20 +27,9 @@ export class TakeoverLock {
     await fsp.writeFile(tmp, mine, { mode: 0o600 }); // a private directory: nobody else writes there
     try {
       await this.breakIfStale(); // the lock in the way, if any and stale
-      return (await this.link(tmp)) ? { release: () => this.release(mine) } : null;
+      return (await linkNew(tmp, this.lockPath)) ? { release: () => this.release(mine) } : null;
     } finally {
       await unlinkQuiet(tmp);
-    }
-  }
-
-  /** Links `tmp` into place: false if a lock is there already. */
-  private async link(tmp: string): Promise<boolean> {
-    try {
-      await fsp.link(tmp, this.lockPath);
-      return true;
-    } catch (e) {
-      if (errCode(e) === 'EEXIST') return false;
-      throw e;
     }
   }
 
@@ -66,26 +55,11 @@ export class TakeoverLock {
     const age = Date.now() - Number(atText);
     const deadOwner = !pidAlive(Number(pidText));
     if (!deadOwner && age <= LOCK_STALE_MS) return;
-    const aside = `${this.lockPath}.stale.${token()}`;
-    try {
-      await fsp.rename(this.lockPath, aside);
-    } catch (e) {
-      if (errCode(e) === 'ENOENT') return; // somebody else broke (or released) it
-      throw e;
-    }
-    // A private name: nobody else touches it.
-    if ((await fsp.readFile(aside, 'utf8')) !== seen) {
-      // Released and taken again since it was read: a live lock, moved by mistake. Put it back if
-      // its place is still free.
-      try {
-        await fsp.link(aside, this.lockPath);
-      } catch {
-        this.log('leader election: could not restore a takeover lock moved by mistake');
-      }
-      await unlinkQuiet(aside);
-      return;
-    }
-    await unlinkQuiet(aside);
+    // Another text: released and taken again since it was read, a live lock, put back. None there:
+    // somebody else broke (or released) it.
+    const same = async (aside: string) => (await fsp.readFile(aside, 'utf8')) === seen;
+    const putBackFailed = () => this.log('leader election: could not restore a takeover lock moved by mistake');
+    if ((await removeIfStill(this.lockPath, same, putBackFailed)) !== 'removed') return;
     const why = deadOwner ? 'dead' : `${Math.round(age)} ms old`;
     this.log(`leader election: broke a stale takeover lock (owner pid ${pidText}, ${why})`);
   }
