@@ -29,15 +29,15 @@ export interface LeaderServerOptions {
   log?: Log;
   /** Sent in the welcome: what kind of engine this leader is (e.g. "runner"). */
   who?: string;
-  /** A connection that has not said hello within this time is dropped. Default 5000 ms. */
-  helloTimeoutMs?: number;
 }
+
+/** A connection that has not said hello within this time is dropped. */
+const HELLO_TIMEOUT_MS = 5000;
 
 interface Peer {
   socket: net.Socket;
   decoder: LineDecoder<FollowerMessage>;
   welcomed: boolean;
-  pid: number | null;
   /** The protocol version it said in its hello (it gets beats from BEAT_VERSION on). */
   version: number;
   /** A state is waiting for the socket to drain. */
@@ -74,7 +74,6 @@ const MAX_QUEUED_COMMANDS = 1000;
 export class LeaderServer {
   private readonly peers = new Set<Peer>();
   private readonly log: Log;
-  private readonly helloTimeoutMs: number;
   private readonly who: string | undefined;
   private handler: CommandHandler | undefined;
   /** Commands that arrived before a handler was set; run when one is. */
@@ -90,7 +89,6 @@ export class LeaderServer {
     opts: LeaderServerOptions = {},
   ) {
     this.log = opts.log ?? (() => {});
-    this.helloTimeoutMs = opts.helloTimeoutMs ?? 5000;
     this.who = opts.who;
     server.on('connection', (socket) => this.accept(socket));
     server.on('error', (err) => this.log(`leader server error: ${err.message}`));
@@ -129,14 +127,8 @@ export class LeaderServer {
 
   /** Sends a decision to every follower, after whatever was sent before it. */
   sendDecision(msg: Omit<DecisionMessage, 'type'>): void {
-    if (this._closed) return;
-    let line: string;
-    try {
-      line = encodeMessage({ type: 'decision', ...msg });
-    } catch (e) {
-      this.log(`leader: decision not sent: ${(e as Error).message}`);
-      return;
-    }
+    const line = this._closed ? null : this.encode({ type: 'decision', ...msg }, 'decision not sent: ');
+    if (line === null) return;
     // A decision type an older follower does not know would be dropped by it as malformed.
     const older = olderKnows(msg.decision);
     for (const p of this.peers) {
@@ -152,7 +144,7 @@ export class LeaderServer {
     this.handler = handler;
     const queued = this.queued;
     this.queued = [];
-    for (const q of queued) this.run(q);
+    for (const q of queued) this.run(handler, q);
     return () => {
       if (this.handler === handler) this.handler = undefined;
     };
@@ -163,14 +155,8 @@ export class LeaderServer {
    * serializable; one that is not (or is over the line cap) is logged and not sent.
    */
   broadcast(snapshot: unknown): void {
-    if (this._closed) return;
-    let line: string;
-    try {
-      line = encodeMessage({ type: 'state', snapshot });
-    } catch (e) {
-      this.log(`leader: state not broadcast: ${(e as Error).message}`);
-      return;
-    }
+    const line = this._closed ? null : this.encode({ type: 'state', snapshot }, 'state not broadcast: ');
+    if (line === null) return;
     this.latest = { snapshot, line };
     for (const p of this.peers) if (p.welcomed) this.sendState(p);
   }
@@ -199,7 +185,6 @@ export class LeaderServer {
     const peer: Peer = {
       socket,
       welcomed: false,
-      pid: null,
       version: 0,
       stateDirty: false,
       helloTimer: undefined,
@@ -213,10 +198,10 @@ export class LeaderServer {
     this.peers.add(peer);
     peer.helloTimer = setTimeout(() => {
       if (!peer.welcomed) {
-        this.log(`leader: a connection said no hello within ${this.helloTimeoutMs} ms; dropped`);
+        this.log(`leader: a connection said no hello within ${HELLO_TIMEOUT_MS} ms; dropped`);
         socket.destroy();
       }
-    }, this.helloTimeoutMs);
+    }, HELLO_TIMEOUT_MS);
     peer.helloTimer.unref();
     socket.on('data', (chunk: Buffer) => peer.decoder.push(chunk));
     socket.on('drain', () => {
@@ -239,7 +224,6 @@ export class LeaderServer {
         );
       }
       peer.welcomed = true;
-      peer.pid = msg.pid;
       peer.version = msg.version;
       clearTimeout(peer.helloTimer);
       this.write(peer, {
@@ -261,7 +245,7 @@ export class LeaderServer {
     }
     const q: QueuedCommand = { peer, id: msg.id, name: msg.name, args: msg.args };
     if (this.handler) {
-      this.run(q);
+      this.run(this.handler, q);
     } else if (this.queued.length < MAX_QUEUED_COMMANDS) {
       this.queued.push(q);
     } else {
@@ -277,16 +261,13 @@ export class LeaderServer {
     }
   }
 
-  private run(q: QueuedCommand): void {
-    const handler = this.handler;
-    if (!handler) return;
+  private run(handler: CommandHandler, q: QueuedCommand): void {
     void (async () => {
       let value: unknown;
       try {
         value = await handler(q.name, q.args);
       } catch (e) {
-        const error = errorText(e);
-        this.reply(q.peer, { type: 'result', id: q.id, ok: false, error: error || 'command failed' });
+        this.reply(q.peer, { type: 'result', id: q.id, ok: false, error: errorText(e) || 'command failed' });
         return;
       }
       this.reply(q.peer, { type: 'result', id: q.id, ok: true, value });
@@ -321,26 +302,28 @@ export class LeaderServer {
   private olderLine(latest: LatestState): string | null {
     if (latest.olderLine !== undefined) return latest.olderLine;
     const older = olderSnapshotOf(latest.snapshot);
-    try {
-      latest.olderLine = older === latest.snapshot ? latest.line : encodeMessage({ type: 'state', snapshot: older });
-    } catch (e) {
-      this.log(`leader: state not sent to older followers: ${(e as Error).message}`);
-      latest.olderLine = null;
-    }
+    latest.olderLine =
+      older === latest.snapshot
+        ? latest.line
+        : this.encode({ type: 'state', snapshot: older }, 'state not sent to older followers: ');
     return latest.olderLine;
+  }
+
+  /** The message's line; null (logged, after `what`) when it cannot be encoded. */
+  private encode(msg: LeaderMessage, what = ''): string | null {
+    try {
+      return encodeMessage(msg);
+    } catch (e) {
+      this.log(`leader: ${what}${(e as Error).message}`);
+      return null;
+    }
   }
 
   /** Encodes and writes; false when the message could not be encoded. */
   private write(peer: Peer, msg: LeaderMessage): boolean {
-    let line: string;
-    try {
-      line = encodeMessage(msg);
-    } catch (e) {
-      this.log(`leader: ${(e as Error).message}`);
-      return false;
-    }
-    this.writeLine(peer, line);
-    return true;
+    const line = this.encode(msg);
+    if (line !== null) this.writeLine(peer, line);
+    return line !== null;
   }
 
   private writeLine(peer: Peer, line: string): void {
