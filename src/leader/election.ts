@@ -36,7 +36,7 @@ import type { LeaderServer } from './leaderServer';
 import { fileKey } from './files';
 import { RENEW_MS, seconds } from './lease';
 import { Tenure } from './tenure';
-import { PathWatch } from './pathWatch';
+import { watchPath } from './pathWatch';
 import {
   checkSocketPathLength,
   ensurePrivateDir,
@@ -65,7 +65,8 @@ export class LeaderElection {
   private starting: Promise<void> | undefined;
   private readonly loop: ElectionLoop<Generation>;
   private electTimer: NodeJS.Timeout | undefined;
-  private watch: PathWatch | undefined;
+  /** While leader: stops its path watch. */
+  private unwatch: (() => void) | undefined;
   /** While leader: its server and the key (`dev:ino`) of its socket file. */
   private held: Candidate | undefined;
   private _connection: FollowerConnection | undefined;
@@ -74,22 +75,16 @@ export class LeaderElection {
   private seenTerm = 0;
   /** The socket (`dev:ino`) of a leader found silent past its lease: the next attempt replaces it. */
   private silentKey: string | null = null;
-  private readonly quietEmitter: Emitter<Quiet | null>;
-
-  private readonly leaderEmitter: Emitter<LeaderServer>;
-  private readonly followerEmitter: Emitter<FollowerConnection>;
-  private readonly roleEmitter: Emitter<Role>;
+  private readonly quietEmitter = new Emitter<Quiet | null>((m) => this.opts.log(m), 'onQuiet listener');
+  private readonly leaderEmitter = new Emitter<LeaderServer>((m) => this.opts.log(m), 'onLeader listener');
+  private readonly followerEmitter = new Emitter<FollowerConnection>((m) => this.opts.log(m), 'onFollower listener');
+  private readonly roleEmitter = new Emitter<Role>((m) => this.opts.log(m), 'onRoleChange listener');
 
   constructor(opts: LeaderElectionOptions) {
     this.opts = electionSettings(opts);
-    const log = this.opts.log;
-    this.quietEmitter = new Emitter<Quiet | null>(log, 'onQuiet listener');
-    this.leaderEmitter = new Emitter<LeaderServer>(log, 'onLeader listener');
-    this.followerEmitter = new Emitter<FollowerConnection>(log, 'onFollower listener');
-    this.roleEmitter = new Emitter<Role>(log, 'onRoleChange listener');
     this.loop = new ElectionLoop<Generation>({
       retryMs: this.opts.retryMs,
-      log,
+      log: this.opts.log,
       live: (gen) => this.generations.current(gen),
       attempt: (gen) => attempt(this.attemptContext(gen)),
     });
@@ -168,11 +163,8 @@ export class LeaderElection {
   start(): Promise<void> {
     if (this.starting) return this.starting;
     if (this.running) return Promise.resolve();
-    const starting = this.doStart();
-    this.starting = starting;
-    const clear = () => (this.starting = undefined);
-    starting.then(clear, clear);
-    return starting;
+    this.starting = this.doStart().finally(() => (this.starting = undefined));
+    return this.starting;
   }
 
   private async doStart(): Promise<void> {
@@ -339,7 +331,7 @@ export class LeaderElection {
   private startWatch(key: string): void {
     this.stopWatch();
     const gen = this.generations.now;
-    this.watch = new PathWatch({
+    this.unwatch = watchPath({
       socketPath: this._socketPath!,
       key,
       everyMs: this.opts.checkMs,
@@ -348,12 +340,11 @@ export class LeaderElection {
       serverClosed: () => this.held?.server.closed === true,
       lost: (reason) => this.stepDown(this.tenure?.check() ? `lease lost: ${this.tenure.check()}` : reason),
     });
-    this.watch.start();
   }
 
   private stopWatch(): void {
-    this.watch?.stop();
-    this.watch = undefined;
+    this.unwatch?.();
+    this.unwatch = undefined;
   }
 
   /**

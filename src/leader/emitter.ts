@@ -3,13 +3,13 @@
 export type Log = (message: string) => void;
 export type Unsubscribe = () => void;
 
-/** A minimal typed event emitter: listeners' exceptions are logged, never propagated. */
+/** A minimal typed event emitter. */
 export class Emitter<T> {
   private readonly listeners = new Set<(value: T) => void>();
 
   constructor(
-    private readonly log?: Log,
-    private readonly label = 'listener',
+    private readonly log: Log,
+    private readonly label: string,
   ) {}
 
   on(cb: (value: T) => void): Unsubscribe {
@@ -24,16 +24,12 @@ export class Emitter<T> {
       try {
         cb(value);
       } catch (e) {
-        this.log?.(`${this.label} threw: ${(e as Error)?.message ?? String(e)}`);
+        this.log(`${this.label} threw: ${(e as Error)?.message ?? String(e)}`);
       }
     }
   }
 
   clear(): void {
     this.listeners.clear();
-  }
-
-  get size(): number {
-    return this.listeners.size;
   }
 }

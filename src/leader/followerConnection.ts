@@ -17,13 +17,11 @@ import {
   type LeaderMessage,
 } from './messages';
 
-export type LeaderCommandErrorCode = 'timeout' | 'closed' | 'failed';
-
 /** Why a follower's command did not succeed: timed out, the leader went away, or it failed there. */
 export class LeaderCommandError extends Error {
   constructor(
     message: string,
-    readonly code: LeaderCommandErrorCode,
+    readonly code: 'timeout' | 'closed' | 'failed',
   ) {
     super(message);
     this.name = 'LeaderCommandError';
@@ -67,7 +65,6 @@ interface PendingCommand {
 
 /** A follower's end of a connection to the leader. Sends `hello` at once. */
 export class FollowerConnection {
-  private readonly log: Log;
   private readonly commandTimeoutMs: number;
   private readonly pending = new Map<number, PendingCommand>();
   private nextId = 1;
@@ -81,13 +78,18 @@ export class FollowerConnection {
   private lastHeard = monoNow();
   private silenceTimer: NodeJS.Timeout | undefined;
   private quiet = false;
-  private readonly silentEmitter: Emitter<number>;
-  private readonly quietEmitter: Emitter<number | null>;
   private latest: { snapshot: unknown } | undefined;
-  private readonly stateEmitter: Emitter<unknown>;
-  private readonly decisionEmitter: Emitter<DecisionMessage>;
-  private readonly closeEmitter: Emitter<void>;
-  private readonly decoder: LineDecoder<LeaderMessage>;
+  private readonly log: Log;
+  private readonly stateEmitter = new Emitter<unknown>((m) => this.log(m), 'state listener');
+  private readonly decisionEmitter = new Emitter<DecisionMessage>((m) => this.log(m), 'decision listener');
+  private readonly closeEmitter = new Emitter<void>((m) => this.log(m), 'close listener');
+  private readonly silentEmitter = new Emitter<number>((m) => this.log(m), 'silent listener');
+  private readonly quietEmitter = new Emitter<number | null>((m) => this.log(m), 'quiet listener');
+  private readonly decoder = new LineDecoder<LeaderMessage>(
+    LeaderMessageSchema,
+    (msg) => this.onMessage(msg),
+    (reason) => this.log(`follower: dropped a line from the leader: ${reason}`),
+  );
   private welcomeResolve: ((pid: number) => void) | undefined;
   private welcomeReject: ((err: Error) => void) | undefined;
   /** Resolves with the leader's pid on `welcome`; rejects if the connection closes first. */
@@ -99,21 +101,11 @@ export class FollowerConnection {
   ) {
     this.log = opts.log ?? (() => {});
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
-    this.stateEmitter = new Emitter<unknown>(this.log, 'state listener');
-    this.decisionEmitter = new Emitter<DecisionMessage>(this.log, 'decision listener');
-    this.closeEmitter = new Emitter<void>(this.log, 'close listener');
-    this.silentEmitter = new Emitter<number>(this.log, 'silent listener');
-    this.quietEmitter = new Emitter<number | null>(this.log, 'quiet listener');
     this.welcomed = new Promise<number>((resolve, reject) => {
       this.welcomeResolve = resolve;
       this.welcomeReject = reject;
     });
     this.welcomed.catch(() => {});
-    this.decoder = new LineDecoder<LeaderMessage>(
-      LeaderMessageSchema,
-      (msg) => this.onMessage(msg),
-      (reason) => this.log(`follower: dropped a line from the leader: ${reason}`),
-    );
     socket.on('data', (chunk: Buffer) => {
       this.heard();
       this.decoder.push(chunk);
@@ -145,11 +137,6 @@ export class FollowerConnection {
 
   get closed(): boolean {
     return this._closed;
-  }
-
-  /** Milliseconds since the leader last sent anything (or since the connection opened). */
-  silentForMs(): number {
-    return monoNow() - this.lastHeard;
   }
 
   /** A silence of `silentMs`, with who the leader said it was. */
@@ -331,6 +318,10 @@ export class FollowerConnection {
 
   private watchSilence(o: SilenceOptions): void {
     let lookedAt = monoNow();
+    const next = () => {
+      this.silenceTimer = setTimeout(look, o.everyMs);
+      this.silenceTimer.unref();
+    };
     const look = () => {
       if (this._closed) return;
       const now = monoNow();
@@ -338,12 +329,9 @@ export class FollowerConnection {
       // sent meanwhile is still unread (timers run before the socket is read), so judge at the next.
       const late = now - lookedAt > o.everyMs + 1_000;
       lookedAt = now;
-      if (late) {
-        this.silenceTimer = setTimeout(look, o.everyMs);
-        this.silenceTimer.unref();
-        return;
-      }
-      const silent = this.silentForMs();
+      if (late) return next();
+      // Since the leader last sent anything (or since the connection opened).
+      const silent = now - this.lastHeard;
       // A leader that does not beat (an older one) is never judged by its silence once welcomed.
       const limit = !this.welcomedYet ? o.leaseMs + o.graceMs : this.beats ? o.leaseMs : Infinity;
       if (silent > limit) {
@@ -355,11 +343,9 @@ export class FollowerConnection {
         this.quiet = true;
         this.quietEmitter.fire(silent);
       }
-      this.silenceTimer = setTimeout(look, o.everyMs);
-      this.silenceTimer.unref();
+      next();
     };
-    this.silenceTimer = setTimeout(look, o.everyMs);
-    this.silenceTimer.unref();
+    next();
   }
 
   private onSocketClose(): void {
@@ -374,10 +360,14 @@ export class FollowerConnection {
       p.reject(new LeaderCommandError(`the leader went away before answering command "${p.name}"`, 'closed'));
     }
     this.closeEmitter.fire();
-    this.closeEmitter.clear();
-    this.stateEmitter.clear();
-    this.decisionEmitter.clear();
-    this.silentEmitter.clear();
-    this.quietEmitter.clear();
+    for (const e of [
+      this.closeEmitter,
+      this.stateEmitter,
+      this.decisionEmitter,
+      this.silentEmitter,
+      this.quietEmitter,
+    ]) {
+      e.clear();
+    }
   }
 }

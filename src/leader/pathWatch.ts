@@ -18,23 +18,10 @@ export interface PathWatchOptions {
   lost(reason: string): Promise<void>;
 }
 
-export class PathWatch {
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(private readonly opts: PathWatchOptions) {}
-
-  start(): void {
-    this.stop();
-    this.timer = setTimeout(() => void this.tick(), this.opts.everyMs);
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private async tick(): Promise<void> {
-    const o = this.opts;
+/** Starts the watch; returns what stops it. */
+export function watchPath(o: PathWatchOptions): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const tick = async (): Promise<void> => {
     if (!o.current()) return;
     let reason: string | null = null;
     try {
@@ -46,10 +33,9 @@ export class PathWatch {
     }
     if (!o.current()) return;
     if (reason === null && o.serverClosed()) reason = 'its server closed';
-    if (reason !== null) {
-      await o.lost(reason);
-      return;
-    }
-    this.timer = setTimeout(() => void this.tick(), o.everyMs);
-  }
+    if (reason !== null) return o.lost(reason);
+    timer = setTimeout(() => void tick(), o.everyMs);
+  };
+  timer = setTimeout(() => void tick(), o.everyMs);
+  return () => clearTimeout(timer);
 }
