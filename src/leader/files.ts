@@ -1,5 +1,6 @@
 // Small file helpers the election's steps share: a file's identity (device and inode), random
-// tokens for private names, exclusive links and checked removals (an errno's code and whether a pid is alive: src/util/errno.ts).
+// tokens for private names, an exclusive link, a checked removal (an errno's code and whether a
+// pid is alive: src/util/errno.ts).
 import { promises as fsp, type Stats } from 'node:fs';
 import * as crypto from 'node:crypto';
 import { errCode } from '../util/errno';
