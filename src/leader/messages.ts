@@ -59,9 +59,6 @@ export const FocusSchema = z.object({
   focused: z.boolean(),
 });
 export const FollowerMessageSchema = z.discriminatedUnion('type', [HelloSchema, CommandSchema, FocusSchema]);
-export type HelloMessage = z.infer<typeof HelloSchema>;
-export type FocusMessage = z.infer<typeof FocusSchema>;
-export type CommandMessage = z.infer<typeof CommandSchema>;
 export type FollowerMessage = z.infer<typeof FollowerMessageSchema>;
 
 export const WelcomeSchema = z.object({
@@ -112,16 +109,8 @@ export const LeaderMessageSchema = z.discriminatedUnion('type', [
   DecisionMessageSchema,
   ResultSchema,
 ]);
-export type WelcomeMessage = z.infer<typeof WelcomeSchema>;
 export type DecisionMessage = z.infer<typeof DecisionMessageSchema>;
-export type StateMessage = z.infer<typeof StateSchema>;
-export type ResultMessage = z.infer<typeof ResultSchema>;
 export type LeaderMessage = z.infer<typeof LeaderMessageSchema>;
-
-/** Called for each dropped line, with why and a short excerpt. */
-export type MalformedCallback = (reason: string) => void;
-
-export { excerpt };
 
 /**
  * One message as a line (JSON + `\n`). Throws when the value cannot be serialized or the line
@@ -149,7 +138,8 @@ export class LineDecoder<T> {
   constructor(
     private readonly schema: z.ZodMiniType<T>,
     private readonly onMessage: (msg: T) => void,
-    private readonly onMalformed: MalformedCallback,
+    /** Called for each dropped line, with why and a short excerpt. */
+    private readonly onMalformed: (reason: string) => void,
     private readonly maxLineBytes = MAX_LINE_BYTES,
   ) {
     this.lines = new LineSplitter(
