@@ -20,12 +20,15 @@ export class Emitter<T> {
   }
 
   fire(value: T): void {
-    for (const cb of [...this.listeners]) {
-      try {
-        cb(value);
-      } catch (e) {
-        this.log(`${this.label} threw: ${(e as Error)?.message ?? String(e)}`);
-      }
+    for (const cb of [...this.listeners]) this.call(cb, value);
+  }
+
+  /** Calls one listener (subscribed or not): its exception is logged, never propagated. */
+  call(cb: (value: T) => void, value: T): void {
+    try {
+      cb(value);
+    } catch (e) {
+      this.log(`${this.label} threw: ${(e as Error)?.message ?? String(e)}`);
     }
   }
 

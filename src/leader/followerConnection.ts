@@ -174,13 +174,7 @@ export class FollowerConnection {
     if (known) {
       queueMicrotask(() => {
         // Only if nothing newer was delivered meanwhile.
-        if (active && this.latest === known) {
-          try {
-            cb(known.snapshot);
-          } catch (e) {
-            this.log(`state listener threw: ${(e as Error)?.message ?? String(e)}`);
-          }
-        }
+        if (active && this.latest === known) this.stateEmitter.call(cb, known.snapshot);
       });
     }
     return () => {
