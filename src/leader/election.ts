@@ -234,13 +234,10 @@ export class LeaderElection {
   /** What an attempt of generation `gen` works with, read now. */
   private attemptContext(gen: Generation): AttemptContext {
     return {
+      ...this.opts,
       dir: this.dir!,
       socketPath: this._socketPath!,
       lock: this.lock!,
-      retryMs: this.opts.retryMs,
-      connectTimeoutMs: this.opts.connectTimeoutMs,
-      log: this.opts.log,
-      who: this.opts.who,
       superseded: () => !this.generations.current(gen),
       silentKey: this.silentKey,
       lead: (cand) => this.becomeLeader(gen, cand),

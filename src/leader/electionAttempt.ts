@@ -13,7 +13,7 @@
 // that very socket (`silentKey`) under the lock without asking it again; that leader's lease ran
 // out before the follower's wait did, so it acts no more, and steps down when it runs again.
 import type * as net from 'node:net';
-import type { Log } from './emitter';
+import type { ElectionSettings } from './electionOptions';
 import { listenCandidate, probe, removeIfSame, tryLink, type Candidate } from './exclusiveListen';
 import { fileKey, lstatOrNull } from './files';
 import type { TakeoverLock } from './takeoverLock';
@@ -24,15 +24,11 @@ export const retryIn = (delayMs: number): Outcome => ({ done: false, delayMs });
 
 export const randomBetween = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
 
-/** What an attempt works with, and where it hands its result. */
-export interface AttemptContext {
+/** What an attempt works with (among them the election's settings), and where it hands its result. */
+export interface AttemptContext extends Pick<ElectionSettings, 'retryMs' | 'connectTimeoutMs' | 'log' | 'who'> {
   dir: string;
   socketPath: string;
   lock: TakeoverLock;
-  retryMs: number;
-  connectTimeoutMs: number;
-  log: Log;
-  who: string | undefined;
   /** A stop or a newer start made this attempt moot. */
   superseded(): boolean;
   /** The socket (`dev:ino`) of a leader this candidate found silent past its lease, or null. */

@@ -54,15 +54,11 @@ function joinRecovered(a: readonly string[], b: readonly string[]): string[] {
 
 /** A store whose first load is merged with the old leader's snapshot; saves go to `inner`. */
 export class HandoverStore implements StateStore {
-  private snapshot: EngineSnapshot | null;
-
   constructor(
     private readonly inner: StateStore,
-    snapshot: EngineSnapshot | null,
+    private snapshot: EngineSnapshot | null,
     private readonly onTaken?: (taken: string[]) => void,
-  ) {
-    this.snapshot = snapshot;
-  }
+  ) {}
 
   get location(): string {
     return this.inner.location;

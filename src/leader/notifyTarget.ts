@@ -22,10 +22,7 @@ export interface WindowFocus {
  */
 export function notifyTarget(windows: readonly WindowFocus[]): string | null {
   let best: WindowFocus | null = null;
-  for (const w of windows) {
-    if (!best) best = w;
-    else if (rank(w) > rank(best)) best = w;
-  }
+  for (const w of windows) if (!best || rank(w) > rank(best)) best = w;
   return best?.viewer ?? null;
 }
 

@@ -15,10 +15,6 @@ export const MAX_SOCKET_PATH_BYTES = 103;
 /** Leftover temporary files older than this are swept by a new leader. */
 const LEFTOVER_MS = 60_000;
 
-function currentUid(): number | undefined {
-  return typeof process.getuid === 'function' ? process.getuid() : undefined;
-}
-
 /**
  * Creates `dir` (0700) if missing; throws a clear Error if it is not a directory, not owned by
  * the current user, or writable by group or others (checked on its real path). Returns the
@@ -37,7 +33,7 @@ export async function ensurePrivateDir(dir: string): Promise<string> {
   const st = await fsp.stat(real);
   const shown = real === abs ? abs : `${abs} (-> ${real})`;
   if (!st.isDirectory()) throw new Error(`leader election: refusing ${shown}: it is not a directory`);
-  const uid = currentUid();
+  const uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
   if (uid !== undefined && st.uid !== uid) {
     throw new Error(
       `leader election: refusing directory ${shown}: it is owned by uid ${st.uid}, not by you (uid ${uid})`,
