@@ -74,7 +74,6 @@ export class FollowerConnection {
   private _term: number | undefined;
   /** The leader said it beats (its welcome's version). */
   private beats = false;
-  private welcomedYet = false;
   private lastHeard = monoNow();
   private silenceTimer: NodeJS.Timeout | undefined;
   private quiet = false;
@@ -90,10 +89,10 @@ export class FollowerConnection {
     (msg) => this.onMessage(msg),
     (reason) => this.log(`follower: dropped a line from the leader: ${reason}`),
   );
-  private welcomeResolve: ((pid: number) => void) | undefined;
-  private welcomeReject: ((err: Error) => void) | undefined;
+  /** Set by the executor of `welcomed` (so declared before it). */
+  private welcome!: { resolve: (pid: number) => void; reject: (err: Error) => void };
   /** Resolves with the leader's pid on `welcome`; rejects if the connection closes first. */
-  readonly welcomed: Promise<number>;
+  readonly welcomed = new Promise<number>((resolve, reject) => (this.welcome = { resolve, reject }));
 
   constructor(
     private readonly socket: net.Socket,
@@ -101,13 +100,13 @@ export class FollowerConnection {
   ) {
     this.log = opts.log ?? (() => {});
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 30_000;
-    this.welcomed = new Promise<number>((resolve, reject) => {
-      this.welcomeResolve = resolve;
-      this.welcomeReject = reject;
-    });
     this.welcomed.catch(() => {});
     socket.on('data', (chunk: Buffer) => {
-      this.heard();
+      this.lastHeard = monoNow();
+      if (this.quiet) {
+        this.quiet = false;
+        this.quietEmitter.fire(null);
+      }
       this.decoder.push(chunk);
     });
     socket.on('error', (err) => this.log(`follower: leader socket error: ${err.message}`));
@@ -250,14 +249,13 @@ export class FollowerConnection {
         this._leaderPid = msg.leaderPid;
         this._leaderWho = msg.who;
         this._term = msg.term;
-        this.welcomedYet = true;
         this.beats = (msg.version ?? 0) >= BEAT_VERSION;
         if (msg.version !== undefined && msg.version !== LEADER_PROTOCOL_VERSION) {
           this.log(
             `follower: leader pid ${msg.leaderPid} speaks protocol ${msg.version}, this follower ${LEADER_PROTOCOL_VERSION}`,
           );
         }
-        this.welcomeResolve?.(msg.leaderPid);
+        this.welcome.resolve(msg.leaderPid);
         return;
       case 'beat':
         this._term = msg.term;
@@ -302,14 +300,6 @@ export class FollowerConnection {
     }
   }
 
-  private heard(): void {
-    this.lastHeard = monoNow();
-    if (this.quiet) {
-      this.quiet = false;
-      this.quietEmitter.fire(null);
-    }
-  }
-
   private watchSilence(o: SilenceOptions): void {
     let lookedAt = monoNow();
     const next = () => {
@@ -327,7 +317,7 @@ export class FollowerConnection {
       // Since the leader last sent anything (or since the connection opened).
       const silent = now - this.lastHeard;
       // A leader that does not beat (an older one) is never judged by its silence once welcomed.
-      const limit = !this.welcomedYet ? o.leaseMs + o.graceMs : this.beats ? o.leaseMs : Infinity;
+      const limit = this._leaderPid === undefined ? o.leaseMs + o.graceMs : this.beats ? o.leaseMs : Infinity;
       if (silent > limit) {
         this.silenceTimer = undefined;
         this.silentEmitter.fire(silent);
@@ -347,7 +337,7 @@ export class FollowerConnection {
     this._closed = true;
     clearTimeout(this.silenceTimer);
     this.decoder.end();
-    this.welcomeReject?.(new Error('the connection to the leader closed before its welcome'));
+    this.welcome.reject(new Error('the connection to the leader closed before its welcome'));
     for (const [id, p] of this.pending) {
       this.pending.delete(id);
       clearTimeout(p.timer);
