@@ -15,7 +15,6 @@ import {
   PROBE_BUDGET_VERSION,
   FollowerMessageSchema,
   LineDecoder,
-  type CommandId,
   type FollowerMessage,
   type LeaderMessage,
 } from './messages';
@@ -61,12 +60,7 @@ interface LatestState {
   olderLine?: string | null;
 }
 
-interface QueuedCommand {
-  peer: Peer;
-  id: CommandId;
-  name: string;
-  args: unknown[];
-}
+type QueuedCommand = Extract<FollowerMessage, { type: 'command' }> & { peer: Peer };
 
 const MAX_QUEUED_COMMANDS = 1000;
 
@@ -243,7 +237,7 @@ export class LeaderServer {
       this.tellFocus(msg.viewer, msg.focused);
       return;
     }
-    const q: QueuedCommand = { peer, id: msg.id, name: msg.name, args: msg.args };
+    const q = { ...msg, peer };
     if (this.handler) {
       this.run(this.handler, q);
     } else if (this.queued.length < MAX_QUEUED_COMMANDS) {
