@@ -191,15 +191,11 @@ export class LeaderElection {
     clearTimeout(this.electTimer);
     this.electTimer = undefined;
     this.loop.wakeUp();
-    this.stopWatch();
     // Whether this leader may still touch its path: not once its lease ran out (another may be
     // replacing it under the takeover lock right now).
     const leaseHeld = this.tenure?.check() === null;
-    this.endTenure('stopped');
     // Report 'stopped' before letting go, so no observer ever sees two leaders at once.
-    this.setRole('stopped');
-    const held = this.held;
-    this.held = undefined;
+    const held = this.leave('stopped', 'stopped');
     if (held) {
       // A closed server refuses connections: its file is a dead leader's, replaced under the lock.
       if (leaseHeld) await relinquish(held.server, held.key, this._socketPath!, this.opts.log);
@@ -353,13 +349,18 @@ export class LeaderElection {
     if (this._role !== 'leader') return;
     const gen = this.generations.now;
     this.opts.log(`leader election: stepping down: ${reason}`);
-    this.endTenure('stepped down');
+    await this.leave('follower', 'stepped down')?.server.close();
+    this.scheduleElection(gen, randomBetween(0, 100));
+  }
+
+  /** Ends the term and the path watch, and takes `role`; returns the server held, to let go of. */
+  private leave(role: Role, why: string): Candidate | undefined {
     this.stopWatch();
+    this.endTenure(why);
     const held = this.held;
     this.held = undefined;
-    this.setRole('follower');
-    await held?.server.close();
-    this.scheduleElection(gen, randomBetween(0, 100));
+    this.setRole(role);
+    return held;
   }
 
   private endTenure(reason: string): void {
