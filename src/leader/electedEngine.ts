@@ -134,15 +134,13 @@ export class ElectedEngine<E extends TermEngine> {
   /** Keeps the window picked for a burst of decisions that need a person. */
   private readonly burstTarget: BurstTarget;
   private offFocus: (() => void) | null = null;
-  private fatalReject: ((error: Error) => void) | null = null;
+  /** Set by the executor of `fatal` (so declared before it). */
+  private fatalReject!: (error: Error) => void;
   /** Rejects when an engine cannot start after a takeover (its store cannot be read, ...). */
-  readonly fatal: Promise<never>;
+  readonly fatal = new Promise<never>((_, reject) => (this.fatalReject = reject));
 
   constructor(private readonly opts: ElectedEngineOptions<E>) {
     this.burstTarget = new BurstTarget(undefined, opts.notifyBurst);
-    this.fatal = new Promise<never>((_, reject) => {
-      this.fatalReject = reject;
-    });
     this.fatal.catch(() => undefined);
   }
 
@@ -185,7 +183,7 @@ export class ElectedEngine<E extends TermEngine> {
       const leading = this.lead(server, 'elected');
       first.leading ??= leading;
       leading.catch((error: unknown) => {
-        if (first.leading !== leading) this.fatalReject?.(asError(error));
+        if (first.leading !== leading) this.fatalReject(asError(error));
       });
     });
     election.onFollower((conn) => current() && void this.follow(conn));

@@ -39,14 +39,12 @@ export function electionSettings(opts: LeaderElectionOptions): ElectionSettings 
     );
   }
   return {
-    dir: opts.dir,
-    name: opts.name,
+    ...opts,
     retryMs: opts.retryMs ?? 1000,
     checkMs: opts.checkMs ?? 1000,
     connectTimeoutMs: opts.connectTimeoutMs ?? 2000,
     commandTimeoutMs: opts.commandTimeoutMs ?? 30_000,
     log: opts.log ?? (() => {}),
-    who: opts.who,
     leaseMs: opts.leaseMs ?? LEASE_MS,
   };
 }

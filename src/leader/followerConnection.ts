@@ -279,14 +279,9 @@ export class FollowerConnection {
         }
         this.pending.delete(msg.id);
         clearTimeout(p.timer);
+        const error = `command "${p.name}" failed on the leader: ${msg.error ?? 'unknown error'}`;
         if (msg.ok) p.resolve(msg.value);
-        else
-          p.reject(
-            new LeaderCommandError(
-              `command "${p.name}" failed on the leader: ${msg.error ?? 'unknown error'}`,
-              'failed',
-            ),
-          );
+        else p.reject(new LeaderCommandError(error, 'failed'));
         return;
       }
     }

@@ -90,9 +90,7 @@ export class LeaderServer {
 
   /** Followers that said hello and are still connected. */
   get followerCount(): number {
-    let n = 0;
-    for (const p of this.peers) if (p.welcomed) n++;
-    return n;
+    return [...this.peers].filter((p) => p.welcomed).length;
   }
 
   get closed(): boolean {
@@ -269,15 +267,9 @@ export class LeaderServer {
   }
 
   private reply(peer: Peer, msg: LeaderMessage & { type: 'result' }): void {
-    if (!this.write(peer, msg) && msg.ok) {
-      // The value could not be encoded: the follower still gets an answer.
-      this.write(peer, {
-        type: 'result',
-        id: msg.id,
-        ok: false,
-        error: `command result could not be sent (not JSON, or too large)`,
-      });
-    }
+    // A value that could not be encoded: the follower still gets an answer.
+    const error = 'command result could not be sent (not JSON, or too large)';
+    if (!this.write(peer, msg) && msg.ok) this.write(peer, { type: 'result', id: msg.id, ok: false, error });
   }
 
   private sendState(peer: Peer): void {
