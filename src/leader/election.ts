@@ -209,8 +209,6 @@ export class LeaderElection {
     await this.loop.drained();
   }
 
-  // ---- election ------------------------------------------------------------------------------
-
   /** Elects again (generation `gen`, that of the caller) after `delayMs`, unless `gen` is over. */
   private scheduleElection(gen: Generation, delayMs: number): void {
     if (!this.generations.current(gen)) return; // a stale caller leaves a current timer alone
@@ -241,7 +239,7 @@ export class LeaderElection {
     };
   }
 
-  /** The candidate holds the path: lead, unless stopped meanwhile. Returns whether it kept it. */
+  /** AttemptContext.lead. */
   private async becomeLeader(gen: Generation, cand: Candidate): Promise<boolean> {
     if (!this.generations.current(gen)) {
       await relinquish(cand.server, cand.key, this._socketPath!, this.opts.log);
@@ -318,8 +316,6 @@ export class LeaderElection {
     this.setRole('follower');
     this.followerEmitter.fire(conn);
   }
-
-  // ---- leader's watch --------------------------------------------------------------------------
 
   private startWatch(key: string): void {
     this.stopWatch();

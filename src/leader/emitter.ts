@@ -3,7 +3,6 @@
 export type Log = (message: string) => void;
 export type Unsubscribe = () => void;
 
-/** A minimal typed event emitter. */
 export class Emitter<T> {
   private readonly listeners = new Set<(value: T) => void>();
 
