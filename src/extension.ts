@@ -4,13 +4,13 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCommands, VIEW_ID } from './commands/register';
-import { readSettings, SECTION, type Settings } from './config/settings';
+import { readSettings, SECTION } from './config/settings';
 import { firstRun as makeFirstRun, WALKTHROUGH_ID } from './host/firstRun';
 import { WindowRole } from './host/windowRole';
 import { TelemetryHost } from './host/telemetryHost';
 import { JOURNAL_FILE } from './store/globalStateStore';
 import { Countdown } from './views/countdown';
-import { Notifier } from './views/notifier';
+import { windowNotifier } from './views/notifier';
 import { keepRecentLines } from './views/recentLog';
 import { RecoveryStatusBar } from './views/statusBar';
 import { errorText } from './util/errorText';
@@ -48,8 +48,8 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
   // views) starts on the next turn of the event loop, or at once when a command or the API needs
   // it first: nothing that comes early is lost.
   const log = keepRecentLines(vscode.window.createOutputChannel('Codex Goal Recovery', { log: true }));
-  let window: StartedWindow | undefined;
-  const started = (): StartedWindow => (window ??= startWindow(context, log));
+  let window: ReturnType<typeof startWindow> | undefined;
+  const started = () => (window ??= startWindow(context, log));
   const service = () => started().role.service();
   const later = setImmediate(() => {
     try {
@@ -83,16 +83,7 @@ export function activate(context: vscode.ExtensionContext): CodexGoalRecoveryApi
 }
 
 /** The window once started: its role (and through it the engine), its views and its settings. */
-interface StartedWindow {
-  role: WindowRole;
-  decided: vscode.EventEmitter<Decision>;
-  settings(): Settings;
-  rows(): ReturnType<CodexGoalRecoveryApi['rows']>;
-  /** The person chose which goals to watch (the setting is written): the engine follows it at once. */
-  choseWatchMode(): Promise<void>;
-}
-
-function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): StartedWindow {
+function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChannel) {
   // Machine state is never synced; no preference lives in globalState.
   context.globalState.setKeysForSync([]);
   // globalState's own writes reach the disk only some time after they resolve (and in code-server
@@ -116,7 +107,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   let settings = firstRun.apply(readSettings());
 
   // "Show" on a burst's notification reveals the Watched goals view (VS Code's `<view>.focus`).
-  const notifier = new Notifier(() => settings.notifications, `${VIEW_ID}.focus`);
+  const notifier = windowNotifier(() => settings.notifications, `${VIEW_ID}.focus`);
   const decided = new vscode.EventEmitter<Decision>();
   // The opt-in OpenTelemetry export of this window's engine's decisions (docs/telemetry.md).
   const exporter = new TelemetryHost(log);
@@ -137,9 +128,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
         focused: () => vscode.window.state.focused,
         onDidChange: (listener) => {
           const subscription = vscode.window.onDidChangeWindowState((state) => listener(state.focused));
-          return () => {
-            subscription.dispose();
-          };
+          return () => void subscription.dispose();
         },
       },
     },
@@ -192,6 +181,7 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     role: windowRole,
     decided,
     settings: () => settings,
+    // The person chose which goals to watch (the setting is written): the engine follows it at once.
     choseWatchMode: applySettings,
     rows: () =>
       tree.getChildren().map((node) => {
