@@ -2,6 +2,15 @@
 // views only: the runner's text (src/model/timeText.ts) stays as it is, a public contract.
 import * as vscode from 'vscode';
 
+/** `format` in VS Code's display language, or in the system's locale when Intl does not know it. */
+function localized<T>(format: (language: string | undefined) => T): T {
+  try {
+    return format(vscode.env.language);
+  } catch {
+    return format(undefined);
+  }
+}
+
 let cached: {
   language: string;
   time: Intl.DateTimeFormat;
@@ -12,14 +21,7 @@ let cached: {
 function formats(): NonNullable<typeof cached> {
   const language = vscode.env.language;
   if (cached?.language === language) return cached;
-  const make = (options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat => {
-    try {
-      return new Intl.DateTimeFormat(language, options);
-    } catch {
-      // A display language Intl does not know: the system's locale.
-      return new Intl.DateTimeFormat(undefined, options);
-    }
-  };
+  const make = (options: Intl.DateTimeFormatOptions) => localized((l) => new Intl.DateTimeFormat(l, options));
   cached = {
     language,
     time: make({ hour: '2-digit', minute: '2-digit', second: '2-digit' }),
@@ -42,18 +44,10 @@ export function clockTime(at: number, now: number): string {
 
 /** A count in the user's locale (tokens). */
 export function count(n: number): string {
-  try {
-    return n.toLocaleString(vscode.env.language);
-  } catch {
-    return n.toLocaleString();
-  }
+  return localized((l) => n.toLocaleString(l));
 }
 
 /** A date and time in full (a history entry's tooltip). */
 export function dateTime(at: number): string {
-  try {
-    return new Date(at).toLocaleString(vscode.env.language);
-  } catch {
-    return new Date(at).toLocaleString();
-  }
+  return localized((l) => new Date(at).toLocaleString(l));
 }

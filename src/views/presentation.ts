@@ -6,6 +6,7 @@ import { canPauseGoal, canRetryNow, dueAt, waitsForLoad } from '../model/queries
 import { describeState } from '../model/stateText';
 import { clockTime, count } from './locale';
 import { rowDescription, type Held } from './rowText';
+import { escapeMarkdown as escape } from './statusBar';
 
 const ICONS: Record<WatchStateKind, [string, string?]> = {
   running: ['sync~spin', 'charts.green'],
@@ -117,7 +118,12 @@ export function tooltip(
       vscode.l10n.t('the engine that leads is not answering: another takes its place once its lease runs out'),
     ]);
   if (w.state.kind === 'elsewhere') {
-    rows.push([vscode.l10n.t('Where'), ELSEWHERE_WHERE()]);
+    rows.push([
+      vscode.l10n.t('Where'),
+      vscode.l10n.t(
+        'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon',
+      ),
+    ]);
     rows.push([vscode.l10n.t('What you can do'), elsewhereTodo(w.state)]);
   }
   if (w.state.kind === 'failedBeforeArming' || (w.state.kind === 'needsAttention' && !w.lastFailure))
@@ -153,9 +159,13 @@ function budgetRow(w: Watch, now: number, limit: number | null): string | null {
 function whatYouCanDo(w: Watch): string | null {
   switch (w.state.kind) {
     case 'notAdopted':
-      return NOT_ADOPTED_TODO();
+      return vscode.l10n.t(
+        'Watch this goal: the engine watches it from now on and recovers a transient failure that comes after now, never one from before',
+      );
     case 'failedBeforeArming':
-      return BEFORE_ARMING_TODO();
+      return vscode.l10n.t(
+        'resume the goal in Codex: a transient failure after that is recovered; this one, older than the arming, is not',
+      );
     case 'needsAttention':
       if (w.state.code === 'creditsDepleted')
         return vscode.l10n.t('add credits to the account or workspace, then resume the goal in Codex');
@@ -176,21 +186,6 @@ function whatYouCanDo(w: Watch): string | null {
   }
 }
 
-const NOT_ADOPTED_TODO = () =>
-  vscode.l10n.t(
-    'Watch this goal: the engine watches it from now on and recovers a transient failure that comes after now, never one from before',
-  );
-
-const BEFORE_ARMING_TODO = () =>
-  vscode.l10n.t(
-    'resume the goal in Codex: a transient failure after that is recovered; this one, older than the arming, is not',
-  );
-
-const ELSEWHERE_WHERE = () =>
-  vscode.l10n.t(
-    'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon',
-  );
-
 /** What a person can do about a goal in another Codex app (docs/architecture.md, "Goals in other Codex apps"). */
 function elsewhereTodo(state: Extract<Watch['state'], { kind: 'elsewhere' }>): string {
   if (state.goal === 'active')
@@ -200,8 +195,4 @@ function elsewhereTodo(state: Extract<Watch['state'], { kind: 'elsewhere' }>): s
       'continue it in that app, or close the thread there and use Retry now: the daemon then loads it and recovers it once (it runs in the daemon from then on)',
     );
   return vscode.l10n.t('look at it in that app: this failure is not one a retry gets past');
-}
-
-function escape(text: string): string {
-  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }

@@ -4,7 +4,7 @@
 // (describeState in src/model/stateText.ts).
 import * as vscode from 'vscode';
 import type { EngineSnapshot } from '../model/snapshot';
-import { formatDuration, type Watch } from '../model/watch';
+import { formatDuration, type Watch, type WatchState, type WatchStateKind } from '../model/watch';
 import { dueAt, isScheduled, needsPerson, waitsForLoad } from '../model/queries';
 import { clockTime } from './locale';
 
@@ -45,64 +45,48 @@ function stateText(w: Watch, held: Held, now: number): string {
       ? vscode.l10n.t('{0} · retry {1}', what, clockTime(due, now))
       : vscode.l10n.t('{0} · retry due', what);
   }
-  switch (s.kind) {
-    case 'running':
-      return vscode.l10n.t('running');
-    case 'idle':
-      return vscode.l10n.t('idle');
-    case 'waitingApproval':
-      return vscode.l10n.t('needs approval');
-    case 'codexRetrying':
-      return vscode.l10n.t('Codex retrying');
-    case 'backoff': {
-      const due = dueAt(w) ?? now;
-      return due > now ? vscode.l10n.t('retry {0}', formatDuration(due - now)) : vscode.l10n.t('retry due');
-    }
-    case 'waitingSlot':
-      return vscode.l10n.t('queued · {0}', formatDuration(Math.max(0, s.slotAt - now)));
-    case 'waitingProbe':
-      return vscode.l10n.t('waiting for the probe · {0}', formatDuration(Math.max(0, now - (dueAt(w) ?? now))));
-    case 'turnEnding':
-      return w.goal?.status === 'usageLimited'
-        ? vscode.l10n.t('usage limit · turn ending')
-        : vscode.l10n.t('blocked · turn ending');
-    case 'recovering':
-      return vscode.l10n.t('recovering…');
-    case 'usageLimited':
-      return vscode.l10n.t('usage limit · {0}', clockTime(dueAt(w) ?? now, now));
-    case 'userIntent':
-      return s.requested === 'paused' ? vscode.l10n.t('paused by you') : vscode.l10n.t('disarmed by you');
-    case 'disarmed':
-      return vscode.l10n.t('disarmed');
-    case 'paused':
-      return vscode.l10n.t('paused');
-    case 'complete':
-      return vscode.l10n.t('complete');
-    case 'budgetLimited':
-      return vscode.l10n.t('budget limit');
-    case 'modelBlocked':
-      return vscode.l10n.t('model blocked');
-    case 'interrupted':
-      return vscode.l10n.t('interrupted');
-    case 'needsAttention':
-      return vscode.l10n.t('needs attention');
-    case 'gaveUp':
-      return vscode.l10n.t('gave up · {0} tries', s.attempts);
-    case 'budgetSpent':
-      return vscode.l10n.t('budget spent');
-    case 'notAdopted':
-      return vscode.l10n.t('not adopted');
-    case 'failedBeforeArming':
-      return vscode.l10n.t('blocked earlier');
-    case 'unloaded':
-      return waitsForLoad(w) ? vscode.l10n.t('blocked · not loaded') : vscode.l10n.t('not loaded');
-    case 'elsewhere':
-      if (s.goal === 'active') return vscode.l10n.t('running · other app');
-      return s.goal === 'usageLimited'
-        ? vscode.l10n.t('usage limit · other app')
-        : vscode.l10n.t('blocked · other app');
-  }
+  return (STATE_TEXT[s.kind] as (s: WatchState, w: Watch, now: number) => string)(s, w, now);
 }
+
+/** A state's short words, when nothing holds its recovery. */
+const STATE_TEXT: { [K in WatchStateKind]: (s: Extract<WatchState, { kind: K }>, w: Watch, now: number) => string } = {
+  running: () => vscode.l10n.t('running'),
+  idle: () => vscode.l10n.t('idle'),
+  waitingApproval: () => vscode.l10n.t('needs approval'),
+  codexRetrying: () => vscode.l10n.t('Codex retrying'),
+  backoff: (_, w, now) => {
+    const due = dueAt(w) ?? now;
+    return due > now ? vscode.l10n.t('retry {0}', formatDuration(due - now)) : vscode.l10n.t('retry due');
+  },
+  waitingSlot: (s, _, now) => vscode.l10n.t('queued · {0}', formatDuration(Math.max(0, s.slotAt - now))),
+  waitingProbe: (_, w, now) =>
+    vscode.l10n.t('waiting for the probe · {0}', formatDuration(Math.max(0, now - (dueAt(w) ?? now)))),
+  turnEnding: (_, w) =>
+    w.goal?.status === 'usageLimited'
+      ? vscode.l10n.t('usage limit · turn ending')
+      : vscode.l10n.t('blocked · turn ending'),
+  recovering: () => vscode.l10n.t('recovering…'),
+  usageLimited: (_, w, now) => vscode.l10n.t('usage limit · {0}', clockTime(dueAt(w) ?? now, now)),
+  userIntent: (s) => (s.requested === 'paused' ? vscode.l10n.t('paused by you') : vscode.l10n.t('disarmed by you')),
+  disarmed: () => vscode.l10n.t('disarmed'),
+  paused: () => vscode.l10n.t('paused'),
+  complete: () => vscode.l10n.t('complete'),
+  budgetLimited: () => vscode.l10n.t('budget limit'),
+  modelBlocked: () => vscode.l10n.t('model blocked'),
+  interrupted: () => vscode.l10n.t('interrupted'),
+  needsAttention: () => vscode.l10n.t('needs attention'),
+  gaveUp: (s) => vscode.l10n.t('gave up · {0} tries', s.attempts),
+  budgetSpent: () => vscode.l10n.t('budget spent'),
+  notAdopted: () => vscode.l10n.t('not adopted'),
+  failedBeforeArming: () => vscode.l10n.t('blocked earlier'),
+  unloaded: (_, w) => (waitsForLoad(w) ? vscode.l10n.t('blocked · not loaded') : vscode.l10n.t('not loaded')),
+  elsewhere: (s) =>
+    s.goal === 'active'
+      ? vscode.l10n.t('running · other app')
+      : s.goal === 'usageLimited'
+        ? vscode.l10n.t('usage limit · other app')
+        : vscode.l10n.t('blocked · other app'),
+};
 
 /** The view's badge: how many goals wait for a person; none when none do. */
 export function attentionBadge(snap: EngineSnapshot): vscode.ViewBadge | undefined {

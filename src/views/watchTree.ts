@@ -101,7 +101,9 @@ export function shortTitle(title: string): string {
 }
 
 function historyItem(w: Watch, h: HistoryEntry): vscode.TreeItem {
-  const label = `${timeOfDay(h.at)} · ${outcomeText(h.outcome)}`;
+  const [icon, text] = OUTCOMES[h.outcome];
+  const outcome = text();
+  const label = `${timeOfDay(h.at)} · ${outcome}`;
   const item = new vscode.TreeItem(label);
   item.id = `history:${w.threadId}:${h.at}:${h.failedTurnId}:${h.outcome}`;
   // The error, short; the attempt and the failed turn are in the tooltip.
@@ -111,33 +113,19 @@ function historyItem(w: Watch, h: HistoryEntry): vscode.TreeItem {
     vscode.l10n.t('attempt {0}', h.attempt),
     vscode.l10n.t('failed turn {0}', h.failedTurnId),
     vscode.l10n.t('error: {0}', describeErrorCode(h.error)),
-    vscode.l10n.t('outcome: {0}', outcomeText(h.outcome)) + (h.detail ? ` (${h.detail})` : ''),
+    vscode.l10n.t('outcome: {0}', outcome) + (h.detail ? ` (${h.detail})` : ''),
   ].join('\n');
-  item.iconPath = new vscode.ThemeIcon(
-    h.outcome === 'recovered'
-      ? 'check'
-      : h.outcome === 'failed-again'
-        ? 'close'
-        : h.outcome === 'gave-up'
-          ? 'error'
-          : 'dash',
-  );
+  item.iconPath = new vscode.ThemeIcon(icon);
   item.contextValue = 'history';
   item.accessibilityInformation = { label: `${label}, ${item.description}` };
   return item;
 }
 
-function outcomeText(outcome: HistoryEntry['outcome']): string {
-  switch (outcome) {
-    case 'recovered':
-      return vscode.l10n.t('recovered');
-    case 'failed-again':
-      return vscode.l10n.t('failed again');
-    case 'skipped':
-      return vscode.l10n.t('skipped');
-    case 'gave-up':
-      return vscode.l10n.t('gave up');
-    case 'rejected':
-      return vscode.l10n.t('rejected');
-  }
-}
+/** A history entry's icon and its outcome in words. */
+const OUTCOMES: Record<HistoryEntry['outcome'], [icon: string, text: () => string]> = {
+  recovered: ['check', () => vscode.l10n.t('recovered')],
+  'failed-again': ['close', () => vscode.l10n.t('failed again')],
+  skipped: ['dash', () => vscode.l10n.t('skipped')],
+  'gave-up': ['error', () => vscode.l10n.t('gave up')],
+  rejected: ['dash', () => vscode.l10n.t('rejected')],
+};
