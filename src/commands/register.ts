@@ -189,12 +189,9 @@ async function startDaemon(ctx: CommandContext): Promise<void> {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      out += b.toString();
-    });
+    const add = (b: Buffer) => (out += b.toString());
+    child.stdout.on('data', add);
+    child.stderr.on('data', add);
     child.once('error', (e) =>
       reject(
         new Error(vscode.l10n.t('could not run "{0}": {1} (set codexGoalRecovery.codexPath)', s.codexPath, e.message)),

@@ -21,54 +21,44 @@ export interface Settings {
 }
 
 /**
- * A machine-scoped setting: the user's (or the remote machine's) value, else the default. Never a
- * workspace or folder value, even if one is there (VS Code ignores those for machine settings;
- * this does not rely on it): a workspace must not choose what runs or which socket is trusted.
+ * A machine-scoped setting: the user's (or the remote machine's) value, else the default; `fallback`
+ * when that is not of the fallback's type (or not a finite number). Never a workspace or folder value,
+ * even if one is there (VS Code ignores those for machine settings; this does not rely on it): a
+ * workspace must not choose what runs or which socket is trusted.
  */
-function machineSetting(config: vscode.WorkspaceConfiguration, key: string, fallback: string): string {
-  const value = machineValue(config, key);
-  return typeof value === 'string' ? value : fallback;
-}
-
-/** The user's (or remote machine's) value of a setting, else its default; never a workspace's. */
-function machineValue(config: vscode.WorkspaceConfiguration, key: string): unknown {
+function machine<T>(config: vscode.WorkspaceConfiguration, key: string, fallback: T): T {
   const i = config.inspect<unknown>(key);
-  return i?.globalValue ?? i?.defaultValue;
+  const value = i?.globalValue ?? i?.defaultValue;
+  return typeof value === typeof fallback && (typeof value !== 'number' || Number.isFinite(value))
+    ? (value as T)
+    : fallback;
 }
 
 // The engine's policy, machine-wide like the daemon it acts on: whichever window leads, and
 // whatever workspace it has open (a trusted one or not), the same values. Each number is kept
 // inside its range (POLICY_LIMITS, the manifest's `minimum` and `maximum`, the runner's bounds).
-
 function machineNumber(
   config: vscode.WorkspaceConfiguration,
   key: keyof typeof POLICY_LIMITS,
   fallback: number,
 ): number {
-  const value = machineValue(config, key);
-  const n = typeof value === 'number' && Number.isFinite(value) ? value : fallback;
   const { min, max } = POLICY_LIMITS[key];
-  return Math.min(max, Math.max(min, n));
-}
-
-function machineBoolean(config: vscode.WorkspaceConfiguration, key: string, fallback: boolean): boolean {
-  const value = machineValue(config, key);
-  return typeof value === 'boolean' ? value : fallback;
+  return Math.min(max, Math.max(min, machine(config, key, fallback)));
 }
 
 export function readSettings(
   config: vscode.WorkspaceConfiguration = vscode.workspace.getConfiguration(SECTION),
   env: NodeJS.ProcessEnv = process.env,
 ): Settings {
-  const home = expand(machineSetting(config, 'codexHome', '').trim()) || defaultCodexHome(env);
-  const socket = expand(machineSetting(config, 'socketPath', '').trim()) || defaultSocketPath(home);
+  const home = expand(machine(config, 'codexHome', '').trim()) || defaultCodexHome(env);
+  const socket = expand(machine(config, 'socketPath', '').trim()) || defaultSocketPath(home);
   const ms = (key: 'baseDelaySeconds' | 'maxDelaySeconds' | 'resyncIntervalSeconds', fallbackMs: number) =>
     Math.round(machineNumber(config, key, fallbackMs / 1000) * 1000);
   const baseDelayMs = ms('baseDelaySeconds', DEFAULT_OPTIONS.baseDelayMs);
   return {
     codexHome: home,
     socketPath: socket,
-    codexPath: expand(machineSetting(config, 'codexPath', 'codex').trim()) || 'codex',
+    codexPath: expand(machine(config, 'codexPath', 'codex').trim()) || 'codex',
     // How this window tells its person: a window's own choice.
     notifications: config.get<NotificationLevel>('notifications', 'attention'),
     options: {
@@ -77,14 +67,14 @@ export function readSettings(
       maxDelayMs: Math.max(baseDelayMs, ms('maxDelaySeconds', DEFAULT_OPTIONS.maxDelayMs)),
       maxAttempts: Math.floor(machineNumber(config, 'maxAttempts', DEFAULT_OPTIONS.maxAttempts)),
       recoveryBudget: Math.floor(machineNumber(config, 'recoveryBudget', DEFAULT_OPTIONS.recoveryBudget)),
-      autoArm: machineBoolean(config, 'autoArm', DEFAULT_OPTIONS.autoArm),
-      recoverUsageLimited: machineBoolean(config, 'recoverUsageLimited', DEFAULT_OPTIONS.recoverUsageLimited),
+      autoArm: machine(config, 'autoArm', DEFAULT_OPTIONS.autoArm),
+      recoverUsageLimited: machine(config, 'recoverUsageLimited', DEFAULT_OPTIONS.recoverUsageLimited),
       resyncMs: ms('resyncIntervalSeconds', DEFAULT_OPTIONS.resyncMs),
     },
     // Machine-wide like the daemon: a workspace cannot send this machine's decisions anywhere.
     telemetry: {
-      otlpEndpoint: machineSetting(config, 'telemetry.otlpEndpoint', '').trim(),
-      useCodexOtelConfig: machineBoolean(config, 'telemetry.useCodexOtelConfig', false),
+      otlpEndpoint: machine(config, 'telemetry.otlpEndpoint', '').trim(),
+      useCodexOtelConfig: machine(config, 'telemetry.useCodexOtelConfig', false),
     },
   };
 }
