@@ -12,8 +12,7 @@ import { openSharedTransport } from '../protocol/sharedTransport';
 import type { FocusSource, TermEngine, TermEvents } from '../leader/electedEngine';
 import { HandoverStore } from '../leader/handover';
 import { GlobalStateStore, type MementoLike } from '../store/globalStateStore';
-import type { Settings } from '../config/settings';
-import { targetOf } from '../config/settings';
+import { targetOf, type Settings } from '../config/settings';
 import { VERSION } from '../version';
 import type { RecoveryService, ServiceCommand } from './service';
 import { Throttle } from '../core/throttle';
@@ -47,14 +46,35 @@ export class EngineHost implements RecoveryService, TermEngine {
    * omitted, globalState alone.
    */
   constructor(
-    private settings: Settings,
-    private readonly globalState: MementoLike,
+    settings: Settings,
+    globalState: MementoLike,
     private readonly io: HostIo,
-    private readonly seed: EngineSnapshot | null,
-    private readonly journalPath: string | undefined,
-    private readonly events: TermEvents,
+    seed: EngineSnapshot | null,
+    journalPath: string | undefined,
+    events: TermEvents,
   ) {
-    this.engine = this.makeEngine();
+    const target = targetOf(settings);
+    this.engine = new Engine(settings.options, {
+      connect: (listener) =>
+        // The shared daemon only (never a private child on stdio): see protocol/sharedTransport.ts.
+        openSharedTransport(target).then((transport) => startSession(transport, listener, { clientVersion: VERSION })),
+      target: settings.socketPath,
+      store: new HandoverStore(
+        new GlobalStateStore(globalState, {
+          ...(journalPath !== undefined && { journalPath }),
+          info: (line) => io.log.info(line),
+          onProblem: (message) => io.log.warn(message),
+          guard: { fence: () => events.fence(), term: () => events.term() },
+        }),
+        seed,
+        (taken) => io.log.info(`took over ${taken.length} watched thread(s) from the previous leader's last state`),
+      ),
+      clock: systemClock,
+      random: Math.random,
+      onDecision: (d) => this.changed(() => events.decided(d)),
+      onChange: () => this.changed(() => events.changed()),
+      fence: () => events.fence(),
+    });
     this.cached = this.engine.snapshot();
   }
 
@@ -67,7 +87,6 @@ export class EngineHost implements RecoveryService, TermEngine {
 
   /** New settings apply at once (a new daemon is a new EngineHost: see WindowRole). */
   applySettings(settings: Settings): void {
-    this.settings = settings;
     this.engine.updateOptions(settings.options);
   }
 
@@ -101,41 +120,10 @@ export class EngineHost implements RecoveryService, TermEngine {
     await this.engine.stop();
   }
 
-  private makeEngine(): Engine {
-    const target = targetOf(this.settings);
-    return new Engine(this.settings.options, {
-      connect: (listener) =>
-        // The shared daemon only (never a private child on stdio): see protocol/sharedTransport.ts.
-        openSharedTransport(target).then((transport) => startSession(transport, listener, { clientVersion: VERSION })),
-      target: this.settings.socketPath,
-      store: new HandoverStore(
-        new GlobalStateStore(this.globalState, {
-          ...(this.journalPath !== undefined && { journalPath: this.journalPath }),
-          info: (line) => this.io.log.info(line),
-          onProblem: (message) => this.io.log.warn(message),
-          guard: { fence: () => this.events.fence(), term: () => this.events.term() },
-        }),
-        this.seed,
-        (taken) =>
-          this.io.log.info(`took over ${taken.length} watched thread(s) from the previous leader's last state`),
-      ),
-      clock: systemClock,
-      random: Math.random,
-      onDecision: (d) => this.decided(d),
-      onChange: () => this.changed(),
-      fence: () => this.events.fence(),
-    });
-  }
-
-  private decided(d: Decision): void {
+  /** The engine changed (`tell` passes it on): the next snapshot is made again, the views told soon. */
+  private changed(tell: () => void): void {
     this.stale = true;
-    this.events.decided(d);
-    this.throttle.poke();
-  }
-
-  private changed(): void {
-    this.stale = true;
-    this.events.changed();
+    tell();
     this.throttle.poke();
   }
 }

@@ -45,11 +45,10 @@ export class TelemetryHost {
       return;
     }
     try {
-      const started = this.load().startTelemetry(choice, (level, message) =>
-        level === 'warning' ? this.log.warn(message) : this.log.info(message),
-      );
-      if (started.level === 'warning') this.log.warn(started.message);
-      else this.log.info(started.message);
+      const say = (level: string, message: string) =>
+        level === 'warning' ? this.log.warn(message) : this.log.info(message);
+      const started = this.load().startTelemetry(choice, say);
+      say(started.level, started.message);
       this.telemetry = started.telemetry;
     } catch (error) {
       this.log.error(`telemetry: could not start: ${errorText(error)}`);
