@@ -23,23 +23,11 @@ export interface FirstRunIo {
   log(line: string): void;
 }
 
-/** The window's first run: whether it observes, and what the engine runs with. */
-export interface FirstRun {
-  /** At activation: a fresh install records that it waits for the choice and opens the walkthrough, once. */
-  start(): FirstRunMode;
-  /** Whether the engine treats `autoArm` as off until the person chooses. */
-  mode(): FirstRunMode;
-  /**
-   * The settings changed (or a choice command wrote one): a value of the user's, while the first run
-   * waits, is the choice, recorded for good.
-   */
-  settingsChanged(): void;
-  /** The settings the engine runs with: `autoArm` off while observing. */
-  apply(settings: Settings): Settings;
-}
-
-// A closure rather than a class: the release bundle keeps a class's method names, not a closure's.
-export function firstRun(io: FirstRunIo): FirstRun {
+/**
+ * The window's first run: whether it observes, and what the engine runs with. A closure rather
+ * than a class: the release bundle keeps a class's method names, not a closure's.
+ */
+export function firstRun(io: FirstRunIo) {
   const recorded = (): FirstRunRecord | undefined => {
     const value = io.memento.get<unknown>(FIRST_RUN_KEY);
     return value === 'waiting' || value === 'chosen' ? value : undefined;
@@ -52,7 +40,8 @@ export function firstRun(io: FirstRunIo): FirstRun {
     });
   const record = (value: FirstRunRecord) => void io.memento.update(FIRST_RUN_KEY, value);
   return {
-    start: () => {
+    /** At activation: a fresh install records that it waits for the choice and opens the walkthrough, once. */
+    start: (): FirstRunMode => {
       const m = mode();
       if (m === 'observe' && recorded() === undefined) {
         record('waiting');
@@ -61,11 +50,17 @@ export function firstRun(io: FirstRunIo): FirstRun {
       if (m === 'observe') io.log('first run: observing');
       return m;
     },
+    /** Whether the engine treats `autoArm` as off until the person chooses. */
     mode,
+    /**
+     * The settings changed (or a choice command wrote one): a value of the user's, while the first run
+     * waits, is the choice, recorded for good.
+     */
     settingsChanged: () => {
       if (io.explicitSetting() && recorded() === 'waiting') record('chosen');
     },
-    apply: (settings) =>
+    /** The settings the engine runs with: `autoArm` off while observing. */
+    apply: (settings: Settings): Settings =>
       mode() === 'observe' ? { ...settings, options: { ...settings.options, autoArm: false } } : settings,
   };
 }

@@ -4,7 +4,7 @@
 import type { ServiceCommand } from '../core/commandTable';
 import type { EngineSnapshot } from '../model/snapshot';
 
-export { COMMANDS, isServiceCommand, type ServiceCommand } from '../core/commandTable';
+export type { ServiceCommand };
 
 export interface RecoveryService {
   snapshot(): EngineSnapshot;

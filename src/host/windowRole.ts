@@ -15,32 +15,8 @@ import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { EngineHost, type HostIo } from './engineHost';
 import { FollowerHost } from './followerHost';
 import { Listeners } from './listeners';
-import type { RecoveryService, ServiceCommand } from './service';
+import type { RecoveryService } from './service';
 import { Serial } from '../util/serial';
-
-/**
- * Before the election has decided: nothing to show yet. A command that comes now (the window
- * has just opened) waits for the engine, this window's or the leader's, and is carried out there.
- */
-class Starting implements RecoveryService {
-  readonly role = 'follower' as const;
-  private readonly snap: EngineSnapshot;
-  constructor(
-    target: string,
-    private readonly started: () => Promise<RecoveryService>,
-  ) {
-    this.snap = emptySnapshot(target, Date.now());
-  }
-  snapshot(): EngineSnapshot {
-    return this.snap;
-  }
-  onDidChange(): { dispose(): void } {
-    return { dispose: () => undefined };
-  }
-  run(command: ServiceCommand, threadId?: string): Promise<void> {
-    return this.started().then((service) => service.run(command, threadId));
-  }
-}
 
 const STOPPED = 'the window stopped before the engine started';
 
@@ -73,7 +49,9 @@ export class WindowRole {
   private readonly settingsChanges = new Serial();
   /** The window said once that it runs alone, with no election. */
   private saidAlone = false;
-  /** Commands that came while starting: they go to the next service that is not `Starting`. */
+  /** `current` is the one made by `starting()`, before the election has decided. */
+  private isStarting = true;
+  /** Commands that came while starting: they go to the next service that is not the starting one. */
   private waiting: { resolve(service: RecoveryService): void; reject(error: Error): void }[] = [];
   private disposed = false;
 
@@ -123,9 +101,7 @@ export class WindowRole {
         const line = by.self ? decisionLine(d, at) : `[${by.who}, pid ${by.pid}] ${decisionLine(d, at)}`;
         // At the runner's severity (src/model/decisionLevel.ts): the daemon's quiet tries are debug.
         const level = decisionLevel(d);
-        if (level === 'error' || level === 'warning') log.warn(line);
-        else if (level === 'debug') log.debug(line);
-        else log.info(line);
+        log[level === 'error' || level === 'warning' ? 'warn' : level === 'debug' ? 'debug' : 'info'](line);
         if (by.self) this.io.decided?.(d);
       },
       notify: (d) => this.io.notify(d, this.current.snapshot()),
@@ -168,23 +144,32 @@ export class WindowRole {
     for (const w of waiting) w.reject(new Error(STOPPED));
   }
 
-  private starting(): Starting {
-    return new Starting(
-      this.settings.socketPath,
-      () =>
-        new Promise<RecoveryService>((resolve, reject) => {
-          if (this.disposed) reject(new Error(STOPPED));
-          else if (this.current instanceof Starting) this.waiting.push({ resolve, reject });
-          else resolve(this.current);
-        }),
-    );
+  /**
+   * Before the election has decided: nothing to show yet. A command that comes now (the window
+   * has just opened) waits for the engine, this window's or the leader's, and is carried out there.
+   */
+  private starting(): RecoveryService {
+    const snap = emptySnapshot(this.settings.socketPath, Date.now());
+    const started = () =>
+      new Promise<RecoveryService>((resolve, reject) => {
+        if (this.disposed) reject(new Error(STOPPED));
+        else if (this.isStarting) this.waiting.push({ resolve, reject });
+        else resolve(this.current);
+      });
+    return {
+      role: 'follower',
+      snapshot: () => snap,
+      onDidChange: () => ({ dispose: () => undefined }),
+      run: (command, threadId) => started().then((service) => service.run(command, threadId)),
+    };
   }
 
-  private swap(service: RecoveryService): void {
+  private swap(service: RecoveryService, starting = false): void {
     this.currentSubscription?.dispose();
     this.current = service;
+    this.isStarting = starting;
     this.currentSubscription = service.onDidChange(() => this.listeners.fire());
-    if (!(service instanceof Starting)) {
+    if (!starting) {
       const waiting = this.waiting;
       this.waiting = [];
       for (const w of waiting) w.resolve(service);
@@ -196,6 +181,6 @@ export class WindowRole {
     const elected = this.elected;
     this.elected = null;
     await elected?.stop();
-    this.swap(this.starting());
+    this.swap(this.starting(), true);
   }
 }
