@@ -18,14 +18,8 @@ export const EXTENSION_ID = 'codex-goal-recovery.codex-goal-recovery';
 /** How many of the kept log lines go into the report. */
 export const DIAGNOSTIC_LOG_LINES = 60;
 
-export interface DiagnosticsInput {
-  service: RecoveryService;
-  settings: Settings;
-  log: vscode.LogOutputChannel;
-}
-
 /** The report, in Markdown. Never throws: what could not be found out says why. */
-export async function diagnostics({ service, settings, log }: DiagnosticsInput): Promise<string> {
+export async function diagnostics(service: RecoveryService, settings: Settings, log: vscode.LogOutputChannel) {
   const snap = service.snapshot();
   const version = (vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON as { version?: unknown } | undefined)
     ?.version;

@@ -5,22 +5,15 @@ import type { Watch } from '../model/watch';
 import { heldBy, rowDescription } from '../views/rowText';
 import { sortWatches } from '../views/watchTree';
 
-/** What a tree row passes to its commands. */
-export interface ThreadArg {
-  threadId: string;
-}
-
 export async function pickThread(
   arg: unknown,
   snapshot: EngineSnapshot,
   title: string,
   applies: (w: Watch) => boolean,
 ): Promise<Watch | undefined> {
-  const fromTree =
-    typeof arg === 'object' && arg !== null && typeof (arg as ThreadArg).threadId === 'string'
-      ? (arg as ThreadArg).threadId
-      : undefined;
-  if (fromTree) return snapshot.watches.find((w) => w.threadId === fromTree);
+  // A tree row passes its node, `{ threadId }`.
+  const fromTree = typeof arg === 'object' && arg !== null ? (arg as { threadId?: unknown }).threadId : undefined;
+  if (typeof fromTree === 'string' && fromTree) return snapshot.watches.find((w) => w.threadId === fromTree);
   const candidates = sortWatches(snapshot.watches).filter(applies);
   if (candidates.length === 0) {
     void vscode.window.showInformationMessage(vscode.l10n.t('{0}: no watched thread this applies to.', title));

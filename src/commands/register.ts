@@ -100,7 +100,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   );
   reg('codexGoalRecovery.copyDiagnostics', () =>
     run(vscode.l10n.t('Copy diagnostics'), async () => {
-      const text = await diagnostics({ service: ctx.service(), settings: ctx.settings(), log: ctx.log });
+      const text = await diagnostics(ctx.service(), ctx.settings(), ctx.log);
       await vscode.env.clipboard.writeText(text);
       ctx.log.info('diagnostics copied to the clipboard');
       const issue = newIssueUrl(vscode.extensions.getExtension(EXTENSION_ID)?.packageJSON);

@@ -14,7 +14,7 @@ import { errorText } from '../util/errorText';
 type TelemetryModule = typeof import('../telemetry/index');
 
 /** What the settings ask for: a base URL first, else Codex's exporter, else nothing. */
-export function telemetryChoice(settings: Settings): TelemetryChoice | null {
+function telemetryChoice(settings: Settings): TelemetryChoice | null {
   const url = settings.telemetry.otlpEndpoint.trim();
   if (url) return { kind: 'endpoint', url };
   if (settings.telemetry.useCodexOtelConfig) return { kind: 'codexConfig', codexHome: settings.codexHome };

@@ -21,10 +21,6 @@ export class Countdown {
     }
   }
 
-  get running(): boolean {
-    return this.timer !== null;
-  }
-
   dispose(): void {
     this.set(false);
     this.listeners.clear();

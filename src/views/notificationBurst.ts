@@ -32,7 +32,6 @@ export interface BurstTimers {
   set(callback: () => void, ms: number): () => void;
 }
 
-/** The real timers: `performance.now` and `setTimeout`. */
 export const realTimers: BurstTimers = {
   now: () => performance.now(),
   set: (callback, ms) => {
@@ -89,9 +88,7 @@ export interface NotifyIo {
   t(message: string, ...args: (string | number)[]): string;
   /** Shows a warning with buttons; resolves with the button clicked, if any. */
   warn(text: string, buttons: string[]): PromiseLike<string | undefined>;
-  /** Shows an information message. */
   info(text: string): void;
-  /** Runs a command of the window. */
   run(command: string, arg?: { threadId: string }): void;
   /** "Don't show again": sets `notifications` to `none` in the user's settings. */
   silence(): void;
@@ -153,15 +150,11 @@ export class BurstNotifier {
     const goals = [...byGoal.values()];
     if (goals.length === 1) {
       const [one] = goals;
-      void this.io
-        .warn(
-          one.text,
-          one.buttons.map((b) => b.title),
-        )
-        .then((choice) => {
-          const button = one.buttons.find((b) => b.title === choice);
-          if (button) this.io.run(button.command, { threadId: one.threadId });
-        });
+      const titles = one.buttons.map((b) => b.title);
+      void this.io.warn(one.text, titles).then((choice) => {
+        const button = one.buttons.find((b) => b.title === choice);
+        if (button) this.io.run(button.command, { threadId: one.threadId });
+      });
       return;
     }
     const show = this.io.t('Show');

@@ -1,7 +1,5 @@
-// Notifications only where they earn it: goals that give up or need attention, one notification
-// per burst (a single goal with Retry now / Open rollout; several as "12 goals need attention"
-// with Show / Don't show again: notificationBurst.ts), and, when the setting asks for it, routine
-// recoveries. Only in the window the leader picked (src/leader/notifyTarget.ts).
+// The window's side of the notifications (what is told, and when: notificationBurst.ts): VS Code's
+// messages, commands and settings. Only in the window the leader picked (src/leader/notifyTarget.ts).
 import * as vscode from 'vscode';
 import { SECTION, type NotificationLevel } from '../config/settings';
 import { BurstNotifier } from './notificationBurst';

@@ -93,32 +93,22 @@ export class RecoveryStatusBar {
         : vscode.l10n.t('Not connected ({0}); daemon: {1}', snap.connection.detail, snap.target),
       paused ? vscode.l10n.t('Auto-recovery is paused.') : vscode.l10n.t('Auto-recovery is on.'),
       vscode.l10n.t('{0} running · {1} waiting to retry · {2} needing attention', running, scheduled, attention),
-      ...(held > 0
-        ? [vscode.l10n.t('{0} due, waiting for a recovery slot (at most a few recoveries at once)', held)]
-        : []),
-      ...(waitingProbe > 0
-        ? [
-            vscode.l10n.t(
-              '{0} due, waiting for the probe of their outage (one goal on the same provider tried first)',
-              waitingProbe,
-            ),
-          ]
-        : []),
-      ...(unloaded > 0
-        ? [vscode.l10n.t('{0} blocked on a thread the daemon has not loaded: Retry now loads it', unloaded)]
-        : []),
-      ...(elsewhere.length > 0
-        ? [
-            vscode.l10n.t(
-              '{0} in other Codex apps ({1} stopped there): shown, recovered only by Retry now',
-              elsewhere.length,
-              stoppedElsewhere,
-            ),
-          ]
-        : []),
-      ...(version ? [vscode.l10n.t('Warning: {0}', version)] : []),
-      ...(snap.policy ? [policyLine(snap.policy)] : []),
-    ];
+      held > 0 && vscode.l10n.t('{0} due, waiting for a recovery slot (at most a few recoveries at once)', held),
+      waitingProbe > 0 &&
+        vscode.l10n.t(
+          '{0} due, waiting for the probe of their outage (one goal on the same provider tried first)',
+          waitingProbe,
+        ),
+      unloaded > 0 && vscode.l10n.t('{0} blocked on a thread the daemon has not loaded: Retry now loads it', unloaded),
+      elsewhere.length > 0 &&
+        vscode.l10n.t(
+          '{0} in other Codex apps ({1} stopped there): shown, recovered only by Retry now',
+          elsewhere.length,
+          stoppedElsewhere,
+        ),
+      !!version && vscode.l10n.t('Warning: {0}', version),
+      snap.policy && policyLine(snap.policy),
+    ].filter((line) => typeof line === 'string');
     this.plain = ['Codex Goal Recovery', ...lines].join('\n');
     const md = new vscode.MarkdownString(undefined, true);
     // Links run our own commands only, none other.
