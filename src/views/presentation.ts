@@ -78,14 +78,16 @@ export function tooltip(
   md.appendMarkdown(`${headline}\n\n`);
   const rows: [string, string][] = [];
   if (w.goal) {
-    rows.push([vscode.l10n.t('Objective'), w.goal.objective]);
-    rows.push([vscode.l10n.t('Goal status'), w.goal.status]);
-    rows.push([
-      vscode.l10n.t('Tokens used'),
-      w.goal.tokenBudget
-        ? vscode.l10n.t('{0} of {1}', count(w.goal.tokensUsed), count(w.goal.tokenBudget))
-        : count(w.goal.tokensUsed),
-    ]);
+    rows.push(
+      [vscode.l10n.t('Objective'), w.goal.objective],
+      [vscode.l10n.t('Goal status'), w.goal.status],
+      [
+        vscode.l10n.t('Tokens used'),
+        w.goal.tokenBudget
+          ? vscode.l10n.t('{0} of {1}', count(w.goal.tokensUsed), count(w.goal.tokenBudget))
+          : count(w.goal.tokensUsed),
+      ],
+    );
   }
   if (w.lastFailure)
     rows.push([
@@ -105,27 +107,22 @@ export function tooltip(
   else if (due !== null) rows.push([vscode.l10n.t('Next try'), clockTime(due, now)]);
   else if (waitsForLoad(w))
     rows.push([vscode.l10n.t('Next try'), vscode.l10n.t('when a client opens the thread, or Retry now (loads it)')]);
-  if (held === 'paused')
+  if (held)
     rows.push([
       vscode.l10n.t('Held'),
-      vscode.l10n.t('auto-recovery is paused: nothing is retried until you resume it (Resume auto-recovery)'),
+      held === 'paused'
+        ? vscode.l10n.t('auto-recovery is paused: nothing is retried until you resume it (Resume auto-recovery)')
+        : held === 'noDaemon'
+          ? vscode.l10n.t('the daemon is not connected: it goes out once it is')
+          : vscode.l10n.t('the engine that leads is not answering: another takes its place once its lease runs out'),
     ]);
-  else if (held === 'noDaemon')
-    rows.push([vscode.l10n.t('Held'), vscode.l10n.t('the daemon is not connected: it goes out once it is')]);
-  else if (held === 'silentEngine')
-    rows.push([
-      vscode.l10n.t('Held'),
-      vscode.l10n.t('the engine that leads is not answering: another takes its place once its lease runs out'),
-    ]);
-  if (w.state.kind === 'elsewhere') {
+  if (w.state.kind === 'elsewhere')
     rows.push([
       vscode.l10n.t('Where'),
       vscode.l10n.t(
         'another Codex app (the Codex VS Code extension, the desktop app, or a TUI run with -c or --profile), not the daemon',
       ),
     ]);
-    rows.push([vscode.l10n.t('What you can do'), elsewhereTodo(w.state)]);
-  }
   if (w.state.kind === 'failedBeforeArming' || (w.state.kind === 'needsAttention' && !w.lastFailure))
     rows.push([vscode.l10n.t('Last error'), `${describeErrorCode(w.state.code)}: ${w.state.message}`]);
   const todo = whatYouCanDo(w);
@@ -181,18 +178,15 @@ function whatYouCanDo(w: Watch): string | null {
     case 'userIntent':
     case 'disarmed':
       return vscode.l10n.t('Re-arm thread: the engine watches it again');
+    case 'elsewhere': // docs/architecture.md, "Goals in other Codex apps"
+      if (w.state.goal === 'active')
+        return vscode.l10n.t('nothing: it runs there; it is shown here, never recovered from here');
+      if (w.state.retryable)
+        return vscode.l10n.t(
+          'continue it in that app, or close the thread there and use Retry now: the daemon then loads it and recovers it once (it runs in the daemon from then on)',
+        );
+      return vscode.l10n.t('look at it in that app: this failure is not one a retry gets past');
     default:
       return null;
   }
-}
-
-/** What a person can do about a goal in another Codex app (docs/architecture.md, "Goals in other Codex apps"). */
-function elsewhereTodo(state: Extract<Watch['state'], { kind: 'elsewhere' }>): string {
-  if (state.goal === 'active')
-    return vscode.l10n.t('nothing: it runs there; it is shown here, never recovered from here');
-  if (state.retryable)
-    return vscode.l10n.t(
-      'continue it in that app, or close the thread there and use Retry now: the daemon then loads it and recovers it once (it runs in the daemon from then on)',
-    );
-  return vscode.l10n.t('look at it in that app: this failure is not one a retry gets past');
 }

@@ -92,12 +92,9 @@ export const TITLE_CHARS = 18;
 
 export function shortTitle(title: string): string {
   const chars = [...title];
-  return chars.length <= TITLE_CHARS
-    ? title
-    : `${chars
-        .slice(0, TITLE_CHARS - 1)
-        .join('')
-        .trimEnd()}…`;
+  if (chars.length <= TITLE_CHARS) return title;
+  const cut = chars.slice(0, TITLE_CHARS - 1).join('');
+  return `${cut.trimEnd()}…`;
 }
 
 function historyItem(w: Watch, h: HistoryEntry): vscode.TreeItem {
