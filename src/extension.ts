@@ -93,7 +93,6 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   // A fresh install observes (arms nothing) until the person chooses which goals to watch: docs/first-run.md.
   const firstRun = makeFirstRun({
     memento: context.globalState,
-    // The user's (or the remote machine's) value: the one the engine reads (src/config/firstRun.ts).
     explicitSetting: () => vscode.workspace.getConfiguration(SECTION).inspect('autoArm')?.globalValue !== undefined,
     openWalkthrough: () =>
       void vscode.commands.executeCommand(
@@ -181,7 +180,6 @@ function startWindow(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     role: windowRole,
     decided,
     settings: () => settings,
-    // The person chose which goals to watch (the setting is written): the engine follows it at once.
     choseWatchMode: applySettings,
     rows: () =>
       tree.getChildren().map((node) => {

@@ -11,12 +11,7 @@ function localized<T>(format: (language: string | undefined) => T): T {
   }
 }
 
-let cached: {
-  language: string;
-  time: Intl.DateTimeFormat;
-  clock: Intl.DateTimeFormat;
-  day: Intl.DateTimeFormat;
-} | null = null;
+let cached: (Record<'time' | 'clock' | 'day', Intl.DateTimeFormat> & { language: string }) | null = null;
 
 function formats(): NonNullable<typeof cached> {
   const language = vscode.env.language;

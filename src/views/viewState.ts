@@ -62,7 +62,7 @@ export function followViewState(
   service: () => { snapshot(): EngineSnapshot },
   onDidChange: (listener: () => void) => { dispose(): void },
   /** Whether the first run waits for the person's choice of which goals to watch. */
-  waitingForChoice: () => boolean = () => false,
+  waitingForChoice: () => boolean,
 ): vscode.Disposable {
   const sent = new Map<string, boolean>();
   let badge: string | undefined;
