@@ -22,7 +22,8 @@ export interface CommandContext {
 
 const threadCommands: {
   id: string;
-  command: ServiceCommand;
+  /** What it does with the thread: a command of the service, or the window's own work. */
+  command: ServiceCommand | ((w: Watch) => Promise<void>);
   title: () => string;
   applies: (w: Watch) => boolean;
   /** Shown as the view's progress while it runs (a retry may load the thread first). */
@@ -58,6 +59,14 @@ const threadCommands: {
     title: () => vscode.l10n.t('Retry now'),
     applies: canRetryNow,
     progress: true,
+  },
+  {
+    id: 'codexGoalRecovery.openRollout',
+    command: async (w) => {
+      if (w.rolloutPath) await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(w.rolloutPath));
+    },
+    title: () => vscode.l10n.t('Open rollout'),
+    applies: (w) => w.rolloutPath !== null,
   },
 ];
 
@@ -123,23 +132,12 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       run(c.title(), async () => {
         const w = await pickThread(arg, ctx.service().snapshot(), c.title(), c.applies);
         if (!w) return;
-        const work = () => ctx.service().run(c.command, w.threadId);
+        const { command } = c;
+        const work = () => (typeof command === 'string' ? ctx.service().run(command, w.threadId) : command(w));
         await (c.progress ? inView(vscode.l10n.t('{0}: {1}', c.title(), w.title), work) : work());
       }),
     );
   }
-  reg('codexGoalRecovery.openRollout', (arg) =>
-    run(vscode.l10n.t('Open rollout'), async () => {
-      const w = await pickThread(
-        arg,
-        ctx.service().snapshot(),
-        vscode.l10n.t('Open rollout'),
-        (x) => x.rolloutPath !== null,
-      );
-      if (!w?.rolloutPath) return;
-      await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(w.rolloutPath));
-    }),
-  );
   reg('codexGoalRecovery.resetState', () =>
     run(vscode.l10n.t('Reset state'), async () => {
       const reset = vscode.l10n.t('Reset');

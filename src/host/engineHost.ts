@@ -34,9 +34,8 @@ export class EngineHost implements RecoveryService, TermEngine {
   private readonly engine: Engine;
   private readonly listeners = new Listeners();
   private readonly throttle = new Throttle(100, () => this.listeners.fire());
-  private cached: EngineSnapshot;
-  /** The engine changed since `cached` was made: the next `snapshot()` makes it again. */
-  private stale = false;
+  /** The snapshot as of the engine's last change; null once it changed: the next `snapshot()` makes it again. */
+  private cached: EngineSnapshot | null = null;
   /** The engine's start: commands wait for it. */
   private ready: Promise<void> | null = null;
 
@@ -96,11 +95,7 @@ export class EngineHost implements RecoveryService, TermEngine {
    * sees that change.
    */
   snapshot(): EngineSnapshot {
-    if (this.stale) {
-      this.stale = false;
-      this.cached = this.engine.snapshot();
-    }
-    return this.cached;
+    return (this.cached ??= this.engine.snapshot());
   }
 
   onDidChange(listener: () => void): { dispose(): void } {
@@ -122,7 +117,7 @@ export class EngineHost implements RecoveryService, TermEngine {
 
   /** The engine changed (`tell` passes it on): the next snapshot is made again, the views told soon. */
   private changed(tell: () => void): void {
-    this.stale = true;
+    this.cached = null;
     tell();
     this.throttle.poke();
   }

@@ -11,14 +11,11 @@ export type TreeNode = { kind: 'thread'; threadId: string } | { kind: 'history';
 
 /** Threads that need a person first, then those with a countdown, then the rest; newest first. */
 export function sortWatches(watches: readonly Watch[]): Watch[] {
-  const rank = (w: Watch) =>
-    needsPerson(w)
-      ? 0
-      : isScheduled(w.state) || w.state.kind === 'recovering'
-        ? 1
-        : w.state.kind === 'notAdopted'
-          ? 3
-          : 2;
+  const rank = (w: Watch) => {
+    if (needsPerson(w)) return 0;
+    if (isScheduled(w.state) || w.state.kind === 'recovering') return 1;
+    return w.state.kind === 'notAdopted' ? 3 : 2;
+  };
   return [...watches].sort((a, b) => rank(a) - rank(b) || b.updatedAt - a.updatedAt);
 }
 
