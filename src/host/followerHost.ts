@@ -3,8 +3,7 @@
 // src/leader/lease.ts) it shows that instead of the leader's last countdown.
 import type { LeaderView } from '../leader/electedEngine';
 import type { Quiet } from '../leader/election';
-import type { EngineSnapshot } from '../model/snapshot';
-import { emptySnapshot } from '../model/snapshot';
+import { emptySnapshot, type EngineSnapshot } from '../model/snapshot';
 import { Listeners } from './listeners';
 import type { RecoveryService, ServiceCommand } from './service';
 
