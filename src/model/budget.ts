@@ -29,9 +29,7 @@ export function budgetUse(w: Readonly<Recoveries>, now: number): { used: number;
 
 /** An automatic set goes out at `at` (its write-ahead): counted, the window pruned, the record bounded. */
 export function countedAt(w: Readonly<Recoveries>, at: number): number[] {
-  const kept = recoveriesIn(w, at);
-  kept.push(at);
-  return kept.length > RECOVERIES_KEPT ? kept.slice(kept.length - RECOVERIES_KEPT) : kept;
+  return [...recoveriesIn(w, at), at].slice(-RECOVERIES_KEPT);
 }
 
 /** A set withdrawn before it went out (called off after its write-ahead): its count is taken back. */

@@ -12,17 +12,9 @@ export function daemonVersion(userAgent: string): string | null {
   return m ? m[1] : null;
 }
 
-function parts(version: string): number[] {
-  return version
-    .split('-')[0]
-    .split('.')
-    .map((p) => Number(p));
-}
-
 /** Negative, zero or positive as a is older than, the same as or newer than b (release part only). */
 export function compareVersions(a: string, b: string): number {
-  const x = parts(a);
-  const y = parts(b);
+  const [x, y] = [a, b].map((v) => v.split('-')[0].split('.').map(Number));
   for (let i = 0; i < 3; i++) {
     const d = (x[i] ?? 0) - (y[i] ?? 0);
     if (d !== 0) return d;

@@ -312,12 +312,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** The history with `entry` added, the oldest dropped past HISTORY_LIMIT. */
 export function withHistory(history: readonly HistoryEntry[], entry: HistoryEntry): HistoryEntry[] {
-  const all = [...history, entry];
-  return all.length > HISTORY_LIMIT ? all.slice(all.length - HISTORY_LIMIT) : all;
+  return [...history, entry].slice(-HISTORY_LIMIT);
 }
 
 /** The recovered turns with `failedTurnId` added, the oldest dropped past RECOVERED_LIMIT. */
 export function withRecovered(recovered: readonly string[], failedTurnId: string): string[] {
-  const all = [...recovered, failedTurnId];
-  return all.length > RECOVERED_LIMIT ? all.slice(all.length - RECOVERED_LIMIT) : all;
+  return [...recovered, failedTurnId].slice(-RECOVERED_LIMIT);
 }

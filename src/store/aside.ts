@@ -1,6 +1,6 @@
 // Keeping an unusable file aside, never deleting it: `<file>.corrupt-<timestamp>[-n]`, a name
 // nothing else uses, so two kept in the same millisecond never overwrite each other.
-import { constants as fsConstants, promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp, type Stats } from 'node:fs';
 import { errorText } from '../util/errorText';
 
 /** Fresh `<file>.corrupt-<timestamp>[-n]` names, in the order to try them. */
@@ -49,4 +49,13 @@ export async function exists(p: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Why what `st` describes cannot be read as a state file or journal (not a file, larger than
+ * `maxBytes`), or null. `namesDirectory`: a directory is said to be one.
+ */
+export function fileProblem(st: Stats, maxBytes: number, namesDirectory = true): string | null {
+  if (!st.isFile()) return namesDirectory && st.isDirectory() ? 'a directory, not a file' : 'not a regular file';
+  return st.size > maxBytes ? `${st.size} bytes, more than the ${maxBytes}-byte limit` : null;
 }

@@ -1,29 +1,26 @@
 // The extension's store: the watch state in VS Code's globalState (a Memento), under a
-// namespaced, versioned key, and, given a journal path (under the extension's globalStorageUri),
-// a crash journal beside it. Machine state is never synced across machines. A value that cannot
-// be read is kept aside under its own key and reported, never silently dropped; a value with a
-// few bad records is kept aside too, and the rest of it is used.
+// namespaced, versioned key (machine state, never synced), and, given a journal path (under the
+// extension's globalStorageUri), a crash journal beside it. A value that cannot be read is kept
+// aside under its own key and reported, never silently dropped; a value with a few bad records
+// is kept aside too, and the rest of it is used.
 //
 // Why a journal (docs/globalstate-durability.md): `globalState.update` resolves once the
-// workbench holds the value in memory; the workbench writes it to disk later (code-server: to the
-// browser's IndexedDB about 100 ms later; desktop VS Code: through its main process to
-// state.vscdb). A SIGKILLed extension host loses nothing that resolved, but a crash of the whole
-// window or app loses what the workbench had not written yet, although the engine announced it.
-// So every save also appends its changes to the journal (src/store/journal.ts, one record per
-// changed watch), fdatasync'd before the save resolves. globalState stays the snapshot, written
-// whole at every save as before, and carries the journal generation it belongs to (its
-// `journal` field). On load, the journal of the snapshot's generation is replayed over it
-// (records are whole watches: replaying them over a snapshot that already has some is harmless),
-// and the result is written back with a new generation (a fold). A fold keeps the journal it
-// replaces as `<journal>.prev`: if the workbench then loses the new snapshot, the one it still
-// has names the previous generation, and both journals are replayed. Folds also happen when the
-// journal outgrows the snapshot (at least 1 MiB) and at a clean stop (`compact`).
+// workbench holds the value in memory and writes it to disk later: a crash of the whole window
+// or app loses what resolved but was not written yet, although the engine announced it. So every
+// save also appends its changes to the journal (./journal.ts), fdatasync'd before the save
+// resolves; globalState stays the snapshot, written whole at every save, and carries the journal
+// generation it belongs to (its `journal` field). A load replays that generation's journal over
+// it (records are whole watches: replaying one the snapshot has already is harmless) and writes
+// the result back with a new generation (a fold). A fold keeps the journal it replaces as
+// `<journal>.prev`: if the workbench then loses the new snapshot, the one it still has names the
+// previous generation, and both journals are replayed. Folds also happen when the journal
+// outgrows the snapshot (at least 1 MiB) and at a clean stop (`compact`).
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import type { PersistedState } from '../model/watch';
 import { emptyState, STATE_VERSION } from '../model/watch';
-import { copyAside, exists, moveAside } from './aside';
+import { copyAside, exists, fileProblem, moveAside } from './aside';
 import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, unusableProblem } from './journal';
 import { journalGeneration, journalLines, replayJournal } from './journalRecord';
 import {
@@ -33,6 +30,7 @@ import {
   stampOf,
   StateSerializer,
   type LoadResult,
+  type ParsedState,
   type StateStore,
 } from './store';
 import { errorText } from '../util/errorText';
@@ -63,10 +61,7 @@ export interface GlobalStateStoreOptions {
   minFoldBytes?: number;
   /** What the load found, one line (for the log). */
   info?: (line: string) => void;
-  /**
-   * A journal that can no longer be written: the store goes on with globalState alone (as before
-   * the journal existed) and says so here once.
-   */
+  /** A journal that can no longer be written: said here once; the store goes on with globalState alone. */
   onProblem?: (message: string) => void;
   /**
    * Asked before every write that lands; its term is stamped into the value (./guard.ts). Every
@@ -75,7 +70,7 @@ export interface GlobalStateStoreOptions {
   guard?: WriteGuard;
 }
 
-/** What a journal file at a path holds, read without changing anything. */
+/** What a journal file holds, read without changing anything. */
 type JournalFile =
   | { kind: 'missing' }
   | { kind: 'unusable'; reason: string }
@@ -91,10 +86,8 @@ async function readJournalFile(path: string): Promise<JournalFile> {
     if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
     return { kind: 'unusable', reason: errorText(err) };
   }
-  if (!st.isFile())
-    return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
-  if (st.size > MAX_JOURNAL_BYTES)
-    return { kind: 'unusable', reason: `${st.size} bytes, more than the ${MAX_JOURNAL_BYTES}-byte limit` };
+  const unusable = fileProblem(st, MAX_JOURNAL_BYTES);
+  if (unusable !== null) return { kind: 'unusable', reason: unusable };
   try {
     const text = await fsp.readFile(path, 'utf8');
     return { kind: 'text', text, generation: journalGeneration(text) };
@@ -105,10 +98,10 @@ async function readJournalFile(path: string): Promise<JournalFile> {
 
 export class GlobalStateStore implements StateStore {
   readonly location = `VS Code globalState "${STATE_KEY}"`;
+  private readonly opts: GlobalStateStoreOptions;
   private readonly now: () => number;
   private readonly journalPath: string | null;
   private readonly prevPath: string | null;
-  private readonly minFoldBytes: number;
   private readonly serializer = new StateSerializer({ keepJson: true });
   private readonly writer: JournalWriter | null;
   /** Whether saves append to the journal (false: none configured, or it failed). */
@@ -123,28 +116,19 @@ export class GlobalStateStore implements StateStore {
     private readonly memento: MementoLike,
     options: GlobalStateStoreOptions | (() => number) = {},
   ) {
-    const opts = typeof options === 'function' ? { now: options } : options;
-    this.now = opts.now ?? Date.now;
-    this.journalPath = opts.journalPath ? nodePath.resolve(opts.journalPath) : null;
+    this.opts = typeof options === 'function' ? { now: options } : options;
+    this.now = this.opts.now ?? Date.now;
+    this.journalPath = this.opts.journalPath ? nodePath.resolve(this.opts.journalPath) : null;
     this.prevPath = this.journalPath ? `${this.journalPath}.prev` : null;
-    this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
-    this.info = opts.info ?? (() => undefined);
-    this.onProblem = opts.onProblem ?? (() => undefined);
     this.writer = this.journalPath ? new JournalWriter(this.journalPath) : null;
     this.journaling = this.writer !== null;
-    this.guard = opts.guard;
   }
 
-  private readonly guard: WriteGuard | undefined;
-  private readonly info: (line: string) => void;
-  private readonly onProblem: (message: string) => void;
-
   /**
-   * Missing value: empty state, no problem. Unusable value: kept aside under its own key (with its
-   * journals kept aside as files), empty state, `problem` says so. A value with some bad records,
-   * or a journal with some: the rest is loaded, the original kept aside, `problem` lists what was
-   * left out. The journal of the snapshot's generation is replayed over it, and the result is
-   * folded into a new snapshot at once.
+   * Missing value: empty state, no problem. Unusable value: kept aside under its own key (its
+   * journals as files), empty state, `problem` says so. A value or journal with some bad records:
+   * the rest is loaded, the original kept aside, `problem` lists what was left out. A replayed
+   * journal is folded into a new snapshot at once.
    */
   async load(): Promise<LoadResult> {
     const raw = this.memento.get<unknown>(STATE_KEY);
@@ -154,39 +138,27 @@ export class GlobalStateStore implements StateStore {
     let usable = false;
     let dropped = false;
     if (raw !== undefined) {
-      let error: string | null = null;
-      let size = 0;
-      try {
-        size = JSON.stringify(raw)?.length ?? 0;
-      } catch (e) {
-        error = `not serializable (${errorText(e)})`;
-      }
-      if (error === null && size > MAX_STATE_CHARS)
-        error = `too large (${size} characters; the limit is ${MAX_STATE_CHARS})`;
-      if (error === null) {
-        const parsed = parsePersisted(raw, this.now);
-        if ('state' in parsed) {
-          usable = true;
-          state = parsed.state;
-          generation = stampOf(raw as object, 'journal');
-          if (parsed.dropped.length > 0) {
-            // Keep the value as it was; the part that can be used is written back below.
-            dropped = true;
-            const aside = this.asideKey();
-            await this.memento.update(aside, raw);
-            problems.push(
-              partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`),
-            );
-          }
-        } else {
-          error = parsed.error;
+      const parsed = parseStored(raw, this.now);
+      if ('state' in parsed) {
+        usable = true;
+        state = parsed.state;
+        generation = stampOf(raw as object, 'journal');
+        if (parsed.dropped.length > 0) {
+          // Keep the value as it was; the part that can be used is written back below.
+          dropped = true;
+          const aside = this.asideKey();
+          await this.memento.update(aside, raw);
+          problems.push(
+            partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`),
+          );
         }
-      }
-      if (!usable) {
+      } else {
         const aside = this.asideKey();
         await this.memento.update(aside, raw);
         await this.memento.update(STATE_KEY, undefined);
-        problems.push(`the stored watch state could not be used: ${error}; kept aside as "${aside}"; starting clean`);
+        problems.push(
+          `the stored watch state could not be used: ${parsed.error}; kept aside as "${aside}"; starting clean`,
+        );
       }
     }
 
@@ -208,7 +180,7 @@ export class GlobalStateStore implements StateStore {
           journalsUsed = true;
         }
       } else {
-        // Which journals follow the snapshot: the current one, or the previous one and then the current one.
+        // The journals that follow the snapshot: the current one, or the previous one then the current one.
         const follows = (f: JournalFile) => f.kind === 'text' && f.generation === generation && generation !== null;
         const chain = follows(cur.file) ? [cur] : follows(prev.file) ? [prev, cur] : [];
         for (const { path, file } of files) {
@@ -255,16 +227,15 @@ export class GlobalStateStore implements StateStore {
       await this.put(JSON.parse(this.serializer.document(state.version)));
     }
     const n = Object.keys(state.watches).length;
-    this.info(
+    this.opts.info?.(
       `state loaded from globalState: ${n} watch${n === 1 ? '' : 'es'}${this.journalPath ? `; crash journal: ${replayed} record${replayed === 1 ? '' : 's'} replayed` : ''}`,
     );
     return { state, problem: problems.length > 0 ? problems.join('; ') : null };
   }
 
   /**
-   * Makes `state`, as it is now, durable: globalState gets it whole, and its changes since the last
-   * save go to the journal (fdatasync'd) before this resolves. Rejects (writing nothing) if the
-   * state would not load back.
+   * Makes `state`, as it is now, durable: globalState gets it whole, its changes since the last save
+   * go to the journal (fdatasync'd) before this resolves. Rejects (writing nothing) if it would not load back.
    */
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void> {
     let lines: string;
@@ -279,16 +250,17 @@ export class GlobalStateStore implements StateStore {
       if (!this.journaling) return this.put(JSON.parse(document));
       const fold =
         this.generation === null ||
-        this.writer!.bytes + Buffer.byteLength(lines) > Math.max(this.minFoldBytes, this.snapshotChars);
+        this.writer!.bytes + Buffer.byteLength(lines) >
+          Math.max(this.opts.minFoldBytes ?? MIN_FOLD_BYTES, this.snapshotChars);
       if (fold) {
         // The lines go to the journal first: it is kept (as .prev) until the fold after this one,
         // so the changes survive if the workbench loses the new snapshot.
-        checkFence(this.guard);
+        checkFence(this.opts.guard);
         if (this.generation !== null) await this.writer!.append(lines).catch((err: unknown) => this.journalFailed(err));
         return this.fold(document);
       }
       const generation = this.generation!;
-      checkFence(this.guard);
+      checkFence(this.opts.guard);
       const [, appended] = await Promise.all([
         this.put(withGeneration(document, generation)),
         this.writer!.append(lines).then(
@@ -313,23 +285,24 @@ export class GlobalStateStore implements StateStore {
   }
 
   /**
-   * The state to globalState, stamped with this writer's term, unless the guard says no or the
-   * value there is a newer term's (another window took over while this one was stopped).
+   * The state to globalState, stamped with this writer's term, unless the guard says no or the value
+   * there is a newer term's (another window took over while this one was stopped).
    */
   private put(value: unknown): Promise<void> {
-    if (this.guard) {
-      checkTerm(this.guard, parseTerm(this.memento.get<{ term?: unknown } | null>(STATE_KEY)?.term), 'globalState');
-      checkFence(this.guard);
-      const term = this.guard.term();
+    if (this.opts.guard) {
+      checkTerm(
+        this.opts.guard,
+        parseTerm(this.memento.get<{ term?: unknown } | null>(STATE_KEY)?.term),
+        'globalState',
+      );
+      checkFence(this.opts.guard);
+      const term = this.opts.guard.term();
       if (term !== null) (value as Record<string, unknown>).term = termText(term);
     }
     return Promise.resolve(this.memento.update(STATE_KEY, value));
   }
 
-  /**
-   * Writes `document` to globalState with a new generation, then starts a new journal for it; the
-   * one it replaces is kept as `.prev` (see the header).
-   */
+  /** `document` to globalState with a new generation, then a new journal for it (the old one kept as `.prev`). */
   private async fold(document: string): Promise<void> {
     const generation = newGeneration(this.now());
     await this.put(withGeneration(document, generation));
@@ -359,7 +332,7 @@ export class GlobalStateStore implements StateStore {
     if (this.journaling) {
       this.journaling = false;
       void this.writer?.close();
-      this.onProblem(
+      this.opts.onProblem?.(
         `could not write the crash journal ${this.journalPath}: ${errorText(err)}; the watch state is kept in globalState alone (a crash of the whole window may lose its last changes)`,
       );
     }
@@ -381,6 +354,18 @@ export class GlobalStateStore implements StateStore {
       if (!taken.has(key)) return key;
     }
   }
+}
+
+/** The value in globalState parsed (parsePersisted), or why it cannot be used. */
+function parseStored(raw: unknown, now: () => number): ParsedState | { error: string } {
+  let size: number;
+  try {
+    size = JSON.stringify(raw)?.length ?? 0;
+  } catch (e) {
+    return { error: `not serializable (${errorText(e)})` };
+  }
+  if (size > MAX_STATE_CHARS) return { error: `too large (${size} characters; the limit is ${MAX_STATE_CHARS})` };
+  return parsePersisted(raw, now);
 }
 
 /** The snapshot value: the state's document with the journal generation it belongs to. */

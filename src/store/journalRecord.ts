@@ -97,13 +97,11 @@ export function replayJournal(state: PersistedState, text: string, generation: s
 
 /** The value of a line of JSON; undefined when it is not JSON. */
 function parseLine(line: string): unknown {
-  let value: unknown;
   try {
-    value = JSON.parse(line);
+    return JSON.parse(line);
   } catch {
-    // not JSON: undefined
+    return undefined;
   }
-  return value;
 }
 
 /** Applies one record; null when it applied, else what was wrong with it. */

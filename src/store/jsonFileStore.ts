@@ -13,7 +13,7 @@ import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
-import { copyAside, exists, moveAside } from './aside';
+import { copyAside, exists, fileProblem, moveAside } from './aside';
 import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, syncDir, unusableProblem } from './journal';
 import { journalLines, replayJournal, type Replayed } from './journalRecord';
 import { excerpt } from '../protocol/lineSplitter';
@@ -85,17 +85,8 @@ export async function readStateFile(
   opts: { maxBytes?: number; now?: () => number } = {},
 ): Promise<StoredState> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
-  let st;
-  try {
-    st = await fsp.stat(path);
-  } catch (err) {
-    if (errCode(err) === 'ENOENT') return { kind: 'missing' };
-    throw new Error(`cannot read state file ${path}: ${errorText(err)}`, { cause: err });
-  }
-  if (!st.isFile())
-    return { kind: 'unusable', reason: st.isDirectory() ? 'a directory, not a file' : 'not a regular file' };
-  if (st.size > maxBytes) return { kind: 'unusable', reason: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
-  const text = await readText(path, 'state file');
+  const text = await readText(path, 'state file', maxBytes);
+  if (text === null) return { kind: 'missing' };
   if (typeof text !== 'string') return { kind: 'unusable', reason: text.reason };
   let raw: unknown;
   try {
@@ -111,42 +102,44 @@ export async function readStateFile(
   const parsed = parsePersisted(raw, opts.now, true);
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
   const generation = stampOf(raw as object, 'journal');
+  // The journal, if there is one, replayed over the state (in place).
+  const journal = await readText(`${path}.journal`, 'journal', maxBytes);
   return {
     kind: 'state',
     ...parsed,
     generation,
     daemon: stampOf(raw as object, 'daemon'),
-    journal: await readJournal(`${path}.journal`, parsed.state, generation, maxBytes),
+    journal:
+      journal === null
+        ? null
+        : typeof journal === 'string'
+          ? replayJournal(parsed.state, journal, generation)
+          : { unusable: journal.reason },
   };
 }
 
-/** Replays the journal at `path` over `state` (in place), if there is one. */
-async function readJournal(
+/**
+ * The text of the state file or journal at `path`: null when there is none, `{reason}` when it
+ * cannot be used (not a file, too large, not ours to read: kept aside). Rejects only when it
+ * cannot be looked at. Read in one piece of the size the file has (fs.readFile reads in 512 KiB
+ * pieces, each a trip through the thread pool: with 10,000 watches, a tenth of a load), then to
+ * its end if it grew meanwhile.
+ */
+async function readText(
   path: string,
-  state: PersistedState,
-  generation: string | null,
+  what: 'state file' | 'journal',
   maxBytes: number,
-): Promise<Replayed | { unusable: string } | null> {
+): Promise<string | null | { reason: string }> {
   let st;
   try {
     st = await fsp.stat(path);
   } catch (err) {
     if (errCode(err) === 'ENOENT') return null;
-    throw new Error(`cannot read the journal ${path}: ${errorText(err)}`, { cause: err });
+    const named = what === 'journal' ? 'the journal' : what;
+    throw new Error(`cannot read ${named} ${path}: ${errorText(err)}`, { cause: err });
   }
-  if (!st.isFile()) return { unusable: 'not a regular file' };
-  if (st.size > maxBytes) return { unusable: `${st.size} bytes, more than the ${maxBytes}-byte limit` };
-  const text = await readText(path, 'journal');
-  if (typeof text !== 'string') return { unusable: text.reason };
-  return replayJournal(state, text, generation);
-}
-
-/**
- * A file's text; `{reason}` when it is not ours to read (mode, ACL): unusable, kept aside. Read in
- * one piece of the size the file has (fs.readFile reads in 512 KiB pieces, each a trip through
- * the thread pool: with 10,000 watches, a tenth of a load), then to its end if it grew meanwhile.
- */
-async function readText(path: string, what: string): Promise<string | { reason: string }> {
+  const unusable = fileProblem(st, maxBytes, what === 'state file');
+  if (unusable !== null) return { reason: unusable };
   try {
     const fh = await fsp.open(path, 'r');
     try {

@@ -26,11 +26,10 @@ export function readHead(head: string): SnapshotHead {
 function daemonIn(text: string): string | null {
   const m = /"daemon":("(?:[^"\\]|\\.)*")/.exec(text);
   if (!m) return null;
-  const quoted = m[1];
   try {
     // A JSON string's text parses to a string, or throws. An empty one names no daemon, as the
     // whole file's reader takes it (readStateFile): the check before a save and the load agree.
-    return (JSON.parse(quoted) as string) || null;
+    return (JSON.parse(m[1]) as string) || null;
   } catch {
     return null; // not JSON ("\x")
   }

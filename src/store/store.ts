@@ -10,11 +10,7 @@ import { keyedRecord, leftOutProto, PROTO_DISARM, storedWatch, wholeWatch, withT
 
 export interface LoadResult {
   state: PersistedState;
-  /**
-   * Null when the state loaded cleanly (or there was none yet). Otherwise what went wrong
-   * and what was done about it, for the user, e.g.
-   * "state file X was corrupt (…); kept aside as Y; starting clean".
-   */
+  /** Null when the state loaded cleanly (or there was none); else what went wrong and what was done, for the user. */
   problem: string | null;
   /**
    * Threads whose watch in `state` differs from what the store holds (a store that merges
@@ -48,16 +44,10 @@ export interface StateStore {
   readonly location: string;
 }
 
-/** Upgrades a document of version n to version n + 1. */
-type Migration = (doc: Record<string, unknown>) => Record<string, unknown>;
-
 /** The oldest document version this build can read. */
 const OLDEST_VERSION = 1;
-/**
- * MIGRATIONS[n] turns a version-n document into a version-(n+1) one. When STATE_VERSION
- * goes to 2, add MIGRATIONS[1] here; every version from OLDEST_VERSION up must have one.
- */
-const MIGRATIONS: Readonly<Record<number, Migration>> = {
+/** MIGRATIONS[n] turns a version-n document into a version-(n+1) one; every version from OLDEST_VERSION up has one. */
+const MIGRATIONS: Readonly<Record<number, (doc: Record<string, unknown>) => Record<string, unknown>>> = {
   // Version 1 wrote every field of a watch; version 2 leaves out those at their default, and
   // reads a whole record as it is.
   1: (doc) => doc,
@@ -213,17 +203,19 @@ export function stampOf(document: object, field: 'journal' | 'daemon'): string |
 
 /** "2 records could not be used (…; …)": the dropped list for a message, bounded. */
 export function describeDropped(dropped: readonly string[]): string {
-  const shown = dropped.slice(0, 3);
-  if (dropped.length > 3) shown.push(`and ${dropped.length - 3} more`);
-  return `${dropped.length} record${dropped.length === 1 ? '' : 's'} could not be used (${shown.join('; ')})`;
+  return `${dropped.length} record${dropped.length === 1 ? '' : 's'} could not be used (${listed(dropped, 3)})`;
 }
 
 function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>, max = 3): string {
-  const shown = issues
-    .slice(0, max)
-    .map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
+  const shown = issues.map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : '(root)'}: ${i.message}`);
   if (max === 1 && issues.length > 1) return `${shown[0]} (+${issues.length - 1} more)`;
-  if (issues.length > max) shown.push(`and ${issues.length - max} more`);
+  return listed(shown, max);
+}
+
+/** The first `max` items, and how many more there are. */
+function listed(items: readonly string[], max: number): string {
+  const shown = items.slice(0, max);
+  if (items.length > max) shown.push(`and ${items.length - max} more`);
   return shown.join('; ');
 }
 
