@@ -21,7 +21,7 @@ import * as nodePath from 'node:path';
 import type { PersistedState } from '../model/watch';
 import { emptyState, STATE_VERSION } from '../model/watch';
 import { copyAside, exists, fileProblem, moveAside } from './aside';
-import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, unusableProblem } from './journal';
+import { JournalWriter, keepJournalAside, newGeneration } from './journal';
 import { journalGeneration, journalLines, replayJournal } from './journalRecord';
 import {
   parsePersisted,
@@ -185,8 +185,7 @@ export class GlobalStateStore implements StateStore {
         const chain = follows(cur.file) ? [cur] : follows(prev.file) ? [prev, cur] : [];
         for (const { path, file } of files) {
           if (file.kind === 'unusable') {
-            const aside = await moveAside(path, this.now(), `journal ${path}`, file.reason);
-            problems.push(unusableProblem(path, file.reason, aside, 'the watch state'));
+            await keepJournalAside(path, { unusable: file.reason }, this.now, 'the watch state', problems);
             journalsUsed = true;
           } else if (file.kind === 'text' && file.generation === null && file.text.includes('\n')) {
             // A header that cannot be read (one cut short is a journal nothing was written to).
@@ -202,9 +201,7 @@ export class GlobalStateStore implements StateStore {
           journalsUsed = true;
           const r = replayJournal(state, file.text, file.generation);
           replayed += r.applied;
-          if (r.dropped.length > 0) {
-            problems.push(replayProblem(path, r, await copyAside(path, this.now(), `journal ${path}`)));
-          }
+          await keepJournalAside(path, r, this.now, 'the watch state', problems);
         }
       }
     }
@@ -250,8 +247,7 @@ export class GlobalStateStore implements StateStore {
       if (!this.journaling) return this.put(JSON.parse(document));
       const fold =
         this.generation === null ||
-        this.writer!.bytes + Buffer.byteLength(lines) >
-          Math.max(this.opts.minFoldBytes ?? MIN_FOLD_BYTES, this.snapshotChars);
+        this.writer!.outgrows(Buffer.byteLength(lines), this.snapshotChars, this.opts.minFoldBytes);
       if (fold) {
         // The lines go to the journal first: it is kept (as .prev) until the fold after this one,
         // so the changes survive if the workbench loses the new snapshot.

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import * as nodePath from 'node:path';
 import { journalHeader, type Replayed } from './journalRecord';
 import { describeDropped } from './store';
+import { copyAside, moveAside } from './aside';
 
 /** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
 export const MIN_FOLD_BYTES = 1024 * 1024;
@@ -39,6 +40,11 @@ export class JournalWriter {
     });
     this.generation = generation;
     this.bytes = 0;
+  }
+
+  /** Whether `added` more bytes make the journal larger than its snapshot and `min`: time to fold. */
+  outgrows(added: number, snapshot: number, min = MIN_FOLD_BYTES): boolean {
+    return this.bytes + added > Math.max(min, snapshot);
   }
 
   async append(lines: string): Promise<void> {
@@ -86,12 +92,26 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-/** What a store says when a journal's replay left records out: the journal as it was is kept as `keptAs`. */
-export function replayProblem(path: string, r: Replayed, keptAs: string): string {
-  return `journal ${path}: ${describeDropped(r.dropped)}; the journal as it was is kept as ${keptAs}; its other ${r.applied} record${r.applied === 1 ? '' : 's'} loaded`;
-}
-
-/** What a store says when a journal it could not use at all is kept as `keptAs`: `what` loaded without it. */
-export function unusableProblem(path: string, reason: string, keptAs: string, what: string): string {
-  return `journal ${path} was unusable (${reason}); kept aside as ${keptAs}; ${what} loaded without the changes it held`;
+/**
+ * Keeps aside a journal a load could not use whole, and says so in `problems`: moved when it is
+ * unusable (`what` loaded without it), copied when its replay left records out.
+ */
+export async function keepJournalAside(
+  path: string,
+  j: Replayed | { unusable: string },
+  now: () => number,
+  what: string,
+  problems: string[],
+): Promise<void> {
+  if ('unusable' in j) {
+    const aside = await moveAside(path, now(), `journal ${path}`, j.unusable);
+    problems.push(
+      `journal ${path} was unusable (${j.unusable}); kept aside as ${aside}; ${what} loaded without the changes it held`,
+    );
+  } else if (j.dropped.length > 0) {
+    const aside = await copyAside(path, now(), `journal ${path}`);
+    problems.push(
+      `journal ${path}: ${describeDropped(j.dropped)}; the journal as it was is kept as ${aside}; its other ${j.applied} record${j.applied === 1 ? '' : 's'} loaded`,
+    );
+  }
 }

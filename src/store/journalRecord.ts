@@ -1,5 +1,4 @@
-// The crash journal's records (journal.ts writes them): what one save's changes become, the
-// header that names the snapshot a journal belongs to, and the replay of a journal over its
+// The crash journal's records (journal.ts writes them), its header, and its replay over its
 // snapshot. Pure: text in, state and a report out.
 //
 // Format: newline-delimited JSON. The first line names the snapshot the journal belongs to,
@@ -53,10 +52,7 @@ export interface Replayed {
   stale: boolean;
 }
 
-/**
- * Applies the journal `text` to `state` (in place) when its generation is `generation`.
- * Never throws on what the file holds: what cannot be used is listed in `dropped`.
- */
+/** Applies the journal `text` to `state` (in place) when its generation is `generation`; never throws. */
 export function replayJournal(state: PersistedState, text: string, generation: string | null): Replayed {
   const result: Replayed = { applied: 0, dropped: [], torn: false, stale: false };
   if (text.length === 0) return result;

@@ -1,20 +1,20 @@
 // The state as a JSON snapshot and a crash journal beside it (the headless runner's store).
 //
-// A save appends one small record per changed watch to `<path>.journal` and fdatasyncs it
-// before it resolves (src/store/journal.ts, journalRecord.ts): what the engine announces or acts on after a save
-// is on disk, at the cost of one short write, however many threads are watched. The journal is
-// folded into a new snapshot when it outgrows the snapshot (at least 1 MiB), at a clean stop
-// (`compact`) and at every load that replayed anything. Snapshot writes are atomic: a temp file
-// in the same directory, fsynced, renamed over the target, then the directory fsynced; mode
-// 0600, parent directory created 0700. Saves are serialized and coalesced. A file that cannot be
-// used is never deleted: it is moved aside to `<path>.corrupt-<timestamp>` and the load starts
-// clean, saying so. A file (or a journal) with a few bad records is copied there, and the rest loads.
+// A save appends one small record per changed watch to `<path>.journal` and fdatasyncs it before
+// it resolves (./journal.ts): what the engine announces or acts on after a save is on disk, at
+// the cost of one short write, however many threads are watched. The journal is folded into a
+// new snapshot when it outgrows the snapshot (at least 1 MiB), at a clean stop (`compact`) and at
+// every load that replayed anything. Snapshot writes are atomic: a temp file in the same
+// directory, fsynced, renamed over the target, then the directory fsynced; mode 0600, parent
+// directory created 0700. Saves are serialized and coalesced. A file that cannot be used is
+// never deleted: it is moved aside to `<path>.corrupt-<timestamp>`, and the load starts clean,
+// saying so; one (or a journal) with a few bad records is copied there, and the rest loads.
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
 import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, fileProblem, moveAside } from './aside';
-import { JournalWriter, MIN_FOLD_BYTES, newGeneration, replayProblem, syncDir, unusableProblem } from './journal';
+import { JournalWriter, keepJournalAside, newGeneration, syncDir } from './journal';
 import { journalLines, replayJournal, type Replayed } from './journalRecord';
 import { excerpt } from '../protocol/lineSplitter';
 import { checkFence, checkTerm, termText, type WriteGuard } from './guard';
@@ -166,8 +166,6 @@ export class JsonFileStore implements StateStore {
   readonly path: string;
   readonly location: string;
   readonly journalPath: string;
-  private readonly maxBytes: number;
-  private readonly minFoldBytes: number;
   private readonly now: () => number;
   private readonly serializer = new StateSerializer();
   private readonly journal: JournalWriter;
@@ -180,12 +178,13 @@ export class JsonFileStore implements StateStore {
   private readonly guard: WriteGuard | undefined;
   private readonly daemon: string | undefined;
 
-  constructor(path: string, opts: JsonFileStoreOptions = {}) {
+  constructor(
+    path: string,
+    private readonly opts: JsonFileStoreOptions = {},
+  ) {
     this.path = nodePath.resolve(path);
     this.location = this.path;
     this.journalPath = `${this.path}.journal`;
-    this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
-    this.minFoldBytes = opts.minFoldBytes ?? MIN_FOLD_BYTES;
     this.now = opts.now ?? Date.now;
     this.journal = new JournalWriter(this.journalPath);
     this.guard = opts.guard;
@@ -194,16 +193,15 @@ export class JsonFileStore implements StateStore {
 
   /**
    * Missing file: empty state, no problem. Unusable file (corrupt, wrong shape or version, too
-   * large, unreadable, a directory or anything else that is not a file): moved aside (with its
-   * journal), empty state, `problem` says so. A good file with some bad records, or a journal
-   * with some: the rest is loaded, the file as it was is copied aside, and `problem` lists what
-   * was left out. A journal that was replayed is folded into a new snapshot at once. Rejects
-   * only when a file cannot be looked at or kept aside (the directory's permissions...):
+   * large, unreadable, not a file): moved aside (with its journal), empty state, `problem` says so.
+   * A file or journal with some bad records: the rest is loaded, the original copied aside,
+   * `problem` lists what was left out. A replayed journal is folded into a new snapshot at once.
+   * Rejects only when a file cannot be looked at or kept aside (the directory's permissions...):
    * starting clean then would overwrite it on the next save.
    */
   async load(): Promise<LoadResult> {
     await this.removeStaleTemps();
-    const stored = await readStateFile(this.path, { maxBytes: this.maxBytes, now: this.now });
+    const stored = await readStateFile(this.path, { maxBytes: this.opts.maxBytes, now: this.now });
     if (stored.kind === 'missing') {
       if (!(await exists(this.journalPath))) return { state: emptyState(), problem: null };
       // A journal without its snapshot belongs to nothing that can be read: kept, never replayed.
@@ -225,13 +223,7 @@ export class JsonFileStore implements StateStore {
       problems.push(partialLoadProblem(`state file ${this.path}`, stored, `the file as it was is kept as ${aside}`));
     }
     const j = stored.journal;
-    if (j && 'unusable' in j) {
-      const aside = await this.moveAside(this.journalPath, j.unusable);
-      problems.push(unusableProblem(this.journalPath, j.unusable, aside, 'the state file'));
-    } else if (j && j.dropped.length > 0) {
-      const aside = await copyAside(this.journalPath, this.now(), `journal ${this.journalPath}`);
-      problems.push(replayProblem(this.journalPath, j, aside));
-    }
+    if (j) await keepJournalAside(this.journalPath, j, this.now, 'the state file', problems);
     this.serializer.loaded(stored.state);
     this.generation = stored.generation;
     // Anything to fold in (or a snapshot from before the journal, or not stamped for its daemon):
@@ -259,7 +251,7 @@ export class JsonFileStore implements StateStore {
       return refusedSave(this.path, err);
     }
     const fold =
-      this.generation === null || this.journal.bytes + lines.length > Math.max(this.minFoldBytes, this.snapshotBytes);
+      this.generation === null || this.journal.outgrows(lines.length, this.snapshotBytes, this.opts.minFoldBytes);
     if (lines === '' && !fold) return this.writing ?? Promise.resolve();
     return this.enqueue(lines, fold ? this.nextSnapshot(state.version) : null);
   }

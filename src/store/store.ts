@@ -1,6 +1,5 @@
-// Where the engine keeps its PersistedState, and the one way a stored document is read
-// back: `parsePersisted`, shared by every store (the JSON file store for the headless
-// runner, and the VS Code globalState store).
+// Where the engine keeps its PersistedState, and the one way every store reads a stored document
+// back (`parsePersisted`) and writes one (`StateSerializer`).
 import * as z from '../util/zod';
 import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
@@ -56,10 +55,7 @@ const MIGRATIONS: Readonly<Record<number, (doc: Record<string, unknown>) => Reco
 /** A stored document that can be used: the state, and the records of it that could not be. */
 export interface ParsedState {
   state: PersistedState;
-  /**
-   * One line per record left out (a watch that does not match the schema) or repaired (a
-   * disarm whose time is unreadable: the thread stays disarmed). Empty when all was read.
-   */
+  /** One line per record left out (a watch not matching the schema) or repaired (a disarm whose time is unreadable). */
   dropped: string[];
 }
 
@@ -79,10 +75,9 @@ const wholeAsItIs = compileFastCheck(WatchedThreadSchema, { ownKeysOnly: true })
 
 /**
  * A stored watch record (fields at their default left out: ./watchRecord.ts) checked against
- * `WatchedThreadSchema`. `owned`: the caller's own value (just parsed from JSON): the record made
- * whole is used if the schema accepts it as it is, checked by the faster path; any other goes
- * through zod (its copy, its defaults, its message). `key`: the thread id a document keys it by
- * (its `threadId` when it has none).
+ * `WatchedThreadSchema`. `owned`: the caller's own value (just parsed from JSON): made whole, it is
+ * used as it is if the faster path accepts it; anything else goes through zod (its copy, its
+ * defaults, its message). `key`: the thread id a document keys it by (its `threadId` if it has none).
  */
 export function parseWatch(
   value: unknown,
@@ -174,15 +169,11 @@ export function parsePersisted(
       );
     }
   }
-  // Every part is checked by now: the top level by DocumentSchema, each watch and disarm above
-  // (checking the whole again would double the load time of a large state).
+  // Every part is checked by now (checking the whole again would double a large state's load time).
   return { state: { version: outer.data.version, pausedAt: outer.data.pausedAt, watches, disarmed }, dropped };
 }
 
-/**
- * What a store says when it loaded a document without some of its records: `where` the
- * document was, what was left out, where the original is kept (`keptAs`), and what loaded.
- */
+/** What a store says when it loaded the document at `where` without some records, the original kept as `keptAs`. */
 export function partialLoadProblem(where: string, parsed: ParsedState, keptAs: string): string {
   const kept = Object.keys(parsed.state.watches).length;
   return `${where}: ${describeDropped(parsed.dropped)}; ${keptAs}; the other ${kept} watch${kept === 1 ? '' : 'es'} loaded`;
@@ -259,17 +250,14 @@ export interface StateChanges {
 
 /**
  * Turns a state into the JSON a store writes, refusing one that would not load back. A watch is
- * checked against the schema only when its JSON differs from what the serializer last took in,
- * so a save costs one stringify of what may have changed plus a check of what did (with 10,000
- * watches a full check takes about half a second here). `changes` gives what differs (a journal
- * appends just that); `document` the whole state as one JSON text.
+ * checked against the schema only when its JSON differs from what the serializer last took in
+ * (with 10,000 watches a full check takes about half a second). `changes` gives what differs (a
+ * journal appends just that); `document` the whole state as one JSON text.
  *
- * What it keeps of each watch to tell what differs: by default a 53-bit fingerprint of its JSON
- * (about 50 bytes a watch, against about 560 for the JSON itself), and `document` serializes the
- * state it last took in, as that state is now, checking again any watch that differs from its
- * fingerprint. With `keepJson` (a store that writes the whole document at every save: the
- * globalState snapshot), it keeps each watch's JSON instead, and `document` joins those texts: the
- * state as the last `changes` took it in, without serializing 10,000 watches at every save.
+ * By default it keeps a 53-bit fingerprint of each watch's JSON (about 50 bytes, against about 560
+ * for the JSON), and `document` serializes the state it last took in, as that state is now. With
+ * `keepJson` (the globalState store writes the whole document at every save) it keeps each
+ * watch's JSON, and `document` joins those texts, without serializing 10,000 watches every save.
  * A watch taken in by `loaded` has no fingerprint until it is first saved: a save that looks at
  * it writes it (the engine marks only what it changes, so that is a watch that changed).
  */
@@ -285,10 +273,9 @@ export class StateSerializer {
 
   /**
    * What differs from the previous call, checked; throws an Error describing the first problem
-   * (and then has taken nothing in). `changed`: only these watches may differ, be new or be gone;
-   * the others are taken as they were (omitted: every one is looked at). The engine marks every
-   * watch it adds, changes or removes (its test "saves only what changed, and what it saves
-   * equals a full save" holds it to that).
+   * (and then has taken nothing in). `changed`: only these watches may differ, be new or be gone
+   * (omitted: every one is looked at); the engine marks every watch it adds, changes or removes
+   * (its test "saves only what changed, and what it saves equals a full save" holds it to that).
    */
   changes(state: PersistedState, changed?: ReadonlySet<string>): StateChanges {
     const topCheck = TopLevelSchema.safeParse(state);
@@ -346,10 +333,9 @@ export class StateSerializer {
   }
 
   /**
-   * The whole state as one JSON text: with `keepJson`, as the last `changes` (or `loaded`) call
-   * took it in; without, the state it took in as that state is now (a watch changed since is
-   * checked first: throws if it would not load back). `extra`: top-level fields of the store's
-   * own, each as JSON text.
+   * The whole state as one JSON text: with `keepJson`, as the last `changes` (or `loaded`) took it
+   * in; without, the state it took in as it is now (a watch changed since is checked first: throws
+   * if it would not load back). `extra`: the store's own top-level fields, each as JSON text.
    */
   document(version: number, extra: Record<string, string> = {}): string {
     const parts: string[] = [];
@@ -360,8 +346,7 @@ export class StateSerializer {
         const watch = Object.hasOwn(this.state.watches, id) ? this.state.watches[id] : undefined;
         if (!watch) continue; // removed since it was taken in: its removal is the next save's
         const json = storedWatch(watch);
-        // Unchanged since its last save: checked then. Loaded and not saved since, or changed
-        // since its last save (a compaction between saves): checked now.
+        // Checked at its last save if unchanged since; else (loaded, or changed before a compaction) now.
         if (mark === null || mark !== fingerprint(json)) checkWatch(id, watch);
         parts.push(keyedRecord(id, json));
       }
