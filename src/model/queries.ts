@@ -1,6 +1,5 @@
-// What a watch's state says, asked by the engine, the views, the commands and the runner's
-// `status`: whether a recovery is scheduled and when it is due, which actions apply, whether the
-// goal waits for a person. Pure queries of the model (watch.ts), no writes.
+// What a watch's state says (pure queries, no writes), asked by the engine, the views, the commands
+// and `status`: whether a recovery is scheduled and when, which actions apply, who must act.
 import type { ScheduledState, Watch, WatchState } from './watch';
 
 /** The time the engine should next act on this thread, if any: its failure's due time while scheduled. */
@@ -36,9 +35,8 @@ export function isScheduled(state: WatchState): boolean {
 
 /**
  * Whether "Retry now" applies: a recovery is scheduled, the engine gave up on a failure (or its
- * recovery budget was spent when one fell due), or the
- * daemon has not loaded a thread whose failure is not recovered yet (after a daemon restart it
- * loads none): the retry loads it first.
+ * budget was spent when one fell due), or the daemon has not loaded a thread whose failure is not
+ * recovered yet (after a daemon restart it loads none): the retry loads it first.
  */
 export function canRetryNow(w: Watch): boolean {
   const k = w.state.kind;

@@ -2,10 +2,7 @@
 // watches `running` share one object instead of holding one each.
 const SHARED_STATES = new Map<string, { kind: string }>();
 
-/**
- * A state that is nothing but its kind, as one frozen copy per kind (10,000 watches `running`
- * share one object); any other state as it is. States are replaced, never changed in place.
- */
+/** A state that is nothing but its kind, as its one frozen copy (states are replaced, never changed); else as it is. */
 export function sharedState<S extends { kind: string }>(state: S): S {
   if (Object.keys(state).length !== 1) return state;
   let shared = SHARED_STATES.get(state.kind);

@@ -1,8 +1,6 @@
-// What a watched thread is, and every state it can be in.
-//
-// This module sits at the bottom: the engine, the stores and the views import it;
-// it imports nothing of theirs. The zod schemas are the single definition: the
-// TypeScript types are inferred from them, and the stores validate with them.
+// What a watched thread is, and every state it can be in. The bottom layer: the engine, the stores
+// and the views import it, it imports nothing of theirs. The zod schemas are the one definition:
+// the TypeScript types are inferred from them, and the stores validate with them.
 import * as z from '../util/zod';
 import { noEntries, sharedState } from './sharedState';
 
@@ -45,19 +43,13 @@ export const TurnFailureSchema = z.object({
 });
 export type TurnFailure = z.infer<typeof TurnFailureSchema>;
 
-/**
- * Blocked by a transient failure; the recovery is due at the failure's `dueAt` (`lastFailure`:
- * the one place a due time lives, kept when the state moves on, e.g. across an unload).
- */
+/** Blocked by a transient failure; the recovery is due at the failure's `dueAt` (see TurnFailure). */
 const BackoffStateSchema = z.object({
   kind: z.literal('backoff'),
   attempt: z.number().check(z.int(), z.positive()),
   failedTurnId: z.string(),
 });
-/**
- * The account hit its usage limit; the goal is resumed at the failure's `dueAt`: after the reset
- * (`resetsAt`, if known) plus a margin.
- */
+/** The account hit its usage limit; resumed at the failure's `dueAt`: after the reset (if known) plus a margin. */
 const UsageLimitedStateSchema = z.object({
   kind: z.literal('usageLimited'),
   resetsAt: z.nullable(z.number()),
@@ -65,10 +57,7 @@ const UsageLimitedStateSchema = z.object({
 /** A recovery scheduled at a due time: after a transient failure, or after a usage limit. */
 export type ScheduledState = z.infer<typeof BackoffStateSchema> | z.infer<typeof UsageLimitedStateSchema>;
 
-/**
- * Why a thread is, or is not, being recovered. Never collapsed into a boolean:
- * every reason to hold back is a state of its own, with what the user needs to know.
- */
+/** Why a thread is, or is not, being recovered: every reason to hold back is a state of its own, never a boolean. */
 export const WatchStateSchema = z.discriminatedUnion('kind', [
   /** Goal active and a turn is running, or about to. Nothing to do. */
   z.object({ kind: z.literal('running') }),
@@ -190,8 +179,7 @@ export type Marker = z.infer<typeof MarkerSchema>;
 
 /**
  * A watched thread. A field with a default (`_default`) may be left out of a stored record, which
- * then means that value: the stores write a watch without the fields that hold their default (a
- * watch that never failed is about half the size: src/store/watchRecord.ts), and read it back whole.
+ * then means that value (src/store/watchRecord.ts writes and reads records that way).
  */
 export const WatchedThreadSchema = z.pipe(
   z.transform(dueFromOldState),
@@ -245,10 +233,7 @@ export type DeepReadonly<T> = T extends (infer U)[]
 /** A watch as every part but its writer holds it: an assignment through it does not compile. */
 export type Watch = DeepReadonly<WatchedThread>;
 
-/**
- * 2: watch records leave out the fields that hold their default (version 1 wrote every field; its
- * records read as they are).
- */
+/** 2: watch records leave out the fields that hold their default (version 1's records read as they are). */
 export const STATE_VERSION = 2;
 export const PersistedStateSchema = z.object({
   version: z.literal(STATE_VERSION),

@@ -1,10 +1,9 @@
-// A faster path around a zod schema, for the records of a large state at load: a plain check
-// compiled from the schema's own definition (so the schema stays the one definition), that
-// answers `true` only for a value the schema accepts *as it is*: nothing it would strip (an
-// unknown key), fill in (a default), or change (a preprocess that is not the identity on it).
-// Anything else, and any construct it does not know, is `false`: the caller then asks zod, which
-// gives the same answer as before, with its message. So the check can only be faster, never
-// more lenient. With 10,000 watches, zod's parse (a copy of every record) was most of a load.
+// A faster path around a zod schema, for the records of a large state at load (with 10,000
+// watches, zod's parse, a copy of every record, was most of a load): a plain check compiled from
+// the schema's own definition, that answers `true` only for a value the schema accepts *as it
+// is*: nothing it would strip (an unknown key), fill in (a default) or change (a preprocess that
+// is not the identity on it). Anything else, and any construct it does not know, is `false`: the
+// caller then asks zod. So the check can only be faster, never more lenient.
 import type { $ZodType } from 'zod/v4/core';
 
 /** A compiled check: `true` means the schema accepts `value` unchanged. */
@@ -45,19 +44,17 @@ export interface Schema {
 
 export interface FastCheckOptions {
   /**
-   * The values checked are objects built with no key but the schema's own (src/store/watchRecord.ts
-   * makes each record whole that way): the top-level object is not searched for unknown keys
-   * (nested objects still are). With 10,000 watches, that search was half the check.
+   * The values checked are objects with no key but the schema's own (./watchRecord.ts makes records
+   * whole that way): the top-level one is not searched for unknown keys (half the check).
    */
   ownKeysOnly?: boolean;
 }
 
 export function compileFastCheck(schema: $ZodType, options: FastCheckOptions = {}): FastCheck {
-  // The check is generated as one JavaScript function per object, array, record, union and
-  // preprocess of the schema, each a straight run of tests: about four times faster than the
-  // same tests as nested closures (with 10,000 watches, a load's check went from about as long
-  // as its JSON.parse to a fraction of it). Every name, key and literal in the code comes from
-  // the schema's definition, quoted by JSON.stringify, or is passed in as a value (`refs`).
+  // One generated JavaScript function per object, array, record, union and preprocess of the
+  // schema, each a straight run of tests: about four times faster than nested closures. Every
+  // name, key and literal in the code comes from the schema's definition, quoted by
+  // JSON.stringify, or is passed in as a value (`refs`).
   const gen = new Generator();
   const root = gen.test(schema, 'v', options.ownKeysOnly === true);
   const names = gen.refs.map((_, i) => `r${i}`);

@@ -1,10 +1,9 @@
 // What keeps a stale leader's late save off the disk (src/leader/lease.ts). A leader stopped or
-// blocked past its lease may wake in the middle of a save (a snapshot's fsync can take a while),
-// after another engine took over and saved to the same store (two runners on the default state
-// file; two windows on one globalState). So a store given a guard asks it right before each write
-// that lands (the snapshot's rename, a journal append, the globalState update), with no `await`
-// in between, and stamps its term into the snapshot; it never replaces a snapshot whose term is
-// newer than its own (read from the snapshot's head: ./snapshotHead.ts).
+// blocked past its lease may wake in the middle of a save, after another engine took over and
+// saved to the same store (two runners on one state file; two windows on one globalState). So a
+// store given a guard asks it right before each write that lands (the snapshot's rename, a
+// journal append, the globalState update), with no `await` in between, stamps its term into the
+// snapshot, and never replaces a snapshot of a newer term (read from its head: ./snapshotHead.ts).
 
 export interface WriteGuard {
   /** Null while the writer may write; else why not (its lease ran out, it no longer leads). */

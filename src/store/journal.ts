@@ -1,9 +1,7 @@
 // The crash journal: an append-only file beside a snapshot of the state, one small record per
-// change, each write fsync'd before the save that made it resolves. A restarted engine reads
-// the snapshot, then replays the journal over it; from time to time (and at a clean stop) the
-// journal is folded into a new snapshot and starts again empty.
-// The records and their format: journalRecord.ts. What both stores do alike with a journal is
-// here too: when to fold, a new generation, what a load says of a journal it could not use whole.
+// change (their format: journalRecord.ts), each write fsync'd before the save that made it
+// resolves. A restarted engine reads the snapshot, then replays the journal over it; from time to
+// time (and at a clean stop) the journal is folded into a new snapshot and starts again empty.
 import { promises as fsp } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as nodePath from 'node:path';
@@ -11,7 +9,7 @@ import { journalHeader, type Replayed } from './journalRecord';
 import { describeDropped } from './store';
 import { copyAside, moveAside } from './aside';
 
-/** The journal is folded into a new snapshot once it is larger than the snapshot and this. */
+/** The journal is folded once it is larger than the snapshot and this. */
 export const MIN_FOLD_BYTES = 1024 * 1024;
 
 /** A new journal generation, for a new snapshot: the time (base 36) and 48 random bits. */

@@ -1,8 +1,7 @@
 // Taking over the runner's state file shared by every daemon (before 0.4.0 the default `--state`
-// was one file whatever Codex home was watched, so two homes' runners wrote, paused and resumed
-// the same file). Each daemon now keeps a file of its own (src/runner/stateFile.ts); the first
-// time a daemon's file is missing and the old shared file is there, the daemon's engine takes
-// from it what is its own, once, and writes its new file at once:
+// was one file whatever Codex home was watched). Each daemon now keeps a file of its own
+// (src/runner/stateFile.ts); the first time a daemon's file is missing and the old shared file is
+// there, the daemon's engine takes from it what is its own, once, and writes its new file at once:
 //  - a watched thread is the daemon's when its rollout lies under the daemon's Codex home (that is
 //    where Codex writes a thread's rollout); a thread without a known rollout, the disarms of
 //    threads not watched and the global pause go with the file's owner;
@@ -44,10 +43,7 @@ function under(file: string, dir: string): boolean {
   return rel !== '' && !rel.startsWith('..') && !nodePath.isAbsolute(rel);
 }
 
-/**
- * What `me` takes of the shared state `shared`, whose snapshot names `lastWriter` (an election's
- * name) as the engine that wrote it last, or null. Pure: `shared` is not changed.
- */
+/** What `me` takes of `shared`, whose snapshot names `lastWriter` (an election) as its last writer, or null. Pure. */
 export function claimShared(shared: PersistedState, lastWriter: string | null, me: Claimant): Claim {
   const owner = lastWriter !== null ? lastWriter === me.election : me.isDefault;
   const state = emptyState();

@@ -1,7 +1,6 @@
-// What a snapshot's head says about it, read without reading it whole: the term that wrote it
-// (./guard.ts) and the daemon it is kept for (./daemonStamp.ts). A snapshot writes both among its
-// first fields, before the watches (StateSerializer.document); a store reads them right before
-// each snapshot it writes, so only the head is read (a state file may be megabytes).
+// What a snapshot's head says: the term that wrote it (./guard.ts) and the daemon it is kept for
+// (./daemonStamp.ts), both among its first fields (StateSerializer.document). A store reads them
+// before each snapshot it writes, so only the head is read (a state file may be megabytes).
 import { promises as fsp } from 'node:fs';
 import { parseTerm, type Term } from './guard';
 

@@ -1,11 +1,10 @@
 // A watch as the stores write it, and as they read it back. A stored record leaves out every
-// field that holds the default `WatchedThreadSchema` gives it (null, 0, an empty list): a watch
-// that never failed is about half its whole JSON, and with 10,000 watches a load is mostly
-// `JSON.parse` of the file. Read back, a record is made whole again (each field it left out set
-// to that default) before it is checked, so the check sees what the engine will use. Both
-// functions are generated from the schema's own definition (its fields, their order, which have
-// a default and what it is): adding a field to the schema is all a new field needs. In a
-// document, where each record is keyed by its thread id, the record leaves its `threadId` out too.
+// field at the default `WatchedThreadSchema` gives it (null, 0, an empty list): a watch that never
+// failed is about half its whole JSON, and with 10,000 watches a load is mostly `JSON.parse`.
+// Read back, a record is made whole again before it is checked, so the check sees what the engine
+// will use. Both functions are generated from the schema's own definition: adding a field to the
+// schema is all a new field needs. A document keys each record by its thread id, and leaves the
+// record's `threadId` out.
 import type { $ZodType } from 'zod/v4/core';
 import { noEntries } from '../model/sharedState';
 import { WatchedThreadSchema, type WatchedThread } from '../model/watch';
@@ -55,11 +54,10 @@ export const storedWatch: (w: WatchedThread) => string = generate(
 );
 
 /**
- * A stored record made whole: a new object with every field of the schema in its order, each
- * field the record left out set to its default (an empty list: the one shared frozen list), the
- * others as the record has them (nested values not copied), unknown keys left out (zod would
- * strip them); its `threadId`, if it has none, the key `id` it was stored under. Anything but a
- * plain object is returned as it is, for the check to refuse.
+ * A stored record made whole: a new object with every field of the schema in its order, each one
+ * left out at its default (an empty list: the one shared frozen list), the others as the record has
+ * them (not copied), unknown keys left out (zod would strip them); its `threadId`, if it has none,
+ * the key `id`. Anything but a plain object is returned as it is, for the check to refuse.
  */
 export const wholeWatch: (record: unknown, id?: string) => unknown = generate(
   'v, id',
@@ -77,20 +75,14 @@ export const wholeWatch: (record: unknown, id?: string) => unknown = generate(
   ].join(''), // each statement and property ends in its semicolon or comma
 );
 
-/**
- * A record as a document holds it, keyed by its thread id (`"<id>":{…}`): `json` (storedWatch's,
- * for the watch of `id`) without its `threadId`, which the key says.
- */
+/** A record as a document holds it (`"<id>":{…}`): `json` (storedWatch's) without the `threadId` its key says. */
 export function keyedRecord(id: string, json: string): string {
   const key = JSON.stringify(id);
   const prefix = `{"threadId":${key},`;
   return json.startsWith(prefix) ? `${key}:{${json.slice(prefix.length)}` : `${key}:${json}`;
 }
 
-/**
- * `record` with the `threadId` its key `id` gives, if it has none (a copy: zod copies it anyway);
- * anything but a plain object as it is, for zod to say what it is.
- */
+/** `record` with the `threadId` its key `id` gives, if it has none (a copy: zod copies it anyway); else as it is. */
 export function withThreadId(record: unknown, id: string): unknown {
   if (typeof record !== 'object' || record === null || Array.isArray(record)) return record;
   return { threadId: id, ...record }; // its own threadId, if it has one, comes after the key's
