@@ -29,15 +29,11 @@ export const TurnFailureSchema = z.object({
   code: z.string(),
   httpStatus: z.nullable(z.number()),
   at: z.number(),
-  /**
-   * When its recovery is (or was) due; null when it is not recovered. The one place a due time
-   * lives: a `backoff` or `usageLimited` state is due at it. Survives unload and restart.
-   */
+  /** When its recovery is (or was) due; null: not recovered. The one place a due time lives (kept across unloads). */
   dueAt: z.nullable(z.number()),
   /**
    * Set on an outage's probe sent again half-way to its group's next step (src/core/outage.ts,
-   * `halfStepDue`): when that step falls due. Its turn failing again is a try, not a step: it
-   * waits for the step with its group. Absent otherwise (and in stores written before it).
+   * `halfStepDue`): when that step falls due (its turn failing again waits for it with its group).
    */
   stepDueAt: z.optional(z.number()),
 });
@@ -78,9 +74,9 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
     held: z.discriminatedUnion('kind', [BackoffStateSchema, UsageLimitedStateSchema]),
   }),
   /**
-   * A recovery that is due, held back while another goal of its outage group (`probe`, a thread
-   * id) is out as the probe (src/core/outage.ts): the provider's answer releases it, the probe
-   * failing again moves it to the probe's next step. `held` is the recovery as scheduled.
+   * A due recovery held back while another goal of its outage group (`probe`) is out as the probe
+   * (src/core/outage.ts): the provider's answer releases it, the probe failing again moves it to
+   * the probe's next step. `held` is the recovery as scheduled.
    */
   z.object({ kind: z.literal('waitingProbe'), probe: z.string(), held: BackoffStateSchema }),
   /** The goal is blocked but its newest turn has not ended yet (Codex blocks the goal first): its end decides. */
@@ -118,22 +114,21 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
   /** Already blocked (or otherwise stopped) when the engine first saw it: never adopted. */
   z.object({ kind: z.literal('notAdopted'), status: GoalStatusSchema }),
   /**
-   * Armed by a person (Watch this goal, `arm`) while a failure or a usage limit already stopped
-   * the goal (`beforeArming`): older than the arming, so never recovered. A person resumes the
-   * goal; a failure after that is recovered as usual.
+   * Armed by a person (Watch this goal, `arm`) while a failure or a usage limit already stopped the
+   * goal (`beforeArming`): never recovered; a person resumes it, and a later failure is recovered.
    */
   z.object({ kind: z.literal('failedBeforeArming'), code: z.string(), message: z.string() }),
   /** The thread is no longer loaded in the daemon; never resumed by the engine. */
   z.object({ kind: z.literal('unloaded') }),
   /**
    * The goal lives in a thread the daemon has not loaded and this engine never watched there:
-   * another Codex app (the Codex VS Code extension, the desktop app, an embedded TUI) holds it,
-   * or held it last. Shown, never set and never resumed by the engine (measured: a set from the
-   * daemon only writes the state DB; a resume is refused while the other app holds the thread,
-   * and once it succeeds the other app is locked out). `since`: first seen there. `goal`: the
-   * goal's status there. `seenActive`: the goal was seen active there (a later block is not an
-   * old one). `retryable`: stopped by a transient failure or a usage limit, not recovered yet:
-   * "Retry now" loads it into the daemon and recovers it once (the failure is `lastFailure`).
+   * another Codex app (the Codex VS Code extension, the desktop app, an embedded TUI) holds it, or
+   * held it last. Shown, never set nor resumed by the engine (measured: a set from the daemon only
+   * writes the state DB; a resume is refused while the other app holds the thread, and once it
+   * succeeds the other app is locked out). `since`: first seen there; `goal`: its status there;
+   * `seenActive`: seen active there (a later block is not an old one); `retryable`: stopped by a
+   * transient failure or a usage limit, not recovered yet: "Retry now" loads it into the daemon and
+   * recovers it once.
    */
   z.object({
     kind: z.literal('elsewhere'),
@@ -142,9 +137,8 @@ export const WatchStateSchema = z.discriminatedUnion('kind', [
     seenActive: z.boolean(),
     retryable: z.boolean(),
     /**
-     * The person's Retry now, written before the engine asks the daemon to load the thread: a
-     * restart that finds the thread loaded (the load took effect, the takeover was not saved yet)
-     * carries it out instead of leaving the goal unadopted. For this failed turn only.
+     * The person's Retry now (for this failed turn), written before the daemon is asked to load the
+     * thread: a restart that finds it loaded carries it out instead of leaving the goal unadopted.
      */
     retryAsked: z.optional(z.nullable(z.object({ at: z.number(), failedTurnId: z.string() }))),
   }),
@@ -197,8 +191,8 @@ export const WatchedThreadSchema = z.pipe(
     rolloutOffset: z._default(z.number().check(z.int(), z.nonnegative()), 0),
     lastMarker: z._default(z.nullable(MarkerSchema), null),
     /**
-     * Rollout offset of the model's own `update_goal {status: "blocked"}` call since the goal was
-     * last set active: a block the model chose, even if its turn then failed. Never recovered.
+     * Rollout offset of the model's own `update_goal {status: "blocked"}` since the goal was last set
+     * active: a block the model chose, even if its turn then failed. Never recovered.
      */
     modelBlockOffset: z._default(z.nullable(z.number().check(z.int(), z.nonnegative())), null),
     /**

@@ -42,13 +42,11 @@ export async function moveAside(file: string, now: number, what: string, reason:
   throw new Error(`${what} is unusable (${reason}) and no free name was found to move it aside`);
 }
 
-export async function exists(p: string): Promise<boolean> {
-  try {
-    await fsp.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
+export function exists(p: string): Promise<boolean> {
+  return fsp.lstat(p).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

@@ -34,6 +34,7 @@ import {
   type StateStore,
 } from './store';
 import { errorText } from '../util/errorText';
+import { errCode } from '../util/errno';
 import { checkFence, checkTerm, parseTerm, termText, type WriteGuard } from './guard';
 
 /** The part of vscode.Memento this store uses (so it can be tested without VS Code). */
@@ -82,8 +83,7 @@ async function readJournalFile(path: string): Promise<JournalFile> {
     st = await fsp.lstat(path);
   } catch (err) {
     // ENOTDIR: a file where its directory should be, so no journal there (saves will say so).
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+    if (errCode(err) === 'ENOENT' || errCode(err) === 'ENOTDIR') return { kind: 'missing' };
     return { kind: 'unusable', reason: errorText(err) };
   }
   const unusable = fileProblem(st, MAX_JOURNAL_BYTES);

@@ -60,20 +60,14 @@ export function replayJournal(state: PersistedState, text: string, generation: s
   const lines = text.split('\n');
   if (complete) lines.pop(); // the empty string after the last newline
   const last = lines.length - 1;
-  const header = parseLine(lines[0]);
-  if (!complete && last === 0) {
-    result.torn = true; // the header itself was cut short: nothing after it was ever written
-    return result;
-  }
-  const h = HeaderSchema.safeParse(header);
+  // The header itself cut short: nothing after it was ever written.
+  if (!complete && last === 0) return { ...result, torn: true };
+  const h = HeaderSchema.safeParse(parseLine(lines[0]));
   if (!h.success) {
     result.dropped.push(`journal header unreadable (${excerpt(lines[0], 60)}): no record of it could be replayed`);
     return result;
   }
-  if (h.data.generation !== generation) {
-    result.stale = true;
-    return result;
-  }
+  if (h.data.generation !== generation) return { ...result, stale: true };
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i];
     if (i === last && !complete) {

@@ -87,7 +87,7 @@ export async function readStateFile(
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_STATE_BYTES;
   const text = await readText(path, 'state file', maxBytes);
   if (text === null) return { kind: 'missing' };
-  if (typeof text !== 'string') return { kind: 'unusable', reason: text.reason };
+  if (typeof text !== 'string') return { kind: 'unusable', reason: text.unusable };
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -102,24 +102,19 @@ export async function readStateFile(
   const parsed = parsePersisted(raw, opts.now, true);
   if ('error' in parsed) return { kind: 'unusable', reason: parsed.error };
   const generation = stampOf(raw as object, 'journal');
-  // The journal, if there is one, replayed over the state (in place).
   const journal = await readText(`${path}.journal`, 'journal', maxBytes);
   return {
     kind: 'state',
     ...parsed,
     generation,
     daemon: stampOf(raw as object, 'daemon'),
-    journal:
-      journal === null
-        ? null
-        : typeof journal === 'string'
-          ? replayJournal(parsed.state, journal, generation)
-          : { unusable: journal.reason },
+    // The journal, if there is one, replayed over the state (in place).
+    journal: typeof journal === 'string' ? replayJournal(parsed.state, journal, generation) : journal,
   };
 }
 
 /**
- * The text of the state file or journal at `path`: null when there is none, `{reason}` when it
+ * The text of the state file or journal at `path`: null when there is none, `{unusable}` when it
  * cannot be used (not a file, too large, not ours to read: kept aside). Rejects only when it
  * cannot be looked at. Read in one piece of the size the file has (fs.readFile reads in 512 KiB
  * pieces, each a trip through the thread pool: with 10,000 watches, a tenth of a load), then to
@@ -129,7 +124,7 @@ async function readText(
   path: string,
   what: 'state file' | 'journal',
   maxBytes: number,
-): Promise<string | null | { reason: string }> {
+): Promise<string | null | { unusable: string }> {
   let st;
   try {
     st = await fsp.stat(path);
@@ -139,7 +134,7 @@ async function readText(
     throw new Error(`cannot read ${named} ${path}: ${errorText(err)}`, { cause: err });
   }
   const unusable = fileProblem(st, maxBytes, what === 'state file');
-  if (unusable !== null) return { reason: unusable };
+  if (unusable !== null) return { unusable };
   try {
     const fh = await fsp.open(path, 'r');
     try {
@@ -155,7 +150,7 @@ async function readText(
       await fh.close();
     }
   } catch (err) {
-    if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { reason: `unreadable: ${errorText(err)}` };
+    if (errCode(err) === 'EACCES' || errCode(err) === 'EPERM') return { unusable: `unreadable: ${errorText(err)}` };
     throw new Error(`cannot read ${what} ${path}: ${errorText(err)}`, { cause: err });
   }
 }

@@ -2,6 +2,7 @@
 // back (`parsePersisted`) and writes one (`StateSerializer`).
 import * as z from '../util/zod';
 import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
+import type { WatchedThread } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
 import { compileFastCheck } from './fastCheck';
@@ -66,8 +67,6 @@ const DocumentSchema = z.extend(PersistedStateSchema, {
 });
 const DisarmTimeSchema = PersistedStateSchema.shape.disarmed._zod.def.valueType;
 
-type StoredWatch = PersistedState['watches'][string];
-
 /** `WatchedThreadSchema`'s own answer for what it accepts unchanged, without its copy (./fastCheck.ts). */
 const watchAsItIs = compileFastCheck(WatchedThreadSchema);
 /** The same for a record made whole (./watchRecord.ts): an object with no key but the schema's own. */
@@ -83,10 +82,10 @@ export function parseWatch(
   value: unknown,
   owned: boolean,
   key?: string,
-): { success: true; data: StoredWatch } | { success: false; error: z.core.$ZodError } {
+): { success: true; data: WatchedThread } | { success: false; error: z.core.$ZodError } {
   if (owned) {
     const whole = wholeWatch(value, key);
-    if (wholeAsItIs(whole)) return { success: true, data: whole as StoredWatch };
+    if (wholeAsItIs(whole)) return { success: true, data: whole as WatchedThread };
   }
   return WatchedThreadSchema.safeParse(key === undefined ? value : withThreadId(value, key));
 }
@@ -213,7 +212,7 @@ function listed(items: readonly string[], max: number): string {
 const TopLevelSchema = z.omit(PersistedStateSchema, { watches: true });
 
 /** Throws an Error naming the first problem if the watch would not load back. */
-function checkWatch(id: string, watch: StoredWatch): void {
+function checkWatch(id: string, watch: WatchedThread): void {
   // What the faster path accepts, zod accepts (./fastCheck.ts); anything else is zod's to say.
   if (watchAsItIs(watch)) return;
   const parsed = WatchedThreadSchema.safeParse(watch);
