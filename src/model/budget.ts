@@ -1,7 +1,6 @@
 // The recovery budget: at most `recoveryBudget` automatic recoveries of one goal in a rolling 24 h.
-// A watch keeps when each of its automatic sets went out (`recoveries`), recorded with the
-// write-ahead intent, pruned to the window and bounded; the decision table (src/core/policy.ts)
-// reads how many fall in the window now.
+// A watch keeps when each of its automatic sets went out (`recoveries`, with the write-ahead
+// intent), pruned to the window and bounded; src/core/policy.ts reads how many fall in it now.
 
 /** What the budget reads and writes of a watch: when its automatic sets went out. */
 interface Recoveries {

@@ -1,7 +1,6 @@
-// Which Codex the daemon is, from `initialize`'s `userAgent` ("<originator>/<version> (<os>) …",
-// measured on 0.169.0 and 0.171.0), and whether that version is one the product was tested
-// against. The tested range is the pinned `@openai/codex` and the `codex-latest` alias in
-// package.json (a unit test keeps them equal).
+// Which Codex the daemon is, from `initialize`'s `userAgent`, and whether the product was tested
+// against that version: the pinned `@openai/codex` and the `codex-latest` alias in package.json
+// (a unit test keeps them equal).
 
 /** The oldest and newest Codex versions the integration suite runs against. */
 export const TESTED_CODEX = { oldest: '0.169.0', newest: '0.171.0' } as const;
@@ -22,10 +21,7 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-/**
- * null when the version is inside the tested range; else the warning to log and show. An
- * unknown version (a userAgent this code cannot read) is a warning too.
- */
+/** null when the version is inside the tested range; else (an unknown version too) the warning to log and show. */
 export function untestedVersionWarning(version: string | null): string | null {
   const range = `${TESTED_CODEX.oldest}–${TESTED_CODEX.newest}`;
   if (version === null) return `the daemon did not say its Codex version; this extension is tested with Codex ${range}`;

@@ -1,7 +1,6 @@
-// Every decision the engine makes, as data: the runner prints them (one JSON object
-// per line with --json), the extension logs them and refreshes its views, and the leader streams
-// them to every engine that follows it (src/leader/messages.ts). The zod schema is the single
-// definition (a decision that comes over the channel is checked against it); the type is inferred.
+// Every decision the engine makes, as data: the runner prints them (one JSON object per line with
+// --json), the extension logs them, and the leader streams them to every engine that follows it
+// (src/leader/messages.ts), checked against the zod schema on arrival; the type is inferred.
 import * as z from '../util/zod';
 import { GoalStatusSchema } from './watch';
 
@@ -43,9 +42,8 @@ export const DecisionSchema = z.discriminatedUnion('type', [
     state: z.enum(['connecting', 'connected', 'disconnected', 'error']),
     detail: z.string(),
     /**
-     * Lost (`disconnected`, `error`): the tries that failed since the daemon was last there, this
-     * one counted (1: it has just gone, or was not there at the start). `connected`: the tries that
-     * failed before it (0: it was there at once). Absent in decisions from before it was kept.
+     * Lost (`disconnected`, `error`): the tries that failed since the daemon was last there, this one
+     * counted (1: just gone, or not there at the start). `connected`: the tries that failed before it.
      */
     tries: z.optional(z.number()),
   }),

@@ -16,14 +16,9 @@ export type Level = 'error' | 'warning' | 'notice' | 'info' | 'debug';
 export function decisionLevel(d: Decision): Level {
   if (d.type === 'gave-up') return 'error';
   if (asksForPerson(d) || d.type === 'warning') return 'warning';
-  switch (d.type) {
-    case 'connection':
-      if (d.state === 'disconnected' || d.state === 'error') return (d.tries ?? 1) > 1 ? 'debug' : 'warning';
-      return (d.tries ?? 0) > 0 ? 'notice' : 'info';
-    case 'skipped':
-    case 'loaded':
-      return 'info';
-    default:
-      return 'notice';
+  if (d.type === 'connection') {
+    if (d.state === 'disconnected' || d.state === 'error') return (d.tries ?? 1) > 1 ? 'debug' : 'warning';
+    return (d.tries ?? 0) > 0 ? 'notice' : 'info';
   }
+  return d.type === 'skipped' || d.type === 'loaded' ? 'info' : 'notice';
 }

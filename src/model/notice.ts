@@ -1,7 +1,6 @@
 // Which decisions a person is told about in a notification, and how close together they must come
-// to share one (one notification per burst): the window that shows them coalesces them
-// (src/views/notificationBurst.ts), and the leader keeps the window it picked for the whole burst
-// (src/leader/notifyTarget.ts), so that one burst is never split across windows.
+// to share one: a window coalesces a burst (src/views/notificationBurst.ts), and the leader keeps
+// the window it picked for the whole burst (src/leader/notifyTarget.ts), never split across windows.
 import type { Decision } from './decision';
 
 /** How long the first decision of a burst is held, and how long each new one extends it (ms). */

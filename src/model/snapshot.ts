@@ -13,10 +13,7 @@ export const ConnectionStateSchema = z.discriminatedUnion('kind', [
     versionWarning: z.optional(z.nullable(z.string())),
   }),
   z.object({ kind: z.literal('disconnected'), detail: z.string(), retryAt: z.nullable(z.number()) }),
-  /**
-   * A follower's own view while the engine that leads has not answered for a while (stopped or
-   * blocked: src/leader/lease.ts): what it last pushed is stale, so nothing counts down.
-   */
+  /** A follower's view while the leader has not answered for a while: its last push is stale, nothing counts down. */
   z.object({ kind: z.literal('unresponsive'), detail: z.string() }),
 ]);
 export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
