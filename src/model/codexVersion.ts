@@ -25,11 +25,9 @@ export function compareVersions(a: string, b: string): number {
 export function untestedVersionWarning(version: string | null): string | null {
   const range = `${TESTED_CODEX.oldest}–${TESTED_CODEX.newest}`;
   if (version === null) return `the daemon did not say its Codex version; this extension is tested with Codex ${range}`;
-  if (compareVersions(version, TESTED_CODEX.oldest) < 0) {
+  if (compareVersions(version, TESTED_CODEX.oldest) < 0)
     return `Codex ${version} is older than the tested ${range}: update Codex (npm i -g @openai/codex)`;
-  }
-  if (compareVersions(version, TESTED_CODEX.newest) > 0) {
+  if (compareVersions(version, TESTED_CODEX.newest) > 0)
     return `Codex ${version} is newer than the tested ${range}: recovery should work, but report anything odd`;
-  }
   return null;
 }

@@ -73,6 +73,5 @@ function describeElsewhere(
   if (state.goal === 'active') return 'running in another Codex app';
   const what = state.goal === 'usageLimited' ? 'usage limit' : 'blocked';
   if (!failure) return `${what} in another Codex app`;
-  const age = `${formatAge(now - failure.at)} ago`;
-  return `${what} in another Codex app · ${describeErrorCode(failure.code)}, ${age}`;
+  return `${what} in another Codex app · ${describeErrorCode(failure.code)}, ${formatAge(now - failure.at)} ago`;
 }

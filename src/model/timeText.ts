@@ -13,8 +13,7 @@ export function formatAge(ms: number): string {
 export function formatClock(at: number, now: number): string {
   const d = new Date(at);
   const hm = `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
-  const today = new Date(now);
-  if (d.toDateString() === today.toDateString()) return hm;
+  if (d.toDateString() === new Date(now).toDateString()) return hm;
   return `${d.toLocaleString('en-US', { month: 'short' })} ${d.getDate()}, ${hm}`;
 }
 
@@ -23,7 +22,6 @@ export function formatDuration(ms: number): string {
   const total = Math.max(0, Math.ceil(ms / 1000));
   const h = Math.floor(total / 3600);
   const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  const ss = String(s).padStart(2, '0');
+  const ss = String(total % 60).padStart(2, '0');
   return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
 }

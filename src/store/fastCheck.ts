@@ -182,10 +182,8 @@ class Generator {
   private union(def: Def, v: string): string {
     const options = def.options ?? [];
     const discriminator = def.discriminator;
-    if (discriminator === undefined) {
-      if (options.length === 0) return 'false';
-      return `(${options.map((o) => this.test(o, v)).join(' || ')})`;
-    }
+    if (discriminator === undefined)
+      return options.length === 0 ? 'false' : `(${options.map((o) => this.test(o, v)).join(' || ')})`;
     // A discriminated union: the options whose literal matches.
     const byValue = new Map<unknown, Schema[]>();
     for (const o of options) {

@@ -211,7 +211,7 @@ export class GlobalStateStore implements StateStore {
       // Anything to fold in (or no generation yet): a new snapshot now, and the journal starts
       // empty, so a torn or stale tail is never appended to.
       if (journalsUsed || generation === null || dropped) {
-        await this.enqueue(() => this.fold(this.serializer.document(STATE_VERSION)));
+        await this.compact();
       } else {
         // A journal of another generation was folded into this snapshot already: the first append
         // replaces it (the previous one stays as it is).
@@ -285,14 +285,11 @@ export class GlobalStateStore implements StateStore {
    * there is a newer term's (another window took over while this one was stopped).
    */
   private put(value: unknown): Promise<void> {
-    if (this.opts.guard) {
-      checkTerm(
-        this.opts.guard,
-        parseTerm(this.memento.get<{ term?: unknown } | null>(STATE_KEY)?.term),
-        'globalState',
-      );
-      checkFence(this.opts.guard);
-      const term = this.opts.guard.term();
+    const guard = this.opts.guard;
+    if (guard) {
+      checkTerm(guard, parseTerm(this.memento.get<{ term?: unknown } | null>(STATE_KEY)?.term), 'globalState');
+      checkFence(guard);
+      const term = guard.term();
       if (term !== null) (value as Record<string, unknown>).term = termText(term);
     }
     return Promise.resolve(this.memento.update(STATE_KEY, value));

@@ -115,10 +115,9 @@ export async function readStateFile(
 
 /**
  * The text of the state file or journal at `path`: null when there is none, `{unusable}` when it
- * cannot be used (not a file, too large, not ours to read: kept aside). Rejects only when it
- * cannot be looked at. Read in one piece of the size the file has (fs.readFile reads in 512 KiB
- * pieces, each a trip through the thread pool: with 10,000 watches, a tenth of a load), then to
- * its end if it grew meanwhile.
+ * cannot be used (not a file, too large, not ours to read). Rejects only when it cannot be looked
+ * at. Read in one piece of the file's size (fs.readFile's 512 KiB pieces each cost a trip through
+ * the thread pool: with 10,000 watches, a tenth of a load), then to its end if it grew meanwhile.
  */
 async function readText(
   path: string,

@@ -29,15 +29,11 @@ export interface StateStore {
    * hint a store may use to skip re-serializing the others); omitted, every one may have.
    */
   save(state: PersistedState, changed?: ReadonlySet<string>): Promise<void>;
-  /**
-   * Folds whatever the store keeps beside its snapshot (a journal) into it: a clean stop calls
-   * it after its last save. Optional: a store that writes whole states has nothing to fold.
-   */
+  /** Folds what the store keeps beside its snapshot (a journal) into it: a clean stop calls it after its last save. */
   compact?(): Promise<void>;
   /**
-   * Lets go of the files it holds open between saves (a journal), writing nothing: a stale
-   * leader's engine, dropped with its lease run out (src/store/guard.ts), calls it instead of
-   * `compact`. Optional: a store that holds nothing open has nothing to let go of.
+   * Lets go of the files it holds open between saves (a journal), writing nothing: a stale leader's
+   * engine, dropped with its lease run out (./guard.ts), calls it instead of `compact`.
    */
   close?(): Promise<void>;
   /** Where the state lives, for messages (a file path, or a description). */
@@ -111,9 +107,8 @@ export function parsePersisted(
   let doc = raw as Record<string, unknown>;
   const version = doc.version;
   if (version === undefined) return { error: 'no "version" field' };
-  if (typeof version !== 'number' || !Number.isSafeInteger(version)) {
+  if (typeof version !== 'number' || !Number.isSafeInteger(version))
     return { error: `"version" is not an integer (got ${JSON.stringify(version)})` };
-  }
   if (version > STATE_VERSION) {
     return {
       error: `written by a newer version of the extension (state version ${version}; this one reads up to ${STATE_VERSION})`,
@@ -129,9 +124,9 @@ export function parsePersisted(
       return { error: `migration from state version ${v} failed: ${errorText(err)}` };
     }
   }
-  // The document around the records, by zod; its records one by one below. (zod's record parse
-  // copies every entry first: with 10,000 watches, a fifth of a load. It sees an empty record in
-  // their place, or the value itself when that is not an object, to say what is wrong with it.)
+  // The document around the records by zod (which sees an empty record in their place, or the value
+  // itself when it is not an object); its records one by one below (zod's record parse copies
+  // every entry first: with 10,000 watches, a fifth of a load).
   const rawWatches = doc.watches;
   const recordsApart = typeof rawWatches === 'object' && rawWatches !== null && !Array.isArray(rawWatches);
   const outer = DocumentSchema.safeParse(recordsApart ? { ...doc, watches: {} } : doc);
