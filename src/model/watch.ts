@@ -285,7 +285,8 @@ function dueFromOldState(value: unknown): unknown {
   return { ...value, lastFailure: { ...value.lastFailure, dueAt: state.dueAt } };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** Whether `value` is a plain object (not null, not an array), as JSON.parse makes one. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -10,7 +10,7 @@
 // append) is ignored: that save never resolved, so nothing was announced or sent on it. A bad
 // record anywhere else is reported, never silently dropped.
 import * as z from '../util/zod';
-import { PersistedStateSchema, type PersistedState } from '../model/watch';
+import { isRecord, PersistedStateSchema, type PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import { parseWatch, type StateChanges } from './store';
 import { leftOutProto, PROTO_DISARM } from './watchRecord';
@@ -95,10 +95,8 @@ function parseLine(line: string): unknown {
 }
 
 /** Applies one record; null when it applied, else what was wrong with it. */
-function apply(state: PersistedState, raw: unknown): string | null {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    return raw === undefined ? 'not JSON' : 'not a record';
-  const record = raw as Record<string, unknown>;
+function apply(state: PersistedState, record: unknown): string | null {
+  if (!isRecord(record)) return record === undefined ? 'not JSON' : 'not a record';
   if ('watch' in record) {
     const w = parseWatch(record.watch, true); // just parsed: the record made whole is used as it is
     if (!w.success) {
@@ -123,5 +121,5 @@ function apply(state: PersistedState, raw: unknown): string | null {
     state.disarmed = top.data.disarmed;
     return null;
   }
-  return `unknown record (${excerpt(JSON.stringify(raw), 60)})`;
+  return `unknown record (${excerpt(JSON.stringify(record), 60)})`;
 }

@@ -1,8 +1,8 @@
 // Where the engine keeps its PersistedState, and the one way every store reads a stored document
 // back (`parsePersisted`) and writes one (`StateSerializer`).
 import * as z from '../util/zod';
-import { PersistedStateSchema, STATE_VERSION, WatchedThreadSchema, type PersistedState } from '../model/watch';
-import type { WatchedThread } from '../model/watch';
+import { isRecord, PersistedStateSchema, STATE_VERSION, WatchedThreadSchema } from '../model/watch';
+import type { PersistedState, WatchedThread } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
 import { compileFastCheck } from './fastCheck';
@@ -99,12 +99,12 @@ export function parsePersisted(
   /** `raw` is the caller's own (just parsed from JSON): its records may be used as they are. */
   owned = false,
 ): ParsedState | { error: string } {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+  if (!isRecord(raw)) {
     return {
       error: `not a state object (got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw})`,
     };
   }
-  let doc = raw as Record<string, unknown>;
+  let doc = raw;
   const version = doc.version;
   if (version === undefined) return { error: 'no "version" field' };
   if (typeof version !== 'number' || !Number.isSafeInteger(version))
@@ -128,12 +128,12 @@ export function parsePersisted(
   // itself when it is not an object); its records one by one below (zod's record parse copies
   // every entry first: with 10,000 watches, a fifth of a load).
   const rawWatches = doc.watches;
-  const recordsApart = typeof rawWatches === 'object' && rawWatches !== null && !Array.isArray(rawWatches);
+  const recordsApart = isRecord(rawWatches);
   const outer = DocumentSchema.safeParse(recordsApart ? { ...doc, watches: {} } : doc);
   if (!outer.success) return { error: `does not match the schema: ${describeIssues(outer.error.issues)}` };
 
   const dropped: string[] = [];
-  const records = (recordsApart ? rawWatches : outer.data.watches) as Record<string, unknown>;
+  const records = recordsApart ? rawWatches : outer.data.watches;
   // The caller's own records object is used as it is, less what cannot be used (with 10,000
   // watches, building a second one was a tenth of a load); anyone else's is copied.
   const inPlace = owned && recordsApart;

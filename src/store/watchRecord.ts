@@ -7,7 +7,7 @@
 // record's `threadId` out.
 import type { $ZodType } from 'zod/v4/core';
 import { noEntries } from '../model/sharedState';
-import { WatchedThreadSchema, type WatchedThread } from '../model/watch';
+import { isRecord, WatchedThreadSchema, type WatchedThread } from '../model/watch';
 import type { Def } from './fastCheck';
 
 /** A field of the record, and the value a stored record leaves out (null: none, always written). */
@@ -84,7 +84,7 @@ export function keyedRecord(id: string, json: string): string {
 
 /** `record` with the `threadId` its key `id` gives, if it has none (a copy: zod copies it anyway); else as it is. */
 export function withThreadId(record: unknown, id: string): unknown {
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) return record;
+  if (!isRecord(record)) return record;
   return { threadId: id, ...record }; // its own threadId, if it has one, comes after the key's
 }
 
