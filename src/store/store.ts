@@ -2,7 +2,7 @@
 // back (`parsePersisted`) and writes one (`StateSerializer`).
 import * as z from '../util/zod';
 import { isRecord, PersistedStateSchema, STATE_VERSION, WatchedThreadSchema } from '../model/watch';
-import type { PersistedState, WatchedThread } from '../model/watch';
+import type { PersistedState } from '../model/watch';
 import { excerpt } from '../protocol/lineSplitter';
 import { errorText } from '../util/errorText';
 import { compileFastCheck } from './fastCheck';
@@ -63,6 +63,8 @@ const DocumentSchema = z.extend(PersistedStateSchema, {
 });
 const DisarmTimeSchema = PersistedStateSchema.shape.disarmed._zod.def.valueType;
 
+type StoredWatch = PersistedState['watches'][string];
+
 /** `WatchedThreadSchema`'s own answer for what it accepts unchanged, without its copy (./fastCheck.ts). */
 const watchAsItIs = compileFastCheck(WatchedThreadSchema);
 /** The same for a record made whole (./watchRecord.ts): an object with no key but the schema's own. */
@@ -78,10 +80,10 @@ export function parseWatch(
   value: unknown,
   owned: boolean,
   key?: string,
-): { success: true; data: WatchedThread } | { success: false; error: z.core.$ZodError } {
+): { success: true; data: StoredWatch } | { success: false; error: z.core.$ZodError } {
   if (owned) {
     const whole = wholeWatch(value, key);
-    if (wholeAsItIs(whole)) return { success: true, data: whole as WatchedThread };
+    if (wholeAsItIs(whole)) return { success: true, data: whole as StoredWatch };
   }
   return WatchedThreadSchema.safeParse(key === undefined ? value : withThreadId(value, key));
 }
@@ -207,7 +209,7 @@ function listed(items: readonly string[], max: number): string {
 const TopLevelSchema = z.omit(PersistedStateSchema, { watches: true });
 
 /** Throws an Error naming the first problem if the watch would not load back. */
-function checkWatch(id: string, watch: WatchedThread): void {
+function checkWatch(id: string, watch: StoredWatch): void {
   // What the faster path accepts, zod accepts (./fastCheck.ts); anything else is zod's to say.
   if (watchAsItIs(watch)) return;
   const parsed = WatchedThreadSchema.safeParse(watch);
