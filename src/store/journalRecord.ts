@@ -87,11 +87,13 @@ export function replayJournal(state: PersistedState, text: string, generation: s
 
 /** The value of a line of JSON; undefined when it is not JSON. */
 function parseLine(line: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(line);
+    value = JSON.parse(line);
   } catch {
-    return undefined;
+    // not JSON: undefined
   }
+  return value;
 }
 
 /** Applies one record; null when it applied, else what was wrong with it. */
