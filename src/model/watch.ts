@@ -29,7 +29,10 @@ export const TurnFailureSchema = z.object({
   code: z.string(),
   httpStatus: z.nullable(z.number()),
   at: z.number(),
-  /** When its recovery is (or was) due; null: not recovered. The one place a due time lives (kept across unloads). */
+  /**
+   * When its recovery is (or was) due; null: not recovered. The one place a due time lives (kept
+   * across unloads and restarts).
+   */
   dueAt: z.nullable(z.number()),
   /**
    * Set on an outage's probe sent again half-way to its group's next step (src/core/outage.ts,
