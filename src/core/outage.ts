@@ -66,6 +66,36 @@ export function goesFirst(a: Watch, b: Watch): boolean {
   return d < 0 || (d === 0 && a.threadId < b.threadId);
 }
 
+/** What spans a due goal's group when its turn comes (the schedule reads it: probes.ts, limiter.ts). */
+export interface GroupFacts {
+  /** The goal out as the group's probe, or null: none is. */
+  readonly probe: string | null;
+  /**
+   * The group's due goal that goes first when it is another (goesFirst), with the slot the global
+   * limiter keeps for it (null: none kept); null when this goal goes first, or goes alone.
+   */
+  readonly first: { readonly threadId: string; readonly slotAt: number | null } | null;
+}
+
+/** A due recovery's turn: held for its group's probe, looked at again at `at`, or its group's first goal started. */
+export type DueTurn =
+  | { readonly kind: 'hold'; readonly probe: string }
+  | { readonly kind: 'later'; readonly at: number }
+  | { readonly kind: 'start'; readonly first: string | null };
+
+/**
+ * A due recovery's turn (the schedule's `due` job): one outage, one probe. While its group's probe
+ * is out, it waits for the probe's verdict; else its group's first goal goes (the probe): this one,
+ * or the other, which this one then waits for; unless the other waits for the slot the limiter
+ * keeps for it, when this one looks again at that slot (the others wait for it there).
+ */
+export function dueTurn(g: GroupFacts, now: number): DueTurn {
+  if (g.probe !== null) return { kind: 'hold', probe: g.probe };
+  const slotAt = g.first?.slotAt ?? -Infinity;
+  if (slotAt > now) return { kind: 'later', at: slotAt };
+  return { kind: 'start', first: g.first?.threadId ?? null };
+}
+
 /**
  * Whether this goal is out as a probe: its recovery is being sent, or went out after its failure
  * and took effect, and its turn has not ended, and no response completed on its provider since,

@@ -8,7 +8,7 @@ import { dueAt, scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
-import { goesFirst } from './outage';
+import { dueTurn, goesFirst, type GroupFacts } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -154,23 +154,36 @@ export class Schedule {
       for (const x of core.scheduledWatches())
         if (x !== w && (this.actsAt(x) ?? Infinity) <= core.now()) this.requeue(x, undefined, notBeforeMono);
     }
-    const group = this.probes.groupOf(w);
-    const out = group === null ? null : this.probes.probeOf(group);
-    if (out !== null) {
-      if (w.state.kind === 'waitingSlot') this.limiter.giveBack(); // its slot is not needed
-      this.probes.hold(w, out);
-      core.changed();
-      return this.requeue(w);
+    const turn = dueTurn(this.groupFacts(w), core.now());
+    switch (turn.kind) {
+      case 'hold':
+        if (w.state.kind === 'waitingSlot') this.limiter.giveBack(); // its slot is not needed
+        this.probes.hold(w, turn.probe);
+        core.changed();
+        return this.requeue(w);
+      case 'later':
+        return this.requeue(w, turn.at);
+      case 'start': {
+        const first = turn.first === null ? w : core.state.watches[turn.first];
+        if (this.start(first, first === w ? notBeforeMono : this.notBefore(first)) && first !== w)
+          this.probes.hold(w, first.threadId);
+        return this.requeue(w);
+      }
     }
-    // No probe out: the group's due goal with the fewest recent recoveries goes first (the outage's
-    // probe and its half-step tries spread over the group's recovery budgets); one whose slot the
-    // limiter keeps goes at its slot, and the others wait for it there.
-    const first = group === null ? w : (this.firstDue(group) ?? w);
-    const firstAt = first === w ? null : this.actsAt(first);
-    if (first.state.kind === 'waitingSlot' && firstAt !== null && firstAt > core.now()) return this.requeue(w, firstAt);
-    if (this.start(first, first === w ? notBeforeMono : this.notBefore(first)) && first !== w)
-      this.probes.hold(w, first.threadId);
-    this.requeue(w);
+  }
+
+  /**
+   * What spans the group of a due recovery (outage.ts dueTurn): its probe out, or else its due goal
+   * with the fewest recent recoveries, which goes first (the outage's probe and its half-step tries
+   * spread over the group's recovery budgets), and the slot the limiter keeps for it.
+   */
+  private groupFacts(w: Watch): GroupFacts {
+    const group = this.probes.groupOf(w);
+    const probe = group === null ? null : this.probes.probeOf(group);
+    const first = group === null || probe !== null ? null : this.firstDue(group);
+    if (first === null || first === w) return { probe, first: null };
+    const slotAt = first.state.kind === 'waitingSlot' ? this.actsAt(first) : null;
+    return { probe, first: { threadId: first.threadId, slotAt } };
   }
 
   /**

@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   dueGroup,
+  dueTurn,
+  type GroupFacts,
   followProbe,
   goesFirst,
   halfStepDue,
@@ -104,6 +106,28 @@ describe('who goes first in a group', () => {
     ['not before itself', due('a', 0, 1), due('a', 0, 1), false],
   ];
   for (const [name, a, b, expected] of rows) test(name, () => assert.equal(goesFirst(a, b), expected));
+});
+
+describe('a due recovery’s turn', () => {
+  const other = (slotAt: number | null) => ({ threadId: 'b', slotAt });
+  const rows: [string, GroupFacts, ReturnType<typeof dueTurn>][] = [
+    ['its group’s probe out → held for it', { probe: 'p', first: null }, { kind: 'hold', probe: 'p' }],
+    ['…even when another would go first', { probe: 'p', first: other(NOW + 5_000) }, { kind: 'hold', probe: 'p' }],
+    ['alone, or first of its group → it starts', { probe: null, first: null }, { kind: 'start', first: null }],
+    [
+      'another goes first, no slot kept → the other starts',
+      { probe: null, first: other(null) },
+      { kind: 'start', first: 'b' },
+    ],
+    [
+      'another goes first at its slot → looked at again then',
+      { probe: null, first: other(NOW + 1) },
+      { kind: 'later', at: NOW + 1 },
+    ],
+    ['…its slot come → the other starts', { probe: null, first: other(NOW) }, { kind: 'start', first: 'b' }],
+    ['…its slot passed → the other starts', { probe: null, first: other(NOW - 1) }, { kind: 'start', first: 'b' }],
+  ];
+  for (const [name, g, expected] of rows) test(name, () => assert.deepEqual(dueTurn(g, NOW), expected));
 });
 
 describe('out as the probe', () => {
