@@ -5,13 +5,10 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Transport } from './exporter';
 
-export const REQUEST_TIMEOUT_MS = 10_000;
+const TIMEOUT_MS = 10_000;
 
 /** `headersFor`: the destination's headers for a URL (the logs' and the metrics' may differ). */
-export function httpTransport(
-  headersFor: (url: string) => Readonly<Record<string, string>>,
-  timeoutMs = REQUEST_TIMEOUT_MS,
-): Transport {
+export function httpTransport(headersFor: (url: string) => Readonly<Record<string, string>>): Transport {
   return (url, body) =>
     new Promise<number>((resolve, reject) => {
       const target = new URL(url);
@@ -25,7 +22,7 @@ export function httpTransport(
             'Content-Type': 'application/json',
             'Content-Length': Buffer.byteLength(body),
           },
-          timeout: timeoutMs,
+          timeout: TIMEOUT_MS,
         },
         (res) => {
           res.resume(); // the answer's body is not needed: read it to its end so the socket is freed
@@ -33,7 +30,7 @@ export function httpTransport(
           res.once('error', reject);
         },
       );
-      req.once('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.once('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS} ms`)));
       req.once('error', reject);
       req.end(body);
     });

@@ -5,7 +5,7 @@
 // its own (dist/telemetry.js) only when a setting asks for it.
 import type { Decision } from '../model/decision';
 import { VERSION } from '../version';
-import { fromCodexConfig, fromEndpoint, type Resolved } from './destination';
+import { fromCodexConfig, fromEndpoint } from './destination';
 import { OtlpExporter } from './exporter';
 import { httpTransport } from './httpPost';
 
@@ -28,13 +28,9 @@ export interface TelemetryStart {
   message: string;
 }
 
-export function resolveChoice(choice: TelemetryChoice): Resolved {
-  return choice.kind === 'endpoint' ? fromEndpoint(choice.url) : fromCodexConfig(choice.codexHome);
-}
-
 /** Starts the export `choice` names; `log` gets its later lines (a collector down, up again). */
 export function startTelemetry(choice: TelemetryChoice, log: TelemetryLog, intervalMs?: number): TelemetryStart {
-  const resolved = resolveChoice(choice);
+  const resolved = choice.kind === 'endpoint' ? fromEndpoint(choice.url) : fromCodexConfig(choice.codexHome);
   if (!resolved.ok) return { telemetry: null, level: 'warning', message: `telemetry: off: ${resolved.reason}` };
   const d = resolved.destination;
   const exporter = new OtlpExporter({
