@@ -33,23 +33,17 @@ export interface ExporterOptions {
   maxBatch?: number;
 }
 
-export const DEFAULT_INTERVAL_MS = 5_000;
-export const MAX_RETRY_MS = 60_000;
-export const DEFAULT_MAX_QUEUE = 2_000;
-export const DEFAULT_MAX_BATCH = 512;
+const MAX_RETRY_MS = 60_000;
 const MAX_BATCHES_PER_TRY = 4;
 /** OTLP/HTTP's retryable answers: the batch is kept for the next try. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 
+const unrefTimer = (fn: () => void, ms: number): unknown => setTimeout(fn, ms).unref(); // never holds a process open
+
 export class OtlpExporter {
   private readonly queue: LogRecord[] = [];
   private readonly counters = new DecisionCounters();
-  private readonly now: () => number;
-  private readonly setTimer: (fn: () => void, ms: number) => unknown;
-  private readonly clearTimer: (timer: unknown) => void;
-  private readonly intervalMs: number;
-  private readonly maxQueue: number;
-  private readonly maxBatch: number;
+  private readonly o: Required<ExporterOptions>;
   private readonly startMs: number;
   private timer: unknown = null;
   private sending: Promise<void> | null = null;
@@ -66,26 +60,23 @@ export class OtlpExporter {
   private metricsDirty = true;
 
   constructor(private readonly opts: ExporterOptions) {
-    this.now = opts.now ?? Date.now;
-    this.setTimer =
-      opts.setTimer ??
-      ((fn, ms) => {
-        const t = setTimeout(fn, ms);
-        t.unref(); // never holds a process open
-        return t;
-      });
-    this.clearTimer = opts.clearTimer ?? ((t) => clearTimeout(t as NodeJS.Timeout));
-    this.intervalMs = opts.intervalMs ?? DEFAULT_INTERVAL_MS;
-    this.maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE;
-    this.maxBatch = opts.maxBatch ?? DEFAULT_MAX_BATCH;
-    this.startMs = this.now();
-    this.schedule(this.intervalMs);
+    this.o = {
+      now: Date.now,
+      setTimer: unrefTimer,
+      clearTimer: (t) => clearTimeout(t as NodeJS.Timeout),
+      intervalMs: 5_000,
+      maxQueue: 2_000,
+      maxBatch: 512,
+      ...opts,
+    };
+    this.startMs = this.o.now();
+    this.schedule(this.o.intervalMs);
   }
 
   /** A decision this engine announced: counted, and queued as a record (the oldest dropped when full). */
   decided(d: Decision): void {
     if (this.stopped) return;
-    const now = this.now();
+    const now = this.o.now();
     this.counters.observe(d, now);
     this.metricsDirty = true;
     this.queue.push(logRecord(d, now));
@@ -95,11 +86,6 @@ export class OtlpExporter {
   /** How many records wait to be sent (for tests and diagnostics). */
   get queued(): number {
     return this.queue.length;
-  }
-
-  /** The counters now. */
-  counts() {
-    return this.counters.counts(this.now());
   }
 
   /**
@@ -117,7 +103,7 @@ export class OtlpExporter {
   async stop(timeoutMs = 2_000): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.timer !== null) this.clearTimer(this.timer);
+    if (this.timer !== null) this.o.clearTimer(this.timer);
     this.timer = null;
     // This timer is not unref'd: the last try holds the process open until it ends or times out.
     const set = this.opts.setTimer ?? setTimeout;
@@ -126,12 +112,12 @@ export class OtlpExporter {
       expire = set(resolve, timeoutMs);
     });
     await Promise.race([(this.sending ?? Promise.resolve()).then(() => this.send()), timedOut]);
-    this.clearTimer(expire);
+    this.o.clearTimer(expire);
   }
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = this.setTimer(() => {
+    this.timer = this.o.setTimer(() => {
       this.timer = null;
       void this.flush().then(() => this.schedule(this.nextDelay()));
     }, ms);
@@ -139,15 +125,15 @@ export class OtlpExporter {
 
   /** The interval, doubled per consecutive failure up to a minute. */
   private nextDelay(): number {
-    if (this.failures === 0) return this.intervalMs;
-    return Math.min(MAX_RETRY_MS, this.intervalMs * 2 ** Math.min(this.failures, 16));
+    if (this.failures === 0) return this.o.intervalMs;
+    return Math.min(MAX_RETRY_MS, this.o.intervalMs * 2 ** Math.min(this.failures, 16));
   }
 
   private async send(): Promise<void> {
     // A few batches a try at most: a burst (thousands of goals armed at once) drains over some tries.
     for (let n = 0; n < MAX_BATCHES_PER_TRY && this.queue.length > 0; n++) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      const kept = await this.post(this.opts.logsUrl, JSON.stringify(logsRequest(batch, this.opts.resource)));
+      const batch = this.queue.splice(0, this.o.maxBatch);
+      const kept = await this.post(this.o.logsUrl, JSON.stringify(logsRequest(batch, this.o.resource)));
       if (kept === 'retry') {
         this.queue.unshift(...batch);
         this.trim();
@@ -158,11 +144,11 @@ export class OtlpExporter {
         return;
       }
     }
-    if (this.opts.metricsUrl !== null && this.metricsDirty) {
-      const now = this.now();
-      const body = JSON.stringify(metricsRequest(this.counters.counts(now), this.startMs, now, this.opts.resource));
+    if (this.o.metricsUrl !== null && this.metricsDirty) {
+      const now = this.o.now();
+      const body = JSON.stringify(metricsRequest(this.counters.counts(now), this.startMs, now, this.o.resource));
       // A cumulative sum is sent again whole next time: nothing to keep on a failure.
-      if ((await this.post(this.opts.metricsUrl, body)) === 'ok') this.metricsDirty = this.counters.waitingNow();
+      if ((await this.post(this.o.metricsUrl, body)) === 'ok') this.metricsDirty = this.counters.waitingNow();
     }
   }
 
@@ -171,7 +157,7 @@ export class OtlpExporter {
     let outcome: 'ok' | 'retry' | 'refused';
     let why: string;
     try {
-      const status = await this.opts.transport(url, body);
+      const status = await this.o.transport(url, body);
       outcome = status >= 200 && status < 300 ? 'ok' : RETRYABLE.has(status) ? 'retry' : 'refused';
       why = `HTTP ${status}${status === 415 ? ' (it takes no JSON: OTLP/HTTP protobuf only)' : ''}`;
     } catch (error) {
@@ -186,7 +172,7 @@ export class OtlpExporter {
   private answered(): void {
     if (this.outageSaid) {
       const lost = this.dropped > 0 ? `; ${this.dropped} record(s) dropped meanwhile` : '';
-      this.opts.log('notice', `telemetry: the OTLP collector answers again${lost}`);
+      this.o.log('notice', `telemetry: the OTLP collector answers again${lost}`);
     }
     this.failures = 0;
     this.outageSaid = false;
@@ -200,9 +186,9 @@ export class OtlpExporter {
     this.outageSaid = true;
     const then =
       outcome === 'retry'
-        ? `records are kept (up to ${this.maxQueue}, the oldest dropped past that) and sent when it answers`
+        ? `records are kept (up to ${this.o.maxQueue}, the oldest dropped past that) and sent when it answers`
         : 'this batch is dropped';
-    this.opts.log(
+    this.o.log(
       'warning',
       `telemetry: the OTLP collector at ${url} did not take the export (${why}); ${then}; ` +
         'recovery goes on as before; said once until it answers again',
@@ -210,16 +196,16 @@ export class OtlpExporter {
   }
 
   private trim(): void {
-    const over = this.queue.length - this.maxQueue;
+    const over = this.queue.length - this.o.maxQueue;
     if (over <= 0) return;
     this.queue.splice(0, over);
     this.dropped += over;
     // A drop while the collector answers (a burst larger than the queue): said once, like an outage.
     if (this.outageSaid || this.overflowSaid) return;
     this.overflowSaid = true;
-    this.opts.log(
+    this.o.log(
       'warning',
-      `telemetry: more decisions than the export queue holds (${this.maxQueue}) came between two tries: ` +
+      `telemetry: more decisions than the export queue holds (${this.o.maxQueue}) came between two tries: ` +
         'the oldest records are dropped (said once until the collector next answers)',
     );
   }
