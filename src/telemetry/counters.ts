@@ -33,9 +33,7 @@ const ENDS_BACKOFF: ReadonlySet<Decision['type']> = new Set([
 ]);
 
 export class DecisionCounters {
-  private recoveries = 0;
-  private giveUps = 0;
-  private wastedTurns = 0;
+  private readonly n = { recoveries: 0, giveUps: 0, wastedTurns: 0 };
   private backoffMs = 0;
   /** Per thread: the failed turn its last recovery recovered, until its next failure is counted. */
   private readonly recovered = new Map<string, string>();
@@ -48,7 +46,7 @@ export class DecisionCounters {
     if (d.type === 'backoff' || d.type === 'gave-up') {
       const last = this.recovered.get(id);
       if (last !== undefined && last !== d.failedTurnId) {
-        this.wastedTurns += 1;
+        this.n.wastedTurns += 1;
         this.recovered.delete(id);
       }
     }
@@ -61,21 +59,16 @@ export class DecisionCounters {
       this.waiting.set(id, since);
     } else if (ENDS_BACKOFF.has(d.type)) this.endWait(id, nowMs);
     if (d.type === 'recovered') {
-      this.recoveries += 1;
+      this.n.recoveries += 1;
       this.recovered.set(id, d.failedTurnId);
-    } else if (d.type === 'gave-up') this.giveUps += 1;
+    } else if (d.type === 'gave-up') this.n.giveUps += 1;
   }
 
   /** The counts at `nowMs` (the waits still under way counted up to then). */
   counts(nowMs: number): Counts {
     let ms = this.backoffMs;
     for (const since of this.waiting.values()) ms += Math.max(0, nowMs - since);
-    return {
-      recoveries: this.recoveries,
-      giveUps: this.giveUps,
-      wastedTurns: this.wastedTurns,
-      backoffSeconds: ms / 1000,
-    };
+    return { ...this.n, backoffSeconds: ms / 1000 };
   }
 
   /** Whether a goal waits in backoff now (its time grows: the counters change with the clock). */
