@@ -28,7 +28,7 @@ export function parseToml(text: string): TomlTable {
   return new Reader(text.replace(/^\uFEFF/, '')).document();
 }
 
-const isTable = (v: TomlValue | undefined): v is TomlTable => typeof v === 'object' && !Array.isArray(v);
+export const isTable = (v: TomlValue | undefined): v is TomlTable => typeof v === 'object' && !Array.isArray(v);
 
 class Reader {
   private at = 0;
@@ -79,8 +79,7 @@ class Reader {
       this.fail(`a table header must end with ${array ? ']]' : ']'}`);
     this.at += array ? 2 : 1;
     this.endOfLine();
-    const parent = this.walk(root, keys.slice(0, -1));
-    const last = keys[keys.length - 1];
+    const [parent, last] = this.walk(root, keys);
     if (array) {
       const list = parent[last] ?? (parent[last] = []);
       if (!Array.isArray(list)) this.fail(`${keys.join('.')} is not an array of tables`);
@@ -93,17 +92,17 @@ class Reader {
     return existing ?? (parent[last] = {});
   }
 
-  /** The table at `keys` under `from`, made when missing (the last element of an array of tables). */
-  private walk(from: TomlTable, keys: string[]): TomlTable {
+  /** The table holding the last of `keys` (made when missing; of an array of tables, its last), and that key. */
+  private walk(from: TomlTable, keys: string[]): [TomlTable, string] {
     let t = from;
-    for (const k of keys) {
+    for (const k of keys.slice(0, -1)) {
       let next = t[k];
       if (next === undefined) next = t[k] = {};
       if (Array.isArray(next)) next = next[next.length - 1];
       if (!isTable(next)) this.fail(`${k} is already a value, not a table`);
       t = next;
     }
-    return t;
+    return [t, keys[keys.length - 1]];
   }
 
   private keyValue(table: TomlTable): void {
@@ -112,8 +111,7 @@ class Reader {
     this.at++;
     this.skipBlank(false);
     const value = this.value();
-    const parent = this.walk(table, keys.slice(0, -1));
-    const last = keys[keys.length - 1];
+    const [parent, last] = this.walk(table, keys);
     if (parent[last] !== undefined) this.fail(`${keys.join('.')} is defined twice`);
     parent[last] = value;
   }
@@ -144,8 +142,8 @@ class Reader {
     if (this.s.startsWith("'''", this.at)) return this.multiline("'''");
     if (c === '"') return this.basicString();
     if (c === "'") return this.literalString();
-    if (c === '[') return this.array();
-    if (c === '{') return this.inlineTable();
+    if (c === '[') return this.items<TomlValue[]>(']', [], (out) => out.push(this.value()));
+    if (c === '{') return this.items<TomlTable>('}', {}, (out) => this.keyValue(out));
     const m = /^(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}[0-9:.Z+-]*|[0-9A-Za-z_+.:-]+)/.exec(
       this.s.slice(this.at, this.at + 64),
     );
@@ -220,35 +218,20 @@ class Reader {
     }
   }
 
-  private array(): TomlValue[] {
+  /** An array's or an inline table's items up to `close`, separated by commas (newlines allowed). */
+  private items<T>(close: ']' | '}', out: T, item: (out: T) => void): T {
     this.at++;
-    const out: TomlValue[] = [];
     for (;;) {
       this.skipBlank(true);
-      if (this.s[this.at] === ']') {
+      if (this.s[this.at] === close) {
         this.at++;
         return out;
       }
-      out.push(this.value());
+      item(out);
       this.skipBlank(true);
       if (this.s[this.at] === ',') this.at++;
-      else if (this.s[this.at] !== ']') this.fail('expected "," or "]" in an array');
-    }
-  }
-
-  private inlineTable(): TomlTable {
-    this.at++;
-    const out: TomlTable = {};
-    for (;;) {
-      this.skipBlank(true);
-      if (this.s[this.at] === '}') {
-        this.at++;
-        return out;
-      }
-      this.keyValue(out);
-      this.skipBlank(true);
-      if (this.s[this.at] === ',') this.at++;
-      else if (this.s[this.at] !== '}') this.fail('expected "," or "}" in an inline table');
+      else if (this.s[this.at] !== close)
+        this.fail(`expected "," or "${close}" in ${close === ']' ? 'an array' : 'an inline table'}`);
     }
   }
 }
