@@ -20,7 +20,7 @@
 // TLS settings (a private CA, a client certificate) are not reused: said when present.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { parseToml, type TomlTable, type TomlValue } from './toml';
+import { isTable, parseToml, type TomlTable, type TomlValue } from './toml';
 
 export interface Destination {
   logsUrl: string;
@@ -37,6 +37,7 @@ export interface Destination {
 
 /** A destination, or why there is none (for the owner's log: nothing is exported then). */
 export type Resolved = { ok: true; destination: Destination } | { ok: false; reason: string };
+const off = (reason: string): Resolved => ({ ok: false, reason });
 
 /** Checks an OTLP/HTTP base URL: http or https, no query or fragment. Returns the reason it cannot be used. */
 export function checkEndpoint(url: string): string | null {
@@ -55,7 +56,7 @@ export function checkEndpoint(url: string): string | null {
 /** A base URL the user named: `<base>/v1/logs` and `<base>/v1/metrics` (OTLP's signal paths). */
 export function fromEndpoint(base: string): Resolved {
   const wrong = checkEndpoint(base);
-  if (wrong) return { ok: false, reason: wrong };
+  if (wrong) return off(wrong);
   const root = base.replace(/\/+$/, '');
   return {
     ok: true,
@@ -68,8 +69,6 @@ export function fromEndpoint(base: string): Resolved {
     },
   };
 }
-
-const isTable = (v: TomlValue | undefined): v is TomlTable => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 type Exporter =
   | { kind: 'otlp-http'; endpoint: string; protocol: string; headers: Record<string, string>; tls: boolean }
@@ -100,54 +99,6 @@ function exporterOf(v: TomlValue | undefined, name: string): Exporter {
   return { kind: 'otlp-http', endpoint: body.endpoint.trim(), protocol, headers, tls: body.tls !== undefined };
 }
 
-/** The destination Codex's config (its text, already read) names, or why none. `file`: for messages. */
-export function fromCodexConfigText(text: string, file: string): Resolved {
-  let doc: TomlTable;
-  try {
-    doc = parseToml(text);
-  } catch (error) {
-    return { ok: false, reason: `${file} is not valid TOML (${(error as Error).message}): nothing is exported` };
-  }
-  const otel = doc.otel;
-  if (otel === undefined)
-    return { ok: false, reason: `${file} has no [otel] table: Codex exports nothing, nor does this` };
-  if (!isTable(otel)) return { ok: false, reason: `${file}: otel is not a table` };
-  const logs = exporterOf(otel.exporter, 'exporter');
-  if (logs.kind === 'invalid') return { ok: false, reason: `${file}: [otel] ${logs.why}: nothing is exported` };
-  if (logs.kind === 'other') {
-    const why = logs.what.includes('otlp-grpc')
-      ? 'only an otlp-http exporter can be reused (this export is OTLP/HTTP JSON, not gRPC)'
-      : 'Codex sends its records nowhere, so neither does this';
-    return { ok: false, reason: `${file}: [otel] ${logs.what}: ${why}; nothing is exported` };
-  }
-  const wrong = checkEndpoint(logs.endpoint);
-  if (wrong) return { ok: false, reason: `${file}: [otel] exporter: ${wrong}` };
-  const metrics = exporterOf(otel.metrics_exporter, 'metrics_exporter');
-  const beside = /\/v1\/logs\/?$/.test(logs.endpoint) ? logs.endpoint.replace(/\/v1\/logs\/?$/, '/v1/metrics') : null;
-  const metricsUrl = metrics.kind === 'otlp-http' ? metrics.endpoint : beside;
-  const notes: string[] = [];
-  if (logs.protocol !== 'json')
-    notes.push(`Codex's protocol is "${logs.protocol}": this export sends JSON to the same endpoint`);
-  if (logs.tls) notes.push("its tls settings are not reused (the system's CAs, no client certificate)");
-  if (metricsUrl === null) notes.push(`no metrics: ${logs.endpoint} does not end in /v1/logs`);
-  const environment = typeof otel.environment === 'string' ? otel.environment : 'dev';
-  return {
-    ok: true,
-    destination: {
-      logsUrl: logs.endpoint,
-      metricsUrl,
-      headers: logs.headers,
-      metricsHeaders: metrics.kind === 'otlp-http' ? metrics.headers : logs.headers,
-      environment,
-      describe:
-        `OTLP/HTTP JSON to Codex's exporter (${file}): logs ${logs.endpoint}` +
-        `${metricsUrl ? `, metrics ${metricsUrl}` : ''}` +
-        `${Object.keys(logs.headers).length ? `, with its headers (${Object.keys(logs.headers).join(', ')})` : ''}` +
-        `${notes.length ? `; ${notes.join('; ')}` : ''}`,
-    },
-  };
-}
-
 /** Reads `<codexHome>/config.toml` and resolves its `[otel]` exporter (see above). */
 export function fromCodexConfig(codexHome: string): Resolved {
   const file = path.join(codexHome, 'config.toml');
@@ -156,13 +107,52 @@ export function fromCodexConfig(codexHome: string): Resolved {
     text = fs.readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return {
-      ok: false,
-      reason:
-        code === 'ENOENT'
-          ? `no ${file}: Codex has no [otel] exporter to reuse; nothing is exported`
-          : `${file} cannot be read (${code ?? (error as Error).message}); nothing is exported`,
-    };
+    return off(
+      code === 'ENOENT'
+        ? `no ${file}: Codex has no [otel] exporter to reuse; nothing is exported`
+        : `${file} cannot be read (${code ?? (error as Error).message}); nothing is exported`,
+    );
   }
-  return fromCodexConfigText(text, file);
+  let doc: TomlTable;
+  try {
+    doc = parseToml(text);
+  } catch (error) {
+    return off(`${file} is not valid TOML (${(error as Error).message}): nothing is exported`);
+  }
+  const otel = doc.otel;
+  if (otel === undefined) return off(`${file} has no [otel] table: Codex exports nothing, nor does this`);
+  if (!isTable(otel)) return off(`${file}: otel is not a table`);
+  const logs = exporterOf(otel.exporter, 'exporter');
+  if (logs.kind === 'invalid') return off(`${file}: [otel] ${logs.why}: nothing is exported`);
+  if (logs.kind === 'other') {
+    const why = logs.what.includes('otlp-grpc')
+      ? 'only an otlp-http exporter can be reused (this export is OTLP/HTTP JSON, not gRPC)'
+      : 'Codex sends its records nowhere, so neither does this';
+    return off(`${file}: [otel] ${logs.what}: ${why}; nothing is exported`);
+  }
+  const wrong = checkEndpoint(logs.endpoint);
+  if (wrong) return off(`${file}: [otel] exporter: ${wrong}`);
+  const metrics = exporterOf(otel.metrics_exporter, 'metrics_exporter');
+  const beside = /\/v1\/logs\/?$/.test(logs.endpoint) ? logs.endpoint.replace(/\/v1\/logs\/?$/, '/v1/metrics') : null;
+  const metricsUrl = metrics.kind === 'otlp-http' ? metrics.endpoint : beside;
+  const notes: string[] = [];
+  if (logs.protocol !== 'json')
+    notes.push(`Codex's protocol is "${logs.protocol}": this export sends JSON to the same endpoint`);
+  if (logs.tls) notes.push("its tls settings are not reused (the system's CAs, no client certificate)");
+  if (metricsUrl === null) notes.push(`no metrics: ${logs.endpoint} does not end in /v1/logs`);
+  return {
+    ok: true,
+    destination: {
+      logsUrl: logs.endpoint,
+      metricsUrl,
+      headers: logs.headers,
+      metricsHeaders: metrics.kind === 'otlp-http' ? metrics.headers : logs.headers,
+      environment: typeof otel.environment === 'string' ? otel.environment : 'dev',
+      describe:
+        `OTLP/HTTP JSON to Codex's exporter (${file}): logs ${logs.endpoint}` +
+        `${metricsUrl ? `, metrics ${metricsUrl}` : ''}` +
+        `${Object.keys(logs.headers).length ? `, with its headers (${Object.keys(logs.headers).join(', ')})` : ''}` +
+        `${notes.length ? `; ${notes.join('; ')}` : ''}`,
+    },
+  };
 }
