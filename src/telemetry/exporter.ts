@@ -164,35 +164,26 @@ export class OtlpExporter {
       outcome = 'retry';
       why = error instanceof Error ? error.message : String(error);
     }
-    if (outcome === 'ok') this.answered();
-    else this.failed(url, why, outcome);
-    return outcome;
-  }
-
-  private answered(): void {
-    if (this.outageSaid) {
+    if (outcome === 'ok') {
       const lost = this.dropped > 0 ? `; ${this.dropped} record(s) dropped meanwhile` : '';
-      this.o.log('notice', `telemetry: the OTLP collector answers again${lost}`);
+      if (this.outageSaid) this.o.log('notice', `telemetry: the OTLP collector answers again${lost}`);
+      this.failures = this.dropped = 0;
+      this.outageSaid = this.overflowSaid = false;
+    } else {
+      this.failures += 1;
+      if (this.outageSaid) return outcome;
+      this.outageSaid = true;
+      const then =
+        outcome === 'retry'
+          ? `records are kept (up to ${this.o.maxQueue}, the oldest dropped past that) and sent when it answers`
+          : 'this batch is dropped';
+      this.o.log(
+        'warning',
+        `telemetry: the OTLP collector at ${url} did not take the export (${why}); ${then}; ` +
+          'recovery goes on as before; said once until it answers again',
+      );
     }
-    this.failures = 0;
-    this.outageSaid = false;
-    this.overflowSaid = false;
-    this.dropped = 0;
-  }
-
-  private failed(url: string, why: string, outcome: 'retry' | 'refused'): void {
-    this.failures += 1;
-    if (this.outageSaid) return;
-    this.outageSaid = true;
-    const then =
-      outcome === 'retry'
-        ? `records are kept (up to ${this.o.maxQueue}, the oldest dropped past that) and sent when it answers`
-        : 'this batch is dropped';
-    this.o.log(
-      'warning',
-      `telemetry: the OTLP collector at ${url} did not take the export (${why}); ${then}; ` +
-        'recovery goes on as before; said once until it answers again',
-    );
+    return outcome;
   }
 
   private trim(): void {
