@@ -14,11 +14,6 @@ import type { Counts } from './counters';
 /** The name every record and metric is exported under (the resource's `service.name`, the scope's name). */
 export const SERVICE_NAME = 'codex-goal-recovery';
 
-export interface KeyValue {
-  key: string;
-  value: { stringValue: string } | { intValue: string };
-}
-
 /** The resource every batch names: this product, its version, and Codex's `environment` when reused. */
 export interface ResourceInfo {
   version: string;
@@ -37,8 +32,9 @@ export const SEVERITY: Record<Level, { severityNumber: number; severityText: str
 
 export type LogRecord = ReturnType<typeof logRecord>;
 
-const str = (key: string, value: string): KeyValue => ({ key, value: { stringValue: value } });
-const int = (key: string, value: number): KeyValue => ({ key, value: { intValue: String(Math.round(value)) } });
+const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
+const int = (key: string, value: number) => ({ key, value: { intValue: String(Math.round(value)) } });
+type KeyValue = ReturnType<typeof str> | ReturnType<typeof int>;
 /** One of this product's own attributes (`codex_goal_recovery.<key>`). */
 const own = (key: string, value: string | number): KeyValue =>
   typeof value === 'number' ? int(`codex_goal_recovery.${key}`, value) : str(`codex_goal_recovery.${key}`, value);
@@ -52,11 +48,7 @@ export function nanos(ms: number): string {
   return (BigInt(Math.round(ms)) * 1_000_000n).toString();
 }
 
-/**
- * The record's body: what happened, from ids and numbers only (the runner's line, without its
- * words); and the decision's own attributes (beside `conversation.id`): kinds, states, counts,
- * delays, codes.
- */
+/** The record's body (the runner's line, from ids and numbers only) and the decision's own attributes. */
 function describe(d: Decision): [string, KeyValue[]] {
   switch (d.type) {
     case 'backoff': {
@@ -149,20 +141,12 @@ const CUMULATIVE = 2; // AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATI
  * exporter's start: a restart starts them again from zero, which a cumulative sum's new start time says).
  */
 export function metricsRequest(counts: Counts, startMs: number, nowMs: number, info: ResourceInfo) {
-  const metrics = (Object.keys(METRICS) as (keyof Counts)[]).map((key) => ({
-    ...METRICS[key],
-    sum: {
-      aggregationTemporality: CUMULATIVE,
-      isMonotonic: true,
-      dataPoints: [
-        {
-          startTimeUnixNano: nanos(startMs),
-          timeUnixNano: nanos(nowMs),
-          // The counts are int64 (a decimal string in OTLP's JSON), the time in backoff a double.
-          ...(key === 'backoffSeconds' ? { asDouble: counts[key] } : { asInt: String(counts[key]) }),
-        },
-      ],
-    },
-  }));
+  const point = { startTimeUnixNano: nanos(startMs), timeUnixNano: nanos(nowMs) };
+  const metrics = (Object.keys(METRICS) as (keyof Counts)[]).map((key) => {
+    // The counts are int64 (a decimal string in OTLP's JSON), the time in backoff a double.
+    const value = key === 'backoffSeconds' ? { asDouble: counts[key] } : { asInt: String(counts[key]) };
+    const sum = { aggregationTemporality: CUMULATIVE, isMonotonic: true, dataPoints: [{ ...point, ...value }] };
+    return { ...METRICS[key], sum };
+  });
   return { resourceMetrics: [{ resource: resource(info), scopeMetrics: [{ scope: scope(info), metrics }] }] };
 }
