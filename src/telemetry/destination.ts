@@ -22,13 +22,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isTable, parseToml, type TomlTable, type TomlValue } from './toml';
 
+type Headers = Record<string, string>;
+
 export interface Destination {
   logsUrl: string;
   metricsUrl: string | null;
   /** Headers of the logs' requests (Codex's exporter's `headers`). */
-  headers: Record<string, string>;
+  headers: Headers;
   /** Headers of the metrics' requests (its `metrics_exporter`'s when that is reused, else the same). */
-  metricsHeaders: Record<string, string>;
+  metricsHeaders: Headers;
   /** Codex's `[otel] environment`, when its exporter is reused. */
   environment?: string;
   /** What the export does, for the owner's log (where to, what is not reused). */
@@ -38,6 +40,7 @@ export interface Destination {
 /** A destination, or why there is none (for the owner's log: nothing is exported then). */
 export type Resolved = { ok: true; destination: Destination } | { ok: false; reason: string };
 const off = (reason: string): Resolved => ({ ok: false, reason });
+const on = (destination: Destination): Resolved => ({ ok: true, destination });
 
 /** Checks an OTLP/HTTP base URL: http or https, no query or fragment. Returns the reason it cannot be used. */
 export function checkEndpoint(url: string): string | null {
@@ -58,20 +61,17 @@ export function fromEndpoint(base: string): Resolved {
   const wrong = checkEndpoint(base);
   if (wrong) return off(wrong);
   const root = base.replace(/\/+$/, '');
-  return {
-    ok: true,
-    destination: {
-      logsUrl: `${root}/v1/logs`,
-      metricsUrl: `${root}/v1/metrics`,
-      headers: {},
-      metricsHeaders: {},
-      describe: `OTLP/HTTP JSON to ${root} (/v1/logs, /v1/metrics)`,
-    },
-  };
+  return on({
+    logsUrl: `${root}/v1/logs`,
+    metricsUrl: `${root}/v1/metrics`,
+    headers: {},
+    metricsHeaders: {},
+    describe: `OTLP/HTTP JSON to ${root} (/v1/logs, /v1/metrics)`,
+  });
 }
 
 type Exporter =
-  | { kind: 'otlp-http'; endpoint: string; protocol: string; headers: Record<string, string>; tls: boolean }
+  | { kind: 'otlp-http'; endpoint: string; protocol: string; headers: Headers; tls: boolean }
   | { kind: 'other'; what: string }
   | { kind: 'invalid'; why: string };
 
@@ -87,16 +87,13 @@ function exporterOf(v: TomlValue | undefined, name: string): Exporter {
   if (kind !== 'otlp-http') return { kind: 'other', what: `${name} is ${kind}` };
   if (!isTable(body) || typeof body.endpoint !== 'string' || body.endpoint.trim() === '')
     return { kind: 'invalid', why: `${name}.otlp-http has no endpoint` };
-  const headers: Record<string, string> = {};
-  if (body.headers !== undefined) {
-    if (!isTable(body.headers)) return { kind: 'invalid', why: `${name}.otlp-http.headers is not a table` };
-    for (const [k, value] of Object.entries(body.headers)) {
-      if (typeof value !== 'string') return { kind: 'invalid', why: `${name}.otlp-http.headers.${k} is not a string` };
-      headers[k] = value;
-    }
-  }
+  const headers = body.headers ?? {};
+  if (!isTable(headers)) return { kind: 'invalid', why: `${name}.otlp-http.headers is not a table` };
+  const bad = Object.keys(headers).find((k) => typeof headers[k] !== 'string');
+  if (bad !== undefined) return { kind: 'invalid', why: `${name}.otlp-http.headers.${bad} is not a string` };
   const protocol = typeof body.protocol === 'string' ? body.protocol : 'binary';
-  return { kind: 'otlp-http', endpoint: body.endpoint.trim(), protocol, headers, tls: body.tls !== undefined };
+  const tls = body.tls !== undefined;
+  return { kind: 'otlp-http', endpoint: body.endpoint.trim(), protocol, headers: headers as Headers, tls };
 }
 
 /** Reads `<codexHome>/config.toml` and resolves its `[otel]` exporter (see above). */
@@ -140,19 +137,16 @@ export function fromCodexConfig(codexHome: string): Resolved {
     notes.push(`Codex's protocol is "${logs.protocol}": this export sends JSON to the same endpoint`);
   if (logs.tls) notes.push("its tls settings are not reused (the system's CAs, no client certificate)");
   if (metricsUrl === null) notes.push(`no metrics: ${logs.endpoint} does not end in /v1/logs`);
-  return {
-    ok: true,
-    destination: {
-      logsUrl: logs.endpoint,
-      metricsUrl,
-      headers: logs.headers,
-      metricsHeaders: metrics.kind === 'otlp-http' ? metrics.headers : logs.headers,
-      environment: typeof otel.environment === 'string' ? otel.environment : 'dev',
-      describe:
-        `OTLP/HTTP JSON to Codex's exporter (${file}): logs ${logs.endpoint}` +
-        `${metricsUrl ? `, metrics ${metricsUrl}` : ''}` +
-        `${Object.keys(logs.headers).length ? `, with its headers (${Object.keys(logs.headers).join(', ')})` : ''}` +
-        `${notes.length ? `; ${notes.join('; ')}` : ''}`,
-    },
-  };
+  return on({
+    logsUrl: logs.endpoint,
+    metricsUrl,
+    headers: logs.headers,
+    metricsHeaders: metrics.kind === 'otlp-http' ? metrics.headers : logs.headers,
+    environment: typeof otel.environment === 'string' ? otel.environment : 'dev',
+    describe:
+      `OTLP/HTTP JSON to Codex's exporter (${file}): logs ${logs.endpoint}` +
+      `${metricsUrl ? `, metrics ${metricsUrl}` : ''}` +
+      `${Object.keys(logs.headers).length ? `, with its headers (${Object.keys(logs.headers).join(', ')})` : ''}` +
+      `${notes.length ? `; ${notes.join('; ')}` : ''}`,
+  });
 }
