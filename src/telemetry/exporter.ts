@@ -134,15 +134,11 @@ export class OtlpExporter {
     for (let n = 0; n < MAX_BATCHES_PER_TRY && this.queue.length > 0; n++) {
       const batch = this.queue.splice(0, this.o.maxBatch);
       const kept = await this.post(this.o.logsUrl, JSON.stringify(logsRequest(batch, this.o.resource)));
-      if (kept === 'retry') {
-        this.queue.unshift(...batch);
-        this.trim();
-        return;
-      }
-      if (kept === 'refused') {
-        this.dropped += batch.length;
-        return;
-      }
+      if (kept === 'ok') continue;
+      if (kept === 'retry') this.queue.unshift(...batch);
+      else this.dropped += batch.length;
+      this.trim(); // the queue grew back by the batch kept, while new decisions came
+      return;
     }
     if (this.o.metricsUrl !== null && this.metricsDirty) {
       const now = this.o.now();
