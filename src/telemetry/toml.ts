@@ -73,11 +73,11 @@ class Reader {
 
   private header(root: TomlTable): TomlTable {
     const array = this.s.startsWith('[[', this.at);
-    this.at += array ? 2 : 1;
+    const close = array ? ']]' : ']';
+    this.at += close.length;
     const keys = this.key();
-    if (!this.s.startsWith(array ? ']]' : ']', this.at))
-      this.fail(`a table header must end with ${array ? ']]' : ']'}`);
-    this.at += array ? 2 : 1;
+    if (!this.s.startsWith(close, this.at)) this.fail(`a table header must end with ${close}`);
+    this.at += close.length;
     this.endOfLine();
     const [parent, last] = this.walk(root, keys);
     if (array) {
