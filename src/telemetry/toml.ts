@@ -13,16 +13,8 @@ export interface TomlTable {
 export class TomlError extends Error {}
 
 const BARE = /[A-Za-z0-9_-]/;
-const ESCAPES: Record<string, string> = {
-  b: '\b',
-  t: '\t',
-  n: '\n',
-  f: '\f',
-  r: '\r',
-  e: '\x1b',
-  '"': '"',
-  '\\': '\\',
-};
+/** TOML's one-letter escapes, and at the same index what each stands for. */
+const ESCAPES = ['btnfre"\\', '\b\t\n\f\r\x1b"\\'];
 
 export function parseToml(text: string): TomlTable {
   return new Reader(text.replace(/^\uFEFF/, '')).document();
@@ -173,7 +165,8 @@ class Reader {
 
   private escape(): string {
     const e = this.s[this.at++];
-    if (e in ESCAPES) return ESCAPES[e];
+    const i = ESCAPES[0].indexOf(e);
+    if (i >= 0) return ESCAPES[1][i];
     if (e === 'u' || e === 'U' || e === 'x') {
       const n = e === 'u' ? 4 : e === 'U' ? 8 : 2;
       const hex = this.s.slice(this.at, this.at + n);
