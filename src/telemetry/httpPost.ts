@@ -12,8 +12,7 @@ export function httpTransport(headersFor: (url: string) => Readonly<Record<strin
   return (url, body) =>
     new Promise<number>((resolve, reject) => {
       const target = new URL(url);
-      const client = target.protocol === 'https:' ? https : http;
-      const req = client.request(
+      const req = (target.protocol === 'https:' ? https : http).request(
         target,
         {
           method: 'POST',

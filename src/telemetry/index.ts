@@ -33,7 +33,7 @@ export function startTelemetry(choice: TelemetryChoice, log: TelemetryLog, inter
   const resolved = choice.kind === 'endpoint' ? fromEndpoint(choice.url) : fromCodexConfig(choice.codexHome);
   if (!resolved.ok) return { telemetry: null, level: 'warning', message: `telemetry: off: ${resolved.reason}` };
   const d = resolved.destination;
-  const exporter = new OtlpExporter({
+  const telemetry = new OtlpExporter({
     logsUrl: d.logsUrl,
     metricsUrl: d.metricsUrl,
     resource: { version: VERSION, ...(d.environment !== undefined && { environment: d.environment }) },
@@ -41,9 +41,5 @@ export function startTelemetry(choice: TelemetryChoice, log: TelemetryLog, inter
     log,
     ...(intervalMs !== undefined && { intervalMs }),
   });
-  return {
-    telemetry: exporter,
-    level: 'notice',
-    message: `telemetry: exporting decisions and counters: ${d.describe}`,
-  };
+  return { telemetry, level: 'notice', message: `telemetry: exporting decisions and counters: ${d.describe}` };
 }
