@@ -115,6 +115,21 @@ export function isProbing(w: Watch, p: ProbeFacts): boolean {
 }
 
 /**
+ * Whether a goal held for a probe (`waitingProbe`) still waits for it: the probe is watched, of
+ * its group, and out (`isOut`: isProbing, or its recovery under way). Else it is scheduled again,
+ * and its next turn picks a new probe.
+ */
+export function stillHeld(
+  w: Watch,
+  watchOf: (threadId: string) => Watch | undefined,
+  isOut: (probe: Watch) => boolean,
+): boolean {
+  if (w.state.kind !== 'waitingProbe') return false;
+  const probe = watchOf(w.state.probe);
+  return probe !== undefined && outageGroup(probe) === outageGroup(w) && isOut(probe);
+}
+
+/**
  * Whether the provider's answer, to a request sent no earlier than `since`, brings this goal's
  * recovery forward to `now`: a recovery scheduled (not a usage limit's: that waits for its reset)
  * for a provider's failure on the provider that answered, older than that request, and not due

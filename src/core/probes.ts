@@ -4,7 +4,7 @@
 // failure is counted.
 import { type EngineState, type Watch } from '../model/watch';
 import type { EngineCore } from './engineCore';
-import { dueGroup, isProbing, outageGroup, releasedBy } from './outage';
+import { dueGroup, isProbing, outageGroup, releasedBy, stillHeld } from './outage';
 import { dueBy, unhold, waitForProbe } from './transitions';
 
 export class Probes {
@@ -58,9 +58,11 @@ export class Probes {
 
   /** A recovery held for a probe (`waitingProbe`) that is still out, of its group. */
   holds(w: Watch): boolean {
-    if (w.state.kind !== 'waitingProbe') return false;
-    const probe = this.core.state.watches[w.state.probe];
-    return probe !== undefined && outageGroup(probe) === outageGroup(w) && this.isOut(probe);
+    return stillHeld(
+      w,
+      (id) => this.core.state.watches[id],
+      (probe) => this.isOut(probe),
+    );
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   type ProbeFacts,
   probeFollowers,
   releasedBy,
+  stillHeld,
 } from '../../src/core/outage';
 import { newWatch, type WatchedThread } from '../../src/model/watch';
 
@@ -128,6 +129,42 @@ describe('a due recovery’s turn', () => {
     ['…its slot passed → the other starts', { probe: null, first: other(NOW - 1) }, { kind: 'start', first: 'b' }],
   ];
   for (const [name, g, expected] of rows) test(name, () => assert.deepEqual(dueTurn(g, NOW), expected));
+});
+
+describe('still held for its probe', () => {
+  const held = (probe = 'p') =>
+    failed({ state: { kind: 'waitingProbe', probe, held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } } });
+  const p = failed({ threadId: 'p' });
+  const of = (w: WatchedThread | undefined) => (id: string) => (id === w?.threadId ? w : undefined);
+  const rows: [string, WatchedThread, WatchedThread | undefined, boolean, boolean][] = [
+    ['its probe out, of its group → held', held(), p, true, true],
+    ['its probe no longer out → not held', held(), p, false, false],
+    ['its probe not watched → not held', held(), undefined, true, false],
+    ['another thread out → not its probe', held('q'), p, true, false],
+    [
+      'its probe now of another group → not held',
+      held(),
+      failed({ threadId: 'p', runsOn: 'other/model' }),
+      true,
+      false,
+    ],
+  ];
+  for (const [name, w, probe, out, expected] of rows)
+    test(name, () =>
+      assert.equal(
+        stillHeld(w, of(probe), () => out),
+        expected,
+      ),
+    );
+  test('not waiting for a probe → not held, whoever is out', () =>
+    assert.equal(
+      stillHeld(
+        failed(),
+        () => p,
+        () => true,
+      ),
+      false,
+    ));
 });
 
 describe('out as the probe', () => {
