@@ -37,16 +37,12 @@ export interface DaemonReport {
   [k: string]: unknown;
 }
 
-export interface DaemonCliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** The JSON line printed on stdout, when there is one. */
-  report?: DaemonReport;
-}
-
-/** Run `codex app-server daemon <args>` with CODEX_HOME=codexHome. */
-export function daemonCli(codexHome: string, args: string[], timeoutMs = 60_000): Promise<DaemonCliResult> {
+/** Run `codex app-server daemon <args>` with CODEX_HOME=codexHome; `report`: the JSON line it printed on stdout. */
+function daemonCli(
+  codexHome: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; report?: DaemonReport }> {
   return new Promise((resolve, reject) => {
     const child = spawn(codexBinary(codexFor(codexHome)), ['app-server', 'daemon', ...args], {
       env: codexEnv(codexHome),
@@ -70,10 +66,9 @@ export function daemonCli(codexHome: string, args: string[], timeoutMs = 60_000)
       clearTimeout(timer);
       let report: DaemonReport | undefined;
       for (const line of stdout.split('\n').reverse()) {
-        const l = line.trim();
-        if (!l.startsWith('{')) continue;
+        if (!line.trim().startsWith('{')) continue;
         try {
-          report = JSON.parse(l) as DaemonReport;
+          report = JSON.parse(line) as DaemonReport;
           break;
         } catch {
           /* not JSON */
@@ -84,19 +79,11 @@ export function daemonCli(codexHome: string, args: string[], timeoutMs = 60_000)
   });
 }
 
-export interface StartDaemonOptions {
-  /**
-   * "link" (default): pre-seed `packages/app-server-daemon/current` as a symlink to the
-   * node_modules vendor dir, so `daemon start` skips its install step (measured: ~0.6 s instead
-   * of ~5-7 s and ~370 MB copied per CODEX_HOME) and starts no `pid-update-loop` updater.
-   * "copy": let Codex install itself into CODEX_HOME as a user's first start does (slow; also
-   * starts the `pid-update-loop` helper, which `stopDaemon` kills).
-   */
-  install?: 'link' | 'copy';
-  timeoutMs?: number;
-}
-
-/** Links the packaged daemon into CODEX_HOME so `daemon start` skips copying ~370 MB (and starts no updater). */
+/**
+ * Links the packaged daemon (`packages/app-server-daemon/current` → the node_modules vendor dir)
+ * into CODEX_HOME so `daemon start` skips its install step (measured: ~0.6 s instead of ~5-7 s
+ * and ~370 MB copied per CODEX_HOME) and starts no `pid-update-loop` updater.
+ */
 export function seedDaemonPackage(codexHome: string): void {
   const vendor = codexFor(codexHome).vendorDir;
   if (!vendor) return;
@@ -107,55 +94,63 @@ export function seedDaemonPackage(codexHome: string): void {
   symlinkSync(vendor, current);
 }
 
-function readPidFile(file: string): { pid: number; startTicks?: number } | null {
+/**
+ * The PID a daemon process of this CODEX_HOME wrote to `file`, if alive and verified: same start
+ * time, and on Linux a cmdline holding `mark`.
+ */
+function verifiedPid(codexHome: string, file: string, mark: string): number | null {
+  let rec: { pid?: unknown; processIdentity?: { startTicks?: unknown } };
   try {
-    const j = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown; processIdentity?: { startTicks?: unknown } };
-    if (typeof j.pid !== 'number') return null;
-    const st = j.processIdentity?.startTicks;
-    return { pid: j.pid, ...(typeof st === 'number' ? { startTicks: st } : {}) };
+    rec = JSON.parse(readFileSync(path.join(codexHome, 'app-server-daemon', file), 'utf8')) as typeof rec;
   } catch {
     return null;
   }
+  if (typeof rec.pid !== 'number' || !isAlive(rec.pid)) return null;
+  const ticks = rec.processIdentity?.startTicks;
+  const st = procStat(rec.pid);
+  if (typeof ticks === 'number' && st && st.startTicks !== ticks) return null;
+  if (process.platform === 'linux' && !cmdline(rec.pid).includes(mark)) return null;
+  return rec.pid;
 }
 
 /** The `pid-update-loop` helper of this CODEX_HOME, if alive and verified (start time + cmdline). */
-export function daemonUpdaterPid(codexHome: string): number | null {
-  const rec = readPidFile(path.join(codexHome, 'app-server-daemon', 'daemon-updater.pid'));
-  if (!rec || !isAlive(rec.pid)) return null;
-  const st = procStat(rec.pid);
-  if (rec.startTicks !== undefined && st && st.startTicks !== rec.startTicks) return null;
-  if (process.platform === 'linux' && !cmdline(rec.pid).includes('pid-update-loop')) return null;
-  return rec.pid;
+function daemonUpdaterPid(codexHome: string): number | null {
+  return verifiedPid(codexHome, 'daemon-updater.pid', 'pid-update-loop');
 }
 
 /** The daemon's app-server PID of this CODEX_HOME, if alive and verified. */
 export function daemonPid(codexHome: string): number | null {
-  const rec = readPidFile(path.join(codexHome, 'app-server-daemon', 'daemon.pid'));
-  if (!rec || !isAlive(rec.pid)) return null;
-  const st = procStat(rec.pid);
-  if (rec.startTicks !== undefined && st && st.startTicks !== rec.startTicks) return null;
-  if (process.platform === 'linux' && !cmdline(rec.pid).includes('app-server')) return null;
-  return rec.pid;
+  return verifiedPid(codexHome, 'daemon.pid', 'app-server');
 }
 
-function trackDaemon(codexHome: string): void {
+/** Tracks the daemon (the PID its CLI printed, the one it wrote) and its updater; awaits its socket. */
+async function trackDaemon(codexHome: string, report: DaemonReport, verb: string): Promise<DaemonReport> {
+  const what = 'app-server daemon';
+  if (typeof report.pid === 'number') track({ pid: report.pid, group: true, codexHome, what });
   const d = daemonPid(codexHome);
-  if (d) track({ pid: d, group: true, codexHome, what: 'app-server daemon' });
+  if (d) track({ pid: d, group: true, codexHome, what });
   const u = daemonUpdaterPid(codexHome);
   if (u) track({ pid: u, group: true, codexHome, what: 'daemon pid-update-loop' });
+  if (!(await waitGone(() => !existsSync(controlSocketPath(codexHome)), 5000))) {
+    throw new Error(`daemon ${verb} but no control socket at ${controlSocketPath(codexHome)}`);
+  }
+  return report;
 }
 
-/** `codex app-server daemon start`; resolves with its JSON report once the socket exists. */
-export async function startDaemon(codexHome: string, opts: StartDaemonOptions = {}): Promise<DaemonReport> {
-  if ((opts.install ?? 'link') === 'link') seedDaemonPackage(codexHome);
-  const r = await daemonCli(codexHome, ['start'], opts.timeoutMs ?? 60_000);
-  if (r.code !== 0 || !r.report) throw new Error(`daemon start failed (${r.code}): ${r.stdout}\n${r.stderr}`);
-  if (typeof r.report.pid === 'number') track({ pid: r.report.pid, group: true, codexHome, what: 'app-server daemon' });
-  trackDaemon(codexHome);
-  if (!(await waitGone(() => !existsSync(controlSocketPath(codexHome)), 5000))) {
-    throw new Error(`daemon started but no control socket at ${controlSocketPath(codexHome)}`);
-  }
+/** Runs `daemon start|restart`; throws unless it exits 0 with a JSON report. */
+async function daemonCliReport(codexHome: string, verb: string, timeoutMs: number): Promise<DaemonReport> {
+  const r = await daemonCli(codexHome, [verb], timeoutMs);
+  if (r.code !== 0 || !r.report) throw new Error(`daemon ${verb} failed (${r.code}): ${r.stdout}\n${r.stderr}`);
   return r.report;
+}
+
+/**
+ * `codex app-server daemon start`; resolves with its JSON report once the socket exists. The
+ * packaged daemon is linked in first (`seedDaemonPackage`): no ~370 MB install, no updater.
+ */
+export async function startDaemon(codexHome: string): Promise<DaemonReport> {
+  seedDaemonPackage(codexHome);
+  return trackDaemon(codexHome, await daemonCliReport(codexHome, 'start', 60_000), 'started');
 }
 
 /**
@@ -166,20 +161,20 @@ export async function startDaemon(codexHome: string, opts: StartDaemonOptions = 
  * SIGTERMed, then SIGKILLed. `force`: skip the CLI and its drain, SIGKILL at once (teardown).
  */
 export async function stopDaemon(codexHome: string, opts: { force?: boolean } = {}): Promise<DaemonReport | undefined> {
+  const pids = new Set<number>(
+    trackedList()
+      .filter((t) => t.codexHome === codexHome && t.what !== 'app-server stdio')
+      .map((t) => t.pid),
+  );
   const before = daemonPid(codexHome);
-  const knownGroups = trackedList().filter((t) => t.codexHome === codexHome && t.what !== 'app-server stdio');
+  if (before) pids.add(before);
   let report: DaemonReport | undefined;
   if (opts.force) {
     // Teardown: no drain. SIGKILL the daemon's and the updater's process groups.
-    for (const pid of new Set<number>([...knownGroups.map((t) => t.pid), ...(before ? [before] : [])])) {
-      if (groupLooksOurs(pid)) signal(pid, 'SIGKILL', true);
-    }
+    for (const pid of pids) if (groupLooksOurs(pid)) signal(pid, 'SIGKILL', true);
   } else if (existsSync(codexBinary(codexFor(codexHome)))) {
-    const r = await daemonCli(codexHome, ['stop'], 90_000).catch(() => undefined);
-    report = r?.report;
+    report = (await daemonCli(codexHome, ['stop'], 90_000).catch(() => undefined))?.report;
   }
-  const pids = new Set<number>(knownGroups.map((t) => t.pid));
-  if (before) pids.add(before);
   const updater = daemonUpdaterPid(codexHome);
   if (updater) pids.add(updater);
   for (const pid of pids) {
@@ -198,17 +193,9 @@ export async function stopDaemon(codexHome: string, opts: { force?: boolean } = 
  */
 export async function restartDaemon(codexHome: string): Promise<DaemonReport> {
   const old = daemonPid(codexHome);
-  const r = await daemonCli(codexHome, ['restart'], 90_000);
-  if (r.code !== 0 || !r.report) throw new Error(`daemon restart failed (${r.code}): ${r.stdout}\n${r.stderr}`);
-  if (old && old !== r.report.pid) {
-    await stopProcessGroup(old, 3000);
-  }
-  if (typeof r.report.pid === 'number') track({ pid: r.report.pid, group: true, codexHome, what: 'app-server daemon' });
-  trackDaemon(codexHome);
-  if (!(await waitGone(() => !existsSync(controlSocketPath(codexHome)), 5000))) {
-    throw new Error(`daemon restarted but no control socket at ${controlSocketPath(codexHome)}`);
-  }
-  return r.report;
+  const report = await daemonCliReport(codexHome, 'restart', 90_000);
+  if (old && old !== report.pid) await stopProcessGroup(old, 3000);
+  return trackDaemon(codexHome, report, 'restarted');
 }
 
 /**
@@ -220,13 +207,11 @@ export function removeDaemonRuntimeFiles(codexHome: string): void {
   for (const link of links) {
     let target: string;
     try {
-      target = readlinkSync(link);
+      target = path.resolve(path.dirname(link), readlinkSync(link));
     } catch {
       continue;
     }
-    if (!path.isAbsolute(target)) target = path.resolve(path.dirname(link), target);
-    if (!/codex-daemon-/.test(target)) continue;
-    if (daemonPid(codexHome) || daemonUpdaterPid(codexHome)) continue;
+    if (!/codex-daemon-/.test(target) || daemonPid(codexHome) || daemonUpdaterPid(codexHome)) continue;
     for (const f of [target, `${target}.lock`]) {
       try {
         rmSync(f, { force: true });
