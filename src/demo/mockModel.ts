@@ -13,24 +13,27 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import {
-  FUNCTION_CALL_MODES,
-  type MockMode,
-  type MockModel,
-  type MockModeOptions,
-  type MockRequestRecord,
-} from './mockModes';
+import type { MockMode, MockModel, MockModeOptions, MockRequestRecord } from './mockModes';
 import {
   functionCallItem,
   lastInputType,
   messageItem,
-  nextId,
   readBody,
   sendJson,
   sse,
-  startSse,
+  startResponse,
   streamItem,
 } from './responsesWire';
+
+/** Modes answering with a function call: after its output they answer a plain message (see mockModes.ts). */
+const FUNCTION_CALL_MODES = new Set<string>(['goalComplete', 'goalBlocked', 'approval', 'healthyThenComplete']);
+
+/** The JSON error bodies of the failing HTTP modes: status, error type, code and message. */
+const HTTP_ERRORS = new Map<string, [number, string, string, string]>([
+  ['http500', [500, 'server_error', 'server_error', 'mock: internal server error']],
+  ['http400', [400, 'invalid_request_error', 'invalid_request', 'mock: bad request']],
+  ['http429', [429, 'rate_limit_exceeded', 'rate_limit_exceeded', 'mock: rate limit reached']],
+]);
 
 export async function startMockModel(): Promise<MockModel> {
   let mode: MockMode = 'healthy';
@@ -40,7 +43,8 @@ export async function startMockModel(): Promise<MockModel> {
   let sinceModeSet = 0;
   let requests = 0;
   const requestLog: MockRequestRecord[] = [];
-  const waiters: { n: number; resolve: () => void }[] = [];
+  /** `waitForRequests` calls under way: each resolves itself once enough requests came. */
+  const waiters = new Set<() => void>();
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   /** Slow answers under way: each ends its answer now (`answerSlowNow`). */
@@ -68,19 +72,10 @@ export async function startMockModel(): Promise<MockModel> {
     const key = (body as { prompt_cache_key?: unknown } | undefined)?.prompt_cache_key;
     const threadId = typeof key === 'string' ? key : undefined;
     const own = threadId !== undefined ? threadModes.get(threadId) : undefined;
-    let effective: MockMode;
-    let opts = modeOpts;
-    let fromQueue = false;
-    if (own) {
-      effective = own.mode;
-      opts = own.opts;
-    } else if (queue.length > 0) {
-      effective = queue.shift() as MockMode;
-      fromQueue = true;
-    } else {
-      effective = mode;
-      sinceModeSet += 1;
-    }
+    const fromQueue = !own && queue.length > 0;
+    const effective = own?.mode ?? (fromQueue ? queue.shift() : undefined) ?? mode;
+    const opts = own?.opts ?? modeOpts;
+    if (!own && !fromQueue) sinceModeSet += 1;
     let answered: string = effective;
     if (last === 'function_call_output' && FUNCTION_CALL_MODES.has(effective)) answered = 'message';
     else if (effective === 'healthyThenComplete')
@@ -93,35 +88,34 @@ export async function startMockModel(): Promise<MockModel> {
       ...(last !== undefined ? { lastInputType: last } : {}),
       ...(threadId !== undefined ? { threadId } : {}),
     });
-    for (const w of waiters.slice()) {
-      if (requests >= w.n) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve();
-      }
-    }
+    for (const w of [...waiters]) w();
     const text = opts.text ?? 'ok';
+    const httpError = HTTP_ERRORS.get(answered);
+    if (httpError) {
+      const [status, type, code, message] = httpError;
+      sendJson(res, status, { error: { type, code, message } }, status === 429 ? { 'retry-after': '1' } : {});
+      return;
+    }
     switch (answered) {
       case 'message':
       case 'healthy':
         streamItem(res, messageItem(answered === 'message' ? 'done' : text));
         return;
       case 'goalComplete':
-        streamItem(res, functionCallItem('update_goal', { status: 'complete' }));
-        return;
       case 'goalBlocked':
-        streamItem(res, functionCallItem('update_goal', { status: 'blocked' }));
+        streamItem(
+          res,
+          functionCallItem('update_goal', { status: answered === 'goalComplete' ? 'complete' : 'blocked' }),
+        );
         return;
       case 'approval':
         streamItem(res, functionCallItem('exec_command', { cmd: `touch ${opts.file ?? '/tmp/codex-mock-approval'}` }));
         return;
       case 'slow': {
-        const id = nextId('resp');
-        startSse(res);
-        res.write(sse({ type: 'response.created', response: { id, status: 'in_progress' } }));
-        const delay = opts.delayMs ?? 10_000;
+        const id = startResponse(res);
+        const open = () => !res.writableEnded && !res.destroyed;
         const tick = setInterval(() => {
-          if (!res.writableEnded && !res.destroyed)
-            res.write(sse({ type: 'response.in_progress', response: { id, status: 'in_progress' } }));
+          if (open()) res.write(sse({ type: 'response.in_progress', response: { id, status: 'in_progress' } }));
         }, 500);
         const stop = () => {
           clearInterval(tick);
@@ -131,58 +125,29 @@ export async function startMockModel(): Promise<MockModel> {
         };
         const finish = () => {
           stop();
-          if (!res.writableEnded && !res.destroyed) streamItem(res, messageItem(text), { id });
+          if (open()) streamItem(res, messageItem(text), id);
         };
-        const done = later(delay, finish);
+        const done = later(opts.delayMs ?? 10_000, finish);
         slowAnswers.add(finish);
         res.on('close', stop);
         return;
       }
-      case 'http500':
-        sendJson(res, 500, {
-          error: { type: 'server_error', code: 'server_error', message: 'mock: internal server error' },
-        });
-        return;
-      case 'http400':
-        sendJson(res, 400, {
-          error: { type: 'invalid_request_error', code: 'invalid_request', message: 'mock: bad request' },
-        });
-        return;
-      case 'http429':
-        sendJson(
-          res,
-          429,
-          { error: { type: 'rate_limit_exceeded', code: 'rate_limit_exceeded', message: 'mock: rate limit reached' } },
-          { 'retry-after': '1' },
-        );
-        return;
-      case 'usageLimit':
-        sendJson(
-          res,
-          429,
-          {
-            error: {
-              type: 'usage_limit_reached',
-              message: 'mock: You have hit your usage limit.',
-              plan_type: 'plus',
-              resets_at: opts.resetsAt ?? Math.floor(Date.now() / 1000) + 60,
-            },
-          },
-          { ...opts.rateLimitHeaders },
-        );
-        return;
-      case 'dropStream': {
-        startSse(res);
-        res.write(sse({ type: 'response.created', response: { id: nextId('resp'), status: 'in_progress' } }), () => {
-          later(20, () => res.socket?.destroy());
-        });
+      case 'usageLimit': {
+        const resets_at = opts.resetsAt ?? Math.floor(Date.now() / 1000) + 60;
+        const error = {
+          type: 'usage_limit_reached',
+          message: 'mock: You have hit your usage limit.',
+          plan_type: 'plus',
+        };
+        sendJson(res, 429, { error: { ...error, resets_at } }, { ...opts.rateLimitHeaders });
         return;
       }
+      case 'dropStream':
+        startResponse(res, () => later(20, () => res.socket?.destroy()));
+        return;
       case 'responseFailed':
       case 'contextOverflow': {
-        const id = nextId('resp');
-        startSse(res);
-        res.write(sse({ type: 'response.created', response: { id, status: 'in_progress' } }));
+        const id = startResponse(res);
         const error =
           answered === 'contextOverflow'
             ? { code: 'context_length_exceeded', message: 'mock: Your input exceeds the context window of this model.' }
@@ -257,18 +222,17 @@ export async function startMockModel(): Promise<MockModel> {
     waitForRequests(n: number, timeoutMs = 30_000) {
       if (requests >= n) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
-        const w = {
-          n,
-          resolve: () => {
-            clearTimeout(t);
-            resolve();
-          },
-        };
         const t = setTimeout(() => {
-          waiters.splice(waiters.indexOf(w), 1);
+          waiters.delete(check);
           reject(new Error(`mock: timed out waiting for ${n} requests (have ${requests})`));
         }, timeoutMs);
-        waiters.push(w);
+        const check = () => {
+          if (requests < n) return;
+          waiters.delete(check);
+          clearTimeout(t);
+          resolve();
+        };
+        waiters.add(check);
       });
     },
     close() {

@@ -53,22 +53,6 @@ export type MockMode =
   | 'responseFailed'
   | 'contextOverflow';
 
-export const ALL_MOCK_MODES: readonly MockMode[] = [
-  'healthy',
-  'healthyThenComplete',
-  'goalComplete',
-  'goalBlocked',
-  'approval',
-  'slow',
-  'http500',
-  'http400',
-  'http429',
-  'usageLimit',
-  'dropStream',
-  'responseFailed',
-  'contextOverflow',
-];
-
 export interface MockModeOptions {
   /** usageLimit: unix seconds of the reset (default now + 60). */
   resetsAt?: number;
@@ -124,13 +108,6 @@ export interface MockModel {
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
-
-export const FUNCTION_CALL_MODES: ReadonlySet<MockMode> = new Set<MockMode>([
-  'goalComplete',
-  'goalBlocked',
-  'approval',
-  'healthyThenComplete',
-]);
 
 /** One rate-limit window as a provider's headers describe it. */
 export interface HeaderWindow {

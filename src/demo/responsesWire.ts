@@ -10,15 +10,13 @@ export function nextId(prefix: string): string {
   return `${prefix}_mock_${Date.now().toString(36)}_${idCounter}`;
 }
 
-function usage() {
-  return {
-    input_tokens: 10,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens: 5,
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: 15,
-  };
-}
+const usage = () => ({
+  input_tokens: 10,
+  input_tokens_details: { cached_tokens: 0 },
+  output_tokens: 5,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: 15,
+});
 
 export function sse(event: Record<string, unknown>): string {
   return `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`;
@@ -46,16 +44,13 @@ export function functionCallItem(name: string, args: unknown) {
 }
 
 export function lastInputType(body: unknown): string | undefined {
-  if (!body || typeof body !== 'object') return undefined;
-  const input = (body as { input?: unknown }).input;
-  if (!Array.isArray(input) || input.length === 0) return undefined;
-  const last: unknown = input[input.length - 1];
-  if (last && typeof last === 'object' && typeof (last as { type?: unknown }).type === 'string') {
-    return (last as { type: string }).type;
-  }
+  const input = (body as { input?: unknown } | null | undefined)?.input;
+  const last: unknown = Array.isArray(input) ? input[input.length - 1] : undefined;
+  if (!last || typeof last !== 'object') return undefined;
+  const type = (last as { type?: unknown }).type;
+  if (typeof type === 'string') return type;
   // Items without a type are messages in the Responses API.
-  if (last && typeof last === 'object' && 'role' in last) return 'message';
-  return undefined;
+  return 'role' in last ? 'message' : undefined;
 }
 
 export function readBody(req: http.IncomingMessage): Promise<string> {
@@ -82,31 +77,17 @@ export function sendJson(
   res.end(text);
 }
 
-export function startSse(res: http.ServerResponse): void {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
+/** Starts an SSE answer with `response.created` (`flushed`: called once written); returns its id. */
+export function startResponse(res: http.ServerResponse, flushed?: () => void): string {
+  const id = nextId('resp');
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.write(sse({ type: 'response.created', response: { id, status: 'in_progress' } }), flushed);
+  return id;
 }
 
-/** Stream one complete response holding `item`. */
-export function streamItem(
-  res: http.ServerResponse,
-  item: Record<string, unknown>,
-  alreadyStarted?: { id: string },
-): void {
-  const id = alreadyStarted?.id ?? nextId('resp');
-  if (!alreadyStarted) {
-    startSse(res);
-    res.write(sse({ type: 'response.created', response: { id, status: 'in_progress' } }));
-  }
+/** Stream one complete response holding `item` (in the started response `id`, else a new one). */
+export function streamItem(res: http.ServerResponse, item: Record<string, unknown>, id = startResponse(res)): void {
   res.write(sse({ type: 'response.output_item.added', output_index: 0, item }));
   res.write(sse({ type: 'response.output_item.done', output_index: 0, item }));
-  res.end(
-    sse({
-      type: 'response.completed',
-      response: { id, status: 'completed', output: [item], usage: usage() },
-    }),
-  );
+  res.end(sse({ type: 'response.completed', response: { id, status: 'completed', output: [item], usage: usage() } }));
 }
