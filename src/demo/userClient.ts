@@ -7,7 +7,7 @@
  *
  * Everything received is appended to `log` with a global arrival sequence number, so tests can
  * assert on the order of notifications relative to each other and to replies. Server requests
- * (approvals) are recorded and never answered unless the test calls `respond`/`respondError`.
+ * (approvals) are recorded and never answered unless the test calls `respond`.
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import WebSocket from 'ws';
@@ -38,8 +38,6 @@ export class RpcError extends Error {
 export interface UserClientOptions {
   /** clientInfo.name (default "test-user-client"). */
   name?: string;
-  /** Skip the initialize handshake (to test "Not initialized"). */
-  noInitialize?: boolean;
   /** capabilities.optOutNotificationMethods */
   optOutNotificationMethods?: string[];
 }
@@ -56,10 +54,8 @@ export class UserClient<J = unknown> {
   closed = false;
   private seq = 0;
   private nextId = 1;
-  private readonly pending = new Map<
-    number | string,
-    { method: string; resolve: (v: LogEntry<J>) => void; reject: (e: Error) => void }
-  >();
+  /** Requests awaiting their reply: `settle` takes the reply's entry, or the error that ends the wait. */
+  private readonly pending = new Map<number | string, { method: string; settle: (e: LogEntry<J> | Error) => void }>();
   private readonly watchers = new Set<() => void>();
   private readonly listeners = new Set<(n: Notification<J>) => void>();
 
@@ -67,7 +63,7 @@ export class UserClient<J = unknown> {
     transport.onMessage((text) => this.onMessage(text));
     transport.onClose(() => {
       this.closed = true;
-      for (const [, p] of this.pending) p.reject(new Error(`connection closed before reply to ${p.method}`));
+      for (const [, p] of this.pending) p.settle(new Error(`connection closed before reply to ${p.method}`));
       this.pending.clear();
       this.poke();
     });
@@ -79,13 +75,11 @@ export class UserClient<J = unknown> {
   }
 
   /** Connect over a `codex app-server` child's stdio and do the handshake. */
-  static async overStdio<J = unknown>(
+  static overStdio<J = unknown>(
     child: ChildProcessWithoutNullStreams,
     opts: UserClientOptions = {},
   ): Promise<UserClient<J>> {
-    const c = new UserClient<J>(stdioTransport(child));
-    if (!opts.noInitialize) await c.initialize(opts);
-    return c;
+    return new UserClient<J>(stdioTransport(child)).handshake(opts);
   }
 
   /** Connect to the daemon's control socket (WebSocket over a Unix socket) and do the handshake. */
@@ -96,21 +90,19 @@ export class UserClient<J = unknown> {
       ws.once('error', reject);
     });
     ws.on('error', () => undefined);
-    const c = new UserClient<J>(wsTransport(ws));
-    if (!opts.noInitialize) await c.initialize(opts);
-    return c;
+    return new UserClient<J>(wsTransport(ws)).handshake(opts);
   }
 
-  async initialize(opts: UserClientOptions = {}): Promise<J> {
+  /** The initialize handshake; keeps its result. */
+  private async handshake(opts: UserClientOptions): Promise<this> {
     const capabilities: Record<string, unknown> = { experimentalApi: true };
     if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
-    const result = await this.request<J>('initialize', {
+    this.initializeResult = await this.request<J>('initialize', {
       clientInfo: { name: opts.name ?? 'test-user-client', title: 'Test user client', version: '0.0.0' },
       capabilities,
     });
-    this.initializeResult = result;
     this.notify('initialized');
-    return result;
+    return this;
   }
 
   /** Send a request; resolves with `result`, rejects with RpcError or on timeout / close. */
@@ -130,14 +122,11 @@ export class UserClient<J = unknown> {
       }, timeoutMs);
       this.pending.set(id, {
         method,
-        resolve: (e) => {
+        settle: (e) => {
           clearTimeout(timer);
-          if (e.error) reject(new RpcError(method, e.error.code, e.error.message, e.error.data));
+          if (e instanceof Error) reject(e);
+          else if (e.error) reject(new RpcError(method, e.error.code, e.error.message, e.error.data));
           else resolve(e);
-        },
-        reject: (err) => {
-          clearTimeout(timer);
-          reject(err);
         },
       });
       this.transport.send(JSON.stringify(params === undefined ? { id, method } : { id, method, params }));
@@ -153,10 +142,6 @@ export class UserClient<J = unknown> {
     this.transport.send(JSON.stringify({ id, result }));
   }
 
-  respondError(id: number | string, code: number, message: string): void {
-    this.transport.send(JSON.stringify({ id, error: { code, message } }));
-  }
-
   get notifications(): Notification<J>[] {
     return this.log.filter((e): e is Notification<J> => e.kind === 'notification');
   }
@@ -170,20 +155,41 @@ export class UserClient<J = unknown> {
     return this.seq;
   }
 
-  /**
-   * Resolves with the first log entry (any kind, seq > since) matching `predicate`, looking at
-   * what already arrived first. Rejects after timeoutMs, or when the connection closes.
-   */
-  waitForEntry(
-    predicate: (e: LogEntry<J>) => boolean,
+  /** Wait for a notification matching predicate (or, given a string, with that method). */
+  waitFor(
+    predicate: ((n: Notification<J>) => boolean) | string,
     timeoutMs = 15_000,
     since = 0,
-    what = 'entry',
-  ): Promise<LogEntry<J>> {
-    const find = () => this.log.find((e) => e.seq > since && predicate(e));
+  ): Promise<Notification<J>> {
+    const what = typeof predicate === 'string' ? predicate : 'notification';
+    return this.waitForKind('notification', predicate, timeoutMs, since, what);
+  }
+
+  /** Wait for a server request (approval...) matching predicate / method. */
+  waitForServerRequest(
+    predicate: ((r: ServerRequest<J>) => boolean) | string = () => true,
+    timeoutMs = 15_000,
+    since = 0,
+  ): Promise<ServerRequest<J>> {
+    return this.waitForKind('serverRequest', predicate, timeoutMs, since, 'server request');
+  }
+
+  /**
+   * Resolves with the first entry of `kind` (seq > since) matching `predicate`, looking at what
+   * already arrived first. Rejects after timeoutMs, or when the connection closes.
+   */
+  private waitForKind<E extends LogEntry<J>>(
+    kind: E['kind'],
+    predicate: ((e: E) => boolean) | string,
+    timeoutMs: number,
+    since: number,
+    what: string,
+  ): Promise<E> {
+    const pred = typeof predicate === 'string' ? (e: E) => e.method === predicate : predicate;
+    const find = () => this.log.find((e): e is E => e.seq > since && e.kind === kind && pred(e as E));
     const hit = find();
     if (hit) return Promise.resolve(hit);
-    return new Promise<LogEntry<J>>((resolve, reject) => {
+    return new Promise<E>((resolve, reject) => {
       const check = () => {
         const h = find();
         if (h) {
@@ -204,37 +210,6 @@ export class UserClient<J = unknown> {
       };
       this.watchers.add(check);
     });
-  }
-
-  /** Wait for a notification matching predicate (or, given a string, with that method). */
-  async waitFor(
-    predicate: ((n: Notification<J>) => boolean) | string,
-    timeoutMs = 15_000,
-    since = 0,
-  ): Promise<Notification<J>> {
-    const pred = typeof predicate === 'string' ? (n: Notification<J>) => n.method === predicate : predicate;
-    const what = typeof predicate === 'string' ? predicate : 'notification';
-    return (await this.waitForEntry(
-      (e) => e.kind === 'notification' && pred(e as Notification<J>),
-      timeoutMs,
-      since,
-      what,
-    )) as Notification<J>;
-  }
-
-  /** Wait for a server request (approval...) matching predicate / method. */
-  async waitForServerRequest(
-    predicate: ((r: ServerRequest<J>) => boolean) | string = () => true,
-    timeoutMs = 15_000,
-    since = 0,
-  ): Promise<ServerRequest<J>> {
-    const pred = typeof predicate === 'string' ? (r: ServerRequest<J>) => r.method === predicate : predicate;
-    return (await this.waitForEntry(
-      (e) => e.kind === 'serverRequest' && pred(e as ServerRequest<J>),
-      timeoutMs,
-      since,
-      'server request',
-    )) as ServerRequest<J>;
   }
 
   /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
@@ -295,7 +270,7 @@ export class UserClient<J = unknown> {
       this.log.push(entry);
       if (p && msg.id !== null) {
         this.pending.delete(msg.id);
-        p.resolve(entry);
+        p.settle(entry);
       }
     }
     this.poke();
