@@ -47,19 +47,13 @@ const BUILD_PACKAGES: ReadonlyArray<{ name: CodexBuild['name']; pkg: string }> =
 let cachedBuilds: CodexBuild[] | undefined;
 
 function readBuild(name: CodexBuild['name'], pkg: string): CodexBuild | null {
-  let pkgJson: string;
   try {
-    pkgJson = require.resolve(`${pkg}/package.json`, { paths: [projectRoot()] });
+    const pkgJson = require.resolve(`${pkg}/package.json`, { paths: [projectRoot()] });
+    const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version?: string }).version ?? '';
+    return { name, pkg, version, vendorDir: vendorDirBeside(path.dirname(pkgJson)) };
   } catch {
     return null;
   }
-  let version: string;
-  try {
-    version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version?: string }).version ?? '';
-  } catch {
-    return null;
-  }
-  return { name, pkg, version, vendorDir: vendorDirBeside(path.dirname(pkgJson)) };
 }
 
 /** The platform package that `@openai/codex` at `codexPkgDir` resolves to (nested for an alias). */
@@ -83,16 +77,10 @@ function vendorDirBeside(codexPkgDir: string): string | null {
  * another version. Integration tests run once per build and name its version in the title.
  */
 export function codexBuilds(): CodexBuild[] {
-  if (cachedBuilds) return cachedBuilds;
-  const builds: CodexBuild[] = [];
-  for (const b of BUILD_PACKAGES) {
-    const build = readBuild(b.name, b.pkg);
-    if (!build) continue;
-    if (builds.some((x) => x.version === build.version)) continue;
-    builds.push(build);
-  }
-  cachedBuilds = builds;
-  return builds;
+  cachedBuilds ??= BUILD_PACKAGES.map((b) => readBuild(b.name, b.pkg))
+    .filter((b): b is CodexBuild => b !== null)
+    .filter((b, i, all) => all.findIndex((x) => x.version === b.version) === i);
+  return cachedBuilds;
 }
 
 /** The pinned build (the default everywhere a home does not name another). */
@@ -118,15 +106,6 @@ export function codexFor(codexHome?: string): CodexBuild {
   return (codexHome !== undefined ? homeBuilds.get(path.resolve(codexHome)) : undefined) ?? pinnedCodex();
 }
 
-/**
- * The platform package's vendor directory (holds bin/codex, codex-path/, codex-resources/,
- * codex-package.json) of a build (default: the pinned one), or null when the optional
- * dependency is not installed.
- */
-export function codexVendorDir(build: CodexBuild = pinnedCodex()): string | null {
-  return build.vendorDir;
-}
-
 /** node_modules/.bin/codex (a Node shim that spawns the native binary as a child on Node 20). */
 export function codexShim(): string {
   return path.join(projectRoot(), 'node_modules', '.bin', 'codex');
@@ -147,7 +126,7 @@ export function codexBinary(build?: CodexBuild): string {
 }
 
 /** Environment for a codex process using `codexHome` (no proxies, no OpenAI key, analytics off). */
-export function codexEnv(codexHome: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+export function codexEnv(codexHome: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     CODEX_HOME: codexHome,
@@ -157,7 +136,7 @@ export function codexEnv(codexHome: string, extra: NodeJS.ProcessEnv = {}): Node
   for (const k of Object.keys(env)) {
     if (/^(OPENAI_|CODEX_MANAGED_|CODEX_SANDBOX)/.test(k) || /^(http|https|all)_proxy$/i.test(k)) delete env[k];
   }
-  return { ...env, ...extra };
+  return env;
 }
 
 /** `codex --version` via the given binary, timed (used to compare native vs shim). */

@@ -7,21 +7,6 @@ import { forgetCodexHome, useCodexFor, type CodexBuild } from './codexBinary';
 import { killTracked } from './codexProcesses';
 import { removeDaemonRuntimeFiles, stopDaemon } from './managedDaemon';
 
-export interface CodexHomeOptions {
-  /** default 1 (Codex default 4) */
-  requestMaxRetries?: number;
-  /** default 1 (Codex default 5) */
-  streamMaxRetries?: number;
-  /** default 5000 */
-  streamIdleTimeoutMs?: number;
-  /** default "never" */
-  approvalPolicy?: string;
-  /** default "read-only" */
-  sandboxMode?: string;
-  /** Which installed Codex runs in this home (its daemon, its stdio servers); default the pinned one. */
-  codex?: CodexBuild;
-}
-
 export interface CodexHome {
   /** Absolute path of the private CODEX_HOME. */
   dir: string;
@@ -35,15 +20,21 @@ export interface CodexHome {
 /**
  * Creates a private CODEX_HOME (under os.tmpdir()) whose config.toml points at `modelUrl`.
  * `extraToml` is inserted between the top-level keys and the `[model_providers.mock]` table, so it
- * may hold top-level keys and/or its own tables.
+ * may hold top-level keys and/or its own tables. `codex`: which installed Codex runs in this home
+ * (its daemon, its stdio servers); default the pinned one.
  */
-export async function makeCodexHome(modelUrl: string, extraToml = '', opts: CodexHomeOptions = {}): Promise<CodexHome> {
+export async function makeCodexHome(
+  modelUrl: string,
+  extraToml = '',
+  opts: { codex?: CodexBuild } = {},
+): Promise<CodexHome> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-codex-home-'));
+  // Retries 1 each (Codex defaults 4 and 5), so a failing model fails a turn fast.
   const toml = [
     'model = "mock-model"',
     'model_provider = "mock"',
-    `approval_policy = "${opts.approvalPolicy ?? 'never'}"`,
-    `sandbox_mode = "${opts.sandboxMode ?? 'read-only'}"`,
+    'approval_policy = "never"',
+    'sandbox_mode = "read-only"',
     'check_for_update_on_startup = false',
     '',
     extraToml.trim(),
@@ -52,9 +43,9 @@ export async function makeCodexHome(modelUrl: string, extraToml = '', opts: Code
     'name = "Mock"',
     `base_url = "${modelUrl}"`,
     'wire_api = "responses"',
-    `request_max_retries = ${opts.requestMaxRetries ?? 1}`,
-    `stream_max_retries = ${opts.streamMaxRetries ?? 1}`,
-    `stream_idle_timeout_ms = ${opts.streamIdleTimeoutMs ?? 5000}`,
+    'request_max_retries = 1',
+    'stream_max_retries = 1',
+    'stream_idle_timeout_ms = 5000',
     '',
   ].join('\n');
   await fs.writeFile(path.join(dir, 'config.toml'), toml);

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { makeCodexHome, type CodexHome } from './codexHome';
-import { killAllTracked } from './codexProcesses';
+import { killAllTracked, signal } from './codexProcesses';
 import { controlSocketPath, startDaemon, stopDaemon } from './managedDaemon';
 import { startMockModel } from './mockModel';
 import type { MockModel } from './mockModes';
@@ -118,13 +118,7 @@ async function main(): Promise<number> {
     say('demo', `FAILED: ${errorText(error)}`);
     return 1;
   } finally {
-    if (runner) {
-      try {
-        process.kill(-runner.pid!, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    if (runner) signal(runner.pid!, 'SIGKILL', true);
     await user?.close().catch(() => undefined);
     if (home) {
       await stopDaemon(home.dir, { force: true }).catch(() => undefined);

@@ -55,14 +55,18 @@ export async function startThreadWithGoal<J = unknown>(
   const madeCwd = opts.cwd === undefined;
   const cwd = opts.cwd ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'cgr-thread-cwd-')));
   const timeoutMs = opts.timeoutMs ?? 15_000;
-  const params: Record<string, unknown> = { cwd };
-  if (opts.approvalPolicy) params.approvalPolicy = opts.approvalPolicy;
-  if (opts.sandbox) params.sandbox = opts.sandbox;
+  const { approvalPolicy, sandbox, tokenBudget } = opts;
+  const params = { cwd, ...(approvalPolicy ? { approvalPolicy } : {}), ...(sandbox ? { sandbox } : {}) };
   const started = ThreadStartReplySchema.parse(await client.request<unknown>('thread/start', params, timeoutMs));
   const threadId = started.thread.id;
   const goalSetSeq = client.lastSeq;
-  const goalParams: Record<string, unknown> = { threadId, status: 'active', objective, origin: opts.origin ?? 'user' };
-  if (opts.tokenBudget !== undefined) goalParams.tokenBudget = opts.tokenBudget;
+  const goalParams = {
+    threadId,
+    status: 'active',
+    objective,
+    origin: opts.origin ?? 'user',
+    ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+  };
   const set = GoalSetReplySchema.parse(await client.request<unknown>('thread/goal/set', goalParams, timeoutMs));
   return {
     threadId,

@@ -3,16 +3,12 @@
  * rendering of an entry used in evidence and failure messages.
  */
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null;
-}
-
 /** `value.k1.k2…`, or undefined where a step is not an object (what `value?.k1?.k2` gives). */
 export function field(value: unknown, ...path: string[]): unknown {
   let v = value;
   for (const k of path) {
-    if (!isRecord(v)) return undefined;
-    v = v[k];
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<string, unknown>)[k];
   }
   return v;
 }
