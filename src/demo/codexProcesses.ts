@@ -2,9 +2,6 @@
  * Every process the demo's and the tests' helpers start (the stdio app-server, the managed
  * daemon and its updater) is tracked here; `killAllTracked()` (call it in an `after` hook)
  * and a process 'exit' hook kill whatever is still alive, by PID / process group only.
- *
- * Where the binary is: `codexBinary.ts`; a private CODEX_HOME: `codexHome.ts`; the stdio
- * app-server: `appServerStdio.ts`; the managed daemon: `managedDaemon.ts`.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -43,11 +40,15 @@ export function procStat(pid: number): { state: string; pgid: number; startTicks
   }
 }
 
+/** A process that exists, is not a zombie and (given `pgid`) is in that group. */
+function isLive(st: ReturnType<typeof procStat>, pgid?: number): boolean {
+  return st !== null && st.state !== 'Z' && st.state !== 'X' && (pgid === undefined || st.pgid === pgid);
+}
+
 /** Alive = exists and is not a zombie (pid 1 here does not always reap orphans). */
 export function isAlive(pid: number): boolean {
   if (process.platform === 'linux') {
-    const st = procStat(pid);
-    return st !== null && st.state !== 'Z' && st.state !== 'X';
+    return isLive(procStat(pid));
   }
   try {
     process.kill(pid, 0);
@@ -68,19 +69,13 @@ export function cmdline(pid: number): string {
 /** Live members of process group `pgid` (Linux /proc scan). */
 export function processGroupMembers(pgid: number): number[] {
   if (process.platform !== 'linux') return isAlive(pgid) ? [pgid] : [];
-  const out: number[] = [];
-  let entries: string[];
+  let entries: string[] = [];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return out;
+    /* no /proc */
   }
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    const st = procStat(Number(e));
-    if (st && st.pgid === pgid && st.state !== 'Z' && st.state !== 'X') out.push(Number(e));
-  }
-  return out;
+  return entries.filter((e) => /^\d+$/.test(e) && isLive(procStat(Number(e)), pgid)).map(Number);
 }
 
 export function signal(pid: number, sig: NodeJS.Signals, group: boolean): void {

@@ -144,25 +144,19 @@ async function main(): Promise<number> {
   }
 }
 
+/** How the narration shows each kind of runner line (others: as received). */
+const RUNNER_LINES = new Map<string, (d: RunnerLine) => string>([
+  ['connection', (d) => `connection ${String(d.state)}: ${String(d.detail)}`],
+  ['armed', (d) => `armed: watching "${String(d.title)}"`],
+  ['backoff', (d) => `blocked by ${String(d.error)}; retry ${d.attempt} in ${(Number(d.delayMs) / 1000).toFixed(1)} s`],
+  ['recovering', (d) => `re-activating the goal (attempt ${d.attempt})`],
+  ['recovered', (d) => `goal active again (attempt ${d.attempt})`],
+  ['skipped', (d) => `skipped: ${String(d.reason)}`],
+  ['stopped', (d) => `stopped on ${String(d.signal)}, state saved`],
+]);
+
 function describe(d: RunnerLine): string {
-  switch (d.type) {
-    case 'connection':
-      return `connection ${String(d.state)}: ${String(d.detail)}`;
-    case 'armed':
-      return `armed: watching "${String(d.title)}"`;
-    case 'backoff':
-      return `blocked by ${String(d.error)}; retry ${d.attempt} in ${(Number(d.delayMs) / 1000).toFixed(1)} s`;
-    case 'recovering':
-      return `re-activating the goal (attempt ${d.attempt})`;
-    case 'recovered':
-      return `goal active again (attempt ${d.attempt})`;
-    case 'skipped':
-      return `skipped: ${String(d.reason)}`;
-    case 'stopped':
-      return `stopped on ${String(d.signal)}, state saved`;
-    default:
-      return `${d.type}: ${JSON.stringify(d)}`;
-  }
+  return RUNNER_LINES.get(d.type)?.(d) ?? `${d.type}: ${JSON.stringify(d)}`;
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {

@@ -1,15 +1,8 @@
 /**
- * The project's own mock of the OpenAI Responses API, for driving a real
- * `codex app-server` (0.169.0) into every case the recovery engine cares about.
- *
- * Listens on 127.0.0.1:0. Point a CODEX_HOME at it with `makeCodexHome(mock.url)`
- * (see ./codexHome.ts). Answers:
- *   - `GET  /v1/models`    → `{"object":"list","data":[],"models":[]}` (Codex asks; empty is fine)
- *   - `POST /v1/responses` → depends on the current mode (below)
- *   - anything else        → 404
- *
- * The modes (switch at run time with `setMode`, or queue with `script`) and what they answer
- * are listed in `mockModes.ts`.
+ * The project's own mock of the OpenAI Responses API on 127.0.0.1, for driving a real
+ * `codex app-server` (0.169.0) into every case the recovery engine cares about. Point a
+ * CODEX_HOME at it with `makeCodexHome(mock.url)`. `GET /v1/models` answers an empty list
+ * (Codex asks; empty is fine); `POST /v1/responses` answers by mode (`mockModes.ts`).
  */
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
