@@ -17,7 +17,7 @@ export function startAppServerStdio(codexHome: string): StdioAppServer {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   child.stderr.resume(); // drained, so a chatty server never blocks on a full pipe
-  if (child.pid) track({ pid: child.pid, group: true, codexHome, what: 'app-server stdio' });
+  if (child.pid) track({ pid: child.pid, codexHome, what: 'app-server stdio' });
   child.on('exit', () => {
     if (child.pid && !processGroupMembers(child.pid).length) untrack(child.pid);
   });

@@ -39,11 +39,6 @@ export interface CodexBuild {
   vendorDir: string | null;
 }
 
-const BUILD_PACKAGES: ReadonlyArray<{ name: CodexBuild['name']; pkg: string }> = [
-  { name: 'pinned', pkg: '@openai/codex' },
-  { name: 'latest', pkg: 'codex-latest' },
-];
-
 let cachedBuilds: CodexBuild[] | undefined;
 
 function readBuild(name: CodexBuild['name'], pkg: string): CodexBuild | null {
@@ -77,7 +72,7 @@ function vendorDirBeside(codexPkgDir: string): string | null {
  * another version. Integration tests run once per build and name its version in the title.
  */
 export function codexBuilds(): CodexBuild[] {
-  cachedBuilds ??= BUILD_PACKAGES.map((b) => readBuild(b.name, b.pkg))
+  cachedBuilds ??= [readBuild('pinned', '@openai/codex'), readBuild('latest', 'codex-latest')]
     .filter((b): b is CodexBuild => b !== null)
     .filter((b, i, all) => all.findIndex((x) => x.version === b.version) === i);
   return cachedBuilds;

@@ -5,10 +5,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
+/** `pid`: a process-group leader (every helper spawns detached), signalled as -pid. */
 export interface Tracked {
   pid: number;
-  /** true when pid is a process-group leader we may signal as -pid */
-  group: boolean;
   codexHome: string;
   what: string;
 }
@@ -126,18 +125,8 @@ export function groupLooksOurs(pid: number): boolean {
 
 export async function killTracked(filter: (t: Tracked) => boolean): Promise<void> {
   for (const t of [...tracked.values()].filter(filter)) {
-    if (!groupLooksOurs(t.pid)) {
-      tracked.delete(t.pid);
-      continue;
-    }
-    if (t.group) await stopProcessGroup(t.pid, 2000);
-    else {
-      if (isAlive(t.pid)) {
-        signal(t.pid, 'SIGTERM', false);
-        if (!(await waitGone(() => isAlive(t.pid), 2000))) signal(t.pid, 'SIGKILL', false);
-      }
-      tracked.delete(t.pid);
-    }
+    if (groupLooksOurs(t.pid)) await stopProcessGroup(t.pid, 2000);
+    else tracked.delete(t.pid);
   }
 }
 
@@ -149,10 +138,10 @@ export async function killAllTracked(): Promise<void> {
 /** PIDs these helpers started and that are still alive (should be [] at the end of a test file). */
 export function trackedAlive(): { pid: number; what: string }[] {
   return [...tracked.values()]
-    .filter((t) => isAlive(t.pid) || (t.group && processGroupMembers(t.pid).length > 0))
+    .filter((t) => isAlive(t.pid) || processGroupMembers(t.pid).length > 0)
     .map((t) => ({ pid: t.pid, what: t.what }));
 }
 
 process.on('exit', () => {
-  for (const t of tracked.values()) if (groupLooksOurs(t.pid)) signal(t.pid, 'SIGKILL', t.group);
+  for (const t of tracked.values()) if (groupLooksOurs(t.pid)) signal(t.pid, 'SIGKILL', true);
 });

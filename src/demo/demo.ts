@@ -13,9 +13,9 @@ import { killAllTracked, signal } from './codexProcesses';
 import { controlSocketPath, startDaemon, stopDaemon } from './managedDaemon';
 import { startMockModel } from './mockModel';
 import type { MockModel } from './mockModes';
-import { about, startThreadWithGoal } from './goalThreads';
+import { startThreadWithGoal, waitGoalStatus } from './goalThreads';
 import { UserClient } from './userClient';
-import { field, type Notification } from './userClientLog';
+import type { Notification } from './userClientLog';
 import { errorText } from '../util/errorText';
 
 const OUTAGE_TURNS = 2;
@@ -98,10 +98,7 @@ async function main(): Promise<number> {
     );
     mock.setMode('goalComplete');
     say('model', 'fixed: the next turn finishes the goal');
-    await user.waitFor(
-      about(thread.threadId, 'thread/goal/updated', (p) => field(p, 'goal', 'status') === 'complete'),
-      DEADLINE_MS,
-    );
+    await waitGoalStatus(user, thread.threadId, 'complete', DEADLINE_MS);
     await until(
       () => runnerLines.some((d) => d.type === 'recovered' && d.attempt === OUTAGE_TURNS),
       'the runner to confirm the recovery',

@@ -25,15 +25,10 @@ export function controlSocketPath(codexHome: string): string {
   return path.join(codexHome, 'app-server-control', 'app-server-control.sock');
 }
 
+/** The JSON line `daemon start|stop|restart` prints (also backend, socketPath, versions...). */
 export interface DaemonReport {
   status: string;
-  backend?: string;
   pid?: number;
-  socketPath?: string;
-  managedCodexPath?: string;
-  managedCodexVersion?: string;
-  cliVersion?: string;
-  appServerVersion?: string;
   [k: string]: unknown;
 }
 
@@ -126,11 +121,11 @@ export function daemonPid(codexHome: string): number | null {
 /** Tracks the daemon (the PID its CLI printed, the one it wrote) and its updater; awaits its socket. */
 async function trackDaemon(codexHome: string, report: DaemonReport, verb: string): Promise<DaemonReport> {
   const what = 'app-server daemon';
-  if (typeof report.pid === 'number') track({ pid: report.pid, group: true, codexHome, what });
+  if (typeof report.pid === 'number') track({ pid: report.pid, codexHome, what });
   const d = daemonPid(codexHome);
-  if (d) track({ pid: d, group: true, codexHome, what });
+  if (d) track({ pid: d, codexHome, what });
   const u = daemonUpdaterPid(codexHome);
-  if (u) track({ pid: u, group: true, codexHome, what: 'daemon pid-update-loop' });
+  if (u) track({ pid: u, codexHome, what: 'daemon pid-update-loop' });
   if (!(await waitGone(() => !existsSync(controlSocketPath(codexHome)), 5000))) {
     throw new Error(`daemon ${verb} but no control socket at ${controlSocketPath(codexHome)}`);
   }
