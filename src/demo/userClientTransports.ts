@@ -3,6 +3,7 @@
  * per line) and a WebSocket (one JSON message per text frame).
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 
 export interface Transport {
@@ -13,18 +14,11 @@ export interface Transport {
 }
 
 export function stdioTransport(child: ChildProcessWithoutNullStreams): Transport {
-  let buf = '';
   const listeners: ((t: string) => void)[] = [];
   const closers: (() => void)[] = [];
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (d: string) => {
-    buf += d;
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i).trim();
-      buf = buf.slice(i + 1);
-      if (line) for (const l of listeners) l(line);
-    }
+  createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (text) => {
+    const line = text.trim();
+    if (line) for (const l of listeners) l(line);
   });
   child.stdout.on('close', () => closers.forEach((c) => c()));
   child.stdin.on('error', () => undefined);
