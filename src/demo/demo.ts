@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { makeCodexHome, type CodexHome } from './codexHome';
-import { killAllTracked, signal } from './codexProcesses';
+import { killAllTracked, signal, waitGone } from './codexProcesses';
 import { controlSocketPath, startDaemon, stopDaemon } from './managedDaemon';
 import { startMockModel } from './mockModel';
 import type { MockModel } from './mockModes';
@@ -54,21 +54,13 @@ async function main(): Promise<number> {
     await startDaemon(home.dir);
     say('demo', `Codex app-server daemon started; control socket ${controlSocketPath(home.dir)}`);
 
-    const cli = path.resolve(__dirname, 'cli.js');
-    const args = [
-      cli,
-      'watch',
-      '--codex-home',
-      home.dir,
-      '--state',
-      path.join(work, 'state.json'),
-      '--base-delay',
-      '1',
-      '--max-delay',
-      '4',
-    ];
-    say('demo', `starting the runner: codex-goal-recovery ${args.slice(1).join(' ')}`);
-    runner = spawn(process.execPath, [...args, '--json'], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    const state = path.join(work, 'state.json');
+    const args = ['watch', '--codex-home', home.dir, '--state', state, '--base-delay', '1', '--max-delay', '4'];
+    say('demo', `starting the runner: codex-goal-recovery ${args.join(' ')}`);
+    runner = spawn(process.execPath, [path.resolve(__dirname, 'cli.js'), ...args, '--json'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
+    });
     const runnerExit = new Promise<number | null>((resolve) => runner!.once('exit', (code) => resolve(code)));
     readline.createInterface({ input: runner.stdout! }).on('line', (line) => {
       let d: RunnerLine;
@@ -157,11 +149,8 @@ function describe(d: RunnerLine): string {
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = started + DEADLINE_MS;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const left = started + DEADLINE_MS - Date.now();
+  if (!(await waitGone(() => !check(), left))) throw new Error(`timed out waiting for ${what}`);
 }
 
 main().then(

@@ -118,24 +118,25 @@ export function daemonPid(codexHome: string): number | null {
   return verifiedPid(codexHome, 'daemon.pid', 'app-server');
 }
 
-/** Tracks the daemon (the PID its CLI printed, the one it wrote) and its updater; awaits its socket. */
-async function trackDaemon(codexHome: string, report: DaemonReport, verb: string): Promise<DaemonReport> {
+/**
+ * `daemon start|restart`: throws unless it exits 0 with a JSON report; after a restart the old
+ * app-server's group is stopped if it is another; tracks the daemon (the PID its CLI printed, the
+ * one it wrote) and its updater; resolves with the report once the control socket exists.
+ */
+async function daemonUp(codexHome: string, verb: 'start' | 'restart', timeoutMs: number): Promise<DaemonReport> {
+  const old = daemonPid(codexHome);
+  const r = await daemonCli(codexHome, [verb], timeoutMs);
+  if (r.code !== 0 || !r.report) throw new Error(`daemon ${verb} failed (${r.code}): ${r.stdout}\n${r.stderr}`);
+  if (verb === 'restart' && old && old !== r.report.pid) await stopProcessGroup(old, 3000);
   const what = 'app-server daemon';
-  if (typeof report.pid === 'number') track({ pid: report.pid, codexHome, what });
+  if (typeof r.report.pid === 'number') track({ pid: r.report.pid, codexHome, what });
   const d = daemonPid(codexHome);
   if (d) track({ pid: d, codexHome, what });
   const u = daemonUpdaterPid(codexHome);
   if (u) track({ pid: u, codexHome, what: 'daemon pid-update-loop' });
   if (!(await waitGone(() => !existsSync(controlSocketPath(codexHome)), 5000))) {
-    throw new Error(`daemon ${verb} but no control socket at ${controlSocketPath(codexHome)}`);
+    throw new Error(`daemon ${verb}ed but no control socket at ${controlSocketPath(codexHome)}`);
   }
-  return report;
-}
-
-/** Runs `daemon start|restart`; throws unless it exits 0 with a JSON report. */
-async function daemonCliReport(codexHome: string, verb: string, timeoutMs: number): Promise<DaemonReport> {
-  const r = await daemonCli(codexHome, [verb], timeoutMs);
-  if (r.code !== 0 || !r.report) throw new Error(`daemon ${verb} failed (${r.code}): ${r.stdout}\n${r.stderr}`);
   return r.report;
 }
 
@@ -145,7 +146,7 @@ async function daemonCliReport(codexHome: string, verb: string, timeoutMs: numbe
  */
 export async function startDaemon(codexHome: string): Promise<DaemonReport> {
   seedDaemonPackage(codexHome);
-  return trackDaemon(codexHome, await daemonCliReport(codexHome, 'start', 60_000), 'started');
+  return daemonUp(codexHome, 'start', 60_000);
 }
 
 /**
@@ -187,10 +188,7 @@ export async function stopDaemon(codexHome: string, opts: { force?: boolean } = 
  * and the new daemon re-loads the threads that were loaded and continues their active goals.
  */
 export async function restartDaemon(codexHome: string): Promise<DaemonReport> {
-  const old = daemonPid(codexHome);
-  const report = await daemonCliReport(codexHome, 'restart', 90_000);
-  if (old && old !== report.pid) await stopProcessGroup(old, 3000);
-  return trackDaemon(codexHome, report, 'restarted');
+  return daemonUp(codexHome, 'restart', 90_000);
 }
 
 /**

@@ -5,7 +5,7 @@
  * (Codex asks; empty is fine); `POST /v1/responses` answers by mode (`mockModes.ts`).
  */
 import * as http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { MockMode, MockModel, MockModeOptions, MockRequestRecord } from './mockModes';
 import {
   functionCallItem,
@@ -38,7 +38,6 @@ export async function startMockModel(): Promise<MockModel> {
   const requestLog: MockRequestRecord[] = [];
   /** `waitForRequests` calls under way: each resolves itself once enough requests came. */
   const waiters = new Set<() => void>();
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   /** Slow answers under way: each ends its answer now (`answerSlowNow`). */
   const slowAnswers = new Set<() => void>();
@@ -169,10 +168,6 @@ export async function startMockModel(): Promise<MockModel> {
     req.resume();
     sendJson(res, 404, { error: { message: `mock: no route ${req.method} ${url}` } });
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -181,10 +176,6 @@ export async function startMockModel(): Promise<MockModel> {
 
   const model: MockModel = {
     url: `http://127.0.0.1:${port}/v1`,
-    port,
-    get mode() {
-      return mode;
-    },
     get requests() {
       return requests;
     },
@@ -234,7 +225,6 @@ export async function startMockModel(): Promise<MockModel> {
       timers.clear();
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const s of sockets) s.destroy();
         server.closeAllConnections();
       });
     },

@@ -82,9 +82,6 @@ export interface MockRequestRecord {
 export interface MockModel {
   /** Base URL for `base_url` in config.toml: http://127.0.0.1:PORT/v1 */
   readonly url: string;
-  readonly port: number;
-  /** Current fallback mode. */
-  readonly mode: MockMode;
   /** Number of POST /v1/responses received. */
   readonly requests: number;
   /** One record per POST /v1/responses, in arrival order. */

@@ -38,14 +38,9 @@ export type ServerRequest<J = unknown> = LogEntry<J> & { kind: 'serverRequest' }
 /** One short line for a log entry: method plus the fields that matter for goal recovery. */
 export function describe(e: LogEntry): string {
   const p: unknown = e.params ?? {};
-  switch (e.kind) {
-    case 'response':
-      return `#${e.seq} reply(${e.method})${e.error ? ` ERROR ${e.error.code} ${e.error.message}` : ''}`;
-    case 'serverRequest':
-      return `#${e.seq} request ${e.method} id=${String(e.id)}`;
-    default:
-      break;
-  }
+  if (e.kind === 'response')
+    return `#${e.seq} reply(${e.method})${e.error ? ` ERROR ${e.error.code} ${e.error.message}` : ''}`;
+  if (e.kind === 'serverRequest') return `#${e.seq} request ${e.method} id=${String(e.id)}`;
   switch (e.method) {
     case 'thread/goal/updated': {
       const turnId = field(p, 'turnId');

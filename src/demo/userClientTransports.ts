@@ -45,6 +45,5 @@ export function wsTransport(ws: WebSocket): Transport {
 
 /** A frame's text: ws delivers a Buffer per message (binaryType "nodebuffer", the default). */
 function rawText(data: WebSocket.RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString();
-  return Array.isArray(data) ? Buffer.concat(data).toString() : Buffer.from(data).toString();
+  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString();
 }
