@@ -156,20 +156,27 @@ export type CliArgs =
 
 export class UsageError extends Error {}
 
+type Values = Record<string, string | boolean | undefined>;
+
 /** The help topic of a command's name (pause, retry, ... share the control commands' help). */
 function helpTopic(command: string): HelpTopic | null {
   if (command === 'watch' || command === 'status') return command;
   return isControlVerb(command) ? 'control' : null;
 }
 
-/** Flags that take a number: a negative one (`--base-delay -1`) is their value, said as out of range. */
-const NUMBER_FLAGS = ['--base-delay', '--max-delay', '--max-attempts', '--recovery-budget'];
+/** Flags that take a number (and their bounds): a negative one (`--base-delay -1`) is their value, out of range. */
+const NUMBER_FLAGS = {
+  'base-delay': 'baseDelaySeconds',
+  'max-delay': 'maxDelaySeconds',
+  'max-attempts': 'maxAttempts',
+  'recovery-budget': 'recoveryBudget',
+} as const;
 
 function joinNegativeNumbers(args: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const next = args[i + 1];
-    if (NUMBER_FLAGS.includes(args[i]) && next !== undefined && /^-\d|^-\.\d/.test(next)) {
+    if (args[i].slice(2) in NUMBER_FLAGS && next !== undefined && /^-\d|^-\.\d/.test(next)) {
       out.push(`${args[i]}=${next}`);
       i += 1;
     } else out.push(args[i]);
@@ -246,7 +253,7 @@ export function parseCli(
   } catch (error) {
     throw new UsageError(errorText(error));
   }
-  const v = parsed.values as Record<string, string | boolean | undefined>;
+  const v = parsed.values as Values;
   if (v.help) return { command: 'help', topic: helpTopic(command) };
   const home = v['codex-home'];
   if (typeof home === 'string' && !isDir(path.resolve(home)))
@@ -278,8 +285,8 @@ export function parseCli(
   const defaultState = given === undefined;
   if (command === 'status')
     return { command, statePath, defaultState, json: v.json === true, target: target as SharedTarget };
-  const baseDelayMs = seconds(v['base-delay'], '--base-delay', 'baseDelaySeconds');
-  const maxDelayMs = seconds(v['max-delay'], '--max-delay', 'maxDelaySeconds');
+  const baseDelayMs = policyNumber(v, 'base-delay');
+  const maxDelayMs = policyNumber(v, 'max-delay');
   const base = baseDelayMs ?? DEFAULT_OPTIONS.baseDelayMs;
   if ((maxDelayMs ?? DEFAULT_OPTIONS.maxDelayMs) < base)
     throw new UsageError(
@@ -294,8 +301,8 @@ export function parseCli(
     defaultState,
     baseDelayMs,
     maxDelayMs,
-    maxAttempts: whole(v['max-attempts'], '--max-attempts', 'maxAttempts'),
-    recoveryBudget: whole(v['recovery-budget'], '--recovery-budget', 'recoveryBudget'),
+    maxAttempts: policyNumber(v, 'max-attempts'),
+    recoveryBudget: policyNumber(v, 'recovery-budget'),
     json: v.json === true,
     verbose: v.verbose === true,
     otlp: otlpChoice(v, env),
@@ -312,7 +319,7 @@ function notifyArgv(value: string | boolean | undefined): string[] | null {
 }
 
 /** `--otlp-endpoint URL | --otlp-from-codex-config` (the Codex home: --codex-home's, else $CODEX_HOME's). */
-function otlpChoice(v: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): TelemetryChoice | null {
+function otlpChoice(v: Values, env: NodeJS.ProcessEnv): TelemetryChoice | null {
   const endpoint = v['otlp-endpoint'];
   if (typeof endpoint === 'string' && v['otlp-from-codex-config'])
     throw new UsageError('--otlp-endpoint and --otlp-from-codex-config both name where to export: choose one');
@@ -327,7 +334,7 @@ function otlpChoice(v: Record<string, string | boolean | undefined>, env: NodeJS
 }
 
 /** The target of a command that talks to the leading engine: as for watch, but never --stdio. */
-function sharedTarget(command: string, v: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv) {
+function sharedTarget(command: string, v: Values, env: NodeJS.ProcessEnv) {
   const target = parseTarget(v, env);
   if (target.kind === 'stdio')
     throw new UsageError(
@@ -337,7 +344,7 @@ function sharedTarget(command: string, v: Record<string, string | boolean | unde
 }
 
 /** `--codex-home DIR | --socket PATH | --url ws://… | --stdio`, default the daemon socket under $CODEX_HOME. */
-function parseTarget(v: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): TransportTarget {
+function parseTarget(v: Values, env: NodeJS.ProcessEnv): TransportTarget {
   const chosen = ['socket', 'url', 'stdio'].filter((k) => v[k] !== undefined);
   if (chosen.length > 1)
     throw new UsageError(`choose one of --socket, --url and --stdio (got ${chosen.map((c) => `--${c}`).join(', ')})`);
@@ -363,30 +370,20 @@ function parseTarget(v: Record<string, string | boolean | undefined>, env: NodeJ
   return { kind: 'socket', path: socket };
 }
 
-/** `--base-delay S`, `--max-delay S`: seconds within the policy's bounds, as ms. */
-function seconds(
-  value: string | boolean | undefined,
-  flag: string,
-  key: 'baseDelaySeconds' | 'maxDelaySeconds',
-): number | undefined {
-  if (value === undefined || typeof value !== 'string') return undefined;
+/**
+ * A number flag within the policy's bounds: `--base-delay S`, `--max-delay S` in seconds (fractions
+ * allowed), as ms; `--max-attempts N`, `--recovery-budget N` a whole number.
+ */
+function policyNumber(v: Values, flag: keyof typeof NUMBER_FLAGS): number | undefined {
+  const value = v[flag];
+  if (typeof value !== 'string') return undefined;
+  const key = NUMBER_FLAGS[flag];
+  const inSeconds = key === 'baseDelaySeconds' || key === 'maxDelaySeconds';
   const n = Number(value);
   const { min, max } = POLICY_LIMITS[key];
-  if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
-    throw new UsageError(`${flag} takes a number of seconds ${range(key)} (got "${value}")`);
-  return Math.round(n * 1000);
-}
-
-/** `--max-attempts N`, `--recovery-budget N`: a whole number within the policy's bounds. */
-function whole(
-  value: string | boolean | undefined,
-  flag: string,
-  key: 'maxAttempts' | 'recoveryBudget',
-): number | undefined {
-  if (value === undefined || typeof value !== 'string') return undefined;
-  const n = Number(value);
-  const { min, max } = POLICY_LIMITS[key];
-  if (value.trim() === '' || !Number.isSafeInteger(n) || n < min || n > max)
-    throw new UsageError(`${flag} takes a whole number ${range(key)} (got "${value}")`);
-  return n;
+  if (value.trim() === '' || !(inSeconds ? Number.isFinite(n) : Number.isSafeInteger(n)) || n < min || n > max)
+    throw new UsageError(
+      `--${flag} takes ${inSeconds ? 'a number of seconds' : 'a whole number'} ${range(key)} (got "${value}")`,
+    );
+  return inSeconds ? Math.round(n * 1000) : n;
 }
