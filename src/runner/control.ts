@@ -42,36 +42,22 @@ export type Reach =
   /** No engine runs (or none can be reached); `reason` says which, in words. */
   | { kind: 'none'; reason: string; unsafe: boolean };
 
-export interface ReachOptions {
-  /** How long the connect and the leader's welcome may take. Default 5 s. */
-  timeoutMs?: number;
-  /** Diagnostics (lines the leader sent that were dropped, and so on). */
-  log?: (message: string) => void;
-}
-
 /** Where the engine connects, in words: for messages, `status`, and the snapshot the followers show. */
 export function describeTarget(target: TransportTarget): string {
-  switch (target.kind) {
-    case 'socket':
-      return target.path;
-    case 'url':
-      return target.url;
-    case 'stdio':
-      return [target.command, ...target.args].join(' ');
-  }
+  if (target.kind === 'socket') return target.path;
+  return target.kind === 'url' ? target.url : [target.command, ...target.args].join(' ');
 }
+
+/** How long the connect and the leader's welcome may take. */
+const REACH_TIMEOUT_MS = 5_000;
 
 /**
  * Connects to the engine that leads for `target`'s daemon, or says why there is none. Throws only
  * for what is neither (a leader that does not answer in time, a socket error other than "nobody
  * there"): the caller reports it as an error.
  */
-export async function reachLeader(
-  target: SharedTarget,
-  env: NodeJS.ProcessEnv = process.env,
-  opts: ReachOptions = {},
-): Promise<Reach> {
-  const timeoutMs = opts.timeoutMs ?? 5_000;
+export async function reachLeader(target: SharedTarget, env: NodeJS.ProcessEnv = process.env): Promise<Reach> {
+  const timeoutMs = REACH_TIMEOUT_MS;
   const election = electionFor(target);
   // Socket and URL targets always have an election; the check keeps the types honest.
   if (!election) return { kind: 'none', reason: `${describeTarget(target)} has no election`, unsafe: false };
@@ -85,16 +71,13 @@ export async function reachLeader(
   try {
     await ensurePrivateDir(dir);
   } catch (error) {
-    return {
-      kind: 'none',
-      reason: `no engine can be reached for ${describeTarget(target)}: ${(error as Error).message}`,
-      unsafe: true,
-    };
+    const reason = `no engine can be reached for ${describeTarget(target)}: ${(error as Error).message}`;
+    return { kind: 'none', reason, unsafe: true };
   }
   const socketPath = leaderSocketPath(dir, election.name);
   const socket = await connectSocket(socketPath, timeoutMs);
   if (socket === 'nobody') return none(`nobody listens on ${socketPath}`);
-  const conn = new FollowerConnection(socket, { log: opts.log, commandTimeoutMs: 30_000 });
+  const conn = new FollowerConnection(socket, { commandTimeoutMs: 30_000 });
   let timer: NodeJS.Timeout | undefined;
   try {
     const pid = await Promise.race([
@@ -159,15 +142,10 @@ function connectSocket(socketPath: string, timeoutMs: number): Promise<net.Socke
 
 /**
  * The leader's snapshot: the one it pushed after its welcome, or the next one within `timeoutMs`.
- * `newerThan`: only a snapshot taken after this time (ms) counts (to see a command's effect).
  * Resolves null when none came in time or the connection closed; a snapshot that does not parse
  * is skipped (an older or newer leader's: the next may).
  */
-export function leaderSnapshot(
-  conn: FollowerConnection,
-  timeoutMs: number,
-  newerThan = -Infinity,
-): Promise<EngineSnapshot | null> {
+export function leaderSnapshot(conn: FollowerConnection, timeoutMs: number): Promise<EngineSnapshot | null> {
   return new Promise((resolve) => {
     let done = false;
     const finish = (value: EngineSnapshot | null) => {
@@ -181,7 +159,7 @@ export function leaderSnapshot(
     const timer = setTimeout(() => finish(null), timeoutMs);
     const offState = conn.onState((value) => {
       const snapshot = parseSnapshot(value);
-      if (snapshot && snapshot.at > newerThan) finish(snapshot);
+      if (snapshot) finish(snapshot);
     });
     const offClose = conn.onClose(() => finish(null));
   });
