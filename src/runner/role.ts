@@ -53,21 +53,17 @@ export interface RunnerRoleOptions {
 export const RUNNER_WHO = 'runner';
 
 /** The runner's engine as a term runs it: the commands by name. */
-class RunnerTerm implements TermEngine {
-  constructor(readonly engine: Engine) {}
-  start(): Promise<void> {
-    return this.engine.start();
-  }
-  stop(): Promise<void> {
-    return this.engine.stop();
-  }
-  snapshot(): EngineSnapshot {
-    return this.engine.snapshot();
-  }
-  run(command: Parameters<TermEngine['run']>[0], threadId?: string): Promise<void> {
-    return runCommand(this.engine.commands, command, threadId);
-  }
+function runnerTerm(engine: Engine): RunnerTerm {
+  return {
+    engine,
+    start: () => engine.start(),
+    stop: () => engine.stop(),
+    snapshot: () => engine.snapshot(),
+    run: (command: Parameters<TermEngine['run']>[0], threadId?: string) =>
+      runCommand(engine.commands, command, threadId),
+  };
 }
+type RunnerTerm = TermEngine & { engine: Engine };
 
 export class RunnerRole {
   private readonly elected: ElectedEngine<RunnerTerm>;
@@ -79,7 +75,7 @@ export class RunnerRole {
       election: opts.election,
       who: RUNNER_WHO,
       makeEngine: (seed, events) =>
-        new RunnerTerm(
+        runnerTerm(
           opts.makeEngine(
             seed,
             () => events.changed(),
@@ -103,8 +99,8 @@ export class RunnerRole {
       onAlone: (error) =>
         opts.onWarning(`leader election unavailable (${error.message}); this runner runs the engine without it`),
       onWarning: (message) => opts.onWarning(message),
-      ...(opts.log && { log: opts.log }),
-      ...(opts.broadcastMs !== undefined && { broadcastMs: opts.broadcastMs }),
+      log: opts.log,
+      broadcastMs: opts.broadcastMs,
     });
     this.fatal = this.elected.fatal;
   }
