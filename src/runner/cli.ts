@@ -20,6 +20,7 @@ import {
   UsageError,
   USAGE,
   type ControlArgs,
+  type ControlVerb,
   type StatusArgs,
   type WatchArgs,
 } from './args';
@@ -39,7 +40,7 @@ import { decisionLevel, type Level, RunnerLines, type RunnerLineType, withPriori
 import { roleLine, roleObject, RunnerRole } from './role';
 import { errorText } from '../util/errorText';
 import { startTelemetry, type Telemetry } from '../telemetry/index';
-import { openNotifier } from './notify';
+import { Notifier } from './notify';
 
 export async function main(argv: string[]): Promise<number> {
   let args;
@@ -52,20 +53,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
-  switch (args.command) {
-    case 'help':
-      process.stdout.write(`${args.topic ? commandHelp(args.topic) : USAGE}\n`);
-      return 0;
-    case 'version':
-      process.stdout.write(`codex-goal-recovery ${VERSION}\n`);
-      return 0;
-    case 'status':
-      return status(args);
-    case 'control':
-      return control(args);
-    case 'watch':
-      return watch(args);
-  }
+  if (args.command === 'help') process.stdout.write(`${args.topic ? commandHelp(args.topic) : USAGE}\n`);
+  else if (args.command === 'version') process.stdout.write(`codex-goal-recovery ${VERSION}\n`);
+  else return args.command === 'status' ? status(args) : args.command === 'control' ? control(args) : watch(args);
+  return 0;
 }
 
 export function engineOptions(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): EngineOptions {
@@ -125,11 +116,15 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     process.stderr.write(`${writesToJournal(env, 2) ? withPriority('error', text) : text}\n`);
   };
   // --notify: a program run on a give-up, a goal that needs a person, a spent budget (notify.ts).
-  const notifier = openNotifier(args.notify, env, (level, f, m) => say(level, 'notify', { message: m, ...f }, m), {
-    target,
-    watchOf: (id) => role.runningEngine?.watch(id) ?? null,
-    log: debug,
-  });
+  // Its timeout: 10 s, or CODEX_GOAL_RECOVERY_NOTIFY_TIMEOUT_S (tuning for tests, not a flag).
+  const notifier =
+    args.notify &&
+    new Notifier(args.notify, (level, f, m) => say(level, 'notify', { message: m, ...f }, m), {
+      target,
+      watchOf: (id) => role.runningEngine?.watch(id) ?? null,
+      log: debug,
+      timeoutMs: tunedMs(env.CODEX_GOAL_RECOVERY_NOTIFY_TIMEOUT_S),
+    });
   const options = engineOptions(args, env);
   const election = electionFor(args.target);
   debug(
@@ -187,10 +182,8 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   });
   // Listening from the start: a signal while the runner is still starting stops it cleanly too.
   const signalled = new Promise<{ signal: NodeJS.Signals }>((resolve) => {
-    process.once('SIGINT', () => resolve({ signal: 'SIGINT' }));
-    process.once('SIGTERM', () => resolve({ signal: 'SIGTERM' }));
-    // A closed terminal or SSH session (and a service manager's hang-up): stopped as by SIGTERM.
-    process.once('SIGHUP', () => resolve({ signal: 'SIGHUP' }));
+    // SIGHUP: a closed terminal or SSH session (and a service manager's hang-up): stopped as by SIGTERM.
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => resolve({ signal }));
     // The reader went away (piped into `head`, a closed log pipe): stopped as by SIGPIPE, cleanly,
     // where Node would die on the unhandled write error. Later writes fail the same way: ignored.
     process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -317,22 +310,14 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
 }
 
 /** What a control command did, in words. */
-function doneText(args: ControlArgs): string {
-  switch (args.verb) {
-    case 'pause':
-      return 'auto-recovery paused for every thread';
-    case 'resume':
-      return 'auto-recovery resumed';
-    case 'arm':
-      return `armed ${args.threadId}: watched from now on`;
-    case 'disarm':
-      return `disarmed ${args.threadId}: not recovered until rearm`;
-    case 'rearm':
-      return `re-armed ${args.threadId}`;
-    case 'retry':
-      return `retry of ${args.threadId} asked: its recovery is due now`;
-  }
-}
+const DONE_TEXT: Record<ControlVerb, (threadId: string | null) => string> = {
+  pause: () => 'auto-recovery paused for every thread',
+  resume: () => 'auto-recovery resumed',
+  arm: (t) => `armed ${t}: watched from now on`,
+  disarm: (t) => `disarmed ${t}: not recovered until rearm`,
+  rearm: (t) => `re-armed ${t}`,
+  retry: (t) => `retry of ${t} asked: its recovery is due now`,
+};
 
 /**
  * pause | resume | arm | disarm | rearm | retry: sent to the engine that leads, over the election
@@ -382,7 +367,7 @@ async function control(args: ControlArgs, env: NodeJS.ProcessEnv = process.env):
   process.stdout.write(
     args.json
       ? `${JSON.stringify({ ok: true, ...base, leader })}\n`
-      : `${doneText(args)} (by the engine that leads: ${leaderText(leader)})\n`,
+      : `${DONE_TEXT[args.verb](args.threadId)} (by the engine that leads: ${leaderText(leader)})\n`,
   );
   return EXIT.ok;
 }

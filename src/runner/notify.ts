@@ -25,13 +25,11 @@ export const NOTIFY_STOP_MS = 2_000;
 /** The longest `reason` and `title` a payload carries (an argument has a size limit). */
 export const TEXT_MAX = 1_000;
 
-export type NotifyType = 'gave-up' | 'attention' | 'budget-spent';
-
 /** The JSON argument: every key always present (null where the event has no such value). */
 export interface NotifyPayload {
   source: 'codex-goal-recovery';
   version: string;
-  type: NotifyType;
+  type: 'gave-up' | 'attention' | 'budget-spent';
   ts: string;
   target: string;
   threadId: string;
@@ -109,22 +107,6 @@ export interface NotifierOptions {
   maxRunning?: number;
   /** A run that worked (--verbose: a debug line). */
   log?: (message: string) => void;
-}
-
-/**
- * The notifier `--notify` asks for, or null. Its timeout: 10 s, or
- * CODEX_GOAL_RECOVERY_NOTIFY_TIMEOUT_S (tuning for tests, not a flag).
- */
-export function openNotifier(
-  argv: string[] | null,
-  env: NodeJS.ProcessEnv,
-  report: NotifyReport,
-  opts: Omit<NotifierOptions, 'timeoutMs'>,
-): Notifier | null {
-  if (argv === null) return null;
-  const tuned = Number(env.CODEX_GOAL_RECOVERY_NOTIFY_TIMEOUT_S);
-  const timeoutMs = Number.isFinite(tuned) && tuned > 0 ? Math.round(tuned * 1000) : undefined;
-  return new Notifier(argv, report, { ...opts, ...(timeoutMs !== undefined && { timeoutMs }) });
 }
 
 /** A notify line: `warning` for a failure or a drop, `notice` when the program works again. */
