@@ -35,11 +35,7 @@ export function sharedStatePath(env: NodeJS.ProcessEnv = process.env): string {
  * private stdio child `stdio:` and its Codex home (its threads are that home's).
  */
 export function daemonKey(target: TransportTarget): string {
-  return electionKey(target) ?? `stdio:${target.kind === 'stdio' ? stdioHome(target) : ''}`;
-}
-
-function stdioHome(target: Extract<TransportTarget, { kind: 'stdio' }>): string {
-  return defaultCodexHome(target.env ?? process.env);
+  return electionKey(target) ?? `stdio:${targetHome(target) ?? ''}`;
 }
 
 /** The default state file of the daemon `target` reaches. */
@@ -60,7 +56,7 @@ export function targetHome(target: TransportTarget): string | null {
         : null;
     }
     case 'stdio':
-      return stdioHome(target);
+      return defaultCodexHome(target.env ?? process.env);
     case 'url':
       return null;
   }
@@ -103,12 +99,10 @@ export interface RunnerStoreOptions {
   guard: WriteGuard;
   /** The takeover's one line, when there is one. */
   onTakeover: (text: string, takeover: Takeover) => void;
-  env?: NodeJS.ProcessEnv;
 }
 
 /** The runner's store for one term: the daemon's file, stamped, taking over the shared file once. */
-export function runnerStore(opts: RunnerStoreOptions): StateStore {
-  const env = opts.env ?? process.env;
+export function runnerStore(opts: RunnerStoreOptions, env = process.env): StateStore {
   const file = new JsonFileStore(opts.statePath, { guard: opts.guard, daemon: daemonKey(opts.target) });
   if (!opts.defaultPath) return file;
   return new SharedTakeoverStore(file, sharedStatePath(env), claimant(opts.target, env), (t) =>
