@@ -99,8 +99,16 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
     complain(otherDaemon);
     return EXIT.usage;
   }
-  // --otlp-endpoint, --otlp-from-codex-config: the engine's own decisions, exported too (docs/telemetry.md).
-  const telemetry = openTelemetry(args, env, say);
+  // --otlp-endpoint, --otlp-from-codex-config: the engine's own decisions, exported too (docs/telemetry.md),
+  // said in a line (where to, or why nothing is sent). Its interval: 5 s, or
+  // CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S (tuning for tests, not a flag).
+  let telemetry: Telemetry | null = null;
+  if (args.otlp !== null) {
+    const log = (level: 'warning' | 'notice', message: string) => say(level, 'telemetry', { message }, message);
+    const started = startTelemetry(args.otlp, log, tunedMs(env.CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S));
+    log(started.level, started.message);
+    telemetry = started.telemetry;
+  }
   const decided = (d: Decision) => {
     const level = decisionLevel(d);
     // Debug decisions (the quiet reconnect tries while the daemon is away) only with --verbose.
@@ -228,23 +236,6 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
 
 /** How long the export's last try may hold a stop. */
 const TELEMETRY_STOP_MS = 2_000;
-
-/**
- * The export the flags ask for, started, with its line (where to, or why nothing is sent), or
- * null. Its interval: 5 s, or CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S (tuning for tests, not a flag).
- */
-function openTelemetry(
-  args: WatchArgs,
-  env: NodeJS.ProcessEnv,
-  say: (level: Level, type: RunnerLineType, fields: Record<string, unknown>, text: string) => void,
-): Telemetry | null {
-  if (args.otlp === null) return null;
-  const interval = tunedMs(env.CODEX_GOAL_RECOVERY_OTLP_INTERVAL_S);
-  const log = (level: 'warning' | 'notice', message: string) => say(level, 'telemetry', { message }, message);
-  const started = startTelemetry(args.otlp, log, interval);
-  log(started.level, started.message);
-  return started.telemetry;
-}
 
 /** How long the leader may take to push its snapshot after its welcome. */
 const SNAPSHOT_TIMEOUT_MS = 5_000;
