@@ -5,7 +5,7 @@ import { LineParts } from './lineParts';
 import { parseActivationBytes, parseMarkerBytes } from './markerLines';
 import { parseTurnLimitBytes } from './rateLimitLines';
 import type { RateLimitSnapshot } from '../protocol/schema';
-import { fileSize, limits, NL, openRollout, readExactly, type ScanOptions } from './rolloutFile';
+import { limits, NL, withRollout, type ScanOptions } from './rolloutFile';
 import type { Marker } from '../model/watch';
 
 export interface LastMarkerOptions extends ScanOptions {
@@ -103,9 +103,7 @@ async function scanBackward<T>(
   if (!Number.isSafeInteger(minOffset) || minOffset < 0) {
     throw new RangeError(`${caller}(${path}): minOffset must be a non-negative integer, got ${minOffset}`);
   }
-  const fh = await openRollout(path);
-  try {
-    const size = await fileSize(fh, path);
+  return withRollout(path, async (size, readExactly) => {
     // No larger than what there is to read: a short rollout (most, when many threads are armed at
     // once) takes a small buffer, from Node's pool, not a 64 KiB one each.
     const buf = Buffer.allocUnsafe(Math.max(1, Math.min(chunkSize, size - minOffset)));
@@ -120,7 +118,7 @@ async function scanBackward<T>(
       const start = Math.max(minOffset, pos - chunkSize);
       const len = pos - start;
       opts.onRead?.(start, len);
-      await readExactly(fh, buf, len, start, path);
+      await readExactly(buf, len, start);
       bytesRead += len;
       const view = buf.subarray(0, len);
       let cursor = len; // view[cursor..] is processed
@@ -153,7 +151,5 @@ async function scanBackward<T>(
       if (value !== null) return { hit: { value, offset: minOffset }, size, nextOffset, bytesRead };
     }
     return { hit: null, size, nextOffset: nextOffset ?? Math.min(minOffset, size), bytesRead };
-  } finally {
-    await fh.close().catch(() => undefined);
-  }
+  });
 }

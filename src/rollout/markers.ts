@@ -16,7 +16,7 @@
 import { findLastActivation } from './backwardLookups';
 import { LineParts } from './lineParts';
 import { parseGoalBytes, parseMarkerBytes } from './markerLines';
-import { fileSize, limits, NL, openRollout, readExactly, type ScanOptions } from './rolloutFile';
+import { limits, NL, withRollout, type ScanOptions } from './rolloutFile';
 import type { GoalStatus, Marker } from '../model/watch';
 
 export type { ScanOptions } from './rolloutFile';
@@ -77,9 +77,7 @@ export async function scanForMarkers(
   if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) {
     throw new RangeError(`scanForMarkers(${path}): fromOffset must be a non-negative integer, got ${fromOffset}`);
   }
-  const fh = await openRollout(path);
-  try {
-    const size = await fileSize(fh, path);
+  return withRollout(path, async (size, readExactly) => {
     // Sized for what is new (usually a few lines): a full chunk per look, for every thread on
     // every event, was most of the engine's garbage. Grown to a chunk if more must be read.
     let buf = Buffer.allocUnsafe(Math.max(1, Math.min(chunkSize, size - Math.max(0, fromOffset - 1))));
@@ -101,7 +99,7 @@ export async function scanForMarkers(
         const len = Math.min(chunkSize, size - pos);
         opts.onRead?.(pos, len);
         if (buf.length < len) buf = Buffer.allocUnsafe(chunkSize);
-        await readExactly(fh, buf, len, pos, path);
+        await readExactly(buf, len, pos);
         bytesRead += len;
         const view = buf.subarray(0, len);
         let segStart = 0;
@@ -156,9 +154,7 @@ export async function scanForMarkers(
         bytesRead,
       };
     }
-  } finally {
-    await fh.close().catch(() => undefined);
-  }
+  });
 }
 
 export interface ActivationScanResult extends IncrementalScanResult {

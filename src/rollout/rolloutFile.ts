@@ -44,70 +44,45 @@ export function limits(path: string, opts: ScanOptions): { chunkSize: number; ca
   return { chunkSize, cap };
 }
 
+/** Reads exactly `len` bytes at `position` into `buf`, or rejects with a `RolloutReadError`. */
+export type ReadExactly = (buf: Buffer, len: number, position: number) => Promise<void>;
+
+/** Node's callback API as a promise, its error a `RolloutReadError` saying `what` failed. */
+function io<T>(path: string, what: string, call: (cb: (err: Error | null, value: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) =>
+    call((err, value) => (err ? reject(readError(path, err, what)) : resolve(value))),
+  );
+}
+
 /**
- * An open rollout: a file descriptor read with Node's callback API. (A `FileHandle`'s promises
- * cost about twice the CPU per open, stat, read and close: with 10,000 watched threads, most of
- * what arming them cost the engine itself.) Its reader closes it in a `finally`.
+ * Runs `body` on the open rollout, with its size and a reader, and closes it afterwards. The file
+ * is a descriptor read with Node's callback API: a `FileHandle`'s promises cost about twice the
+ * CPU per open, stat, read and close (with 10,000 watched threads, most of what arming them cost
+ * the engine itself).
  */
-export class RolloutHandle {
-  constructor(readonly fd: number) {}
-
-  close(): Promise<void> {
-    return new Promise((resolve, reject) => fs.close(this.fd, (err) => (err ? reject(err) : resolve())));
-  }
-}
-
-export async function openRollout(path: string): Promise<RolloutHandle> {
-  try {
-    const fd = await new Promise<number>((resolve, reject) =>
-      fs.open(path, 'r', (err, fd) => (err ? reject(err) : resolve(fd))),
-    );
-    return new RolloutHandle(fd);
-  } catch (err) {
-    throw readError(path, err, 'cannot open');
-  }
-}
-
-export async function fileSize(fh: RolloutHandle, path: string): Promise<number> {
-  let st;
-  try {
-    st = await new Promise<fs.Stats>((resolve, reject) =>
-      fs.fstat(fh.fd, (err, stats) => (err ? reject(err) : resolve(stats))),
-    );
-  } catch (err) {
-    throw readError(path, err, 'cannot stat');
-  }
-  if (!st.isFile()) throw new RolloutReadError(path, 'EISDIR', `rollout ${path} is not a regular file`);
-  return st.size;
-}
-
-export async function readExactly(
-  fh: RolloutHandle,
-  buf: Buffer,
-  len: number,
-  position: number,
+export async function withRollout<T>(
   path: string,
-): Promise<void> {
-  let got = 0;
-  while (got < len) {
-    let n: number;
-    try {
-      n = await new Promise<number>((resolve, reject) =>
-        fs.read(fh.fd, buf, got, len - got, position + got, (err, bytesRead) =>
-          err ? reject(err) : resolve(bytesRead),
-        ),
-      );
-    } catch (err) {
-      throw readError(path, err, 'cannot read');
-    }
-    if (n === 0) {
-      throw new RolloutReadError(
-        path,
-        'ESHRUNK',
-        `rollout ${path} shrank while being read (expected ${len} bytes at offset ${position}, got ${got})`,
-      );
-    }
-    got += n;
+  body: (size: number, readExactly: ReadExactly) => Promise<T>,
+): Promise<T> {
+  const fd = await io<number>(path, 'cannot open', (cb) => fs.open(path, 'r', cb));
+  try {
+    const st = await io<fs.Stats>(path, 'cannot stat', (cb) => fs.fstat(fd, cb));
+    if (!st.isFile()) throw new RolloutReadError(path, 'EISDIR', `rollout ${path} is not a regular file`);
+    return await body(st.size, async (buf, len, position) => {
+      for (let got = 0; got < len;) {
+        const n = await io<number>(path, 'cannot read', (cb) => fs.read(fd, buf, got, len - got, position + got, cb));
+        if (n === 0) {
+          throw new RolloutReadError(
+            path,
+            'ESHRUNK',
+            `rollout ${path} shrank while being read (expected ${len} bytes at offset ${position}, got ${got})`,
+          );
+        }
+        got += n;
+      }
+    });
+  } finally {
+    await new Promise((resolve) => fs.close(fd, resolve));
   }
 }
 
