@@ -15,14 +15,7 @@ const VALID_STATUSES: ReadonlySet<string> = new Set(GOAL_STATUSES);
  * unknown status). Cheap for non-markers: a substring test comes before JSON.parse.
  */
 export function parseMarkerLine(line: string): GoalStatus | null {
-  if (!line.includes(PREFILTER)) return null;
-  let obj: unknown;
-  try {
-    obj = JSON.parse(line);
-  } catch {
-    return null;
-  }
-  return markerStatusOf(obj);
+  return line.includes(PREFILTER) ? markerStatusOf(parseJson(line)) : null;
 }
 
 /** `parseMarkerLine` on a line already parsed (`JSON.parse` of the whole line). */
@@ -55,56 +48,50 @@ function statusIn(text: string): GoalStatus | null {
   return last !== null && VALID_STATUSES.has(last) ? (last as GoalStatus) : null;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** `JSON.parse(text)`, or undefined when `text` is not JSON. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 const GOAL_EVENT_PREFILTER = 'thread_goal_updated';
 const GOAL_LINE_PREFILTERS = ['update_goal', GOAL_EVENT_PREFILTER];
 
+type GoalChange = { by: 'model' | 'event'; status: GoalStatus };
+
 /** A model `update_goal` call or a `thread_goal_updated` event with its status; null otherwise. */
-export function parseGoalLine(line: string): { by: 'model' | 'event'; status: GoalStatus } | null {
-  if (!GOAL_LINE_PREFILTERS.some((p) => line.includes(p))) return null;
-  let obj: unknown;
-  try {
-    obj = JSON.parse(line);
-  } catch {
-    return null;
-  }
-  return goalLineOf(obj);
+export function parseGoalLine(line: string): GoalChange | null {
+  return GOAL_LINE_PREFILTERS.some((p) => line.includes(p)) ? goalLineOf(parseJson(line)) : null;
 }
 
 /** `parseGoalLine` on a line already parsed (`JSON.parse` of the whole line). */
-export function goalLineOf(obj: unknown): { by: 'model' | 'event'; status: GoalStatus } | null {
+export function goalLineOf(obj: unknown): GoalChange | null {
   if (!isRecord(obj) || !isRecord(obj.payload)) return null;
   const payload = obj.payload;
+  let by: GoalChange['by'];
+  let goal: unknown;
   if (
     obj.type === 'response_item' &&
     payload.type === 'function_call' &&
     payload.name === 'update_goal' &&
     typeof payload.arguments === 'string'
   ) {
-    let args: unknown;
-    try {
-      args = JSON.parse(payload.arguments);
-    } catch {
-      return null;
-    }
-    const status = isRecord(args) ? args.status : undefined;
-    return typeof status === 'string' && VALID_STATUSES.has(status)
-      ? { by: 'model', status: status as GoalStatus }
-      : null;
-  }
-  if (obj.type === 'event_msg' && payload.type === 'thread_goal_updated' && isRecord(payload.goal)) {
-    const status = payload.goal.status;
-    return typeof status === 'string' && VALID_STATUSES.has(status)
-      ? { by: 'event', status: status as GoalStatus }
-      : null;
-  }
-  return null;
+    [by, goal] = ['model', parseJson(payload.arguments)];
+  } else if (obj.type === 'event_msg' && payload.type === 'thread_goal_updated') {
+    [by, goal] = ['event', payload.goal];
+  } else return null;
+  const status = isRecord(goal) ? goal.status : undefined;
+  return typeof status === 'string' && VALID_STATUSES.has(status) ? { by, status: status as GoalStatus } : null;
 }
 
-export function parseGoalBytes(line: Buffer): { by: 'model' | 'event'; status: GoalStatus } | null {
+export function parseGoalBytes(line: Buffer): GoalChange | null {
   if (!GOAL_LINE_PREFILTERS.some((p) => line.indexOf(p) >= 0)) return null;
   return parseGoalLine(line.toString('utf8'));
 }

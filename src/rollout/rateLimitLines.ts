@@ -3,7 +3,7 @@
 // the provider's headers): docs/daemon-behaviour.md (r). Read as the protocol's
 // `RateLimitSnapshot`; unknown fields are ignored, a malformed line is no snapshot.
 import { RateLimitsUpdatedSchema, type RateLimitSnapshot } from '../protocol/schema';
-import { parseActivationBytes } from './markerLines';
+import { isRecord, parseActivationBytes, parseJson } from './markerLines';
 
 const TOKEN_COUNT = 'token_count';
 const TASK_STARTED = 'task_started';
@@ -50,15 +50,6 @@ function windowOf(w: unknown): unknown {
 }
 
 function eventPayload(line: string): Record<string, unknown> | null {
-  let obj: unknown;
-  try {
-    obj = JSON.parse(line);
-  } catch {
-    return null;
-  }
+  const obj = parseJson(line);
   return isRecord(obj) && obj.type === 'event_msg' && isRecord(obj.payload) ? obj.payload : null;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
