@@ -16,9 +16,8 @@ export interface LastMarkerOptions extends ScanOptions {
   minOffset?: number;
 }
 
-export interface LastMarkerResult {
-  /** The last complete user goal-status marker line in the file, or null. */
-  marker: Marker | null;
+/** What every backward lookup read. */
+interface BackwardScan {
   /** File size when the lookup started. */
   size: number;
   /**
@@ -28,6 +27,11 @@ export interface LastMarkerResult {
   nextOffset: number;
   /** Bytes read from the file. */
   bytesRead: number;
+}
+
+export interface LastMarkerResult extends BackwardScan {
+  /** The last complete user goal-status marker line in the file, or null. */
+  marker: Marker | null;
 }
 
 /**
@@ -40,15 +44,9 @@ export async function findLastMarker(path: string, opts: LastMarkerOptions = {})
   return { marker: hit && { status: hit.value, offset: hit.offset }, ...rest };
 }
 
-export interface LastActivationResult {
+export interface LastActivationResult extends BackwardScan {
   /** Start of the last complete `thread_goal_updated` line whose goal is active, or null. */
   offset: number | null;
-  /** File size when the lookup started. */
-  size: number;
-  /** End of the last complete line (= `size` unless the file ends in a partial line). */
-  nextOffset: number;
-  /** Bytes read from the file. */
-  bytesRead: number;
 }
 
 /**
@@ -80,11 +78,8 @@ export async function findTurnRateLimits(
   return hit !== null && 'snapshot' in hit.value ? hit.value.snapshot : null;
 }
 
-interface BackwardResult<T> {
+interface BackwardResult<T> extends BackwardScan {
   hit: { value: T; offset: number } | null;
-  size: number;
-  nextOffset: number;
-  bytesRead: number;
 }
 
 /**
@@ -112,7 +107,6 @@ async function scanBackward<T>(
     let nextOffset: number | null = null;
     // The end part of the line being assembled (it starts before the current chunk).
     const parts = new LineParts(cap, 'backward');
-    let overlong = false;
     let pos = size;
     while (pos > minOffset) {
       const start = Math.max(minOffset, pos - chunkSize);
@@ -127,26 +121,20 @@ async function scanBackward<T>(
         if (nl < 0) break;
         if (nextOffset === null) {
           nextOffset = start + nl + 1; // bytes after the last "\n" are a partial line
-        } else if (!overlong) {
-          const seg = view.subarray(nl + 1, cursor);
-          if (seg.length + parts.length <= cap) {
-            const value = match(parts.line(seg));
-            if (value !== null) return { hit: { value, offset: start + nl + 1 }, size, nextOffset, bytesRead };
-          }
+        } else {
+          const line = parts.line(view.subarray(nl + 1, cursor));
+          const value = line && match(line);
+          if (value !== null) return { hit: { value, offset: start + nl + 1 }, size, nextOffset, bytesRead };
         }
         parts.clear();
-        overlong = false;
         cursor = nl;
       }
       // view[0..cursor) continues a line that starts in an earlier chunk.
-      if (nextOffset !== null && !overlong && cursor > 0 && !parts.add(view.subarray(0, cursor))) {
-        overlong = true;
-        parts.clear();
-      }
+      if (nextOffset !== null && cursor > 0) parts.add(view.subarray(0, cursor));
       pos = start;
     }
     // The file's first line (or the one at minOffset).
-    if (nextOffset !== null && !overlong && parts.length > 0) {
+    if (nextOffset !== null && parts.length > 0) {
       const value = match(parts.stored());
       if (value !== null) return { hit: { value, offset: minOffset }, size, nextOffset, bytesRead };
     }

@@ -11,30 +11,36 @@ export class LineParts {
   private buf: Buffer = Buffer.alloc(0);
   /** Bytes held. */
   length = 0;
+  /** The line has grown past the cap: it is skipped, nothing of it is kept. */
+  private overlong = false;
 
   constructor(
     private readonly cap: number,
     private readonly direction: 'forward' | 'backward',
   ) {}
 
-  /** Adds bytes read next (after the part forwards, before it backwards); false if the line would exceed the cap. */
-  add(bytes: Buffer): boolean {
+  /** Adds bytes read next (after the part forwards, before it backwards); past the cap, the line is overlong. */
+  add(bytes: Buffer): void {
     const total = this.length + bytes.length;
-    if (total > this.cap) return false;
+    if (this.overlong || total > this.cap) {
+      this.clear();
+      this.overlong = true;
+      return;
+    }
     this.reserve(total);
     bytes.copy(this.buf, this.direction === 'forward' ? this.length : this.buf.length - total);
     this.length = total;
-    return true;
   }
 
   /**
-   * The whole line: the part with `seg`, its last (forwards) or first (backwards) bytes. A view, valid
-   * until the next call.
+   * The whole line: the part with `seg`, its last (forwards) or first (backwards) bytes; null if it
+   * is longer than the cap. A view, valid until the next call.
    */
-  line(seg: Buffer): Buffer {
+  line(seg: Buffer): Buffer | null {
+    if (this.overlong || this.length + seg.length > this.cap) return null;
     if (this.length === 0) return seg;
     const held = this.length;
-    if (!this.add(seg)) throw new RangeError('line longer than the cap'); // callers check first
+    this.add(seg);
     const line = this.stored();
     this.length = held;
     return line;
@@ -47,8 +53,10 @@ export class LineParts {
       : this.buf.subarray(this.buf.length - this.length);
   }
 
+  /** Starts the next line. */
   clear(): void {
     this.length = 0;
+    this.overlong = false;
   }
 
   private reserve(n: number): void {

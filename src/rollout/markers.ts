@@ -91,7 +91,6 @@ export async function scanForMarkers(
       let lineStart = begin;
       // The start of a line that ends in a later chunk.
       const parts = new LineParts(cap, 'forward');
-      let overlong = false;
       // Read the byte before `begin` too: it must be a "\n" if `begin` is still a line start.
       let pos = begin > 0 && begin < size ? begin - 1 : begin;
       let checkBoundary = pos < begin;
@@ -115,33 +114,17 @@ export async function scanForMarkers(
         while (segStart <= len) {
           const nl = view.indexOf(NL, segStart);
           if (nl < 0) break;
-          if (!overlong) {
-            const seg = view.subarray(segStart, nl);
-            if (seg.length + parts.length <= cap) {
-              const line = parts.line(seg);
-              const status = parseMarkerBytes(line);
-              if (status !== null) {
-                markers.push({ status, offset: lineStart });
-                if (markers.length > maxMarkers) markers.splice(0, markers.length - maxMarkers);
-              } else {
-                const goal = parseGoalBytes(line);
-                if (goal !== null) {
-                  goalLines.push({ ...goal, offset: lineStart });
-                  if (goalLines.length > maxMarkers) goalLines.splice(0, goalLines.length - maxMarkers);
-                }
-              }
-            }
-          }
+          const line = parts.line(view.subarray(segStart, nl));
+          const status = line && parseMarkerBytes(line);
+          const goal = line && status === null ? parseGoalBytes(line) : null;
+          if (status !== null) keepLast(markers, { status, offset: lineStart }, maxMarkers);
+          if (goal !== null) keepLast(goalLines, { ...goal, offset: lineStart }, maxMarkers);
           parts.clear();
-          overlong = false;
           lineStart = pos + nl + 1;
           segStart = nl + 1;
         }
         // view[segStart..] starts (or continues) a line that ends in a later chunk.
-        if (segStart < len && !overlong && !parts.add(view.subarray(segStart))) {
-          overlong = true;
-          parts.clear();
-        }
+        if (segStart < len) parts.add(view.subarray(segStart));
         pos += len;
       }
       return {
@@ -155,6 +138,12 @@ export async function scanForMarkers(
       };
     }
   });
+}
+
+/** Appends `item`, keeping only the last `max` items. */
+function keepLast<T>(list: T[], item: T, max: number): void {
+  list.push(item);
+  if (list.length > max) list.splice(0, list.length - max);
 }
 
 export interface ActivationScanResult extends IncrementalScanResult {
