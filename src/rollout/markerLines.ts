@@ -4,7 +4,7 @@
 import { GOAL_STATUSES, type GoalStatus } from '../model/watch';
 
 const PREFILTER = 'user.goal';
-const MARKER_KINDS = new Set(['user.goal', 'user.goal.omitted']);
+const MARKER_KINDS: ReadonlySet<unknown> = new Set(['user.goal', 'user.goal.omitted']);
 /** Codex writes `User set goal status: "<status>".` on a line of its own, after any objective line. */
 const STATUS_SENTENCE = /^User set goal status: "([A-Za-z]+)"\.[ \t\r]*$/gm;
 const VALID_STATUSES: ReadonlySet<string> = new Set(GOAL_STATUSES);
@@ -20,23 +20,20 @@ export function parseMarkerLine(line: string): GoalStatus | null {
 
 /** `parseMarkerLine` on a line already parsed (`JSON.parse` of the whole line). */
 export function markerStatusOf(obj: unknown): GoalStatus | null {
-  if (!isRecord(obj) || obj.type !== 'response_item') return null;
-  const payload = obj.payload;
+  const payload = isRecord(obj) && obj.type === 'response_item' ? obj.payload : undefined;
   if (!isRecord(payload) || payload.type !== 'message' || payload.role !== 'user') return null;
   const meta = payload.internal_chat_message_metadata_passthrough;
-  if (!isRecord(meta) || !Array.isArray(meta.content_item_kinds)) return null;
-  const kinds: unknown[] = meta.content_item_kinds;
-  if (!kinds.some((k) => typeof k === 'string' && MARKER_KINDS.has(k))) return null;
-  if (!Array.isArray(payload.content)) return null;
-  const content: unknown[] = payload.content;
+  const kinds: unknown = isRecord(meta) ? meta.content_item_kinds : undefined;
+  const content = payload.content;
+  if (!Array.isArray(kinds) || !kinds.some((k) => MARKER_KINDS.has(k)) || !Array.isArray(content)) return null;
   // When kinds parallel the content items, read only the goal items.
   const parallel = kinds.length === content.length;
   let status: GoalStatus | null = null;
-  content.forEach((item, i) => {
-    if (parallel && !(typeof kinds[i] === 'string' && MARKER_KINDS.has(kinds[i]))) return;
-    if (!isRecord(item) || item.type !== 'input_text' || typeof item.text !== 'string') return;
-    const found = statusIn(item.text);
-    if (found !== null) status = found;
+  content.forEach((item: unknown, i) => {
+    if (parallel && !MARKER_KINDS.has(kinds[i])) return;
+    if (isRecord(item) && item.type === 'input_text' && typeof item.text === 'string') {
+      status = statusIn(item.text) ?? status;
+    }
   });
   return status;
 }

@@ -111,9 +111,7 @@ export async function scanForMarkers(
           }
           segStart = 1;
         }
-        while (segStart <= len) {
-          const nl = view.indexOf(NL, segStart);
-          if (nl < 0) break;
+        for (let nl; (nl = view.indexOf(NL, segStart)) >= 0;) {
           const line = parts.line(view.subarray(segStart, nl));
           const status = line && parseMarkerBytes(line);
           const goal = line && status === null ? parseGoalBytes(line) : null;

@@ -35,11 +35,10 @@ export const NL = 0x0a;
 export function limits(path: string, opts: ScanOptions): { chunkSize: number; cap: number } {
   const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_BYTES;
   const cap = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
-  if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
-    throw new RangeError(`rollout ${path}: chunkSize must be a positive integer, got ${chunkSize}`);
-  }
-  if (!Number.isSafeInteger(cap) || cap < 1) {
-    throw new RangeError(`rollout ${path}: maxLineBytes must be a positive integer, got ${cap}`);
+  for (const [name, value] of Object.entries({ chunkSize, maxLineBytes: cap })) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new RangeError(`rollout ${path}: ${name} must be a positive integer, got ${value}`);
+    }
   }
   return { chunkSize, cap };
 }
