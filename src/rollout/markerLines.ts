@@ -61,7 +61,7 @@ export function parseJson(text: string): unknown {
 const GOAL_EVENT_PREFILTER = 'thread_goal_updated';
 const GOAL_LINE_PREFILTERS = ['update_goal', GOAL_EVENT_PREFILTER];
 
-type GoalChange = { by: 'model' | 'event'; status: GoalStatus };
+export type GoalChange = { by: 'model' | 'event'; status: GoalStatus };
 
 /** A model `update_goal` call or a `thread_goal_updated` event with its status; null otherwise. */
 export function parseGoalLine(line: string): GoalChange | null {

@@ -2,22 +2,18 @@
 //
 // A rollout is a JSON-lines file that can reach hundreds of megabytes, with single lines
 // (tool outputs) of many megabytes. Nothing here reads a whole file or a whole line into
-// memory: files are read with positioned FileHandle reads in fixed chunks, and a line
-// longer than `maxLineBytes` is skipped without being buffered (marker lines are well
-// under 2 KiB). Memory is bounded by `chunkSize + maxLineBytes`, whatever the file.
-//
-// The backward lookups (`findLastMarker`, `findLastActivation`) are in `backwardLookups.ts`; this
-// file holds the forward, incremental one, `scanForMarkers`, and the first look after arming,
-// `scanFromLastActivation`. Which lines count is in `markerLines.ts`, the file reads in
-// `rolloutFile.ts`.
+// memory: files are read with positioned reads in fixed chunks, and a line longer than
+// `maxLineBytes` is skipped without being buffered (marker lines are well under 2 KiB).
+// Memory is bounded by `chunkSize + maxLineBytes`, whatever the file. This file holds the
+// forward, incremental lookup and the first look after arming (backward ones: backwardLookups.ts).
 //
 // Only complete lines (ending in "\n") count: a trailing partial line is being written
 // and is read again next time (`nextOffset` stops at its start).
 import { findLastActivation } from './backwardLookups';
 import { LineParts } from './lineParts';
-import { parseGoalBytes, parseMarkerBytes } from './markerLines';
+import { parseGoalBytes, parseMarkerBytes, type GoalChange } from './markerLines';
 import { limits, NL, withRollout, type ScanOptions } from './rolloutFile';
-import type { GoalStatus, Marker } from '../model/watch';
+import type { Marker } from '../model/watch';
 
 export type { ScanOptions } from './rolloutFile';
 
@@ -34,9 +30,7 @@ export interface IncrementalScanOptions extends ScanOptions {
  * Codex's `thread_goal_updated` event, which it writes for every `thread/goal/set` (user or
  * automatic) but not for the model's call nor for a failure-induced block (measured, 0.169.0).
  */
-export interface GoalLine {
-  by: 'model' | 'event';
-  status: GoalStatus;
+export interface GoalLine extends GoalChange {
   offset: number;
 }
 

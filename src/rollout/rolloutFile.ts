@@ -94,9 +94,8 @@ const REASONS: Record<string, string> = {
   EMFILE: 'too many open files',
 };
 
-function readError(path: string, err: unknown, what: string): RolloutReadError {
-  const code =
-    typeof (err as NodeJS.ErrnoException)?.code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
+function readError(path: string, err: NodeJS.ErrnoException, what: string): RolloutReadError {
+  const { code } = err;
   const detail = (code && REASONS[code]) ?? errorText(err);
   return new RolloutReadError(path, code, `${what} rollout ${path}: ${detail}${code ? ` (${code})` : ''}`, {
     cause: err,
