@@ -40,9 +40,8 @@ export function markerStatusOf(obj: unknown): GoalStatus | null {
 
 /** The status in the last `User set goal status: "X".` line of a marker's text, if X is valid. */
 function statusIn(text: string): GoalStatus | null {
-  let last: string | null = null;
-  for (const m of text.matchAll(STATUS_SENTENCE)) last = m[1] ?? null;
-  return last !== null && VALID_STATUSES.has(last) ? (last as GoalStatus) : null;
+  const last = [...text.matchAll(STATUS_SENTENCE)].at(-1)?.[1];
+  return last !== undefined && VALID_STATUSES.has(last) ? (last as GoalStatus) : null;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {
@@ -102,5 +101,5 @@ export function parseMarkerBytes(line: Buffer): GoalStatus | null {
 export function parseActivationBytes(line: Buffer): true | null {
   if (line.indexOf(GOAL_EVENT_PREFILTER) < 0) return null; // model calls cannot be activations
   const goal = parseGoalLine(line.toString('utf8'));
-  return goal !== null && goal.by === 'event' && goal.status === 'active' ? true : null;
+  return (goal?.by === 'event' && goal.status === 'active') || null;
 }

@@ -17,9 +17,6 @@ import type { Marker } from '../model/watch';
 
 export type { ScanOptions } from './rolloutFile';
 
-/** `scanForMarkers` keeps at most this many markers (the last ones) by default. */
-export const DEFAULT_MAX_MARKERS = 100;
-
 export interface IncrementalScanOptions extends ScanOptions {
   /** Keep at most this many markers (the most recent); default 100. */
   maxMarkers?: number;
@@ -67,7 +64,7 @@ export async function scanForMarkers(
   opts: IncrementalScanOptions = {},
 ): Promise<IncrementalScanResult> {
   const { chunkSize, cap } = limits(path, opts);
-  const maxMarkers = opts.maxMarkers ?? DEFAULT_MAX_MARKERS;
+  const maxMarkers = opts.maxMarkers ?? 100;
   if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) {
     throw new RangeError(`scanForMarkers(${path}): fromOffset must be a non-negative integer, got ${fromOffset}`);
   }

@@ -43,9 +43,6 @@ export function limits(path: string, opts: ScanOptions): { chunkSize: number; ca
   return { chunkSize, cap };
 }
 
-/** Reads exactly `len` bytes at `position` into `buf`, or rejects with a `RolloutReadError`. */
-export type ReadExactly = (buf: Buffer, len: number, position: number) => Promise<void>;
-
 /** Node's callback API as a promise, its error a `RolloutReadError` saying `what` failed. */
 function io<T>(path: string, what: string, call: (cb: (err: Error | null, value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) =>
@@ -54,14 +51,14 @@ function io<T>(path: string, what: string, call: (cb: (err: Error | null, value:
 }
 
 /**
- * Runs `body` on the open rollout, with its size and a reader, and closes it afterwards. The file
- * is a descriptor read with Node's callback API: a `FileHandle`'s promises cost about twice the
- * CPU per open, stat, read and close (with 10,000 watched threads, most of what arming them cost
- * the engine itself).
+ * Runs `body` on the open rollout, with its size and a reader of exactly `len` bytes at `position`
+ * (or a `RolloutReadError`), and closes it afterwards. The file is a descriptor read with Node's
+ * callback API: a `FileHandle`'s promises cost about twice the CPU per open, stat, read and close
+ * (with 10,000 watched threads, most of what arming them cost the engine itself).
  */
 export async function withRollout<T>(
   path: string,
-  body: (size: number, readExactly: ReadExactly) => Promise<T>,
+  body: (size: number, readExactly: (buf: Buffer, len: number, position: number) => Promise<void>) => Promise<T>,
 ): Promise<T> {
   const fd = await io<number>(path, 'cannot open', (cb) => fs.open(path, 'r', cb));
   try {
