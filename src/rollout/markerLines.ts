@@ -1,7 +1,7 @@
 // Which rollout lines count: a person's goal-status marker, the model's own `update_goal` call,
 // and Codex's `thread_goal_updated` event. Cheap for every other line: a substring test comes
 // before JSON.parse.
-import { GOAL_STATUSES, type GoalStatus } from '../model/watch';
+import { GOAL_STATUSES, type GoalStatus, isRecord } from '../model/watch';
 
 const PREFILTER = 'user.goal';
 const MARKER_KINDS: ReadonlySet<unknown> = new Set(['user.goal', 'user.goal.omitted']);
@@ -42,10 +42,6 @@ export function markerStatusOf(obj: unknown): GoalStatus | null {
 function statusIn(text: string): GoalStatus | null {
   const last = [...text.matchAll(STATUS_SENTENCE)].at(-1)?.[1];
   return last !== undefined && VALID_STATUSES.has(last) ? (last as GoalStatus) : null;
-}
-
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** `JSON.parse(text)`, or undefined when `text` is not JSON. */

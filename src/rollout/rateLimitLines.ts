@@ -3,7 +3,8 @@
 // the provider's headers): docs/daemon-behaviour.md (r). Read as the protocol's
 // `RateLimitSnapshot`; unknown fields are ignored, a malformed line is no snapshot.
 import { RateLimitsUpdatedSchema, type RateLimitSnapshot } from '../protocol/schema';
-import { isRecord, parseActivationBytes, parseJson } from './markerLines';
+import { isRecord } from '../model/watch';
+import { parseActivationBytes, parseJson } from './markerLines';
 
 const TOKEN_COUNT = 'token_count';
 const TASK_STARTED = 'task_started';
