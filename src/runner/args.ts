@@ -176,7 +176,12 @@ function joinNegativeNumbers(args: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const next = args[i + 1];
-    if (args[i].slice(2) in NUMBER_FLAGS && next !== undefined && /^-\d|^-\.\d/.test(next)) {
+    if (
+      args[i].startsWith('--') &&
+      Object.hasOwn(NUMBER_FLAGS, args[i].slice(2)) &&
+      next !== undefined &&
+      /^-\d|^-\.\d/.test(next)
+    ) {
       out.push(`${args[i]}=${next}`);
       i += 1;
     } else out.push(args[i]);
