@@ -57,7 +57,6 @@ const REACH_TIMEOUT_MS = 5_000;
  * there"): the caller reports it as an error.
  */
 export async function reachLeader(target: SharedTarget, env: NodeJS.ProcessEnv = process.env): Promise<Reach> {
-  const timeoutMs = REACH_TIMEOUT_MS;
   const election = electionFor(target);
   // Socket and URL targets always have an election; the check keeps the types honest.
   if (!election) return { kind: 'none', reason: `${describeTarget(target)} has no election`, unsafe: false };
@@ -75,7 +74,7 @@ export async function reachLeader(target: SharedTarget, env: NodeJS.ProcessEnv =
     return { kind: 'none', reason, unsafe: true };
   }
   const socketPath = leaderSocketPath(dir, election.name);
-  const socket = await connectSocket(socketPath, timeoutMs);
+  const socket = await connectSocket(socketPath, REACH_TIMEOUT_MS);
   if (socket === 'nobody') return none(`nobody listens on ${socketPath}`);
   const conn = new FollowerConnection(socket, { commandTimeoutMs: 30_000 });
   let timer: NodeJS.Timeout | undefined;
@@ -85,9 +84,9 @@ export async function reachLeader(target: SharedTarget, env: NodeJS.ProcessEnv =
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           void silentLeaderText(dir, election.name, socketPath).then((silent) =>
-            reject(new Error(silent ?? `the engine at ${socketPath} did not answer within ${timeoutMs} ms`)),
+            reject(new Error(silent ?? `the engine at ${socketPath} did not answer within ${REACH_TIMEOUT_MS} ms`)),
           );
-        }, timeoutMs);
+        }, REACH_TIMEOUT_MS);
       }),
     ]);
     return { kind: 'engine', leader: { who: conn.leaderWho ?? null, pid }, conn, socketPath };
