@@ -152,6 +152,8 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
   let runner: RunnerProcess;
   let dir: string;
   let statePath: string;
+  /** The current iteration's story so far (storyOf), for its failure's message. */
+  let told = (): string => '';
   const threads: StartedGoalThread<Json>[] = [];
 
   before(async () => {
@@ -215,7 +217,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         throw new Error(
-          `${context}: ${message}\n--- runner ---\n${runner.transcript().split('\n').slice(-40).join('\n')}`,
+          `${context}: ${told()}\n${message}\n--- runner ---\n${runner.transcript().split('\n').slice(-40).join('\n')}`,
           { cause: error },
         );
       }
@@ -250,6 +252,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
 
   async function iteration(i: number, aim: Aim, jitter: number): Promise<IterationRecord> {
     const t0 = Date.now();
+    told = () => '';
     lab.mock.setMode('http500');
     const thread = await startThreadWithGoal(user, `killed daemon ${i}`, { timeoutMs: T });
     threads.push(thread);
@@ -259,6 +262,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     const failed = await waitTurnCompleted(user, id, 'failed', T, thread.goalSetSeq);
     lab.mock.setMode('goalComplete');
     const failedTurnId = String(failed.params.turn.id);
+    told = () => storyOf(id, failed.at, null);
 
     const pid = daemonPid(lab.home.dir);
     assert.ok(pid, 'no daemon to kill');
@@ -311,6 +315,7 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
     const lines = runner.decisions.length;
     process.kill(-pid, 'SIGKILL');
     const killedAt = Date.now();
+    told = () => storyOf(id, failed.at, killedAt);
     if (stopped) {
       try {
         process.kill(-pid, 'SIGCONT'); // a killed group that was stopped: nothing is left to continue
@@ -397,15 +402,31 @@ describe('fault 1: the daemon is SIGKILLed during a recovery', { timeout: 30 * 6
       reconnectMs: Date.parse(back.ts) - killedAt,
       ms: Date.now() - t0,
       split: `goal→failed ${failed.at - t0}, failed→kill ${killedAt - failed.at}, restart ${restartMs}, resume→complete ${completeAt - resumedAt}, →saved ${savedAt - completeAt}, checks ${Date.now() - savedAt}`,
-      story:
-        runner.decisions
-          .filter((d) => Date.parse(d.ts) >= failed.at - 50 && (d.threadId === id || d.type === 'connection'))
-          .map(
-            (d) =>
-              `${d.ts.slice(17, 23)} ${d.type}${d.state ? ` ${d.state}` : ''}${d.reason ? ` (${d.reason})` : ''}${d.message ? ` (${d.message})` : ''}${d.how ? ` (${d.how})` : ''}${d.type === 'role' ? '' : ''}`,
-          )
-          .join(' | ') + ` | kill at ${new Date(killedAt).toISOString().slice(17, 23)}`,
+      story: told(),
     };
+  }
+
+  /**
+   * The runner's lines about the thread, and those about no thread (connection, role, warnings),
+   * from its failure on, then the kill, then what the user's client (subscribed: it hears every
+   * event) was told about the thread since the restart: a failure's message starts with it.
+   */
+  function storyOf(id: string, from: number, killedAt: number | null): string {
+    const clock = (ms: number) => new Date(ms).toISOString().slice(17, 23);
+    const lines = runner.decisions
+      .filter((d) => Date.parse(d.ts) >= from - 50 && (d.threadId === id || d.threadId === undefined))
+      .map(
+        (d) =>
+          `${d.ts.slice(17, 23)} ${d.type}${d.state ? ` ${d.state}` : ''}${d.reason ? ` (${d.reason})` : ''}${d.message ? ` (${d.message})` : ''}${d.how ? ` (${d.how})` : ''}`,
+      );
+    if (killedAt === null) return lines.join(' | ');
+    const events = user.notifications
+      .filter((n) => n.params?.threadId === id)
+      .map(
+        (n) =>
+          `${clock(n.at)} ${n.method}${n.params?.goal?.status ? `(${n.params.goal.status})` : ''}${n.params?.status?.type ? `(${n.params.status.type})` : ''}`,
+      );
+    return `${lines.join(' | ')} | kill at ${clock(killedAt)} || the user's client since the restart: ${events.join(' | ')}`;
   }
 
   /**
