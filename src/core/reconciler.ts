@@ -62,6 +62,7 @@ export class Reconciler {
     }
     if (w.state.kind === 'elsewhere') return this.fromElsewhere(session, w, w.state);
     if (!live.loaded) return this.markUnloaded(w);
+    if (live.goalFromEvent) await this.readGoal(session, w, live);
     if (w.goal === null) return this.decide(session, w); // a cleared goal: the table forgets the watch
     if (w.state.kind === 'notAdopted') {
       if (adopts(w.goal.status, core.options) && !core.state.disarmed[threadId]) await this.arm(session, w);
@@ -93,12 +94,27 @@ export class Reconciler {
       return;
     }
     const before = w.goal;
+    live.goalFromEvent = false;
     goalSeen(w, goal ? goalSnapshot(goal) : null);
     const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
     // Unchanged is not enough when the last look failed: an event may have updated the goal
     // and the look it started (reading the turn) never finished.
     if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null && !live.needsLook) return;
     await this.evaluate(session, threadId);
+  }
+
+  /**
+   * The goal as the daemon holds it now, after a goal event: an event's status may be older than
+   * one before it (docs/daemon-behaviour.md (s): a resume's copy of the goal, read before a
+   * completion, came after the completion's own event). Kept only if no event came meanwhile
+   * (that event's look reads it again).
+   */
+  private async readGoal(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
+    const seq = live.seq;
+    const goal = await session.getGoal(w.threadId);
+    if (live.seq !== seq) return;
+    live.goalFromEvent = false;
+    goalSeen(w, goal ? goalSnapshot(goal) : null);
   }
 
   /** Gathers what the table needs, asks it, and carries out its verdict. */

@@ -27,7 +27,8 @@
 //    it as the frame right before the usage limit's goal update every time, and the engine takes
 //    only an update at most 5 s older than that goal update as the limit's evidence
 //    (LIMIT_NOTICE_MS, src/core/rateLimits.ts);
-//  - two frames of one kind on one thread (an older goal never overtakes a newer one), and
+//  - two frames of one kind on one thread (within one transition an older goal never overtakes a
+//    newer one; across two, a resume's copy can: daemon-behaviour (s), staleGoalEvent.test.ts), and
 //    `turn/started`, server requests, `serverRequest/resolved` and every other kind: as emitted.
 // Transitions stay in order: one's notifications are all out before the next one's start.
 import type { FakeConnection, WireMessage } from './fakeConnection';

@@ -501,7 +501,8 @@ describe('engine', () => {
     failByEvents(h.daemon, 'thread-1', 'turn-1');
     await h.settle();
     const due = dueAt(h.engine.watch('thread-1')!)!;
-    const gets = h.daemon.count('thread/goal/get');
+    // The attempt's reads: the newest turn is read by the attempt alone (a goal event's look reads the goal too).
+    const lists = h.daemon.count('thread/turns/list');
     await h.advance(due - PREPARE - h.clock.now());
     assert.equal(
       store.saved.watches['thread-1']?.pending?.failedTurnId,
@@ -513,7 +514,7 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 0, 'sent before the due time');
     await h.advance(1);
     assert.equal(h.daemon.count('thread/goal/set'), 1);
-    assert.equal(h.daemon.count('thread/goal/get'), gets + 1, 'the attempt was started twice (its reads ran again)');
+    assert.equal(h.daemon.count('thread/turns/list'), lists + 1, 'the attempt was started twice (its reads ran again)');
     assert.ok(
       !h.decisions.some((d) => d.type === 'skipped' && d.reason === 'global rate limit'),
       'the attempt spent more than one token',
@@ -730,12 +731,14 @@ describe('engine', () => {
   });
 
   it('a request that times out on a connection that stays open is logged, and the reconnect reads everything again', async () => {
-    // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
-    // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
+    // The 3rd thread/goal/get (the look's read of the goal after the failure's goal event; the
+    // 1st is the arming's, the 2nd the look's after the goal event its resume brings), and all
+    // that follows it on the wire, is held for 100 s: the client's 15 s timeout fires first, with
+    // the connection still open.
     const h = await armed({
       connect: (daemon, clock) =>
         new FaultProxy(daemon, clock, [
-          { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 },
+          { on: 'request', method: 'thread/goal/get', phase: 'delayRequest', occurrence: 3, delayMs: 100_000 },
         ]).connector(),
     });
     const startedAt = h.clock.elapsed();
@@ -752,7 +755,7 @@ describe('engine', () => {
     };
     const timedOut = () =>
       h.decisions.some(
-        (d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail),
+        (d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/goal\/get.*timed out/.test(d.detail),
       );
     await tick(0);
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');

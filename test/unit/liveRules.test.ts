@@ -13,7 +13,7 @@ const turn = (status: Turn['status']) => ({ id: 'turn-1', status, items: [], err
 const live = (patch: Partial<LiveThread> = {}): LiveThread => ({ ...newLive(), ...patch });
 
 describe('a thread as nothing is known of it yet', () => {
-  test('no status, no turn, no retry, no approval, not subscribed, loaded, nothing heard', () =>
+  test('no status, no turn, no retry, no approval, not subscribed, loaded, nothing heard (no goal event either)', () =>
     assert.deepEqual(newLive(), {
       status: null,
       turn: null,
@@ -24,6 +24,7 @@ describe('a thread as nothing is known of it yet', () => {
       subscribeFailed: false,
       loaded: true,
       needsLook: false,
+      goalFromEvent: false,
       turnFromEvent: false,
       limitNotice: null,
       requestSince: null,

@@ -1,0 +1,72 @@
+// A goal event whose status is older than one told before it: measured on the real daemon
+// (docs/daemon-behaviour.md (s)), a connection's `thread/resume` re-emits the goal as it read it,
+// and that copy can leave after the completion's own `thread/goal/updated`. An event only says
+// "look again": the look reads the goal. Both orders the daemon can send are forced here (the
+// fake's reordering mode keeps two goal events of a thread in order, as its header says).
+// Shipped defaults (DEFAULT_OPTIONS).
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { testGoal, testTurn } from '../support/fakeDaemon';
+import { armedHarness, type Harness } from '../support/engineHarness';
+
+const harnesses: Harness[] = [];
+after(async () => {
+  for (const h of harnesses) await h.cleanup();
+  for (const h of harnesses) fs.rmSync(h.dir, { recursive: true, force: true });
+});
+
+/** thread-1, armed, its goal's turn running; then the goal completes and the turn ends. */
+async function completed(): Promise<{ h: Harness; stale: unknown; fresh: unknown }> {
+  const h = await armedHarness(['thread-1'], {}, harnesses);
+  const t = h.daemon.thread();
+  t.goal = testGoal('thread-1', 'complete');
+  t.turn = testTurn('turn-1', 'completed');
+  t.status = { type: 'idle' };
+  // The copy a resume read while the turn still ran: active, in the same clock second.
+  const stale = { threadId: 'thread-1', turnId: null, goal: { ...t.goal, status: 'active' } };
+  const fresh = { threadId: 'thread-1', turnId: 'turn-1', goal: t.goal };
+  return { h, stale, fresh };
+}
+
+describe('a goal event older than the one before it', () => {
+  for (const order of ['the completion, then the stale copy', 'the stale copy, then the completion'] as const) {
+    it(`${order}: the goal is complete, and so is the watch`, async () => {
+      const { h, stale, fresh } = await completed();
+      const [first, second] = order.startsWith('the completion') ? [fresh, stale] : [stale, fresh];
+      h.daemon.notify('thread/goal/updated', first);
+      h.daemon.notify('thread/goal/updated', second);
+      h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: { type: 'idle' } });
+      await h.settle();
+      const w = h.engine.watch('thread-1')!;
+      assert.equal(w.goal?.status, 'complete', 'the last goal event was taken for what the daemon holds');
+      assert.equal(w.state.kind, 'complete');
+      assert.equal(h.daemon.count('thread/goal/set'), 0);
+    });
+  }
+
+  it('a goal event while the goal is read: the answer, older than that event, is not kept; the next look reads again', async () => {
+    const h = await armedHarness(['thread-1'], {}, harnesses);
+    const t = h.daemon.thread();
+    const done = testGoal('thread-1', 'complete');
+    let reads = 0;
+    h.daemon.before = (m) => {
+      if (m.method !== 'thread/goal/get' || reads++ > 0) return;
+      // The goal completes while this read is on its way: its event leaves before the answer,
+      // which was read before (still active); the daemon holds the completion once it is sent.
+      h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: 'turn-1', goal: done });
+      queueMicrotask(() => {
+        t.goal = done;
+        t.turn = testTurn('turn-1', 'completed');
+        t.status = { type: 'idle' };
+      });
+    };
+    // A resume's copy of the goal, told while the turn runs: the look reads the goal.
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: { ...t.goal } });
+    await h.settle();
+    assert.ok(reads >= 2, `the goal was read ${reads} time(s)`);
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.goal?.status, 'complete', 'an answer older than the event before it was kept');
+    assert.equal(w.state.kind, 'complete');
+  });
+});
