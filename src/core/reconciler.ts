@@ -60,9 +60,15 @@ export class Reconciler {
       if (goal && !core.state.watches[threadId]) await this.adopt(session, threadId, seen ?? goal, goal);
       return;
     }
+    await this.lookAt(session, w, live);
+    if (live.goalFromEvent && live.loaded && core.state.watches[threadId] === w) await this.checkGoal(session, w, live);
+  }
+
+  private async lookAt(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
+    const core = this.core;
+    const threadId = w.threadId;
     if (w.state.kind === 'elsewhere') return this.fromElsewhere(session, w, w.state);
     if (!live.loaded) return this.markUnloaded(w);
-    if (live.goalFromEvent) await this.readGoal(session, w, live);
     if (w.goal === null) return this.decide(session, w); // a cleared goal: the table forgets the watch
     if (w.state.kind === 'notAdopted') {
       if (adopts(w.goal.status, core.options) && !core.state.disarmed[threadId]) await this.arm(session, w);
@@ -71,6 +77,26 @@ export class Reconciler {
     }
     if (!isDisarmed(w.state) && !live.subscribed) await this.subscribe(session, threadId);
     await this.decide(session, w);
+  }
+
+  /**
+   * After a look that a goal event asked for: the goal as the daemon holds it now. An event's
+   * status may be older than one before it (docs/daemon-behaviour.md (s): a resume's copy of the
+   * goal, read before a completion, came after the completion's own event); if the goal differs,
+   * the engine looks again with it. Kept only if no event came while it was read (that event's
+   * look checks again). Read after the look, not before: what the events told is acted on at
+   * once, as before, and the read adds no wait between an event and its decision.
+   */
+  private async checkGoal(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
+    const seq = live.seq;
+    const goal = await session.getGoal(w.threadId);
+    if (live.seq !== seq) return;
+    live.goalFromEvent = false;
+    const now = goal ? goalSnapshot(goal) : null;
+    const was = w.goal;
+    if (now?.status === was?.status && now?.updatedAt === was?.updatedAt && now?.tokensUsed === was?.tokensUsed) return;
+    goalSeen(w, now);
+    await this.lookAt(session, w, live);
   }
 
   /** One RPC for a thread the engine already knows and whose goal did not change (the resync). */
@@ -101,20 +127,6 @@ export class Reconciler {
     // and the look it started (reading the turn) never finished.
     if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null && !live.needsLook) return;
     await this.evaluate(session, threadId);
-  }
-
-  /**
-   * The goal as the daemon holds it now, after a goal event: an event's status may be older than
-   * one before it (docs/daemon-behaviour.md (s): a resume's copy of the goal, read before a
-   * completion, came after the completion's own event). Kept only if no event came meanwhile
-   * (that event's look reads it again).
-   */
-  private async readGoal(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
-    const seq = live.seq;
-    const goal = await session.getGoal(w.threadId);
-    if (live.seq !== seq) return;
-    live.goalFromEvent = false;
-    goalSeen(w, goal ? goalSnapshot(goal) : null);
   }
 
   /** Gathers what the table needs, asks it, and carries out its verdict. */

@@ -1,8 +1,8 @@
 // A goal event whose status is older than one told before it: measured on the real daemon
 // (docs/daemon-behaviour.md (s)), a connection's `thread/resume` re-emits the goal as it read it,
-// and that copy can leave after the completion's own `thread/goal/updated`. An event only says
-// "look again": the look reads the goal. Both orders the daemon can send are forced here (the
-// fake's reordering mode keeps two goal events of a thread in order, as its header says).
+// and that copy can leave after the completion's own `thread/goal/updated`. After the look a goal
+// event asks for, the engine reads the goal, and looks again if it differs. Both orders are forced
+// here (the fake's reordering mode keeps two goal events of one transition in order).
 // Shipped defaults (DEFAULT_OPTIONS).
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
