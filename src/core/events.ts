@@ -35,7 +35,7 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       const live = bump(threadId);
       live.limitNotice = limitEvidence(goal.status, live.limitNotice, latestLimits, core.now());
       const w = core.state.watches[threadId];
-      live.goalFromEvent = true; // the look reads the goal: this status may be stale
+      live.goalUnsure = true; // the look checks the goal: this status may be stale
       if (w) goalSeen(w, goalSnapshot(goal));
       else if (goal.status === 'active') sinks.seenActive.set(threadId, goal); // it may block before the engine looks
       if (w || goal.status === 'active') core.touch(threadId);

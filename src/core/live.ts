@@ -27,10 +27,11 @@ export interface LiveThread {
   /** The last look at the thread failed part-way: the next resync looks again in full. */
   needsLook: boolean;
   /**
-   * The goal was last told by a `thread/goal/updated`, whose status may be older than one told
-   * before it (docs/daemon-behaviour.md (s)): the next look reads the goal.
+   * The goal the engine holds may not be the daemon's: told by a `thread/goal/updated`, whose status
+   * may be older than one told before it (docs/daemon-behaviour.md (s)), or a resync's read of it
+   * was overtaken by an event (which need not be about the goal). The look checks it (checkGoal).
    */
-  goalFromEvent: boolean;
+  goalUnsure: boolean;
   /**
    * `turn` came from a turn event on this connection: subscribed, the engine hears how every
    * later turn ends, so a blocked goal needs no re-read. A turn read before subscribing may be stale.
@@ -60,7 +61,7 @@ export function newLive(): LiveThread {
     subscribeFailed: false,
     loaded: true,
     needsLook: false,
-    goalFromEvent: false,
+    goalUnsure: false,
     turnFromEvent: false,
     limitNotice: null,
     requestSince: null,

@@ -61,7 +61,7 @@ export class Reconciler {
       return;
     }
     await this.lookAt(session, w, live);
-    if (live.goalFromEvent && live.loaded && core.state.watches[threadId] === w) await this.checkGoal(session, w, live);
+    if (live.goalUnsure && live.loaded && core.state.watches[threadId] === w) await this.checkGoal(session, w, live);
   }
 
   private async lookAt(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
@@ -91,7 +91,7 @@ export class Reconciler {
     const seq = live.seq;
     const goal = await session.getGoal(w.threadId);
     if (live.seq !== seq) return;
-    live.goalFromEvent = false;
+    live.goalUnsure = false;
     const now = goal ? goalSnapshot(goal) : null;
     const was = w.goal;
     if (now?.status === was?.status && now?.updatedAt === was?.updatedAt && now?.tokensUsed === was?.tokensUsed) return;
@@ -113,6 +113,10 @@ export class Reconciler {
       // an event overtook the first read, the look after it saw the goal blocked by then and
       // left it unadopted).
       if (!w && goal?.status === 'active' && !this.seenActive.has(threadId)) this.seenActive.set(threadId, goal);
+      // The event need not be about the goal (a status, a turn's end): the goal read is not kept,
+      // and the look checks it again (found by daemonKilled: a status event during this read left
+      // a goal that had completed while the engine was disconnected `active` until the next resync).
+      live.goalUnsure = true;
       return this.evaluate(session, threadId);
     }
     if (!w) {
@@ -120,7 +124,7 @@ export class Reconciler {
       return;
     }
     const before = w.goal;
-    live.goalFromEvent = false;
+    live.goalUnsure = false;
     goalSeen(w, goal ? goalSnapshot(goal) : null);
     const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
     // Unchanged is not enough when the last look failed: an event may have updated the goal

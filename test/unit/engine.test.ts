@@ -731,14 +731,12 @@ describe('engine', () => {
   });
 
   it('a request that times out on a connection that stays open is logged, and the reconnect reads everything again', async () => {
-    // The 3rd thread/goal/get (the look's read of the goal after the failure's goal event; the
-    // 1st is the arming's, the 2nd the look's after the goal event its resume brings), and all
-    // that follows it on the wire, is held for 100 s: the client's 15 s timeout fires first, with
-    // the connection still open.
+    // The 2nd thread/read (the one after the failure), and all that follows it on the wire, is
+    // held for 100 s: the client's 15 s timeout fires first, with the connection still open.
     const h = await armed({
       connect: (daemon, clock) =>
         new FaultProxy(daemon, clock, [
-          { on: 'request', method: 'thread/goal/get', phase: 'delayRequest', occurrence: 3, delayMs: 100_000 },
+          { on: 'request', method: 'thread/read', phase: 'delayRequest', occurrence: 2, delayMs: 100_000 },
         ]).connector(),
     });
     const startedAt = h.clock.elapsed();
@@ -755,7 +753,7 @@ describe('engine', () => {
     };
     const timedOut = () =>
       h.decisions.some(
-        (d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/goal\/get.*timed out/.test(d.detail),
+        (d) => d.type === 'connection' && d.state === 'disconnected' && /thread\/read.*timed out/.test(d.detail),
       );
     await tick(0);
     assert.equal(h.engine.watch('thread-1')!.state.kind, 'running', 'decided without the reads');

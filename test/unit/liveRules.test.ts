@@ -24,7 +24,7 @@ describe('a thread as nothing is known of it yet', () => {
       subscribeFailed: false,
       loaded: true,
       needsLook: false,
-      goalFromEvent: false,
+      goalUnsure: false,
       turnFromEvent: false,
       limitNotice: null,
       requestSince: null,

@@ -69,4 +69,23 @@ describe('a goal event older than the one before it', () => {
     assert.equal(w.goal?.status, 'complete', 'an answer older than the event before it was kept');
     assert.equal(w.state.kind, 'complete');
   });
+
+  it("a resync's read of the goal overtaken by a status event: the goal, changed while no event told it, is read again", async () => {
+    // As after a reconnect: the goal completed while the engine was away (no goal event reached
+    // it); the resync reads the goal, and the thread's status event (not about the goal) comes first.
+    const h = await armedHarness(['thread-1'], {}, harnesses);
+    const t = h.daemon.thread();
+    t.goal = testGoal('thread-1', 'complete');
+    t.turn = testTurn('turn-1', 'completed');
+    let reads = 0;
+    h.daemon.before = (m) => {
+      if (m.method !== 'thread/goal/get' || reads++ > 0) return;
+      t.status = { type: 'idle' };
+      h.daemon.notify('thread/status/changed', { threadId: 'thread-1', status: t.status });
+    };
+    await h.reconcile();
+    const w = h.engine.watch('thread-1')!;
+    assert.equal(w.goal?.status, 'complete', 'the goal the overtaken read found was never read again');
+    assert.equal(w.state.kind, 'complete');
+  });
 });
