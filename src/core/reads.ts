@@ -60,6 +60,14 @@ export function goalSnapshot(goal: ThreadGoal): GoalSnapshot {
   };
 }
 
+/**
+ * The same goal for a decision: its status and `updatedAt` (each activation, stop or completion
+ * moves it). Its token count moves with every turn and decides nothing (the watch keeps it to show).
+ */
+export function sameGoal(a: GoalSnapshot | null, b: GoalSnapshot | null): boolean {
+  return a?.status === b?.status && a?.updatedAt === b?.updatedAt;
+}
+
 /** A thread read tells the watch where its rollout is and what to call it. */
 export function applyThread(w: Watch, thread: Thread): void {
   const title = thread.name || thread.preview || w.goal?.objective;

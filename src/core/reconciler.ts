@@ -19,7 +19,7 @@ import {
   unloaded,
   usagePlanned,
 } from './transitions';
-import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
+import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth, sameGoal } from './reads';
 import { errorText } from '../util/errorText';
 import { findTurnRateLimits } from '../rollout/backwardLookups';
 import type { RateLimitSnapshot } from '../protocol/schema';
@@ -80,12 +80,13 @@ export class Reconciler {
   }
 
   /**
-   * After a look that a goal event asked for: the goal as the daemon holds it now. An event's
-   * status may be older than one before it (docs/daemon-behaviour.md (s): a resume's copy of the
-   * goal, read before a completion, came after the completion's own event); if the goal differs,
-   * the engine looks again with it. Kept only if no event came while it was read (that event's
-   * look checks again). Read after the look, not before: what the events told is acted on at
-   * once, as before, and the read adds no wait between an event and its decision.
+   * After a look that a goal event asked for, or a resync whose goal read an event overtook: the
+   * goal as the daemon holds it now. An event's status may be older than one before it
+   * (docs/daemon-behaviour.md (s): a resume's copy of the goal, read before a completion, came after
+   * the completion's own event), and an overtaking event need not be about the goal; if the goal
+   * differs, the engine looks again with it. Kept only if no event came while it was read (that
+   * event's look checks again). Read after the look, not before: what the events told is acted on
+   * at once, and the read adds no wait between an event and its decision.
    */
   private async checkGoal(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
     const seq = live.seq;
@@ -93,10 +94,9 @@ export class Reconciler {
     if (live.seq !== seq) return;
     live.goalUnsure = false;
     const now = goal ? goalSnapshot(goal) : null;
-    const was = w.goal;
-    if (now?.status === was?.status && now?.updatedAt === was?.updatedAt && now?.tokensUsed === was?.tokensUsed) return;
+    const same = sameGoal(w.goal, now);
     goalSeen(w, now);
-    await this.lookAt(session, w, live);
+    if (!same) await this.lookAt(session, w, live);
   }
 
   /** One RPC for a thread the engine already knows and whose goal did not change (the resync). */
@@ -126,7 +126,7 @@ export class Reconciler {
     const before = w.goal;
     live.goalUnsure = false;
     goalSeen(w, goal ? goalSnapshot(goal) : null);
-    const unchanged = before && w.goal && before.status === w.goal.status && before.updatedAt === w.goal.updatedAt;
+    const unchanged = before !== null && sameGoal(before, w.goal);
     // Unchanged is not enough when the last look failed: an event may have updated the goal
     // and the look it started (reading the turn) never finished.
     if (unchanged && live.subscribed && w.state.kind !== 'unloaded' && w.pending === null && !live.needsLook) return;
