@@ -6,8 +6,7 @@
 //   transitions.ts  carrying out a verdict: a watch's state and due time
 //   watchWrites.ts  the one writer of a watch (elsewhere a watch is read-only, for the compiler)
 //   reconciler.ts   the reads that gather the facts, and asking the table
-//   jobs.ts         the work queue of each thread: what goes in
-//   threadWork.ts   who does each job
+//   jobs.ts         the work queue of each thread: what goes in (who does each: below)
 //   attempt.ts      the recovery attempt: veto, write-ahead, set, outcome
 //   schedule.ts     each thread's due job, the preparation lead, the probe and the limiter
 //   events.ts       the daemon event table
@@ -27,7 +26,6 @@ import { HomeScan } from './homeScan';
 import { Reconciler } from './reconciler';
 import type { EngineOptions } from './options';
 import { Schedule } from './schedule';
-import { ThreadWorker } from './threadWork';
 import { UserActions } from './userActions';
 
 export type { EngineDeps } from './engineCore';
@@ -46,7 +44,18 @@ export class Engine {
     }));
     const reconciler = new Reconciler(core);
     this.attempts = new Attempts(core, reconciler);
-    core.serve(new ThreadWorker(core, reconciler, this.attempts));
+    const attempts = this.attempts;
+    // Who does each job of a thread's queue: the reconciler looks and refreshes, the schedule takes a
+    // recovery's due time, the attempts run and send, a task runs itself. When an attempt or a send
+    // is done, the schedule looks again (engineCore.ts: the thread may fall due again).
+    core.serve({
+      look: (threadId) => (core.session ? reconciler.evaluate(core.session, threadId) : undefined),
+      refresh: (threadId, job) => reconciler.refresh(job.session, threadId),
+      due: (threadId, job) => core.schedule.due(threadId, job.notBeforeMono),
+      attempt: (threadId, job) => attempts.run(job.session, threadId, job.notBeforeMono),
+      send: (_, job) => attempts.send(job.prepared),
+      task: (_, job) => job.run(),
+    });
     const home = new HomeScan(core);
     this.connection = new Connection(core, reconciler, home);
     this.commands = new UserActions(core, reconciler, this.connection, home);

@@ -1,6 +1,6 @@
 // What every part of the engine shares: the state it owns, what it knows of each thread right
-// now, the one state write, the work queue of each thread (jobs.ts says what goes in, threadWork.ts who
-// does it), the timers (the clock guard, the schedule) and the way out (the saver's outbox). The
+// now, the one state write, the work queue of each thread (jobs.ts says what goes in and who does
+// it), the timers (the clock guard, the schedule) and the way out (the saver's outbox). The
 // parts (the reconciler, attempts, events, commands, connection) each hold this and nothing of one
 // another's internals; the engine makes them and names the queue's worker.
 import type { Decision } from '../model/decision';
@@ -15,7 +15,7 @@ import type { Clock, TimerHandle } from './clock';
 import { type LiveThread, newLive } from './live';
 import type { EngineOptions } from './options';
 import { Saver } from './saving';
-import { type JobWorker, merges, type ThreadJob } from './jobs';
+import { type JobWorkers, merges, type ThreadJob } from './jobs';
 import { errorText } from '../util/errorText';
 import { writeState } from './watchWrites';
 
@@ -94,7 +94,7 @@ export class EngineCore {
   readonly schedule: DueTimer;
   /** One queue per thread: a thread's work never overlaps, a look asked twice while one waits runs once. */
   readonly work: WorkQueue<ThreadJob>;
-  private worker: JobWorker | null = null;
+  private workers: JobWorkers | null = null;
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
@@ -130,9 +130,9 @@ export class EngineCore {
     });
   }
 
-  /** The one that does what the thread queues hold (the engine names it once, at its start). */
-  serve(worker: JobWorker): void {
-    this.worker = worker;
+  /** Who does what the thread queues hold (the engine names them once, at its start). */
+  serve(workers: JobWorkers): void {
+    this.workers = workers;
   }
 
   /** The state the engine owns; replacing it (a load, a reset) re-reads which watches are scheduled. */
@@ -254,7 +254,8 @@ export class EngineCore {
   /** One job of a thread's queue; whatever it changed after its last save is saved next time. */
   private async process(threadId: string, job: ThreadJob): Promise<void> {
     try {
-      await this.worker?.process(threadId, job);
+      const work = this.workers?.[job.kind] as ((threadId: string, job: ThreadJob) => Promise<void> | void) | undefined;
+      await work?.(threadId, job);
     } catch (error) {
       this.liveOf(threadId).needsLook = true;
       this.readFailed(threadId, error);

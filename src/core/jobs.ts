@@ -1,6 +1,6 @@
 // What goes into a thread's work queue (src/util/workQueue.ts, client-go's semantics: a thread's
 // work never overlaps and runs in order; a look asked for again while one waits runs once), and
-// the worker that takes it (threadWork.ts says who does each):
+// who does each (the engine names them once, engine.ts):
 //   look     an event or a command changed something: the reconciler decides again
 //   refresh  a resync's pass: the reconciler reads the thread and decides
 //   due      its recovery's due time (a delayed add, set from the watch): the schedule's turn for it
@@ -39,7 +39,7 @@ export function merges(job: ThreadJob): boolean {
   return job.kind === 'look';
 }
 
-/** Who does a thread's jobs (threadWork.ts). */
-export interface JobWorker {
-  process(threadId: string, job: ThreadJob): Promise<void>;
-}
+/** Who does a thread's jobs: one function for each kind. */
+export type JobWorkers = {
+  readonly [K in ThreadJob['kind']]: (threadId: string, job: Extract<ThreadJob, { kind: K }>) => Promise<void> | void;
+};
