@@ -194,9 +194,9 @@ export class EngineCore {
   setState(w: Watch, state: WatchState, quiet = false): void {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
     // Due jobs depend only on due times, and on whether an outage's probe is still out (any move
-    // of a goal with a failure counted): other changes need none.
+    // of a goal that sent a set): other changes need none.
     const was = w.state;
-    const timing = scheduledOf(was) !== null || scheduledOf(state) !== null || w.failures > 0;
+    const timing = scheduledOf(was) !== null || scheduledOf(state) !== null || w.recoveries.length > 0;
     writeState(w, state, this.now());
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     this.saver.mark(w.threadId);

@@ -37,6 +37,11 @@ export interface ProbeFacts {
   readonly answeredAt: number | null;
   /** The turn its recovery started has ended (completed, failed, interrupted): null while not known yet. */
   readonly turnEnded: boolean | null;
+  /**
+   * A look at its thread is queued or under way: what its turn's end means (a failure counted, the
+   * group's next step) is not decided yet, and until it is, the probe is out.
+   */
+  readonly looking: boolean;
   readonly now: number;
   /**
    * The longest a probe's verdict is waited for (the backoff cap): then the next due goal of its
@@ -98,7 +103,8 @@ export function dueTurn(g: GroupFacts, now: number): DueTurn {
 
 /**
  * Whether this goal is out as a probe: its recovery is being sent, or went out after its failure
- * and took effect, and its turn has not ended, and no response completed on its provider since,
+ * and took effect, and its turn has not ended (or a look has not decided yet what its end means),
+ * and no response completed on its provider since,
  * for at most `verdictWithinMs`. Read from what is on disk (the failure, the recovery's count, the
  * recovered turns) and the turn the daemon shows, so a restarted engine knows its probe; the
  * provider's answer is known to this run alone (after a restart, the turn's end speaks instead).
@@ -110,7 +116,7 @@ export function isProbing(w: Watch, p: ProbeFacts): boolean {
   const sentAt = w.recoveries.at(-1);
   if (sentAt === undefined || sentAt < f.at || !w.recovered.includes(f.turnId)) return false;
   if ((p.answeredAt ?? -Infinity) >= sentAt) return false;
-  if (p.turnEnded === true || p.now - sentAt > p.verdictWithinMs) return false;
+  if ((p.turnEnded === true && !p.looking) || p.now - sentAt > p.verdictWithinMs) return false;
   return AWAITING_VERDICT.has(w.state.kind);
 }
 

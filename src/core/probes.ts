@@ -112,6 +112,7 @@ export class Probes {
     return isProbing(w, {
       answeredAt: w.runsOn === null ? null : (this.answeredAt.get(w.runsOn) ?? null),
       turnEnded: recovered === null ? null : recovered.status !== 'inProgress',
+      looking: this.core.work.has(w.threadId, 'look'),
       now: this.core.now(),
       verdictWithinMs: this.core.options.maxDelayMs,
     });

@@ -48,6 +48,7 @@ const early = {
 const facts = (patch: Partial<ProbeFacts> = {}): ProbeFacts => ({
   answeredAt: null,
   turnEnded: false,
+  looking: false,
   now: NOW,
   verdictWithinMs: CAP,
   ...patch,
@@ -183,6 +184,20 @@ describe('out as the probe', () => {
     ['its goal reached its token budget in the turn', probeOut({ state: { kind: 'budgetLimited' } }), {}, true],
     ['its goal completed and its turn ended', probeOut({ state: { kind: 'complete' } }), { turnEnded: true }, false],
     ['its turn ended', probeOut(), { turnEnded: true }, false],
+    ['its turn ended, the look at it not done yet: still out', probeOut(), { turnEnded: true, looking: true }, true],
+    ['a look at it, its turn not ended', probeOut(), { looking: true }, true],
+    [
+      'a look at it, its set older than the cap',
+      probeOut({ recoveries: [NOW - CAP - 1], lastFailure: early }),
+      { looking: true },
+      false,
+    ],
+    [
+      'a look at it, the provider answered since its set',
+      probeOut(),
+      { looking: true, answeredAt: NOW - 10_000 },
+      false,
+    ],
     ['no turn known yet (a restart before the look): still out', probeOut(), { turnEnded: null }, true],
     ['the provider answered since its set', probeOut(), { answeredAt: NOW - 10_000 }, false],
     ['the provider answered before its set only', probeOut(), { answeredAt: NOW - 10_001 }, true],

@@ -37,6 +37,7 @@ async function fleet(
     store?: MemoryStore;
     dir?: string;
     options?: Partial<EngineOptions>;
+    onRolloutRead?: (path: string) => void;
   } = {},
 ) {
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-probe-'));
@@ -47,7 +48,13 @@ async function fleet(
     const provider = opts.provider?.(id);
     if (provider) t.modelProvider = provider;
   }
-  const h = await makeHarness({ dir, daemon, store: opts.store ?? new MemoryStore(), options: opts.options });
+  const h = await makeHarness({
+    dir,
+    daemon,
+    store: opts.store ?? new MemoryStore(),
+    options: opts.options,
+    onRolloutRead: opts.onRolloutRead,
+  });
   harnesses.push(h);
   for (const id of threads) assert.equal(h.engine.watch(id)?.state.kind, 'running', id);
   return h;
@@ -238,6 +245,63 @@ describe('one outage, one probe', () => {
     // Its step comes: its recovery goes out then, once.
     await h.advance(2 * BASE + 1_000);
     assert.equal(setsOf(h).get(other), 1);
+  });
+
+  it('the probe’s turn fails as another goal of its group falls due: that goal waits for the probe’s look, then takes the step with its group', async () => {
+    // Seen in the integration suite (0.169.0) when a look read more before deciding: between the
+    // probe's failed turn/completed and the look that counts it, the probe read as no longer out,
+    // and a goal falling due in that moment went out as a second probe.
+    let duringLook: ((path: string) => void) | null = null;
+    const [a, b] = ids(2);
+    const h = await fleet([a, b], { onRolloutRead: (p) => duringLook?.(p) });
+    await outage(h, [a]);
+    await h.advance(5_000);
+    await outage(h, [b]); // due 5 s after a
+    await h.advance(BASE - 5_000 + 1_000); // a's recovery went out: the probe; b due in 4 s
+    assert.equal(setsOf(h).get(a), 1);
+    assert.equal(h.engine.watch(b)?.state.kind, 'backoff');
+    duringLook = (p) => {
+      if (!p.includes(a)) return;
+      duringLook = null;
+      // The probe's look reads its rollout before it decides: b's due time comes now (its due job
+      // runs before the read is back).
+      const end = h.clock.elapsed() + 5_000;
+      while (h.clock.elapsed() < end) h.clock.step(end - h.clock.elapsed());
+    };
+    // A line of the turn's (no marker), for the look to read.
+    const line = { type: 'event_msg', payload: { type: 'agent_message', message: 'working' } };
+    fs.appendFileSync(h.daemon.thread(a).path!, `${JSON.stringify(line)}\n`);
+    await outage(h, [a]); // its recovered turn fails: the provider is still down
+    assert.equal(duringLook, null, 'the probe’s look read its rollout');
+    const said = h.decisions.flatMap((d) => (d.type === 'skipped' && d.threadId === b ? [d.reason] : []));
+    assert.deepEqual(said, ['waiting for the probe'], 'b fell due during the probe’s look: it waited for its verdict');
+    assert.equal(setsOf(h).get(b) ?? 0, 0);
+    assert.deepEqual(
+      [a, b].map((id) => [h.engine.watch(id)?.state.kind, h.engine.watch(id)?.failures]),
+      [
+        ['backoff', 2],
+        ['backoff', 2],
+      ],
+      'the group takes its next step together',
+    );
+    assert.ok(!h.decisions.some((d) => d.type === 'skipped' && d.threadId === b && /rescheduled/.test(d.reason)));
+  });
+
+  it('the probe’s turn completes with no answer seen: its success lets the goal held for it go at once, not at the probe’s bound', async () => {
+    // The response that completed the turn came before this engine saw it (its token usage lost,
+    // say): the turn's end is the verdict. The probe's failure count goes back to 0 with it; the
+    // goal held for it follows then, not at the bound (the probe's set plus the 30 min cap).
+    const { threads, h, probe } = await probeOut(2);
+    const other = threads.find((id) => id !== probe)!;
+    assert.equal(probeOf(h, other), probe);
+    const t = h.daemon.thread(probe);
+    t.turn = testTurn(t.turn.id, 'completed');
+    t.status = { type: 'idle' };
+    h.daemon.notify('thread/status/changed', { threadId: probe, status: t.status });
+    h.daemon.notifySubscribed(probe, 'turn/completed', { threadId: probe, turn: t.turn });
+    await h.settle();
+    await h.advance(1_000);
+    assert.equal(setsOf(h).get(other), 1, `${other}: ${JSON.stringify(h.engine.watch(other)?.state)}`);
   });
 
   it('any response on the provider to a request sent after the failures brings them forward; not before, nor another provider', async () => {
