@@ -270,7 +270,7 @@ describe('one outage, one probe', () => {
     };
     // A line of the turn's (no marker), for the look to read.
     const line = { type: 'event_msg', payload: { type: 'agent_message', message: 'working' } };
-    fs.appendFileSync(h.daemon.thread(a).path!, `${JSON.stringify(line)}\n`);
+    fs.appendFileSync(h.daemon.thread(a).path, `${JSON.stringify(line)}\n`);
     await outage(h, [a]); // its recovered turn fails: the provider is still down
     assert.equal(duringLook, null, 'the probe’s look read its rollout');
     const said = h.decisions.flatMap((d) => (d.type === 'skipped' && d.threadId === b ? [d.reason] : []));
