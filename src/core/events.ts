@@ -9,7 +9,7 @@ import type { LiveThread, RateLimitNotice } from './live';
 import { endsFailureRun } from './policy';
 import { limitEvidence } from './rateLimits';
 
-import { goalSnapshot } from './reads';
+import { goalSnapshot, sameGoal } from './reads';
 import { failuresAre, goalSeen } from './watchWrites';
 
 export interface EventSinks {
@@ -35,8 +35,11 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
       const live = bump(threadId);
       live.limitNotice = limitEvidence(goal.status, live.limitNotice, latestLimits, core.now());
       const w = core.state.watches[threadId];
-      live.goalUnsure = true; // the look checks the goal: this status may be stale
-      if (w) goalSeen(w, goalSnapshot(goal));
+      const told = goalSnapshot(goal);
+      // Something new may be stale (docs/daemon-behaviour.md (s)): the look checks the goal. A copy
+      // of the goal known (a resume's, a token count's) changes no decision and is not checked.
+      if (w && !sameGoal(w.goal, told)) live.goalUnsure = true;
+      if (w) goalSeen(w, told);
       else if (goal.status === 'active') sinks.seenActive.set(threadId, goal); // it may block before the engine looks
       if (w || goal.status === 'active') core.touch(threadId);
     },

@@ -80,13 +80,13 @@ export class Reconciler {
   }
 
   /**
-   * After a look that a goal event asked for, or a resync whose goal read an event overtook: the
-   * goal as the daemon holds it now. An event's status may be older than one before it
-   * (docs/daemon-behaviour.md (s): a resume's copy of the goal, read before a completion, came after
-   * the completion's own event), and an overtaking event need not be about the goal; if the goal
-   * differs, the engine looks again with it. Kept only if no event came while it was read (that
-   * event's look checks again). Read after the look, not before: what the events told is acted on
-   * at once, and the read adds no wait between an event and its decision.
+   * After a look that a goal event with news asked for (events.ts), or a resync whose goal read an
+   * event overtook: the goal as the daemon holds it now. An event's status may be older than one
+   * before it (docs/daemon-behaviour.md (s): a resume's copy of the goal, read before a completion,
+   * came after the completion's own event), and an overtaking event need not be about the goal; if
+   * the goal differs, the engine looks again with it. Kept only if no event came while it was read
+   * (that event's look checks again). Read after the look, not before: what the events told is
+   * acted on at once, and the read adds no wait between an event and its decision.
    */
   private async checkGoal(session: DaemonSession, w: Watch, live: LiveThread): Promise<void> {
     const seq = live.seq;

@@ -1,8 +1,9 @@
 // A goal event whose status is older than one told before it: measured on the real daemon
 // (docs/daemon-behaviour.md (s)), a connection's `thread/resume` re-emits the goal as it read it,
 // and that copy can leave after the completion's own `thread/goal/updated`. After the look a goal
-// event asks for, the engine reads the goal, and looks again if it differs. Both orders are forced
-// here (the fake's reordering mode keeps two goal events of one transition in order).
+// event with news asks for (a status or `updatedAt` not known), the engine reads the goal, and looks
+// again if it differs. Both orders are forced here (the fake's reordering mode keeps two goal events
+// of one transition in order).
 // Shipped defaults (DEFAULT_OPTIONS).
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -61,13 +62,32 @@ describe('a goal event older than the one before it', () => {
         t.status = { type: 'idle' };
       });
     };
-    // A resume's copy of the goal, told while the turn runs: the look reads the goal.
+    // News of the goal while the turn runs (updated: a newer `updatedAt`): the look reads the goal.
+    t.goal = testGoal('thread-1', 'active');
     h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: { ...t.goal } });
     await h.settle();
     assert.ok(reads >= 2, `the goal was read ${reads} time(s)`);
     const w = h.engine.watch('thread-1')!;
     assert.equal(w.goal?.status, 'complete', 'an answer older than the event before it was kept');
     assert.equal(w.state.kind, 'complete');
+  });
+
+  it('a copy of the goal known (a resume’s, a token count’s): no read, the count shown', async () => {
+    // Each arming's resume and each turn's token count bring such a copy: read again, they cost one
+    // `thread/goal/get` each (10,000 threads armed: 10,000 reads more).
+    const h = await armedHarness(['thread-1'], {}, harnesses);
+    const t = h.daemon.thread();
+    const reads = h.daemon.count('thread/goal/get');
+    h.daemon.notify('thread/goal/updated', { threadId: 'thread-1', turnId: null, goal: { ...t.goal } });
+    h.daemon.notify('thread/goal/updated', {
+      threadId: 'thread-1',
+      turnId: 'turn-1',
+      goal: { ...t.goal, tokensUsed: 900 },
+    });
+    await h.settle();
+    assert.equal(h.daemon.count('thread/goal/get'), reads);
+    assert.equal(h.engine.watch('thread-1')?.goal?.tokensUsed, 900);
+    assert.equal(h.engine.watch('thread-1')?.state.kind, 'running');
   });
 
   it("a resync's read of the goal overtaken by a status event: the goal, changed while no event told it, is read again", async () => {
