@@ -106,6 +106,10 @@ async function product(dir: string, threads: number, failing: number): Promise<F
   await settle();
   await clock.advance(DEFAULT_OPTIONS.baseDelayMs);
   await settle();
+  // The fleet shares one provider: one outage, one probe. The provider answers the probe's turn
+  // (a response completed on it), and the other goals are released and recovered at once.
+  for (const w of engine.watches()) if (w.state.kind === 'running' && w.recovered.length > 0) daemon.answer(w.threadId);
+  await settle();
   await engine.resync(); // saves
   const recovered = engine.watches().filter((w) => w.recovered.length > 0).length;
   // The fake daemon's records, in this process but not the engine's: every request it received,
