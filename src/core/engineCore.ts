@@ -15,6 +15,7 @@ import type { Clock, TimerHandle } from './clock';
 import { type LiveThread, newLive } from './live';
 import type { EngineOptions } from './options';
 import { Saver } from './saving';
+import { mayHoldOthers } from './outage';
 import { type JobWorkers, merges, type ThreadJob } from './jobs';
 import { errorText } from '../util/errorText';
 import { writeState } from './watchWrites';
@@ -193,10 +194,10 @@ export class EngineCore {
    */
   setState(w: Watch, state: WatchState, quiet = false): void {
     if (JSON.stringify(w.state) === JSON.stringify(state)) return;
-    // Due jobs depend only on due times, and on whether an outage's probe is still out (any move
-    // of a goal that sent a set): other changes need none.
+    // Due jobs depend only on due times, and on whether an outage's probe is still out: other
+    // changes need none.
     const was = w.state;
-    const timing = scheduledOf(was) !== null || scheduledOf(state) !== null || w.recoveries.length > 0;
+    const timing = scheduledOf(was) !== null || scheduledOf(state) !== null || mayHoldOthers(w);
     writeState(w, state, this.now());
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     this.saver.mark(w.threadId);

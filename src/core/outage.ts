@@ -121,6 +121,15 @@ export function isProbing(w: Watch, p: ProbeFacts): boolean {
 }
 
 /**
+ * Whether a move of this goal's state can change what the goals of its outage wait for: it may be
+ * their probe only if it sent a set. Not its failure count: a probe whose turn just ended well has
+ * none counted any more, and that end is what lets them go.
+ */
+export function mayHoldOthers(w: Readonly<Pick<Watch, 'recoveries'>>): boolean {
+  return w.recoveries.length > 0;
+}
+
+/**
  * Whether a goal held for a probe (`waitingProbe`) still waits for it: the probe is watched, of
  * its group, and out (`isOut`: isProbing, or its recovery under way). Else it is scheduled again,
  * and its next turn picks a new probe.

@@ -8,7 +8,7 @@ import { dueAt, scheduledOf } from '../model/queries';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
-import { dueTurn, goesFirst, type GroupFacts } from './outage';
+import { dueTurn, goesFirst, type GroupFacts, mayHoldOthers } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -69,14 +69,12 @@ export class Schedule {
 
   /**
    * A watch's state changed (from `was`), or its attempt ended: its `due` job follows it, and so do
-   * the recoveries held for it as their outage's probe (a goal that never sent a set is no one's
-   * probe; one whose turn just ended well has no failure counted any more, and lets them go); not
-   * after a move between scheduled states (held or not), which changes nothing they wait for
-   * (outage.ts isProbing).
+   * the recoveries held for it as their outage's probe (outage.ts mayHoldOthers); not after a move
+   * between scheduled states (held or not), which changes nothing they wait for (isProbing).
    */
   changed(w: Watch, was?: WatchState): void {
     this.follow(w);
-    if (w.recoveries.length === 0 || (was && scheduledOf(was) && scheduledOf(w.state))) return;
+    if (!mayHoldOthers(w) || (was && scheduledOf(was) && scheduledOf(w.state))) return;
     for (const x of this.core.scheduledWatches())
       if (x.state.kind === 'waitingProbe' && x.state.probe === w.threadId) this.follow(x);
   }

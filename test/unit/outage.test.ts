@@ -11,6 +11,7 @@ import {
   halfStepDue,
   halfStepFailed,
   isProbing,
+  mayHoldOthers,
   outageGroup,
   type ProbeFacts,
   probeFollowers,
@@ -227,6 +228,13 @@ describe('out as the probe', () => {
     const zero = { ...early, at: 0, dueAt: 0 };
     assert.equal(isProbing(probeOut({ recoveries: [0], lastFailure: zero }), facts({ now: 10_000 })), true);
   });
+});
+
+describe('may hold others', () => {
+  test('sent a set, a failure counted → true', () => assert.equal(mayHoldOthers(probeOut()), true));
+  test('sent a set, its turn then ended well (none counted) → true', () =>
+    assert.equal(mayHoldOthers(probeOut({ failures: 0 })), true));
+  test('never sent a set → false', () => assert.equal(mayHoldOthers(failed()), false));
 });
 
 describe('released by the provider’s answer', () => {
