@@ -80,18 +80,20 @@ export class Schedule {
   }
 
   /**
-   * The `due` job set again from the watch; held for a probe that is out no more (its recovery
-   * called off, a person's pause, its budget spent, a restart that lost the provider's answer), as
-   * scheduled again, so its next turn picks a new probe.
+   * The `due` job set again from the watch. It writes no state: held for a probe that is out no
+   * more, its due job comes at once, and its turn shows it scheduled again (`due`).
    */
   private follow(w: Watch): void {
     const core = this.core;
     if (core.stopped || !core.session) return; // connecting reschedules
-    this.unheld(w);
     this.requeue(w);
   }
 
-  /** Held for a probe that is out no more: as scheduled again. */
+  /**
+   * Held for a probe that is out no more (its recovery called off, a person's pause, its budget
+   * spent, a restart that lost the provider's answer): as scheduled again, so this turn picks a
+   * new probe.
+   */
   private unheld(w: Watch): void {
     if (w.state.kind === 'waitingProbe' && !this.probes.holds(w) && unhold(this.core, w)) this.core.changed();
   }
@@ -252,7 +254,8 @@ export class Schedule {
   /**
    * When a scheduled recovery acts (wall clock), or null: its due time less the lead; held for a
    * slot, the slot (never ahead of it: the limiter counts when recoveries start); held for its
-   * outage's probe, the verdict's bound (not prepared ahead: until then it waits).
+   * outage's probe, the verdict's bound (not prepared ahead: until then it waits), or, the probe
+   * out no more, its due time (its turn lets it go).
    */
   private actsAt(w: Watch): number | null {
     if (this.core.attempting(w.threadId)) return null;
@@ -260,7 +263,7 @@ export class Schedule {
       const slot = this.slots.get(w.threadId); // none after a restart: the slot shown
       return slot === undefined ? w.state.slotAt : this.core.now() + slot - this.core.deps.clock.elapsed();
     }
-    if (w.state.kind === 'waitingProbe') {
+    if (w.state.kind === 'waitingProbe' && this.probes.holds(w)) {
       const until = this.probes.waitedUntil(w.state.probe);
       return until === null ? null : until + this.prepareLead();
     }
