@@ -12,7 +12,7 @@ import { outageGroup } from './outage';
 import type { Reconciler } from './reconciler';
 import { confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
 import { setTookEffect, veto } from './policy';
-import { applyThread, goalSnapshot } from './reads';
+import { applyThread, goalSnapshot, readMoment } from './reads';
 import { errorText } from '../util/errorText';
 import { goalSeen, pendingIs, recoveryCounted, recoveryUncounted } from './watchWrites';
 
@@ -79,15 +79,11 @@ export class Attempts {
     };
     try {
       const seq = p.seq;
-      const goal = await session.getGoal(threadId);
-      this.unchanged(live, seq, 'the goal changed while it was read');
+      const [goal, thread, turn] = await readMoment(session, threadId);
+      this.unchanged(live, seq, 'an event arrived while the thread was read');
       goalSeen(w, goal ? goalSnapshot(goal) : null);
-      const thread = await session.readThread(threadId);
-      this.unchanged(live, seq, 'the thread changed while it was read');
       live.status = thread.status;
       applyThread(w, thread);
-      const turn = await session.latestTurn(threadId);
-      this.unchanged(live, seq, 'a turn event arrived while the turns were read');
       live.turn = turn;
       await readMarkers(core, w);
       await this.groupLooked(w);

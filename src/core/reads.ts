@@ -1,5 +1,6 @@
-// Small pieces of reading the daemon: two reads at once with one error naming both, a brand-new
-// thread's missing turn, and what a goal and a thread read tell the watch.
+// Small pieces of reading the daemon: reads at once with one error naming each failure, a thread's
+// moment (goal, thread, newest turn), a brand-new thread's missing turn, and what a goal and a
+// thread read tell the watch.
 import type { GoalSnapshot, Watch } from '../model/watch';
 import {
   ConnectionLostError,
@@ -14,16 +15,31 @@ import { errorText } from '../util/errorText';
 import { threadRead } from './watchWrites';
 
 /**
- * Two reads in parallel. When either fails, one error that names every failure, so the log line
- * for a failed look names each call that failed. Only a lost connection alone stays a
+ * Reads in parallel. When any fails, one error that names every failure, so the log line for a
+ * failed look names each call that failed. Only a lost connection alone stays a
  * `ConnectionLostError` (its own line says it, and the reconnect reads everything again).
  */
-export async function readBoth<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
-  const [ra, rb] = await Promise.allSettled([a, b]);
-  if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value];
-  const errors = [ra, rb].flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+export async function readAll<T extends readonly unknown[]>(...reads: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(reads);
+  const errors = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  if (errors.length === 0) return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
   if (errors.length === 1 || errors.every((e) => e instanceof ConnectionLostError)) throw errors[0];
   throw new Error(errors.map(errorText).join('; '));
+}
+
+/**
+ * The goal, the thread and its newest turn, read at once: one moment of the thread if no event
+ * came while they were read (the caller compares the thread's event count before and after).
+ */
+export function readMoment(
+  session: DaemonSession,
+  threadId: string,
+): Promise<[ThreadGoal | null, Thread, Turn | null]> {
+  return readAll(
+    session.getGoal(threadId),
+    session.readThread(threadId),
+    session.latestTurn(threadId).catch(notMaterialized),
+  );
 }
 
 /**

@@ -19,7 +19,7 @@ import {
   unloaded,
   usagePlanned,
 } from './transitions';
-import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth, sameGoal } from './reads';
+import { applyThread, goalSnapshot, newestTurn, notMaterialized, readAll, sameGoal } from './reads';
 import { errorText } from '../util/errorText';
 import { findTurnRateLimits } from '../rollout/backwardLookups';
 import type { RateLimitSnapshot } from '../protocol/schema';
@@ -151,7 +151,7 @@ export class Reconciler {
       // missed (not subscribed yet, a reconnect, a restart with an intent pending): read the
       // thread (and its rollout's path) and how its newest turn ended, before the rollout is read.
       const seq = live.seq;
-      const [thread, turn] = await readBoth(
+      const [thread, turn] = await readAll(
         session.readThread(threadId),
         session.latestTurn(threadId).catch(notMaterialized),
       );
@@ -346,7 +346,7 @@ export class Reconciler {
   private async fromElsewhere(session: DaemonSession, w: Watch, state: ElsewhereState): Promise<void> {
     const core = this.core;
     const live = core.liveOf(w.threadId);
-    const [thread, goal] = await readBoth(session.readThread(w.threadId), session.getGoal(w.threadId));
+    const [thread, goal] = await readAll(session.readThread(w.threadId), session.getGoal(w.threadId));
     live.status = thread.status;
     live.loaded = thread.status.type !== 'notLoaded';
     if (!live.loaded) return;

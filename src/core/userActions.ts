@@ -11,7 +11,7 @@ import type { HomeScan } from './homeScan';
 import type { Reconciler } from './reconciler';
 import { failureAtArming, personArms } from './arming';
 import { decide } from './policy';
-import { applyThread, goalSnapshot, newestTurn, notMaterialized, readBoth } from './reads';
+import { applyThread, goalSnapshot, newestTurn, readMoment } from './reads';
 import {
   applyVerdict,
   armedByPerson,
@@ -80,10 +80,7 @@ export class UserActions {
       // The goal, the thread and its newest turn as one moment: read again if an event came between.
       for (let tries = 1; ; tries++) {
         const seq = live.seq;
-        const [goal, [thread, turn]] = await readBoth(
-          session.getGoal(threadId),
-          readBoth(session.readThread(threadId), session.latestTurn(threadId).catch(notMaterialized)),
-        );
+        const [goal, thread, turn] = await readMoment(session, threadId);
         if (live.seq !== seq && tries < 5) continue;
         if (live.seq !== seq) return void (outcome.refused = 'the thread kept changing while it was read; try again');
         if (!goal) {

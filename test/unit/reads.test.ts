@@ -5,7 +5,7 @@
 // runs on, its title as the tree shows it).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyThread, newestTurn, notMaterialized, readBoth } from '../../src/core/reads';
+import { applyThread, newestTurn, notMaterialized, readAll } from '../../src/core/reads';
 import { newWatch, type WatchedThread } from '../../src/model/watch';
 import { ConnectionLostError, type DaemonSession, RpcError, type Thread, type Turn } from '../../src/protocol/daemon';
 
@@ -21,21 +21,27 @@ async function thrown(p: Promise<unknown>): Promise<unknown> {
   assert.fail('no error');
 }
 
-describe('readBoth', () => {
-  it('both answer: both values, in order', async () => {
-    assert.deepEqual(await readBoth(Promise.resolve(1), Promise.resolve('two')), [1, 'two']);
+describe('readAll', () => {
+  it('all answer: every value, in order', async () => {
+    assert.deepEqual(await readAll(Promise.resolve(1), Promise.resolve('two')), [1, 'two']);
+    assert.deepEqual(await readAll(Promise.resolve(1), Promise.resolve('two'), Promise.resolve(null)), [
+      1,
+      'two',
+      null,
+    ]);
   });
 
   it('one fails: that error itself, whichever of the two it was', async () => {
     const a = refused('thread/read', 'no such thread');
-    assert.equal(await thrown(readBoth(Promise.reject(a), Promise.resolve(2))), a);
+    assert.equal(await thrown(readAll(Promise.reject(a), Promise.resolve(2))), a);
     const b = lost('thread/turns/list');
-    assert.equal(await thrown(readBoth(Promise.resolve(1), Promise.reject(b))), b);
+    assert.equal(await thrown(readAll(Promise.resolve(1), Promise.reject(b))), b);
+    assert.equal(await thrown(readAll(Promise.resolve(1), Promise.reject(a), Promise.resolve(3))), a);
   });
 
   it('both fail: one error that names both calls; the connection lost under both: that error, as it is', async () => {
     const both = await thrown(
-      readBoth(Promise.reject(refused('thread/read', 'no such thread')), Promise.reject(lost('thread/turns/list'))),
+      readAll(Promise.reject(refused('thread/read', 'no such thread')), Promise.reject(lost('thread/turns/list'))),
     );
     assert.ok(both instanceof Error && !(both instanceof ConnectionLostError) && !(both instanceof RpcError));
     assert.equal(
@@ -43,7 +49,7 @@ describe('readBoth', () => {
       'thread/read failed (-32600): no such thread; thread/turns/list: no reply (socket closed)',
     );
     const first = lost('thread/read');
-    assert.equal(await thrown(readBoth(Promise.reject(first), Promise.reject(lost('thread/turns/list')))), first);
+    assert.equal(await thrown(readAll(Promise.reject(first), Promise.reject(lost('thread/turns/list')))), first);
   });
 });
 
