@@ -139,11 +139,29 @@ export async function makeHarness(
     },
   );
   // Until nothing moves: three turns of the loop in a row with no timer due and the engine idle.
+  // A livelock is what never lets it: timers that keep falling due at one instant, or frames that
+  // keep coming from the reordering daemon. Each is counted, never turns of the loop (a gap of the
+  // reordering daemon is up to 8 ms of real time: thousands of turns on a fast machine), and the
+  // error says which one it was.
   const quiet = async () => {
-    for (let calm = 0, round = 0; calm < 3; round++) {
-      if (round > 10_000) throw new Error('the engine never settled: busy for 10000 turns of the event loop');
+    const reorder = daemon.reorder;
+    const sentBefore = reorder?.delivered.length ?? 0;
+    let timers = 0;
+    let waited = 0; // turns in a row waiting for the reordering daemon with no frame out
+    let sent = sentBefore;
+    for (let calm = 0; calm < 3;) {
+      const frames = (reorder?.delivered.length ?? 0) - sentBefore;
+      if (timers > 10_000 || frames > 1_000 || waited > 100_000)
+        throw new Error(
+          `the engine never settled: ${timers} timers fired at one instant, ${frames} frames sent by the ` +
+            `reordering daemon, ${waited} turns of the loop with none`,
+        );
       await immediate();
-      if (clock.fireDue() || daemon.reorder?.busy()) {
+      const fired = clock.fireDue();
+      if (fired || reorder?.busy()) {
+        if (fired) timers += 1;
+        waited = reorder && reorder.delivered.length === sent ? waited + 1 : 0;
+        sent = reorder?.delivered.length ?? 0;
         calm = 0;
         continue;
       } // timers due now fire, as real ones would; a reordering daemon's notifications go out

@@ -74,7 +74,14 @@ async function runOnce(
     // Sets due at one instant go out in either order (the limiter's burst): their order is no outcome.
     outcome.push({ label, at: h.clock.now() - start, sets: [...sets].sort(), watches });
   };
-  await scenario({ h, look });
+  try {
+    await scenario({ h, look });
+  } catch (error) {
+    const sent = daemon.reorder?.delivered.join('\n  ') ?? '';
+    throw new Error(`${seed === null ? 'the order as sent' : `seed ${seed}`}: ${String(error)}\n  ${sent}`, {
+      cause: error,
+    });
+  }
   assert.deepEqual(daemon.takeViolations(), [], 'the strict daemon saw a broken rule');
   await h.cleanup();
   return { outcome, delivered: daemon.reorder?.delivered ?? [] };
