@@ -51,12 +51,27 @@ export class Attempts {
   }
 
   /**
-   * The attempt of a due recovery (its thread's `attempt` job): re-reads everything, vetoes,
+   * The thread's `due` job: the schedule's turn for its recovery; its slot taken, the attempt runs
+   * in this same job, and when it ends (sent, called off, or prepared for its due time) the thread
+   * may fall due again.
+   */
+  async due(threadId: string, notBeforeMono: number): Promise<void> {
+    const session = this.core.schedule.due(threadId, notBeforeMono);
+    if (session === null) return;
+    try {
+      await this.run(session, threadId, notBeforeMono);
+    } finally {
+      this.core.attemptEnded(threadId);
+    }
+  }
+
+  /**
+   * The attempt of a due recovery (in its thread's `due` job): re-reads everything, vetoes,
    * persists the intent, then sends the set: at once when it is due, else as a `send` job delayed
    * to the due time (the thread's queue is free meanwhile, and any event for the thread calls the
    * send off).
    */
-  async run(session: DaemonSession, threadId: string, notBeforeMono: number): Promise<void> {
+  private async run(session: DaemonSession, threadId: string, notBeforeMono: number): Promise<void> {
     const core = this.core;
     const w = core.state.watches[threadId];
     if (!w) return;

@@ -45,14 +45,13 @@ export class Engine {
     const reconciler = new Reconciler(core);
     this.attempts = new Attempts(core, reconciler);
     const attempts = this.attempts;
-    // Who does each job of a thread's queue: the reconciler looks and refreshes, the schedule takes a
-    // recovery's due time, the attempts run and send, a task runs itself. When an attempt or a send
-    // is done, the schedule looks again (engineCore.ts: the thread may fall due again).
+    // Who does each job of a thread's queue: the reconciler looks and refreshes, a recovery's due
+    // time is the schedule's turn and then its attempt, a prepared set is sent, a task runs itself.
+    // When an attempt or a send is done, the schedule looks again (engineCore.ts attemptEnded).
     core.serve({
       look: (threadId) => (core.session ? reconciler.evaluate(core.session, threadId) : undefined),
       refresh: (threadId, job) => reconciler.refresh(job.session, threadId),
-      due: (threadId, job) => core.schedule.due(threadId, job.notBeforeMono),
-      attempt: (threadId, job) => attempts.run(job.session, threadId, job.notBeforeMono),
+      due: (threadId, job) => attempts.due(threadId, job.notBeforeMono),
       send: (_, job) => attempts.send(job.prepared),
       task: (_, job) => job.run(),
     });

@@ -47,8 +47,8 @@ export interface DueTimer {
   changed(w: Watch, was?: WatchState): void;
   /** The wall clock jumped forward: what fell due goes with the next due job. */
   jumpedForward(): void;
-  /** The thread's `due` job: its recovery's turn. */
-  due(threadId: string, notBeforeMono: number): void;
+  /** The thread's `due` job: its recovery's turn; the session its attempt runs on now, or null (not yet). */
+  due(threadId: string, notBeforeMono: number): DaemonSession | null;
   /** A response completed on the thread, to a request sent no earlier than `since`. */
   answered(threadId: string, since: number): void;
   giveBack(): void;
@@ -95,6 +95,8 @@ export class EngineCore {
   readonly schedule: DueTimer;
   /** One queue per thread: a thread's work never overlaps, a look asked twice while one waits runs once. */
   readonly work: WorkQueue<ThreadJob>;
+  /** Threads whose recovery took its slot, and the session its attempt runs on in their `due` job (attempting). */
+  readonly underway = new Map<string, DaemonSession>();
   private workers: JobWorkers | null = null;
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -119,10 +121,9 @@ export class EngineCore {
     this.work = new WorkQueue<ThreadJob>({
       process: (threadId, job) => this.process(threadId, job),
       merges,
-      // An attempt ended (sent, called off, or withdrawn): its thread may fall due again.
+      // A prepared set ended (sent, or called off): its thread may fall due again.
       done: (threadId, job) => {
-        const w = this.current.watches[threadId];
-        if (w && (job.kind === 'attempt' || job.kind === 'send')) this.schedule.changed(w);
+        if (job.kind === 'send') this.attemptEnded(threadId);
       },
       // Every job, a delayed `send` too once it is due: `idle()` waits for them all.
       track: (done) => void this.track(done),
@@ -247,9 +248,16 @@ export class EngineCore {
     return this.work.add(threadId, { kind: 'task', run: work });
   }
 
-  /** A recovery attempt of the thread is queued, under way, or prepared and waiting for its due time. */
+  /** A recovery attempt of the thread is under way, or prepared and waiting for its due time. */
   attempting(threadId: string): boolean {
-    return this.work.has(threadId, 'attempt') || this.work.has(threadId, 'send');
+    return this.underway.has(threadId) || this.work.has(threadId, 'send');
+  }
+
+  /** An attempt's job ended (its set sent, called off, or prepared for later): the thread may fall due again. */
+  attemptEnded(threadId: string): void {
+    this.underway.delete(threadId);
+    const w = this.current.watches[threadId];
+    if (w) this.schedule.changed(w);
   }
 
   /** One job of a thread's queue; whatever it changed after its last save is saved next time. */

@@ -3,8 +3,8 @@
 // who does each (the engine names them once, engine.ts):
 //   look     an event or a command changed something: the reconciler decides again
 //   refresh  a resync's pass: the reconciler reads the thread and decides
-//   due      its recovery's due time (a delayed add, set from the watch): the schedule's turn for it
-//   attempt  its recovery fell due (the schedule): the attempt reads, vetoes, saves its intent, sets
+//   due      its recovery's due time (a delayed add, set from the watch): the schedule's turn for
+//            it, and once its slot is taken, the attempt: reads, vetoes, saves its intent, sets
 //   send     a prepared attempt's due time came: the set goes out, or is called off (the job carries it)
 //   task     a command's or a pass's own work, awaited by whoever asked
 import type { ScheduledState, Watch } from '../model/watch';
@@ -30,7 +30,6 @@ export type ThreadJob =
   | { readonly kind: 'look' }
   | { readonly kind: 'refresh'; readonly session: DaemonSession }
   | { readonly kind: 'due'; readonly notBeforeMono: number }
-  | { readonly kind: 'attempt'; readonly session: DaemonSession; readonly notBeforeMono: number }
   | { readonly kind: 'send'; readonly prepared: Prepared }
   | { readonly kind: 'task'; readonly run: () => Promise<void> };
 

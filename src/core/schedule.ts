@@ -2,9 +2,11 @@
 // queue's delayed add: the one delay mechanism), set from the due time kept in its watch, a little
 // ahead of it (the preparation lead). When it comes, the thread's own turn decides: its outage's
 // probe first (probes.ts), then the global limiter (a burst, then one per interval: a recovery it
-// holds shows as `waitingSlot`, with its slot, which is kept for it), then the `attempt` job.
+// holds shows as `waitingSlot`, with its slot, which is kept for it); its slot taken, the same job
+// carries out the attempt (attempt.ts).
 import { type Watch, type WatchState } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
+import type { DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
@@ -141,15 +143,20 @@ export class Schedule {
 
   /**
    * The thread's `due` job: its recovery's turn came (or its timer fired early: set again). Held
-   * for its outage's probe, or for a limiter slot; or its `attempt` job queued, next in its queue.
+   * for its outage's probe, or for a limiter slot; or its group's first goal goes (this one, or the
+   * other, which this one then waits for): its slot taken, it is under way (core.attempting), and
+   * its `due` job (this one, or one queued for the other) runs its attempt on the session returned.
    */
-  due(threadId: string, notBeforeMono: number): void {
+  due(threadId: string, notBeforeMono: number): DaemonSession | null {
     const core = this.core;
+    const started = core.underway.get(threadId); // its group's turn started it
+    if (started) return started;
     const w = core.state.watches[threadId];
-    if (!w || core.stopped || core.state.pausedAt !== null || !core.session || core.attempting(threadId)) return;
+    const session = core.session;
+    if (!w || core.stopped || core.state.pausedAt !== null || !session || core.attempting(threadId)) return null;
     this.unheld(w);
     const at = this.actsAt(w);
-    if (at === null) return;
+    if (at === null) return null;
     if (at > core.now()) return this.requeue(w, at);
     if (!this.caughtUp) {
       this.caughtUp = true;
@@ -167,8 +174,10 @@ export class Schedule {
         return this.requeue(w, turn.at);
       case 'start': {
         const first = turn.first === null ? w : core.state.watches[turn.first];
-        if (this.start(first, first === w ? notBeforeMono : this.notBefore(first)) && first !== w)
-          this.probes.hold(w, first.threadId);
+        if (!this.start(first, first === w ? notBeforeMono : this.notBefore(first), session)) return this.requeue(w);
+        if (first === w) return session;
+        this.probes.hold(w, first.threadId);
+        void core.work.add(first.threadId, { kind: 'due', notBeforeMono: this.notBefore(first) });
         return this.requeue(w);
       }
     }
@@ -189,12 +198,11 @@ export class Schedule {
   }
 
   /**
-   * A due recovery's `attempt` job queued, true (the goal out as its group's probe, if grouped);
-   * or the next limiter slot kept for it (`waitingSlot`; one kept already is its own), false.
+   * A due recovery under way, true (the goal out as its group's probe, if grouped); or the next
+   * limiter slot kept for it (`waitingSlot`; one kept already is its own), false.
    */
-  private start(w: Watch, notBeforeMono: number): boolean {
+  private start(w: Watch, notBeforeMono: number, session: DaemonSession): boolean {
     const core = this.core;
-    const session = core.session;
     const mono = core.deps.clock.elapsed();
     // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
     // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
@@ -210,12 +218,12 @@ export class Schedule {
       this.slots.set(w.threadId, this.limiterAt + wait);
       // Shown rounded up to the second, so a countdown does not change at every refusal.
       waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
-    } else if (session) {
+    } else {
       this.slots.delete(w.threadId);
+      // Under way from here (core.attempting): not due again until its attempt ends.
+      core.underway.set(w.threadId, session);
       const group = this.probes.groupOf(w);
       if (group !== null) this.probes.started(w, group);
-      // Under way from here (core.attempting): not due again until its attempt ends.
-      void core.work.add(w.threadId, { kind: 'attempt', session, notBeforeMono });
     }
     core.changed();
     return wait === 0;
@@ -235,11 +243,12 @@ export class Schedule {
   }
 
   /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */
-  private requeue(w: Watch, at = this.actsAt(w), notBeforeMono = 0): void {
+  private requeue(w: Watch, at = this.actsAt(w), notBeforeMono = 0): null {
     const core = this.core;
-    if (at === null || core.stopped) return;
+    if (at === null || core.stopped) return null;
     const job = { kind: 'due', notBeforeMono: Math.max(notBeforeMono, this.notBefore(w)) } as const;
     core.work.addAfter(w.threadId, job, Math.max(0, at - core.now()));
+    return null;
   }
 
   /**
