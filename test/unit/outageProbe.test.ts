@@ -329,6 +329,23 @@ describe('one outage, one probe', () => {
     assert.equal(totalSets(h), 4);
   });
 
+  it('the group’s first goal, whose due job comes last at its instant, goes once, at once: the turns before it start it, and wait', async () => {
+    // All due at one instant (the harness's jitter: the full delay); the first to go is the one with
+    // the fewest recoveries, then the least id: goal-00. It fails last, so its due job comes last.
+    // The turns of goal-02 and goal-01 come first: each finds goal-00 first, takes its slot and
+    // starts it in goal-00's own queue, and waits for it. (When they only set goal-00's due job
+    // again, at that instant, each did so behind its own, and goal-00's never came.)
+    const threads = ids(3);
+    const h = await fleet(threads);
+    await outage(h, ['goal-02']);
+    await outage(h, ['goal-01']);
+    await outage(h, ['goal-00']);
+    await h.advance(BASE + 1_000);
+    assert.deepEqual([...setsOf(h)], [['goal-00', 1]]);
+    assert.deepEqual(kinds(h, ['goal-01', 'goal-02']), ['waitingProbe', 'waitingProbe']);
+    assert.deepEqual([probeOf(h, 'goal-01'), probeOf(h, 'goal-02')], ['goal-00', 'goal-00']);
+  });
+
   it('the provider answered before the outage: that answer releases no one, the goals still wait for one probe', async () => {
     const threads = ids(4);
     const h = await fleet([...threads, 'healthy']);
