@@ -101,6 +101,36 @@ export function dueTurn(g: GroupFacts, now: number): DueTurn {
   return { kind: 'start', first: g.first?.threadId ?? null };
 }
 
+/** What, besides its watch, says when a scheduled recovery acts (the schedule's state, read now). */
+export interface TimingFacts {
+  /** Its attempt is under way, or prepared for its due time: it acts when that ends. */
+  readonly attempting: boolean;
+  /** The slot the limiter keeps for it in this run (wall clock), or null: none (after a restart). */
+  readonly slotAt: number | null;
+  /**
+   * Held for its outage's probe, which is out (`stillHeld`): until when the probe's verdict is
+   * waited for, or null while the probe's set is under way; undefined: not held.
+   */
+  readonly heldUntil?: number | null;
+  /** How early a recovery is prepared (the schedule's preparation lead). */
+  readonly lead: number;
+}
+
+/**
+ * When a scheduled recovery's `due` job comes (wall clock), or null: not while its attempt runs.
+ * Held for a slot: the slot (never ahead of it: the limiter counts when recoveries start); the one
+ * shown after a restart. Held for a probe that is out: the verdict's bound plus the lead (not
+ * prepared ahead: until then it waits). Else its due time less the lead (held for a probe out no
+ * more: its turn lets it go).
+ */
+export function actsAt(w: Readonly<Pick<Watch, 'state' | 'lastFailure'>>, t: TimingFacts): number | null {
+  if (t.attempting) return null;
+  if (w.state.kind === 'waitingSlot') return t.slotAt ?? w.state.slotAt;
+  if (t.heldUntil !== undefined) return t.heldUntil === null ? null : t.heldUntil + t.lead;
+  const due = dueAt(w);
+  return due === null ? null : due - t.lead;
+}
+
 /**
  * Whether this goal is out as a probe: its recovery is being sent, or went out after its failure
  * and took effect, and its turn has not ended (or a look has not decided yet what its end means),

@@ -10,7 +10,7 @@ import type { DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
-import { dueTurn, goesFirst, type GroupFacts, mayHoldOthers } from './outage';
+import { actsAt, dueTurn, goesFirst, type GroupFacts, mayHoldOthers } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -260,24 +260,17 @@ export class Schedule {
     return this.core.deps.clock.elapsed() + Math.max(0, (dueAt(w) ?? now) - now);
   }
 
-  /**
-   * When a scheduled recovery acts (wall clock), or null: its due time less the lead; held for a
-   * slot, the slot (never ahead of it: the limiter counts when recoveries start); held for its
-   * outage's probe, the verdict's bound (not prepared ahead: until then it waits), or, the probe
-   * out no more, its due time (its turn lets it go).
-   */
+  /** When a scheduled recovery's due job comes, from the schedule's state now (outage.ts actsAt). */
   private actsAt(w: Watch): number | null {
-    if (this.core.attempting(w.threadId)) return null;
-    if (w.state.kind === 'waitingSlot') {
-      const slot = this.slots.get(w.threadId); // none after a restart: the slot shown
-      return slot === undefined ? w.state.slotAt : this.core.now() + slot - this.core.deps.clock.elapsed();
-    }
-    if (w.state.kind === 'waitingProbe' && this.probes.holds(w)) {
-      const until = this.probes.waitedUntil(w.state.probe);
-      return until === null ? null : until + this.prepareLead();
-    }
-    const due = dueAt(w);
-    return due === null ? null : due - this.prepareLead();
+    const core = this.core;
+    const slot = this.slots.get(w.threadId);
+    const held = w.state.kind === 'waitingProbe' && this.probes.holds(w);
+    return actsAt(w, {
+      attempting: core.attempting(w.threadId),
+      slotAt: slot === undefined ? null : core.now() + slot - core.deps.clock.elapsed(),
+      ...(held && { heldUntil: this.probes.waitedUntil(w.state.probe) }),
+      lead: this.prepareLead(),
+    });
   }
 }
 

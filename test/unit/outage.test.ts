@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  actsAt,
   dueGroup,
   dueTurn,
   type GroupFacts,
@@ -14,6 +15,7 @@ import {
   mayHoldOthers,
   outageGroup,
   type ProbeFacts,
+  type TimingFacts,
   probeFollowers,
   releasedBy,
   stillHeld,
@@ -109,6 +111,44 @@ describe('who goes first in a group', () => {
     ['not before itself', due('a', 0, 1), due('a', 0, 1), false],
   ];
   for (const [name, a, b, expected] of rows) test(name, () => assert.equal(goesFirst(a, b), expected));
+});
+
+describe('when a scheduled recovery’s due job comes', () => {
+  const LEAD = 300;
+  const facts = (patch: Partial<TimingFacts> = {}): TimingFacts => ({
+    attempting: false,
+    slotAt: null,
+    lead: LEAD,
+    ...patch,
+  });
+  const slotShown = failed({
+    state: { kind: 'waitingSlot', slotAt: NOW + 9_000, held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
+  });
+  const held = failed({
+    state: { kind: 'waitingProbe', probe: 'p', held: { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } },
+  });
+  const rows: [string, WatchedThread, TimingFacts, number | null][] = [
+    ['backing off → its due time less the lead', failed(), facts(), NOW - LEAD],
+    ['its attempt under way → never (its end sets it again)', failed(), facts({ attempting: true }), null],
+    ['…even held for a slot', slotShown, facts({ attempting: true, slotAt: NOW + 1_000 }), null],
+    [
+      'held for a slot kept in this run → that slot, not ahead of it',
+      slotShown,
+      facts({ slotAt: NOW + 1_000 }),
+      NOW + 1_000,
+    ],
+    ['held for a slot, none kept (a restart) → the slot shown', slotShown, facts(), NOW + 9_000],
+    [
+      'held for a probe out → the verdict’s bound plus the lead',
+      held,
+      facts({ heldUntil: NOW + 60_000 }),
+      NOW + 60_000 + LEAD,
+    ],
+    ['held for a probe whose set is under way → not yet', held, facts({ heldUntil: null }), null],
+    ['held for a probe out no more → its due time less the lead (its turn lets it go)', held, facts(), NOW - LEAD],
+    ['no due time → never', failed({ lastFailure: null }), facts(), null],
+  ];
+  for (const [name, w, t, expected] of rows) test(name, () => assert.equal(actsAt(w, t), expected));
 });
 
 describe('a due recovery’s turn', () => {
