@@ -71,6 +71,25 @@ export function goesFirst(a: Watch, b: Watch): boolean {
   return d < 0 || (d === 0 && a.threadId < b.threadId);
 }
 
+/**
+ * The due goal of `group` that goes first (goesFirst), or null: none is due by `by` (now plus the
+ * preparation lead). A goal whose attempt is under way is out already, not due.
+ */
+export function firstDue(
+  scheduled: readonly Watch[],
+  group: string,
+  of: { readonly groupOf: (w: Watch) => string | null; readonly attempting: (threadId: string) => boolean },
+  by: number,
+): Watch | null {
+  let first: Watch | null = null;
+  for (const x of scheduled) {
+    const d = dueAt(x);
+    if (d === null || d > by || of.attempting(x.threadId) || of.groupOf(x) !== group) continue;
+    if (first === null || goesFirst(x, first)) first = x;
+  }
+  return first;
+}
+
 /** What spans a due goal's group when its turn comes (the schedule reads it: probes.ts, limiter.ts). */
 export interface GroupFacts {
   /** The goal out as the group's probe, or null: none is. */

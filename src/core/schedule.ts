@@ -10,7 +10,7 @@ import type { DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
-import { actsAt, dueTurn, goesFirst, type GroupFacts, mayHoldOthers } from './outage';
+import { actsAt, dueTurn, firstDue, type GroupFacts, mayHoldOthers } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -27,6 +27,11 @@ export class Schedule {
   private readonly slots = new Map<string, number>();
   /** One outage, one probe: the goals of a group wait for the one out first (outage.ts). */
   readonly probes: Probes;
+  /** What firstDue asks of each scheduled goal: its group, and whether its attempt is under way. */
+  private readonly group = {
+    groupOf: (x: Watch) => this.probes.groupOf(x),
+    attempting: (threadId: string) => this.core.attempting(threadId),
+  };
 
   constructor(private readonly core: EngineCore) {
     this.limiter = newLimiter(core.options);
@@ -133,8 +138,9 @@ export class Schedule {
    */
   release(): void {
     let released = 0;
+    for (let kept = this.slots.size; kept > 0; kept -= 1) this.limiter.giveBack();
     for (const w of this.core.scheduledWatches()) {
-      if (w.state.kind === 'waitingSlot') this.limiter.giveBack();
+      if (w.state.kind === 'waitingSlot' && !this.slots.has(w.threadId)) this.limiter.giveBack();
       if (unhold(this.core, w)) released += 1;
     }
     this.slots.clear();
@@ -166,7 +172,8 @@ export class Schedule {
     const turn = dueTurn(this.groupFacts(w), core.now());
     switch (turn.kind) {
       case 'hold':
-        if (w.state.kind === 'waitingSlot') this.limiter.giveBack(); // its slot is not needed
+        // Its slot is not needed (one kept for it, or shown since a restart).
+        if (this.slots.delete(w.threadId) || w.state.kind === 'waitingSlot') this.limiter.giveBack();
         this.probes.hold(w, turn.probe);
         core.changed();
         return this.requeue(w);
@@ -189,9 +196,13 @@ export class Schedule {
    * spread over the group's recovery budgets), and the slot the limiter keeps for it.
    */
   private groupFacts(w: Watch): GroupFacts {
+    const core = this.core;
     const group = this.probes.groupOf(w);
     const probe = group === null ? null : this.probes.probeOf(group);
-    const first = group === null || probe !== null ? null : this.firstDue(group);
+    const first =
+      group === null || probe !== null
+        ? null
+        : firstDue(core.scheduledWatches(), group, this.group, core.now() + this.prepareLead());
     if (first === null || first === w) return { probe, first: null };
     const slotAt = first.state.kind === 'waitingSlot' ? this.actsAt(first) : null;
     return { probe, first: { threadId: first.threadId, slotAt } };
@@ -207,14 +218,23 @@ export class Schedule {
     // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
     // It counts sets when they go out: a recovery prepared ahead takes its slot at its due time.
     this.limiterAt = Math.max(this.limiterAt, notBeforeMono, mono);
-    const wait = w.state.kind === 'waitingSlot' ? 0 : this.limiter.take(this.limiterAt);
+    // A slot kept for it stays its own whatever a look showed meanwhile (its failed turn not ended
+    // yet, say): it keeps its place, and the limiter does not count it twice.
+    const kept = this.slots.get(w.threadId);
+    const wait =
+      w.state.kind === 'waitingSlot'
+        ? 0
+        : kept !== undefined
+          ? Math.max(0, kept - this.limiterAt)
+          : this.limiter.take(this.limiterAt);
     if (wait > 0) {
-      core.emit({
-        type: 'skipped',
-        threadId: w.threadId,
-        reason: 'global rate limit',
-        detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
-      });
+      if (kept === undefined)
+        core.emit({
+          type: 'skipped',
+          threadId: w.threadId,
+          reason: 'global rate limit',
+          detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
+        });
       this.slots.set(w.threadId, this.limiterAt + wait);
       // Shown rounded up to the second, so a countdown does not change at every refusal.
       waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
@@ -227,19 +247,6 @@ export class Schedule {
     }
     core.changed();
     return wait === 0;
-  }
-
-  /** The due goal of a group not under way that goes first, or null: none is due. */
-  private firstDue(group: string): Watch | null {
-    const now = this.core.now() + this.prepareLead();
-    let first: Watch | null = null;
-    for (const x of this.core.scheduledWatches()) {
-      const d = dueAt(x);
-      if (d === null || d > now || this.core.attempting(x.threadId)) continue;
-      if (this.probes.groupOf(x) !== group) continue;
-      if (first === null || goesFirst(x, first)) first = x;
-    }
-    return first;
   }
 
   /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */

@@ -6,6 +6,7 @@ import {
   actsAt,
   dueGroup,
   dueTurn,
+  firstDue,
   type GroupFacts,
   followProbe,
   goesFirst,
@@ -111,6 +112,27 @@ describe('who goes first in a group', () => {
     ['not before itself', due('a', 0, 1), due('a', 0, 1), false],
   ];
   for (const [name, a, b, expected] of rows) test(name, () => assert.equal(goesFirst(a, b), expected));
+
+  describe('the due goal of a group that goes first', () => {
+    const G = 'mock · server error';
+    const of = (attempting: string[] = [], other: string[] = []) => ({
+      groupOf: (w: { threadId: string }) => (other.includes(w.threadId) ? 'another · server error' : G),
+      attempting: (id: string) => attempting.includes(id),
+    });
+    const first = (ws: WatchedThread[], o = of(), by = NOW) => firstDue(ws, G, o, by)?.threadId ?? null;
+    test('the sooner due, whatever the order they come in', () => {
+      assert.equal(first([due('a', -5), due('b', -9), due('c', 0)]), 'b');
+      assert.equal(first([due('b', -9), due('a', -5)]), 'b');
+    });
+    test('due by the bound (now plus the lead) → it may go', () =>
+      assert.equal(first([due('a', 300)], of(), NOW + 300), 'a'));
+    test('due after it → none', () => assert.equal(first([due('a', 301)], of(), NOW + 300), null));
+    test('no due time → none', () => assert.equal(first([failed({ threadId: 'a', lastFailure: null })]), null));
+    test('its attempt under way → not it (it is out)', () =>
+      assert.equal(first([due('a', -9), due('b', -5)], of(['a'])), 'b'));
+    test('of another group → not it', () => assert.equal(first([due('a', -9), due('b', -5)], of([], ['a'])), 'b'));
+    test('none scheduled → none', () => assert.equal(first([]), null));
+  });
 });
 
 describe('when a scheduled recovery’s due job comes', () => {
