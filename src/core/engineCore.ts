@@ -52,6 +52,8 @@ export interface DueTimer {
   /** A response completed on the thread, to a request sent no earlier than `since`. */
   answered(threadId: string, since: number): void;
   giveBack(): void;
+  /** The slot the limiter keeps for the thread's recovery (if any) given back: it will not go. */
+  giveSlotBack(threadId: string): void;
   prepareLead(): number;
   release(): void;
   nextDueAt(): number | null;
@@ -209,6 +211,7 @@ export class EngineCore {
   /** The watch goes (its goal was cleared, or is no one's to show any more), with the reason said once. */
   forget(threadId: string, reason: string): void {
     delete this.state.watches[threadId];
+    this.schedule.giveSlotBack(threadId);
     this.mark(threadId);
     this.emit({ type: 'skipped', threadId, reason });
     this.changed();

@@ -80,6 +80,9 @@ export class Schedule {
    * between scheduled states (held or not), which changes nothing they wait for (isProbing).
    */
   changed(w: Watch, was?: WatchState): void {
+    // Its recovery will not go (paused, disarmed, running again, given up): its slot is given back.
+    // Its failed turn seen still ending, it is the same recovery, and keeps its slot.
+    if (!scheduledOf(w.state) && w.state.kind !== 'turnEnding') this.giveSlotBack(w.threadId);
     this.follow(w);
     if (!mayHoldOthers(w) || (was && scheduledOf(was) && scheduledOf(w.state))) return;
     for (const x of this.core.scheduledWatches())
@@ -127,6 +130,11 @@ export class Schedule {
     this.limiter.giveBack();
   }
 
+  /** The slot the limiter keeps for a recovery (if any) given back, once: it is not needed (held, gone). */
+  giveSlotBack(threadId: string): void {
+    if (this.slots.delete(threadId)) this.limiter.giveBack();
+  }
+
   stop(): void {
     this.core.work.takeBack('due');
     this.release();
@@ -138,12 +146,8 @@ export class Schedule {
    */
   release(): void {
     let released = 0;
-    for (let kept = this.slots.size; kept > 0; kept -= 1) this.limiter.giveBack();
-    for (const w of this.core.scheduledWatches()) {
-      if (w.state.kind === 'waitingSlot' && !this.slots.has(w.threadId)) this.limiter.giveBack();
-      if (unhold(this.core, w)) released += 1;
-    }
-    this.slots.clear();
+    for (const threadId of [...this.slots.keys()]) this.giveSlotBack(threadId);
+    for (const w of this.core.scheduledWatches()) if (unhold(this.core, w)) released += 1;
     if (released > 0) this.core.changed();
   }
 
@@ -163,7 +167,10 @@ export class Schedule {
     this.unheld(w);
     const at = this.actsAt(w);
     if (at === null) return null;
-    if (at > core.now()) return this.requeue(w, at);
+    if (at > core.now()) {
+      this.requeue(w, at);
+      return null;
+    }
     if (!this.caughtUp) {
       this.caughtUp = true;
       for (const x of core.scheduledWatches())
@@ -172,22 +179,24 @@ export class Schedule {
     const turn = dueTurn(this.groupFacts(w), core.now());
     switch (turn.kind) {
       case 'hold':
-        // Its slot is not needed (one kept for it, or shown since a restart).
-        if (this.slots.delete(w.threadId) || w.state.kind === 'waitingSlot') this.limiter.giveBack();
+        this.giveSlotBack(w.threadId);
         this.probes.hold(w, turn.probe);
         core.changed();
-        return this.requeue(w);
+        break;
       case 'later':
-        return this.requeue(w, turn.at);
+        this.requeue(w, turn.at);
+        return null;
       case 'start': {
         const first = turn.first === null ? w : core.state.watches[turn.first];
-        if (!this.start(first, first === w ? notBeforeMono : this.notBefore(first), session)) return this.requeue(w);
+        if (!this.start(first, first === w ? notBeforeMono : this.notBefore(first), session)) break;
         if (first === w) return session;
         this.probes.hold(w, first.threadId);
         void core.work.add(first.threadId, { kind: 'due', notBeforeMono: this.notBefore(first) });
-        return this.requeue(w);
+        break;
       }
     }
+    this.requeue(w);
+    return null;
   }
 
   /**
@@ -250,12 +259,11 @@ export class Schedule {
   }
 
   /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */
-  private requeue(w: Watch, at = this.actsAt(w), notBeforeMono = 0): null {
+  private requeue(w: Watch, at = this.actsAt(w), notBeforeMono = 0): void {
     const core = this.core;
-    if (at === null || core.stopped) return null;
+    if (at === null || core.stopped) return;
     const job = { kind: 'due', notBeforeMono: Math.max(notBeforeMono, this.notBefore(w)) } as const;
     core.work.addAfter(w.threadId, job, Math.max(0, at - core.now()));
-    return null;
   }
 
   /**
@@ -270,10 +278,11 @@ export class Schedule {
   /** When a scheduled recovery's due job comes, from the schedule's state now (outage.ts actsAt). */
   private actsAt(w: Watch): number | null {
     const core = this.core;
+    const attempting = core.attempting(w.threadId);
     const slot = this.slots.get(w.threadId);
-    const held = w.state.kind === 'waitingProbe' && this.probes.holds(w);
+    const held = !attempting && w.state.kind === 'waitingProbe' && this.probes.holds(w);
     return actsAt(w, {
-      attempting: core.attempting(w.threadId),
+      attempting,
       slotAt: slot === undefined ? null : core.now() + slot - core.deps.clock.elapsed(),
       ...(held && { heldUntil: this.probes.waitedUntil(w.state.probe) }),
       lead: this.prepareLead(),

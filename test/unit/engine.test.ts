@@ -523,6 +523,43 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('a slot the limiter keeps for a recovery that will not go (a person disarmed it) is given back: the next recovery takes it', async () => {
+    // A burst of 1 and a 60 s interval (shipped: 3 and 5 s): each slot kept is a whole interval.
+    const ids = ['a', 'b', 'c'];
+    const daemon = new FakeDaemon(fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-')));
+    for (const id of ids) daemon.addThread(id);
+    ownProviders(daemon, ids); // three outages: no probe holds any of them back
+    const h = await armed({ daemon, options: { limiterBurst: 1, limiterIntervalMs: 60_000 } }, []);
+    const sets = (id: string) =>
+      h.daemon.requests.filter((m) => m.method === 'thread/goal/set' && m.params?.threadId === id).length;
+    failByEvents(h.daemon, 'a', 'a-turn-1');
+    await h.settle();
+    await h.advance(1_000);
+    failByEvents(h.daemon, 'b', 'b-turn-1');
+    await h.settle();
+    await h.advance(BASE);
+    assert.equal(sets('a'), 1, 'the burst of one');
+    assert.equal(h.engine.watch('b')!.state.kind, 'waitingSlot');
+    await h.advance(60_000);
+    assert.equal(sets('b'), 1, 'b did not go at its slot');
+    // c waits for a slot and a person disarms it: its slot is given back, and a's next failure takes it.
+    failByEvents(h.daemon, 'c', 'c-turn-1');
+    await h.settle();
+    await h.advance(BASE);
+    assert.equal(h.engine.watch('c')!.state.kind, 'waitingSlot');
+    const c = h.engine.watch('c')!.state;
+    const cSlot = c.kind === 'waitingSlot' ? c.slotAt : NaN;
+    await h.engine.commands.disarm('c');
+    await h.settle();
+    failByEvents(h.daemon, 'a', 'a-turn-2');
+    await h.settle();
+    const aDue = dueAt(h.engine.watch('a')!)!;
+    assert.ok(aDue < cSlot + 60_000, `a is due ${aDue - cSlot} ms after c's slot: nothing to tell`);
+    await h.advance(Math.max(aDue, cSlot) - h.clock.now() + 1_000);
+    assert.equal(sets('a'), 2, 'a went behind the slot c would not use');
+    assert.equal(sets('c'), 0);
+  });
+
   it('pausing auto-recovery holds every recovery; resuming lets it run', async () => {
     const h = await armed();
     failByEvents(h.daemon, 'thread-1', 'turn-1');
