@@ -33,7 +33,7 @@ function countsOf(mutants) {
 }
 
 /** Killed or timed out, out of those a test can judge (Stryker's "mutation score"), in %, 2 decimals. */
-function scoreOf(c) {
+export function scoreOf(c) {
   const judged = c.killed + c.timeout + c.survived + c.noCoverage;
   return judged === 0 ? 100 : Math.floor(((c.killed + c.timeout) / judged) * 10_000) / 100;
 }
@@ -108,9 +108,10 @@ export function testingDocBlock(root) {
       return m
         ? `| ${area} | ${m.mutants} | ${m.killed} | ${m.timeout} | ${m.survived} | ${m.noCoverage} | ${m.disabled} | ` +
             `${m.score} % | ${a.break} % | ${m.at}, ${m.minutes} min |`
-        : `| ${area} | | | | | | | not measured yet | ${a.break} % | |`;
+        : `| ${area} | | | | | | | not measured yet | ${a.break ?? '—'} | |`;
     }),
     '',
+    ...Object.entries(scopes.rest.split ?? {}).flatMap(([whole, split]) => splitLine(whole, split, areas)),
     'Test files the rest runs without (every other unit test file runs):',
     '',
     ...Object.entries(skipTests).map(([f, why]) => `- \`${f}\`: ${why}`),
@@ -118,6 +119,20 @@ export function testingDocBlock(root) {
     END,
   );
   return lines.join('\n');
+}
+
+/** An area measured whole before it was split: its score then, and its parts' together once all are measured. */
+function splitLine(whole, split, areas) {
+  const m = split.measured;
+  const parts = split.into.map((a) => areas[a]?.measured);
+  const sum = (k) => parts.reduce((n, p) => n + p[k], 0);
+  const together = parts.every(Boolean)
+    ? `${scoreOf({ killed: sum('killed'), timeout: sum('timeout'), survived: sum('survived'), noCoverage: sum('noCoverage') })} %`
+    : 'not all measured yet';
+  return [
+    `\`${whole}\`, one area until ${split.at} (${split.why}): ${m.score} % on ${m.at}; its parts together: ${together}.`,
+    '',
+  ];
 }
 
 /** Rewrites the block in docs/testing.md. */
