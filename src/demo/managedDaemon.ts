@@ -19,11 +19,10 @@ import {
   untrack,
   waitGone,
 } from './codexProcesses';
+import { defaultSocketPath as controlSocketPath } from '../protocol/socketSafety';
 
 /** The control socket path the daemon listens on (a symlink into /tmp/codex-daemon-<uid>/). */
-export function controlSocketPath(codexHome: string): string {
-  return path.join(codexHome, 'app-server-control', 'app-server-control.sock');
-}
+export { controlSocketPath };
 
 /** The JSON line `daemon start|stop|restart` prints (also backend, socketPath, versions...). */
 export interface DaemonReport {
