@@ -49,7 +49,6 @@ export interface UserClientOptions {
 export class UserClient<J = unknown> {
   /** Everything received, in arrival order. */
   readonly log: LogEntry<J>[] = [];
-  /** The initialize result. */
   initializeResult: J | undefined;
   closed = false;
   private seq = 0;
