@@ -19,11 +19,10 @@ import {
   untrack,
   waitGone,
 } from './codexProcesses';
+import { defaultSocketPath as controlSocketPath } from '../protocol/socketSafety';
 
 /** The control socket path the daemon listens on (a symlink into /tmp/codex-daemon-<uid>/). */
-export function controlSocketPath(codexHome: string): string {
-  return path.join(codexHome, 'app-server-control', 'app-server-control.sock');
-}
+export { controlSocketPath };
 
 /** The JSON line `daemon start|stop|restart` prints (also backend, socketPath, versions...). */
 export interface DaemonReport {
@@ -128,10 +127,8 @@ async function daemonUp(codexHome: string, verb: 'start' | 'restart', timeoutMs:
   const r = await daemonCli(codexHome, [verb], timeoutMs);
   if (r.code !== 0 || !r.report) throw new Error(`daemon ${verb} failed (${r.code}): ${r.stdout}\n${r.stderr}`);
   if (verb === 'restart' && old && old !== r.report.pid) await stopProcessGroup(old, 3000);
-  const what = 'app-server daemon';
-  if (typeof r.report.pid === 'number') track({ pid: r.report.pid, codexHome, what });
-  const d = daemonPid(codexHome);
-  if (d) track({ pid: d, codexHome, what });
+  for (const pid of [r.report.pid, daemonPid(codexHome)])
+    if (typeof pid === 'number' && pid) track({ pid, codexHome, what: 'app-server daemon' });
   const u = daemonUpdaterPid(codexHome);
   if (u) track({ pid: u, codexHome, what: 'daemon pid-update-loop' });
   if (!(await waitGone(() => !existsSync(controlSocketPath(codexHome)), 5000))) {

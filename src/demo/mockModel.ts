@@ -174,7 +174,7 @@ export async function startMockModel(): Promise<MockModel> {
   });
   const port = (server.address() as AddressInfo).port;
 
-  const model: MockModel = {
+  return {
     url: `http://127.0.0.1:${port}/v1`,
     get requests() {
       return requests;
@@ -229,5 +229,4 @@ export async function startMockModel(): Promise<MockModel> {
       });
     },
   };
-  return model;
 }

@@ -97,7 +97,6 @@ export interface MockModel {
   script(modes: MockMode[]): void;
   /** Scripted modes not consumed yet. */
   readonly scripted: number;
-  /** Drop the scripted modes not consumed yet. */
   clearScript(): void;
   /** Ends every `slow` answer under way now, with its message (as if its delay ran out); returns how many. */
   answerSlowNow(): number;

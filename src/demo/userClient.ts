@@ -49,7 +49,6 @@ export interface UserClientOptions {
 export class UserClient<J = unknown> {
   /** Everything received, in arrival order. */
   readonly log: LogEntry<J>[] = [];
-  /** The initialize result. */
   initializeResult: J | undefined;
   closed = false;
   private seq = 0;
@@ -107,8 +106,7 @@ export class UserClient<J = unknown> {
 
   /** Send a request; resolves with `result`, rejects with RpcError or on timeout / close. */
   async request<T = J>(method: string, params?: unknown, timeoutMs = 15_000): Promise<T> {
-    const entry = await this.requestEntry(method, params, timeoutMs);
-    return entry.result as T;
+    return (await this.requestEntry(method, params, timeoutMs)).result as T;
   }
 
   /** Like `request`, but resolves with the reply's log entry (its `seq` orders it among notifications). */

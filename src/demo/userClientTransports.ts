@@ -5,6 +5,7 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
+import { rawDataToBuffer } from '../protocol/webSocketFraming';
 
 export interface Transport {
   send(text: string): void;
@@ -38,12 +39,7 @@ export function wsTransport(ws: WebSocket): Transport {
       if (ws.readyState === WebSocket.OPEN) ws.send(t);
     },
     close: () => ws.close(),
-    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(rawText(data))),
+    onMessage: (cb) => ws.on('message', (data: WebSocket.RawData) => cb(rawDataToBuffer(data).toString())),
     onClose: (cb) => ws.on('close', () => cb()),
   };
-}
-
-/** A frame's text: ws delivers a Buffer per message (binaryType "nodebuffer", the default). */
-function rawText(data: WebSocket.RawData): string {
-  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString();
 }

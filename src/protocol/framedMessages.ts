@@ -44,8 +44,6 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
   private _malformedCount = 0;
   private _messageCount = 0;
   private callback: DataCallback | undefined;
-  /** The close event was fired (at most once). */
-  protected closed = false;
   /** Removes the reader's listeners from its stream or socket. */
   protected detach: (() => void) | undefined;
 
@@ -93,12 +91,6 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
     quietly(() => this.fireError(err instanceof Error ? err : new Error(String(err))));
   }
 
-  protected fireCloseOnce(): void {
-    if (this.closed) return;
-    this.closed = true;
-    quietly(() => this.fireClose());
-  }
-
   /** Parses one complete frame (already decoded text) and dispatches it. */
   protected handleFrame(text: string): void {
     const trimmed = text.trim();
@@ -134,8 +126,6 @@ export abstract class FramedMessageReader extends MessageReaderBase implements M
 /** Shared writer logic: serialize, report failures as events + rejected promises, never throw. */
 export abstract class FramedMessageWriter extends MessageWriterBase implements MessageWriter {
   private errorCount = 0;
-  /** The close event was fired (at most once). */
-  protected closed = false;
   private readonly detach: () => void;
 
   /**
@@ -147,7 +137,7 @@ export abstract class FramedMessageWriter extends MessageWriterBase implements M
     closeEvents: string[],
   ) {
     super();
-    const onClose = () => this.fireCloseOnce();
+    const onClose = () => this.fireClose();
     const listeners: Record<string, Listener> = { error: (err) => void this.fail(err, undefined) };
     for (const event of closeEvents) listeners[event] = onClose;
     this.detach = subscribe(source, listeners);
@@ -158,12 +148,6 @@ export abstract class FramedMessageWriter extends MessageWriterBase implements M
     this.errorCount++;
     quietly(() => this.fireError(err, msg, this.errorCount));
     return err;
-  }
-
-  private fireCloseOnce(): void {
-    if (this.closed) return;
-    this.closed = true;
-    quietly(() => this.fireClose());
   }
 
   /**

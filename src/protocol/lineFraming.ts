@@ -49,7 +49,7 @@ export class LineMessageReader extends FramedMessageReader {
     if (this.closed) return;
     // A final line without a trailing newline is still a frame.
     this.lines.end();
-    this.fireCloseOnce();
+    this.fireClose();
   }
 
   override dispose(): void {

@@ -55,6 +55,8 @@ function asError(error: unknown, who: 'Reader' | 'Writer'): Error {
 abstract class MessageEvents<E> {
   protected readonly errorEmitter = new Emitter<E>();
   private readonly closeEmitter = new Emitter<void>();
+  /** The close event was fired (at most once). */
+  protected closed = false;
 
   get onError(): Event<E> {
     return this.errorEmitter.event;
@@ -62,7 +64,10 @@ abstract class MessageEvents<E> {
   get onClose(): Event<void> {
     return this.closeEmitter.event;
   }
+  /** Fires the close event, once: later calls do nothing. */
   protected fireClose(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.closeEmitter.fire(undefined);
   }
   dispose(): void {

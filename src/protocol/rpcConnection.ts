@@ -35,10 +35,6 @@ const UNKNOWN_ERROR_CODE = -32001;
 /** Notifications of the protocol itself: handled (here: ignored) by the connection, never the client's. */
 const OWN_NOTIFICATIONS = new Set(['$/logTrace', '$/progress', '$/cancelRequest']);
 
-export interface RpcLogger {
-  error(message: string): void;
-}
-
 interface Pending {
   method: string;
   resolve(result: unknown): void;
@@ -68,7 +64,7 @@ export class RpcConnection {
   constructor(
     private readonly reader: MessageReader,
     private readonly writer: MessageWriter,
-    private readonly logger: RpcLogger,
+    private readonly logger: { error(message: string): void },
   ) {
     reader.onClose(() => this.closed());
     reader.onError((error) => this.fireError(error));

@@ -96,7 +96,6 @@ export const ThreadListResultSchema = z.object({
   data: z.array(ThreadSchema),
   nextCursor: z.optional(z.nullable(z.string())),
 });
-export type ThreadListResult = z.infer<typeof ThreadListResultSchema>;
 export const GoalResultSchema = z.object({ goal: z.nullable(ThreadGoalSchema) });
 export const ThreadResultSchema = z.object({ thread: ThreadSchema });
 export const TurnsListResultSchema = z.object({ data: z.array(TurnSchema) });

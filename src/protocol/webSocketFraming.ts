@@ -19,7 +19,8 @@ export interface FrameSocket extends EventSource {
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function rawDataToBuffer(data: RawData): Buffer {
+/** A frame's bytes, however the socket delivered them (ws: a Buffer per message by default). */
+export function rawDataToBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
@@ -52,14 +53,14 @@ export class WebSocketMessageReader extends FramedMessageReader {
         if (this.early && this.early.length >= MAX_EARLY_EVENTS) this.earlyDropped++;
         else handle(() => this.onFrame(data as RawData));
       },
-      close: () => handle(() => this.fireCloseOnce()),
+      close: () => handle(() => this.fireClose()),
       error: (err) => handle(() => this.safeFireError(err)),
     });
     this.detach = () => {
       detach();
       ws.on('error', noop);
     };
-    if (ws.readyState === WS_CLOSED) this.early?.push(() => this.fireCloseOnce());
+    if (ws.readyState === WS_CLOSED) this.early?.push(() => this.fireClose());
   }
 
   /**

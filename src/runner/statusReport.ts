@@ -159,16 +159,9 @@ function budgetText(w: Watch, now: number, limit: number | null): string {
 }
 
 function connectionText(c: ConnectionState): string {
-  switch (c.kind) {
-    case 'connected':
-      return `connected${c.codexVersion ? ` (codex ${c.codexVersion})` : ''}${c.versionWarning ? ` · ${c.versionWarning}` : ''}`;
-    case 'connecting':
-      return `connecting (${c.detail})`;
-    case 'disconnected':
-      return `disconnected (${c.detail})`;
-    case 'unresponsive':
-      return `no answer (${c.detail})`;
-  }
+  if (c.kind === 'connected')
+    return `connected${c.codexVersion ? ` (codex ${c.codexVersion})` : ''}${c.versionWarning ? ` · ${c.versionWarning}` : ''}`;
+  return `${c.kind === 'unresponsive' ? 'no answer' : c.kind} (${c.detail})`;
 }
 
 function seconds(ms: number): string {
