@@ -251,10 +251,9 @@ export class GlobalStateStore implements StateStore {
         if (this.generation !== null) await this.writer!.append(lines).catch((err: unknown) => this.journalFailed(err));
         return this.fold(document);
       }
-      const generation = this.generation!;
       checkFence(this.opts.guard);
       const [, appended] = await Promise.all([
-        this.put(withGeneration(document, generation)),
+        this.put(withGeneration(document, this.generation!)),
         this.writer!.append(lines).then(
           () => true,
           (err: unknown) => this.journalFailed(err),
