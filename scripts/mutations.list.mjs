@@ -315,7 +315,7 @@ export const MUTATIONS = [
     invariant: "a stale leader's late save never lands (the lease asked right before the snapshot's rename)",
     fault: 'the JSON file store renames a snapshot without asking the lease again after its fsync',
     file: 'src/store/jsonFileStore.ts',
-    find: '      checkFence(this.guard); // the last word before the rename: no await in between',
+    find: '      checkFence(this.opts.guard); // the last word before the rename: no await in between',
     replace: '        // (no check)',
     guard: {
       file: 'test/unit/writeGuard.test.ts',

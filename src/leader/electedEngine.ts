@@ -280,43 +280,42 @@ export class ElectedEngine<E extends TermEngine> {
     }
   }
 
-  private follow(conn: FollowerConnection): Promise<void> {
-    return this.newTerm().then((term) => {
-      if (term !== this.term || this.stopped) return;
-      this.conn = conn;
-      const states = new Set<(snapshot: EngineSnapshot) => void>();
-      this.termOffs.push(
-        conn.onState((value) => {
-          const snapshot = parseSnapshot(value);
-          if (!snapshot) return this.opts.onWarning('ignored a malformed state from the leader');
-          this.leaderSnapshot = snapshot;
-          for (const listener of [...states]) listener(snapshot);
-        }),
-        conn.onDecision((msg) => this.leaderDecided(msg)),
-        () => {
-          if (this.conn === conn) this.conn = null;
-        },
-      );
-      if (this.opts.focus) conn.reportFocus(this.self.viewer, this.self.focused);
-      const view: LeaderView = {
-        welcomed: conn.welcomed.then((pid) => ({ pid, who: conn.leaderWho ?? null })),
-        onState: (listener) => {
-          states.add(listener);
-          if (this.leaderSnapshot && this.conn === conn) listener(this.leaderSnapshot);
-          return () => states.delete(listener);
-        },
-        command: async (command, threadId, timeoutMs) => {
-          await conn.command(command, threadId === undefined ? [] : [threadId], timeoutMs);
-        },
-        onQuiet: (listener) => {
-          const off = this.election?.onQuiet(listener) ?? (() => undefined);
-          this.termOffs.push(off);
-          return off;
-        },
-      };
-      view.welcomed.catch(() => undefined); // gone before its welcome: the election runs again
-      this.opts.onFollow(view);
-    });
+  private async follow(conn: FollowerConnection): Promise<void> {
+    const term = await this.newTerm();
+    if (term !== this.term || this.stopped) return;
+    this.conn = conn;
+    const states = new Set<(snapshot: EngineSnapshot) => void>();
+    this.termOffs.push(
+      conn.onState((value) => {
+        const snapshot = parseSnapshot(value);
+        if (!snapshot) return this.opts.onWarning('ignored a malformed state from the leader');
+        this.leaderSnapshot = snapshot;
+        for (const listener of [...states]) listener(snapshot);
+      }),
+      conn.onDecision((msg) => this.leaderDecided(msg)),
+      () => {
+        if (this.conn === conn) this.conn = null;
+      },
+    );
+    if (this.opts.focus) conn.reportFocus(this.self.viewer, this.self.focused);
+    const view: LeaderView = {
+      welcomed: conn.welcomed.then((pid) => ({ pid, who: conn.leaderWho ?? null })),
+      onState: (listener) => {
+        states.add(listener);
+        if (this.leaderSnapshot && this.conn === conn) listener(this.leaderSnapshot);
+        return () => states.delete(listener);
+      },
+      command: async (command, threadId, timeoutMs) => {
+        await conn.command(command, threadId === undefined ? [] : [threadId], timeoutMs);
+      },
+      onQuiet: (listener) => {
+        const off = this.election?.onQuiet(listener) ?? (() => undefined);
+        this.termOffs.push(off);
+        return off;
+      },
+    };
+    view.welcomed.catch(() => undefined); // gone before its welcome: the election runs again
+    this.opts.onFollow(view);
   }
 
   private leaderDecided(msg: DecisionMessage): void {

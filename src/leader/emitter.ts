@@ -13,9 +13,7 @@ export class Emitter<T> {
 
   on(cb: (value: T) => void): Unsubscribe {
     this.listeners.add(cb);
-    return () => {
-      this.listeners.delete(cb);
-    };
+    return () => void this.listeners.delete(cb);
   }
 
   fire(value: T): void {

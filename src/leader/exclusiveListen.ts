@@ -26,7 +26,7 @@ export interface Candidate {
 /** A listening server at a fresh temporary path in `dir`. */
 export async function listenCandidate(dir: string, log: Log, who: string | undefined): Promise<Candidate> {
   const raw = net.createServer();
-  const server = new LeaderServer(raw, { log, ...(who ? { who } : {}) });
+  const server = new LeaderServer(raw, { log, who });
   for (let i = 0; ; i++) {
     const tmpPath = tmpSocketPath(dir);
     try {

@@ -167,17 +167,15 @@ export class FollowerConnection {
    * already received, if any.
    */
   onState(cb: (snapshot: unknown) => void): Unsubscribe {
-    let active = true;
     const off = this.stateEmitter.on(cb);
     const known = this.latest;
-    if (known) {
-      queueMicrotask(() => {
-        // Only if nothing newer was delivered meanwhile.
-        if (active && this.latest === known) this.stateEmitter.call(cb, known.snapshot);
-      });
-    }
+    if (!known) return off;
+    const cancel = soon(() => {
+      // Only if nothing newer was delivered meanwhile.
+      if (this.latest === known) this.stateEmitter.call(cb, known.snapshot);
+    });
     return () => {
-      active = false;
+      cancel();
       off();
     };
   }
@@ -194,16 +192,7 @@ export class FollowerConnection {
 
   /** `cb` runs once when the connection to the leader is gone (at once if it already is). */
   onClose(cb: () => void): Unsubscribe {
-    if (this._closed) {
-      let active = true;
-      queueMicrotask(() => {
-        if (active) cb();
-      });
-      return () => {
-        active = false;
-      };
-    }
-    return this.closeEmitter.on(cb);
+    return this._closed ? soon(cb) : this.closeEmitter.on(cb);
   }
 
   /**
@@ -349,4 +338,13 @@ export class FollowerConnection {
       e.clear();
     }
   }
+}
+
+/** Runs `fn` in a microtask, unless the returned function is called first. */
+function soon(fn: () => void): Unsubscribe {
+  let active = true;
+  queueMicrotask(() => {
+    if (active) fn();
+  });
+  return () => void (active = false);
 }

@@ -41,7 +41,7 @@ interface Peer {
   version: number;
   /** A state is waiting for the socket to drain. */
   stateDirty: boolean;
-  helloTimer: NodeJS.Timeout | undefined;
+  helloTimer: NodeJS.Timeout;
   /** The window's viewer id, once it said whether it has the focus (followers that never say are not windows). */
   viewer: string | null;
 }
@@ -179,7 +179,12 @@ export class LeaderServer {
       welcomed: false,
       version: 0,
       stateDirty: false,
-      helloTimer: undefined,
+      helloTimer: setTimeout(() => {
+        if (!peer.welcomed) {
+          this.log(`leader: a connection said no hello within ${HELLO_TIMEOUT_MS} ms; dropped`);
+          socket.destroy();
+        }
+      }, HELLO_TIMEOUT_MS).unref(),
       viewer: null,
       decoder: new LineDecoder<FollowerMessage>(
         FollowerMessageSchema,
@@ -188,13 +193,6 @@ export class LeaderServer {
       ),
     };
     this.peers.add(peer);
-    peer.helloTimer = setTimeout(() => {
-      if (!peer.welcomed) {
-        this.log(`leader: a connection said no hello within ${HELLO_TIMEOUT_MS} ms; dropped`);
-        socket.destroy();
-      }
-    }, HELLO_TIMEOUT_MS);
-    peer.helloTimer.unref();
     socket.on('data', (chunk: Buffer) => peer.decoder.push(chunk));
     socket.on('drain', () => {
       if (peer.stateDirty) this.sendState(peer);

@@ -36,7 +36,6 @@ export const PROBE_BUDGET_VERSION = 4;
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
 export const CommandIdSchema = z.union([z.number().check(z.int()), z.string().check(z.minLength(1))]);
-export type CommandId = z.infer<typeof CommandIdSchema>;
 
 export const HelloSchema = z.object({
   type: z.literal('hello'),

@@ -7,7 +7,7 @@
 // decisions. Pure: the leader's server calls it once per broadcast, for all its older followers.
 import type { DecisionType } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
-import type { Watch, WatchState, WatchStateKind } from '../model/watch';
+import { isRecord, type Watch, type WatchState, type WatchStateKind } from '../model/watch';
 
 type Older<K extends WatchStateKind> = ((state: Extract<WatchState, { kind: K }>) => WatchState) | 'same';
 
@@ -109,8 +109,4 @@ export function olderKnows(decision: unknown): boolean {
 
 function isKey<T extends object>(table: T, key: unknown): key is keyof T {
   return typeof key === 'string' && Object.hasOwn(table, key);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

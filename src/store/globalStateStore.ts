@@ -71,11 +71,8 @@ export interface GlobalStateStoreOptions {
   guard?: WriteGuard;
 }
 
-/** What a journal file holds, read without changing anything. */
-type JournalFile =
-  | { kind: 'missing' }
-  | { kind: 'unusable'; reason: string }
-  | { kind: 'text'; text: string; generation: string | null };
+/** What a journal file holds, read without changing anything (null: there is none). */
+type JournalFile = null | { unusable: string } | { text: string; generation: string | null };
 
 async function readJournalFile(path: string): Promise<JournalFile> {
   let st;
@@ -83,16 +80,16 @@ async function readJournalFile(path: string): Promise<JournalFile> {
     st = await fsp.lstat(path);
   } catch (err) {
     // ENOTDIR: a file where its directory should be, so no journal there (saves will say so).
-    if (errCode(err) === 'ENOENT' || errCode(err) === 'ENOTDIR') return { kind: 'missing' };
-    return { kind: 'unusable', reason: errorText(err) };
+    if (errCode(err) === 'ENOENT' || errCode(err) === 'ENOTDIR') return null;
+    return { unusable: errorText(err) };
   }
   const unusable = fileProblem(st, MAX_JOURNAL_BYTES);
-  if (unusable !== null) return { kind: 'unusable', reason: unusable };
+  if (unusable !== null) return { unusable };
   try {
     const text = await fsp.readFile(path, 'utf8');
-    return { kind: 'text', text, generation: journalGeneration(text) };
+    return { text, generation: journalGeneration(text) };
   } catch (err) {
-    return { kind: 'unusable', reason: `unreadable: ${errorText(err)}` };
+    return { unusable: `unreadable: ${errorText(err)}` };
   }
 }
 
@@ -146,15 +143,13 @@ export class GlobalStateStore implements StateStore {
         if (parsed.dropped.length > 0) {
           // Keep the value as it was; the part that can be used is written back below.
           dropped = true;
-          const aside = this.asideKey();
-          await this.memento.update(aside, raw);
+          const aside = await this.keepAside(raw);
           problems.push(
             partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`),
           );
         }
       } else {
-        const aside = this.asideKey();
-        await this.memento.update(aside, raw);
+        const aside = await this.keepAside(raw);
         await this.memento.update(STATE_KEY, undefined);
         problems.push(
           `the stored watch state could not be used: ${parsed.error}; kept aside as "${aside}"; starting clean`,
@@ -174,20 +169,21 @@ export class GlobalStateStore implements StateStore {
         const why =
           raw === undefined ? 'no watch state in globalState beside it' : 'the watch state in globalState is unusable';
         for (const { path, file } of files) {
-          if (file.kind === 'missing') continue;
+          if (file === null) continue;
           const aside = await moveAside(path, this.now(), `journal ${path}`, why);
           problems.push(`journal ${path} could not be replayed (${why}); kept aside as ${aside}`);
           journalsUsed = true;
         }
       } else {
         // The journals that follow the snapshot: the current one, or the previous one then the current one.
-        const follows = (f: JournalFile) => f.kind === 'text' && f.generation === generation && generation !== null;
+        const follows = (f: JournalFile) =>
+          f !== null && 'text' in f && f.generation === generation && generation !== null;
         const chain = follows(cur.file) ? [cur] : follows(prev.file) ? [prev, cur] : [];
         for (const { path, file } of files) {
-          if (file.kind === 'unusable') {
-            await keepJournalAside(path, { unusable: file.reason }, this.now, 'the watch state', problems);
+          if (file !== null && 'unusable' in file) {
+            await keepJournalAside(path, file, this.now, 'the watch state', problems);
             journalsUsed = true;
-          } else if (file.kind === 'text' && file.generation === null && file.text.includes('\n')) {
+          } else if (file !== null && file.generation === null && file.text.includes('\n')) {
             // A header that cannot be read (one cut short is a journal nothing was written to).
             const aside = await copyAside(path, this.now(), `journal ${path}`);
             problems.push(
@@ -197,7 +193,7 @@ export class GlobalStateStore implements StateStore {
           }
         }
         for (const { path, file } of chain) {
-          if (file.kind !== 'text' || file.generation === null) continue;
+          if (file === null || 'unusable' in file || file.generation === null) continue;
           journalsUsed = true;
           const r = replayJournal(state, file.text, file.generation);
           replayed += r.applied;
@@ -255,10 +251,9 @@ export class GlobalStateStore implements StateStore {
         if (this.generation !== null) await this.writer!.append(lines).catch((err: unknown) => this.journalFailed(err));
         return this.fold(document);
       }
-      const generation = this.generation!;
       checkFence(this.opts.guard);
       const [, appended] = await Promise.all([
-        this.put(withGeneration(document, generation)),
+        this.put(withGeneration(document, this.generation!)),
         this.writer!.append(lines).then(
           () => true,
           (err: unknown) => this.journalFailed(err),
@@ -338,14 +333,14 @@ export class GlobalStateStore implements StateStore {
     return run;
   }
 
-  /** A key not in use yet: two bad values in the same millisecond must not overwrite each other. */
-  private asideKey(): string {
+  /** Keeps `value` under a key not in use yet (two bad values in one millisecond must not overwrite each other). */
+  private async keepAside(value: unknown): Promise<string> {
     const base = `${CORRUPT_PREFIX}${new Date(this.now()).toISOString()}`;
     const taken = new Set(this.memento.keys());
-    for (let n = 0; ; n++) {
-      const key = n === 0 ? base : `${base}-${n}`;
-      if (!taken.has(key)) return key;
-    }
+    let key = base;
+    for (let n = 1; taken.has(key); n++) key = `${base}-${n}`;
+    await this.memento.update(key, value);
+    return key;
   }
 }
 

@@ -169,8 +169,6 @@ export class JsonFileStore implements StateStore {
   /** The journal generation of the snapshot on disk; null: the next save writes a snapshot. */
   private generation: string | null = null;
   private snapshotBytes = 0;
-  private readonly guard: WriteGuard | undefined;
-  private readonly daemon: string | undefined;
 
   constructor(
     path: string,
@@ -181,8 +179,6 @@ export class JsonFileStore implements StateStore {
     this.journalPath = `${this.path}.journal`;
     this.now = opts.now ?? Date.now;
     this.journal = new JournalWriter(this.journalPath);
-    this.guard = opts.guard;
-    this.daemon = opts.daemon;
   }
 
   /**
@@ -210,7 +206,7 @@ export class JsonFileStore implements StateStore {
         problem += ` (its journal as ${await this.moveAside(this.journalPath, 'its state file is unusable')})`;
       return { state: emptyState(), problem: `${problem}; starting clean` };
     }
-    checkDaemon(this.path, stored.daemon, this.daemon);
+    checkDaemon(this.path, stored.daemon, this.opts.daemon);
     const problems: string[] = [];
     if (stored.dropped.length > 0) {
       const aside = await copyAside(this.path, this.now(), `state file ${this.path}`);
@@ -222,7 +218,7 @@ export class JsonFileStore implements StateStore {
     this.generation = stored.generation;
     // Anything to fold in (or a snapshot from before the journal, or not stamped for its daemon):
     // a new snapshot now, so the journal starts empty and a torn or stale tail is never appended to.
-    const unstamped = this.daemon !== undefined && stored.daemon !== this.daemon;
+    const unstamped = this.opts.daemon !== undefined && stored.daemon !== this.opts.daemon;
     if (j !== null || stored.generation === null || stored.dropped.length > 0 || unstamped) {
       await this.compact();
     } else {
@@ -263,10 +259,10 @@ export class JsonFileStore implements StateStore {
 
   private nextSnapshot(version: number): { document: string; generation: string } {
     const generation = newGeneration(this.now());
-    const term = this.guard?.term() ?? null;
+    const term = this.opts.guard?.term() ?? null;
     const extra: Record<string, string> = { journal: JSON.stringify(generation) };
     if (term !== null) extra.term = JSON.stringify(termText(term));
-    if (this.daemon !== undefined) extra.daemon = JSON.stringify(this.daemon);
+    if (this.opts.daemon !== undefined) extra.daemon = JSON.stringify(this.opts.daemon);
     return { document: this.serializer.document(version, extra), generation };
   }
 
@@ -302,7 +298,7 @@ export class JsonFileStore implements StateStore {
             this.snapshotBytes = fold.document.length;
           }
           if (lines !== '') {
-            checkFence(this.guard);
+            checkFence(this.opts.guard);
             await this.journal.append(lines);
           }
           for (const j of jobs) j.resolve();
@@ -331,10 +327,10 @@ export class JsonFileStore implements StateStore {
       } finally {
         await fh.close();
       }
-      const head = this.daemon !== undefined || this.guard ? await headOnDisk(this.path) : null;
-      checkDaemon(this.path, head?.daemon ?? null, this.daemon); // no daemon, no guard: no-ops
-      checkTerm(this.guard, head?.term ?? null, `state file ${this.path}`);
-      checkFence(this.guard); // the last word before the rename: no await in between
+      const head = this.opts.daemon !== undefined || this.opts.guard ? await headOnDisk(this.path) : null;
+      checkDaemon(this.path, head?.daemon ?? null, this.opts.daemon); // no daemon, no guard: no-ops
+      checkTerm(this.opts.guard, head?.term ?? null, `state file ${this.path}`);
+      checkFence(this.opts.guard); // the last word before the rename: no await in between
       await fsp.rename(tmp, this.path);
     } catch (err) {
       await fsp.unlink(tmp).catch(() => undefined);
