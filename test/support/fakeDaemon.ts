@@ -123,8 +123,11 @@ export class FakeDaemon extends StrictDaemon {
     return connection;
   }
 
-  count(method: string): number {
-    return this.requests.filter((m) => m.method === method).length;
+  /** Requests of `method` the engine made (about `threadId` alone, when given). */
+  count(method: string, threadId?: string): number {
+    return this.requests.filter(
+      (m) => m.method === method && (threadId === undefined || m.params?.threadId === threadId),
+    ).length;
   }
 
   /** A notification to every open connection. */

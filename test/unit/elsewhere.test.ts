@@ -107,7 +107,7 @@ function decided<T extends Decision['type']>(h: Harness, type: T): Extract<Decis
 
 /** Requests the engine made about the foreign thread. */
 function asked(h: Harness, method: string): number {
-  return h.daemon.requests.filter((m) => m.method === method && m.params?.threadId === FOREIGN).length;
+  return h.daemon.count(method, FOREIGN);
 }
 
 /** The daemon's own record of the foreign thread: `turns` as it lists them, its goal, its rollout. */

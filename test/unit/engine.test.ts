@@ -530,8 +530,7 @@ describe('engine', () => {
     for (const id of ids) daemon.addThread(id);
     ownProviders(daemon, ids); // three outages: no probe holds any of them back
     const h = await armed({ daemon, options: { limiterBurst: 1, limiterIntervalMs: 60_000 } }, []);
-    const sets = (id: string) =>
-      h.daemon.requests.filter((m) => m.method === 'thread/goal/set' && m.params?.threadId === id).length;
+    const sets = (id: string) => h.daemon.count('thread/goal/set', id);
     failByEvents(h.daemon, 'a', 'a-turn-1');
     await h.settle();
     await h.advance(1_000);
