@@ -239,7 +239,7 @@ export const MUTATIONS = [
     invariant: 'the global limiter: a burst, then one recovery per interval',
     fault: 'the limiter always has a token',
     file: 'src/core/limiter.ts',
-    find: '    return this.tokens >= 0 ? 0 : Math.ceil(-this.tokens * this.policy.intervalMs);\n',
+    find: '    return left >= 0 ? 0 : Math.ceil(-left * this.policy.intervalMs);\n',
     replace: '    return 0;\n',
     guard: { file: 'test/unit/engine.test.ts', name: 'limits recoveries globally: a burst, then one per interval' },
   },

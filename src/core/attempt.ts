@@ -170,7 +170,7 @@ export class Attempts {
     const core = this.core;
     const { w, failedTurnId } = p;
     this.withdraw(p);
-    core.schedule.giveBack();
+    core.schedule.giveBack(w.threadId);
     // Never sent without its intent on disk; and not at once again, against a failing disk.
     if (error instanceof SaveFailed) dueNotBefore(core, w, failedTurnId, core.now() + SAVE_RETRY_MS);
     if (!(error instanceof Abort)) throw error;
@@ -204,6 +204,9 @@ export class Attempts {
     // this very turn meanwhile. It is stepping down; the intent on disk is resolved from the
     // daemon's state by whichever engine looks next. Checked with no `await` before the set.
     if (core.fence() !== null) return;
+    // Never past the limiter: sets that took their tokens after this one may have gone out first.
+    const wait = core.schedule.spend(threadId);
+    if (wait > 0) return core.work.addAfter(threadId, { kind: 'send', prepared: p }, wait);
     // What it announces is on disk already (the write-ahead: `recovering`, the intent): the set
     // goes out at once, and the line follows with the next save (waiting for one here would put
     // every save under way between the due time and the set).

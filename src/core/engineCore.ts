@@ -51,7 +51,10 @@ export interface DueTimer {
   due(threadId: string, notBeforeMono: number): DaemonSession | null;
   /** A response completed on the thread, to a request sent no earlier than `since`. */
   answered(threadId: string, since: number): void;
-  giveBack(): void;
+  /** The token the thread's attempt took given back: its set will not go out. */
+  giveBack(threadId: string): void;
+  /** The thread's set goes out now: 0, its token spent; or the ms until the limiter has one. */
+  spend(threadId: string): number;
   /** The slot the limiter keeps for the thread's recovery (if any) given back: it will not go. */
   giveSlotBack(threadId: string): void;
   prepareLead(): number;

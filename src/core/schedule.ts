@@ -126,13 +126,23 @@ export class Schedule {
     this.caughtUp = false;
   }
 
-  giveBack(): void {
-    this.limiter.giveBack();
+  /** The token the thread's attempt took given back: its set will not go out. */
+  giveBack(threadId: string): void {
+    this.limiter.giveBack(threadId);
   }
 
-  /** The slot the limiter keeps for a recovery (if any) given back, once: it is not needed (held, gone). */
+  /** The slot the limiter keeps for a recovery (if any) given back: it is not needed (held, gone). */
   giveSlotBack(threadId: string): void {
-    if (this.slots.delete(threadId)) this.limiter.giveBack();
+    if (this.slots.delete(threadId)) this.limiter.giveBack(threadId);
+  }
+
+  /**
+   * The thread's set goes out now, its token spent: 0. Or the ms until the bucket holds one (sets
+   * that took their tokens later went out first, this one's reads being slow): it waits, and spends.
+   */
+  spend(threadId: string): number {
+    this.limiterAt = Math.max(this.limiterAt, this.core.deps.clock.elapsed());
+    return this.limiter.spend(this.limiterAt, threadId);
   }
 
   stop(): void {
@@ -235,7 +245,7 @@ export class Schedule {
         ? 0
         : kept !== undefined
           ? Math.max(0, kept - this.limiterAt)
-          : this.limiter.take(this.limiterAt);
+          : this.limiter.take(this.limiterAt, w.threadId);
     if (wait > 0) {
       if (kept === undefined)
         core.emit({
