@@ -151,6 +151,15 @@ export function actsAt(w: Readonly<Pick<Watch, 'state' | 'lastFailure'>>, t: Tim
 }
 
 /**
+ * Whether the slot the limiter keeps for a goal's recovery stays its own as its state moves: while
+ * the recovery is scheduled (held or not), or its failed turn is seen still ending (the same
+ * recovery). Else it will not go (paused, disarmed, running again, given up): the slot is given back.
+ */
+export function keepsSlot(state: WatchState): boolean {
+  return scheduledOf(state) !== null || state.kind === 'turnEnding';
+}
+
+/**
  * Whether this goal is out as a probe: its recovery is being sent, or went out after its failure
  * and took effect, and its turn has not ended (or a look has not decided yet what its end means),
  * and no response completed on its provider since,

@@ -10,7 +10,7 @@ import type { DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
-import { actsAt, dueTurn, firstDue, type GroupFacts, mayHoldOthers } from './outage';
+import { actsAt, dueTurn, firstDue, type GroupFacts, keepsSlot, mayHoldOthers } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -80,9 +80,7 @@ export class Schedule {
    * between scheduled states (held or not), which changes nothing they wait for (isProbing).
    */
   changed(w: Watch, was?: WatchState): void {
-    // Its recovery will not go (paused, disarmed, running again, given up): its slot is given back.
-    // Its failed turn seen still ending, it is the same recovery, and keeps its slot.
-    if (!scheduledOf(w.state) && w.state.kind !== 'turnEnding') this.giveSlotBack(w.threadId);
+    if (!keepsSlot(w.state)) this.giveSlotBack(w.threadId); // its recovery will not go
     this.follow(w);
     if (!mayHoldOthers(w) || (was && scheduledOf(was) && scheduledOf(w.state))) return;
     for (const x of this.core.scheduledWatches())

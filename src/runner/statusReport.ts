@@ -158,10 +158,17 @@ function budgetText(w: Watch, now: number, limit: number | null): string {
   return of !== null ? ` · budget ${used}/${of} used` : ` · ${used} automatic recoveries in 24 h`;
 }
 
+/** How each connection state but `connected` reads, with its detail (a new kind does not compile without one). */
+const NOT_CONNECTED: Record<Exclude<ConnectionState['kind'], 'connected'>, string> = {
+  connecting: 'connecting',
+  disconnected: 'disconnected',
+  unresponsive: 'no answer',
+};
+
 function connectionText(c: ConnectionState): string {
   if (c.kind === 'connected')
     return `connected${c.codexVersion ? ` (codex ${c.codexVersion})` : ''}${c.versionWarning ? ` · ${c.versionWarning}` : ''}`;
-  return `${c.kind === 'unresponsive' ? 'no answer' : c.kind} (${c.detail})`;
+  return `${NOT_CONNECTED[c.kind]} (${c.detail})`;
 }
 
 function seconds(ms: number): string {

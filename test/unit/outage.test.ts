@@ -13,6 +13,7 @@ import {
   halfStepDue,
   halfStepFailed,
   isProbing,
+  keepsSlot,
   mayHoldOthers,
   outageGroup,
   type ProbeFacts,
@@ -21,7 +22,7 @@ import {
   releasedBy,
   stillHeld,
 } from '../../src/core/outage';
-import { newWatch, type WatchedThread } from '../../src/model/watch';
+import { newWatch, type WatchedThread, type WatchState } from '../../src/model/watch';
 
 const NOW = 1_800_000_000_000;
 const CAP = 30 * 60_000;
@@ -171,6 +172,22 @@ describe('when a scheduled recovery’s due job comes', () => {
     ['no due time → never', failed({ lastFailure: null }), facts(), null],
   ];
   for (const [name, w, t, expected] of rows) test(name, () => assert.equal(actsAt(w, t), expected));
+});
+
+describe('a slot the limiter keeps stays the recovery’s own', () => {
+  const held = { kind: 'backoff', attempt: 1, failedTurnId: 'turn-1' } as const;
+  const rows: [string, WatchState, boolean][] = [
+    ['backing off → kept', held, true],
+    ['usage-limited, waiting for its reset → kept', { kind: 'usageLimited', resetsAt: null }, true],
+    ['waiting for its slot → kept', { kind: 'waitingSlot', slotAt: NOW, held }, true],
+    ['held for its probe → kept', { kind: 'waitingProbe', probe: 'p', held }, true],
+    ['its failed turn seen still ending (the same recovery) → kept', { kind: 'turnEnding' }, true],
+    ['running again → given back', { kind: 'running' }, false],
+    ['paused by a person → given back', { kind: 'paused' }, false],
+    ['disarmed → given back', { kind: 'disarmed', at: NOW }, false],
+    ['given up → given back', { kind: 'gaveUp', attempts: 6 }, false],
+  ];
+  for (const [name, state, kept] of rows) test(name, () => assert.equal(keepsSlot(state), kept));
 });
 
 describe('a due recovery’s turn', () => {
