@@ -41,13 +41,14 @@ export class Attempts {
   /**
    * A set that never went out: its intent is withdrawn, whatever state a look moved the watch to
    * meanwhile (a newer failed turn, counted while this attempt waited: a stale intent would later
-   * take that turn for this set's effect, and confirm a recovery that never happened over it), and
-   * its count given back to the budget.
+   * take that turn for this set's effect, and confirm a recovery that never happened over it), its
+   * count given back to the budget, and its limiter token to the others.
    */
   private withdraw(p: Prepared): void {
     if (p.w.pending?.failedTurnId === p.failedTurnId) pendingIs(p.w, null);
     if (p.sentAt !== null) recoveryUncounted(p.w, p.sentAt);
     setWithdrawn(this.core, p.w, p.scheduled);
+    this.core.schedule.giveBack(p.w.threadId);
   }
 
   /**
@@ -170,7 +171,6 @@ export class Attempts {
     const core = this.core;
     const { w, failedTurnId } = p;
     this.withdraw(p);
-    core.schedule.giveBack(w.threadId);
     // Never sent without its intent on disk; and not at once again, against a failing disk.
     if (error instanceof SaveFailed) dueNotBefore(core, w, failedTurnId, core.now() + SAVE_RETRY_MS);
     if (!(error instanceof Abort)) throw error;

@@ -259,9 +259,14 @@ export class EngineCore {
     return this.underway.has(threadId) || this.work.has(threadId, 'send');
   }
 
-  /** An attempt's job ended (its set sent, called off, or prepared for later): the thread may fall due again. */
+  /**
+   * An attempt's job ended (its set sent, called off, or prepared for later): the thread may fall
+   * due again. With no set of it queued, a limiter token it took and did not spend is given back
+   * (its watch gone, its recovery moved, the leader fenced: nothing went out).
+   */
   attemptEnded(threadId: string): void {
     this.underway.delete(threadId);
+    if (!this.work.has(threadId, 'send')) this.schedule.giveBack(threadId);
     const w = this.current.watches[threadId];
     if (w) this.schedule.changed(w);
   }

@@ -103,6 +103,8 @@ export async function makeHarness(
     onRolloutRead?: (path: string, position: number, length: number) => void;
     /** How the engine connects (default: straight to the fake daemon). */
     connect?: (daemon: FakeDaemon, clock: FakeClock) => Connector;
+    /** The engine's fence (EngineDeps.fence): why it may not act now, or null (default: it always may). */
+    fence?: () => string | null;
   } = {},
 ): Promise<Harness> {
   const dir = init.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-unit-'));
@@ -136,6 +138,7 @@ export async function makeHarness(
         changes += 1;
       },
       onRolloutRead: init.onRolloutRead,
+      ...(init.fence && { fence: init.fence }),
     },
   );
   // Until nothing moves: three turns of the loop in a row with no timer due and the engine idle.

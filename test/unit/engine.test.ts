@@ -523,6 +523,30 @@ describe('engine', () => {
     assert.equal(h.daemon.count('thread/goal/set'), 1);
   });
 
+  it('a token an attempt took and never spent (the leader fenced at its send) is given back: the next recovery takes it', async () => {
+    // A burst of 1 and a 60 s interval (shipped: 3 and 5 s): a token kept owed would hold the next
+    // recovery a whole interval. The fence is closed only while a's prepared set comes due.
+    let fenced: string | null = null;
+    const daemon = new FakeDaemon(fs.mkdtempSync(path.join(os.tmpdir(), 'cgr-engine-')));
+    for (const id of ['a', 'b']) daemon.addThread(id);
+    ownProviders(daemon, ['a', 'b']); // two outages: no probe holds either back
+    const h = await armed({ daemon, fence: () => fenced, options: { limiterBurst: 1, limiterIntervalMs: 60_000 } }, []);
+    failByEvents(h.daemon, 'a', 'a-turn-1');
+    await h.settle();
+    const aDue = dueAt(h.engine.watch('a')!)!;
+    await h.advance(aDue - PREPARE - h.clock.now());
+    assert.equal(h.engine.watch('a')!.state.kind, 'recovering', 'a was not prepared ahead');
+    fenced = 'a test closed the fence';
+    await h.advance(PREPARE + 1);
+    fenced = null;
+    assert.equal(h.daemon.count('thread/goal/set', 'a'), 0, 'a fenced leader sent');
+    failByEvents(h.daemon, 'b', 'b-turn-1');
+    await h.settle();
+    await h.advance(dueAt(h.engine.watch('b')!)! - h.clock.now() + 1);
+    assert.equal(h.daemon.count('thread/goal/set', 'b'), 1, 'b waited behind the token a never spent');
+    assert.ok(!h.decisions.some((d) => d.type === 'skipped' && d.threadId === 'b'), 'b was held for a slot');
+  });
+
   it('a slot the limiter keeps for a recovery that will not go (a person disarmed it) is given back: the next recovery takes it', async () => {
     // A burst of 1 and a 60 s interval (shipped: 3 and 5 s): each slot kept is a whole interval.
     const ids = ['a', 'b', 'c'];
