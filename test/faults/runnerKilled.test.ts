@@ -354,7 +354,8 @@ describe(
             `round ${round}: the set left the runner before its intent was on disk; the file had ${JSON.stringify(atKill ? { state: atKill.state, pending: atKill.pending } : null)}`,
           );
           const sizeBefore = fs.statSync(String(thread.thread.path)).size;
-          if (forward) held!.forward();
+          let reply: string | null | undefined;
+          if (forward) void held!.forward().then((r) => (reply = r));
           else held!.drop();
           const releasedAt = Date.now();
           // Forwarded: the set takes effect and its reply finds no one. The restart comes once the
@@ -363,7 +364,10 @@ describe(
           for (const deadline = Date.now() + T; forward; await sleep(50)) {
             const r = await daemonRecord(user, id, String(thread.thread.path), { settled: false });
             if (r.rollout.automatic.some((a) => a.offset >= sizeBefore)) break;
-            if (Date.now() > deadline) throw new Error(`round ${round}: the forwarded set never took effect`);
+            if (Date.now() > deadline)
+              throw new Error(
+                `round ${round}: the forwarded set never took effect; the daemon's reply to it: ${reply === undefined ? 'none yet' : reply}`,
+              );
           }
           const second = new RunnerProcess(args);
           tapped.push(second);

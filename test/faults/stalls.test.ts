@@ -419,7 +419,7 @@ for (const codex of codexBuilds())
             }
             const reason = await stepsDownAndFollows(stopped, mark, next);
             // The woken runner follows: its engine has ended. Only now is the new leader's set let go.
-            (held as HeldFrame | null)?.forward();
+            void (held as HeldFrame | null)?.forward();
             const complete = await waitGoalStatus(user, id, 'complete', T, failed.seq);
             await waitTurnCompleted(user, id, 'completed', T, complete.seq);
             await settledOn(next, next.statePath, { [id]: 'complete' });

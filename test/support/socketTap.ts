@@ -12,8 +12,8 @@ import * as path from 'node:path';
 export interface HeldFrame {
   /** The frame's text (a JSON-RPC message). */
   text: string;
-  /** Sends it on to the daemon. */
-  forward(): void;
+  /** Sends it on to the daemon; resolves with the daemon's reply to it (null: none in 10 s, or the link closed). */
+  forward(): Promise<string | null>;
   /** Never sends it. */
   drop(): void;
 }
@@ -67,8 +67,39 @@ export class SocketTap {
       if (!held) end();
     };
     client.on('error', clientEnded).on('close', clientEnded);
-    daemon.on('error', end).on('close', end);
-    daemon.on('data', (b) => client.write(b));
+    // Daemon to client: passed on as it is, and read frame by frame (unmasked) for the replies held
+    // frames wait for.
+    const awaiting = new Map<string, (reply: string | null) => void>();
+    daemon.on('error', end).on('close', () => {
+      for (const done of awaiting.values()) done(null);
+      awaiting.clear();
+      end();
+    });
+    let fromDaemon = Buffer.alloc(0);
+    let daemonHandshaken = false;
+    daemon.on('data', (b) => {
+      if (!client.destroyed) client.write(b);
+      fromDaemon = Buffer.concat([fromDaemon, b]);
+      for (;;) {
+        if (!daemonHandshaken) {
+          const at = fromDaemon.indexOf('\r\n\r\n');
+          if (at < 0) return;
+          fromDaemon = fromDaemon.subarray(at + 4);
+          daemonHandshaken = true;
+          continue;
+        }
+        const frame = parseFrame(fromDaemon);
+        if (!frame) return;
+        fromDaemon = fromDaemon.subarray(frame.length);
+        if (frame.opcode !== 1 || awaiting.size === 0) continue;
+        const id = replyId(frame.text);
+        const done = id === undefined ? undefined : awaiting.get(id);
+        if (done) {
+          awaiting.delete(id!);
+          done(frame.text);
+        }
+      }
+    });
     // Client to daemon: the HTTP upgrade request as it is, then frame by frame.
     let buffer = Buffer.alloc(0);
     let handshaken = false;
@@ -88,31 +119,42 @@ export class SocketTap {
         buffer = buffer.subarray(frame.length);
         if (frame.opcode === 1 && this.hook) {
           let settled = false;
-          const release = (send: boolean) => {
-            if (settled) return;
+          const release = (send: boolean): Promise<string | null> => {
+            if (settled) return Promise.resolve(null);
             settled = true;
+            const id = requestId(frame.text);
+            const reply =
+              send && id !== undefined && !daemon.destroyed
+                ? new Promise<string | null>((resolve) => {
+                    const timer = setTimeout(() => {
+                      awaiting.delete(id);
+                      resolve(null);
+                    }, 10_000);
+                    awaiting.set(id, (text) => {
+                      clearTimeout(timer);
+                      resolve(text);
+                    });
+                  })
+                : Promise.resolve(null);
             if (send && !daemon.destroyed) daemon.write(raw);
             held = false;
             if (clientGone) {
               // A forwarded set takes effect and its reply finds no one: the daemon's side stays open
-              // until the daemon answers (or 10 s). Closed at once, the daemon may never process it
-              // (measured with 0.169.0: a request followed by EOF is sometimes dropped): a lost set,
-              // which is what drop() models.
-              if (!send) {
-                daemon.end();
-                return;
-              }
-              const close = () => {
-                clearTimeout(timer);
-                daemon.end();
-              };
-              const timer = setTimeout(close, 10_000);
-              daemon.once('data', close);
-              return;
+              // until the daemon answers that request (or 10 s); a notification that comes first does
+              // not close it. Closed at once, the daemon may never process it (measured with 0.169.0:
+              // a request followed by EOF is sometimes dropped): a lost set, which is what drop() models.
+              if (!send) daemon.end();
+              else void reply.then(() => daemon.end());
+              return reply;
             }
             pump();
+            return reply;
           };
-          held = this.hook(frame.text, { text: frame.text, forward: () => release(true), drop: () => release(false) });
+          held = this.hook(frame.text, {
+            text: frame.text,
+            forward: () => release(true),
+            drop: () => void release(false),
+          });
           if (held) return;
           settled = true;
         }
@@ -154,4 +196,24 @@ function parseFrame(b: Buffer): { length: number; opcode: number; text: string }
   const payload = Buffer.from(b.subarray(at, at + len));
   if (masked) for (let i = 0; i < payload.length; i++) payload[i] = payload[i] ^ b[maskAt + (i % 4)];
   return { length: at + len, opcode, text: opcode === 1 ? payload.toString('utf8') : '' };
+}
+
+/** The id of a JSON-RPC request, as a key (undefined: a notification, or not JSON). */
+function requestId(text: string): string | undefined {
+  try {
+    const m = JSON.parse(text) as { id?: unknown; method?: unknown };
+    return m.id !== undefined && m.id !== null && typeof m.method === 'string' ? JSON.stringify(m.id) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The id of a JSON-RPC reply, as a key (undefined: a request or notification from the daemon, or not JSON). */
+function replyId(text: string): string | undefined {
+  try {
+    const m = JSON.parse(text) as { id?: unknown; method?: unknown };
+    return m.id !== undefined && m.id !== null && m.method === undefined ? JSON.stringify(m.id) : undefined;
+  } catch {
+    return undefined;
+  }
 }
