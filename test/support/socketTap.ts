@@ -1,9 +1,10 @@
 // A tap on the real daemon's control socket (WebSocket over a Unix socket): a socket of its own,
-// in a private directory, that forwards every byte both ways, and reads the client's WebSocket
-// frames (unmasked) so a test can act at the moment a given request leaves the client — before
-// the daemon has it. Used to kill a runner as its `thread/goal/set` leaves it (the write-ahead
-// intent must be on disk by then), and to decide what becomes of that set: forwarded to the
-// daemon (it takes effect, its reply finds no one) or dropped (it never arrives).
+// in a private directory, that forwards every byte both ways, and reads the WebSocket frames of
+// both (the client's unmasked) so a test can act at the moment a given request leaves the client —
+// before the daemon has it — and know when the daemon has answered it. Used to kill a runner as its
+// `thread/goal/set` leaves it (the write-ahead intent must be on disk by then), and to decide what
+// becomes of that set: forwarded to the daemon (it takes effect, its reply finds no one) or dropped
+// (it never arrives).
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -75,24 +76,12 @@ export class SocketTap {
       awaiting.clear();
       end();
     });
-    let fromDaemon = Buffer.alloc(0);
-    let daemonHandshaken = false;
+    const fromDaemon = new FrameReader();
     daemon.on('data', (b) => {
       if (!client.destroyed) client.write(b);
-      fromDaemon = Buffer.concat([fromDaemon, b]);
-      for (;;) {
-        if (!daemonHandshaken) {
-          const at = fromDaemon.indexOf('\r\n\r\n');
-          if (at < 0) return;
-          fromDaemon = fromDaemon.subarray(at + 4);
-          daemonHandshaken = true;
-          continue;
-        }
-        const frame = parseFrame(fromDaemon);
-        if (!frame) return;
-        fromDaemon = fromDaemon.subarray(frame.length);
-        if (frame.opcode !== 1 || awaiting.size === 0) continue;
-        const id = replyId(frame.text);
+      fromDaemon.push(b);
+      for (let frame = fromDaemon.next(); frame; frame = fromDaemon.next()) {
+        const id = frame.opcode === 1 && awaiting.size > 0 ? rpcId(frame.text, 'reply') : undefined;
         const done = id === undefined ? undefined : awaiting.get(id);
         if (done) {
           awaiting.delete(id!);
@@ -101,28 +90,18 @@ export class SocketTap {
       }
     });
     // Client to daemon: the HTTP upgrade request as it is, then frame by frame.
-    let buffer = Buffer.alloc(0);
-    let handshaken = false;
+    const fromClient = new FrameReader();
     const pump = () => {
       while (!held) {
-        if (!handshaken) {
-          const at = buffer.indexOf('\r\n\r\n');
-          if (at < 0) return;
-          daemon.write(buffer.subarray(0, at + 4));
-          buffer = buffer.subarray(at + 4);
-          handshaken = true;
-          continue;
-        }
-        const frame = parseFrame(buffer);
+        const frame = fromClient.next();
         if (!frame) return;
-        const raw = buffer.subarray(0, frame.length);
-        buffer = buffer.subarray(frame.length);
+        const { raw } = frame;
         if (frame.opcode === 1 && this.hook) {
           let settled = false;
           const release = (send: boolean): Promise<string | null> => {
             if (settled) return Promise.resolve(null);
             settled = true;
-            const id = requestId(frame.text);
+            const id = rpcId(frame.text, 'request');
             const reply =
               send && id !== undefined && !daemon.destroyed
                 ? new Promise<string | null>((resolve) => {
@@ -162,7 +141,7 @@ export class SocketTap {
       }
     };
     client.on('data', (b) => {
-      buffer = Buffer.concat([buffer, b]);
+      fromClient.push(b);
       pump();
     });
   }
@@ -174,7 +153,38 @@ export class SocketTap {
   }
 }
 
-/** One complete WebSocket frame at the start of `b` (a client's: masked), or null if more bytes are needed. */
+/** One direction of a WebSocket link, read as it arrives: its HTTP head, then frame by frame. */
+class FrameReader {
+  private buffer = Buffer.alloc(0);
+  private headRead = false;
+
+  push(b: Buffer): void {
+    this.buffer = Buffer.concat([this.buffer, b]);
+  }
+
+  /**
+   * The next complete piece and its bytes as they came: the HTTP head first (opcode -1), then each
+   * frame (its text, when a text frame); null until more bytes arrive.
+   */
+  next(): { raw: Buffer; opcode: number; text: string } | null {
+    if (!this.headRead) {
+      const at = this.buffer.indexOf('\r\n\r\n');
+      if (at < 0) return null;
+      this.headRead = true;
+      return { raw: this.take(at + 4), opcode: -1, text: '' };
+    }
+    const frame = parseFrame(this.buffer);
+    return frame && { raw: this.take(frame.length), opcode: frame.opcode, text: frame.text };
+  }
+
+  private take(length: number): Buffer {
+    const raw = this.buffer.subarray(0, length);
+    this.buffer = this.buffer.subarray(length);
+    return raw;
+  }
+}
+
+/** One complete WebSocket frame at the start of `b` (masked, as a client sends it, or not); null: more bytes needed. */
 function parseFrame(b: Buffer): { length: number; opcode: number; text: string } | null {
   if (b.length < 2) return null;
   const opcode = b[0] & 0x0f;
@@ -198,21 +208,17 @@ function parseFrame(b: Buffer): { length: number; opcode: number; text: string }
   return { length: at + len, opcode, text: opcode === 1 ? payload.toString('utf8') : '' };
 }
 
-/** The id of a JSON-RPC request, as a key (undefined: a notification, or not JSON). */
-function requestId(text: string): string | undefined {
+/**
+ * The id of a JSON-RPC request (it names a method) or of a reply (it names none), as a key;
+ * undefined when the message is not of that kind (a notification, say) or not JSON.
+ */
+function rpcId(text: string, kind: 'request' | 'reply'): string | undefined {
   try {
     const m = JSON.parse(text) as { id?: unknown; method?: unknown };
-    return m.id !== undefined && m.id !== null && typeof m.method === 'string' ? JSON.stringify(m.id) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The id of a JSON-RPC reply, as a key (undefined: a request or notification from the daemon, or not JSON). */
-function replyId(text: string): string | undefined {
-  try {
-    const m = JSON.parse(text) as { id?: unknown; method?: unknown };
-    return m.id !== undefined && m.id !== null && m.method === undefined ? JSON.stringify(m.id) : undefined;
+    if (m.id === undefined || m.id === null) return undefined;
+    return (kind === 'request' ? typeof m.method === 'string' : m.method === undefined)
+      ? JSON.stringify(m.id)
+      : undefined;
   } catch {
     return undefined;
   }
