@@ -1,6 +1,8 @@
-// The recovery attempt: fresh reads, the veto (the decision table asked again), the write-ahead
-// intent saved, then `thread/goal/set` at the due time, and the outcome read from the daemon's
-// state, never from the reply alone (docs/architecture.md, "A recovery, step by step").
+// A recovery's `due` job (engineCore.ts sets it from the watch): its turn (its outage's probe
+// first, then the global limiter: schedule.ts), then the attempt: fresh reads, the veto (the
+// decision table asked again), the write-ahead intent saved, `thread/goal/set` at the due time,
+// and the outcome read from the daemon's state, never from the reply alone (docs/architecture.md,
+// "A recovery, step by step").
 import type { Watch } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
 import { ConnectionLostError, type DaemonSession } from '../protocol/daemon';
@@ -8,8 +10,9 @@ import type { EngineCore } from './engineCore';
 import { readMarkers } from './humanMarkers';
 import type { Prepared } from './jobs';
 import type { LiveThread } from './live';
-import { outageGroup } from './outage';
+import { dueTurn, outageGroup } from './outage';
 import type { Reconciler } from './reconciler';
+import type { Schedule } from './schedule';
 import { confirmRecovered, dueNotBefore, recovering, setWithdrawn, unhold } from './transitions';
 import { setTookEffect, veto } from './policy';
 import { applyThread, goalSnapshot, readMoment } from './reads';
@@ -26,6 +29,7 @@ export class Attempts {
   constructor(
     private readonly core: EngineCore,
     private readonly reconciler: Reconciler,
+    private readonly schedule: Schedule,
   ) {}
 
   /**
@@ -48,22 +52,84 @@ export class Attempts {
     if (p.w.pending?.failedTurnId === p.failedTurnId) pendingIs(p.w, null);
     if (p.sentAt !== null) recoveryUncounted(p.w, p.sentAt);
     setWithdrawn(this.core, p.w, p.scheduled);
-    this.core.schedule.giveBack(p.w.threadId);
+    this.schedule.giveBack(p.w.threadId);
   }
 
   /**
-   * The thread's `due` job: the schedule's turn for its recovery; its slot taken, the attempt runs
-   * in this same job, and when it ends (sent, called off, or prepared for its due time) the thread
-   * may fall due again.
+   * The thread's `due` job: its recovery's turn; its slot taken, the attempt runs in this same job,
+   * and when it ends (sent, called off, or prepared for its due time) the thread may fall due again.
    */
   async due(threadId: string, notBeforeMono: number): Promise<void> {
-    const session = this.core.schedule.due(threadId, notBeforeMono);
+    const session = this.turn(threadId, notBeforeMono);
     if (session === null) return;
     try {
       await this.run(session, threadId, notBeforeMono);
     } finally {
       this.core.attemptEnded(threadId);
     }
+  }
+
+  /**
+   * A due recovery's turn came (or its timer fired early: set again). Held for its outage's probe,
+   * or for a limiter slot; or its group's first goal goes (this one, or the other, which this one
+   * then waits for): its slot taken, it is under way (core.attempting), and its `due` job (this one,
+   * or one queued for the other) runs its attempt on the session returned.
+   */
+  private turn(threadId: string, notBeforeMono: number): DaemonSession | null {
+    const { core, schedule } = this;
+    const started = core.underway.get(threadId); // its group's turn started it
+    if (started) return started;
+    const w = core.state.watches[threadId];
+    const session = core.session;
+    if (!w || core.stopped || core.state.pausedAt !== null || !session || core.attempting(threadId)) return null;
+    // Held for a probe that is out no more (its recovery called off, a person's pause, its budget
+    // spent, a restart that lost the provider's answer): as scheduled again, so this turn picks a new probe.
+    if (w.state.kind === 'waitingProbe' && !schedule.probes.holds(w) && unhold(core, w)) core.changed();
+    const at = schedule.actsAt(w);
+    if (at === null) return null;
+    if (at > core.now()) {
+      core.requeue(w, at);
+      return null;
+    }
+    schedule.catchUp(w, notBeforeMono);
+    const turn = dueTurn(schedule.groupFacts(w), core.now());
+    switch (turn.kind) {
+      case 'hold':
+        schedule.giveSlotBack(w.threadId);
+        schedule.probes.hold(w, turn.probe);
+        core.changed();
+        break;
+      case 'later':
+        core.requeue(w, turn.at);
+        return null;
+      case 'start': {
+        const first = turn.first === null ? w : core.state.watches[turn.first];
+        if (!this.start(first, first === w ? notBeforeMono : schedule.notBefore(first), session)) break;
+        if (first === w) return session;
+        schedule.probes.hold(w, first.threadId);
+        void core.work.add(first.threadId, { kind: 'due', notBeforeMono: schedule.notBefore(first) });
+        break;
+      }
+    }
+    core.requeue(w);
+    return null;
+  }
+
+  /**
+   * A due recovery under way, true (the goal out as its group's probe, if grouped); or held for the
+   * next limiter slot, kept for it, false.
+   */
+  private start(w: Watch, notBeforeMono: number, session: DaemonSession): boolean {
+    const { core, schedule } = this;
+    const goes = schedule.take(w, notBeforeMono);
+    if (goes) {
+      // Under way from here (core.attempting): not due again until its attempt ends.
+      core.underway.set(w.threadId, session);
+      const group = schedule.probes.groupOf(w);
+      if (group !== null) schedule.probes.started(w, group);
+    }
+    core.changed();
+    return goes;
   }
 
   /**
@@ -78,7 +144,7 @@ export class Attempts {
     if (!w) return;
     const scheduled = scheduledOf(w.state);
     const due = dueAt(w);
-    if (!scheduled || due === null || due > core.now() + core.schedule.prepareLead()) return;
+    if (!scheduled || due === null || due > core.now() + this.schedule.prepareLead()) return;
     unhold(core, w); // its slot came: no longer held
     const backoff = scheduled.kind === 'backoff';
     const live = core.liveOf(threadId);
@@ -205,7 +271,7 @@ export class Attempts {
     // daemon's state by whichever engine looks next. Checked with no `await` before the set.
     if (core.fence() !== null) return;
     // Never past the limiter: sets that took their tokens after this one may have gone out first.
-    const wait = core.schedule.spend(threadId);
+    const wait = this.schedule.spend(threadId);
     if (wait > 0) return core.work.addAfter(threadId, { kind: 'send', prepared: p }, wait);
     // What it announces is on disk already (the write-ahead: `recovering`, the intent): the set
     // goes out at once, and the line follows with the next save (waiting for one here would put

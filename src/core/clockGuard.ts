@@ -81,7 +81,7 @@ export class ClockGuard {
       type: 'warning',
       message: `the wall clock went back by ${formatDuration(ms)} ${when}; ${moved} scheduled ${moved === 1 ? 'recovery keeps' : 'recoveries keep'} the time it had left`,
     });
-    core.schedule.reschedule();
+    core.reschedule();
     core.changed();
     void core.persist();
   }

@@ -53,7 +53,7 @@ export class Connection {
         core.emit({ type: 'connection', state: 'connected', detail, tries });
         if (warning) core.emit({ type: 'warning', message: warning });
         core.changed();
-        core.schedule.reschedule();
+        core.reschedule();
         await this.resyncOnce();
       },
       (error: unknown) => {
@@ -166,7 +166,7 @@ export class Connection {
     } catch (error) {
       core.readFailed('thread/list', error);
     }
-    core.schedule.reschedule();
+    core.reschedule();
     await core.persist();
   }
 

@@ -38,12 +38,13 @@ export class Engine {
   readonly commands: UserActions;
 
   constructor(options: EngineOptions, deps: EngineDeps) {
+    let schedule!: Schedule;
     const core = (this.core = new EngineCore(options, deps, {
       guard: (c) => new ClockGuard(c),
-      schedule: (c) => new Schedule(c),
+      schedule: (c) => (schedule = new Schedule(c)),
     }));
     const reconciler = new Reconciler(core);
-    this.attempts = new Attempts(core, reconciler);
+    this.attempts = new Attempts(core, reconciler, schedule);
     const attempts = this.attempts;
     // Who does each job of a thread's queue: the reconciler looks and refreshes, a recovery's due
     // time is the schedule's turn and then its attempt, a prepared set is sent, a task runs itself.
@@ -70,7 +71,7 @@ export class Engine {
     this.core.options = { ...options };
     this.core.schedule.updateOptions(previous);
     this.connection.updateOptions();
-    this.core.schedule.reschedule();
+    this.core.reschedule();
     this.core.changed();
     if (!previous.autoArm && options.autoArm && this.core.session) void this.resync();
   }

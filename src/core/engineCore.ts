@@ -15,7 +15,7 @@ import type { Clock, TimerHandle } from './clock';
 import { type LiveThread, newLive } from './live';
 import type { EngineOptions } from './options';
 import { Saver } from './saving';
-import { mayHoldOthers } from './outage';
+import { keepsSlot, mayHoldOthers } from './outage';
 import { type JobWorkers, merges, type ThreadJob } from './jobs';
 import { errorText } from '../util/errorText';
 import { writeState } from './watchWrites';
@@ -40,15 +40,14 @@ export interface EngineDeps {
   fence?: () => string | null;
 }
 
-/** The schedule (schedule.ts): each thread's due job, the preparation lead, the limiter, the outage's probe. */
+/** What the due jobs share across threads (schedule.ts): when each acts, the lead, the limiter, the outage's probe. */
 export interface DueTimer {
-  reschedule(): void;
-  /** A watch's state changed (from `was`), or its attempt ended: its due job follows (and those held for it). */
-  changed(w: Watch, was?: WatchState): void;
+  /** When a scheduled recovery's `due` job comes (wall clock), or null: not while its attempt runs. */
+  actsAt(w: Watch): number | null;
+  /** The monotonic time before which the watch's set never goes out (its due time). */
+  notBefore(w: Watch): number;
   /** The wall clock jumped forward: what fell due goes with the next due job. */
   jumpedForward(): void;
-  /** The thread's `due` job: its recovery's turn; the session its attempt runs on now, or null (not yet). */
-  due(threadId: string, notBeforeMono: number): DaemonSession | null;
   /** A response completed on the thread, to a request sent no earlier than `since`. */
   answered(threadId: string, since: number): void;
   /** The token the thread's attempt took given back: its set will not go out. */
@@ -207,7 +206,7 @@ export class EngineCore {
     writeState(w, state, this.now());
     if (scheduledOf(state)) this.mayBeDue.add(w.threadId);
     this.saver.mark(w.threadId);
-    if (timing) this.schedule.changed(w, was);
+    if (timing) this.followDue(w, was);
     if (!quiet) this.changed();
   }
 
@@ -268,7 +267,37 @@ export class EngineCore {
     this.underway.delete(threadId);
     if (!this.work.has(threadId, 'send')) this.schedule.giveBack(threadId);
     const w = this.current.watches[threadId];
-    if (w) this.schedule.changed(w);
+    if (w) this.followDue(w);
+  }
+
+  /**
+   * A watch's state changed (from `was`), or its attempt ended: its `due` job follows it, and so do
+   * the recoveries held for it as their outage's probe (outage.ts mayHoldOthers); not after a move
+   * between scheduled states (held or not), which changes nothing they wait for (isProbing). The
+   * slot the limiter keeps for a recovery that will not go is given back.
+   */
+  followDue(w: Watch, was?: WatchState): void {
+    if (!keepsSlot(w.state)) this.schedule.giveSlotBack(w.threadId);
+    this.requeue(w);
+    if (!mayHoldOthers(w) || (was && scheduledOf(was) && scheduledOf(w.state))) return;
+    for (const x of this.scheduledWatches())
+      if (x.state.kind === 'waitingProbe' && x.state.probe === w.threadId) this.requeue(x);
+  }
+
+  /** Every scheduled recovery's `due` job set again (what they wait for changed: a connection, a pause, a probe). */
+  reschedule(): void {
+    for (const w of this.scheduledWatches()) this.requeue(w);
+  }
+
+  /**
+   * The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever;
+   * not while connecting (connected, every one is set). It writes no state: held for a probe that is
+   * out no more, its due job comes at once, and its turn shows it scheduled again (attempt.ts).
+   */
+  requeue(w: Watch, at = this.schedule.actsAt(w), notBeforeMono = 0): void {
+    if (at === null || this.stopped || !this.session) return;
+    const job = { kind: 'due', notBeforeMono: Math.max(notBeforeMono, this.schedule.notBefore(w)) } as const;
+    this.work.addAfter(w.threadId, job, Math.max(0, at - this.now()));
   }
 
   /** One job of a thread's queue; whatever it changed after its last save is saved next time. */

@@ -1,16 +1,14 @@
-// The schedule: each thread's recovery is its own delayed `due` job in the thread's queue (the
-// queue's delayed add: the one delay mechanism), set from the due time kept in its watch, a little
-// ahead of it (the preparation lead). When it comes, the thread's own turn decides: its outage's
-// probe first (probes.ts), then the global limiter (a burst, then one per interval: a recovery it
-// holds shows as `waitingSlot`, with its slot, which is kept for it); its slot taken, the same job
-// carries out the attempt (attempt.ts).
-import { type Watch, type WatchState } from '../model/watch';
+// What the due jobs share across threads (each thread's recovery is its own delayed `due` job:
+// engineCore.ts sets it from the watch, attempt.ts carries out its turn): when a scheduled recovery
+// acts, the preparation lead, the global limiter (a burst, then one per interval: a recovery it
+// holds shows as `waitingSlot`, with its slot, which is kept for it), the outage's probe
+// (probes.ts) and a wall-clock jump's catching up.
+import { type Watch } from '../model/watch';
 import { dueAt, scheduledOf } from '../model/queries';
-import type { DaemonSession } from '../protocol/daemon';
 import type { EngineCore } from './engineCore';
 import { RecoveryLimiter } from './limiter';
 import type { EngineOptions } from './options';
-import { actsAt, dueTurn, firstDue, type GroupFacts, keepsSlot, mayHoldOthers } from './outage';
+import { actsAt, firstDue, type GroupFacts } from './outage';
 import { Probes } from './probes';
 import { unhold, waitForSlot } from './transitions';
 
@@ -67,52 +65,12 @@ export class Schedule {
   }
 
   /**
-   * Every scheduled recovery's `due` job set again from its watch (what they wait for changed: a
-   * connection, a pause, a probe's end).
-   */
-  reschedule(): void {
-    for (const w of this.core.scheduledWatches()) this.follow(w);
-  }
-
-  /**
-   * A watch's state changed (from `was`), or its attempt ended: its `due` job follows it, and so do
-   * the recoveries held for it as their outage's probe (outage.ts mayHoldOthers); not after a move
-   * between scheduled states (held or not), which changes nothing they wait for (isProbing).
-   */
-  changed(w: Watch, was?: WatchState): void {
-    if (!keepsSlot(w.state)) this.giveSlotBack(w.threadId); // its recovery will not go
-    this.follow(w);
-    if (!mayHoldOthers(w) || (was && scheduledOf(was) && scheduledOf(w.state))) return;
-    for (const x of this.core.scheduledWatches())
-      if (x.state.kind === 'waitingProbe' && x.state.probe === w.threadId) this.follow(x);
-  }
-
-  /**
-   * The `due` job set again from the watch. It writes no state: held for a probe that is out no
-   * more, its due job comes at once, and its turn shows it scheduled again (`due`).
-   */
-  private follow(w: Watch): void {
-    const core = this.core;
-    if (core.stopped || !core.session) return; // connecting reschedules
-    this.requeue(w);
-  }
-
-  /**
-   * Held for a probe that is out no more (its recovery called off, a person's pause, its budget
-   * spent, a restart that lost the provider's answer): as scheduled again, so this turn picks a
-   * new probe.
-   */
-  private unheld(w: Watch): void {
-    if (w.state.kind === 'waitingProbe' && !this.probes.holds(w) && unhold(this.core, w)) this.core.changed();
-  }
-
-  /**
    * A response completed on a thread, to a request sent no earlier than `since`: its provider
    * answers (an outage's probe, probes.ts).
    */
   answered(threadId: string, since: number): void {
     if (!this.probes.answered(threadId, since)) return;
-    this.reschedule(); // a probe it held for may be out no more
+    this.core.reschedule(); // a probe it held for may be out no more
     this.core.saver.persistSoon();
   }
 
@@ -122,6 +80,14 @@ export class Schedule {
    */
   jumpedForward(): void {
     this.caughtUp = false;
+  }
+
+  /** The first due job after a wall-clock jump forward (`w`'s): every other recovery due by now goes with it. */
+  catchUp(w: Watch, notBeforeMono: number): void {
+    if (this.caughtUp) return;
+    this.caughtUp = true;
+    for (const x of this.core.scheduledWatches())
+      if (x !== w && (this.actsAt(x) ?? Infinity) <= this.core.now()) this.core.requeue(x, undefined, notBeforeMono);
   }
 
   /** The token the thread's attempt took given back: its set will not go out. */
@@ -160,59 +126,11 @@ export class Schedule {
   }
 
   /**
-   * The thread's `due` job: its recovery's turn came (or its timer fired early: set again). Held
-   * for its outage's probe, or for a limiter slot; or its group's first goal goes (this one, or the
-   * other, which this one then waits for): its slot taken, it is under way (core.attempting), and
-   * its `due` job (this one, or one queued for the other) runs its attempt on the session returned.
-   */
-  due(threadId: string, notBeforeMono: number): DaemonSession | null {
-    const core = this.core;
-    const started = core.underway.get(threadId); // its group's turn started it
-    if (started) return started;
-    const w = core.state.watches[threadId];
-    const session = core.session;
-    if (!w || core.stopped || core.state.pausedAt !== null || !session || core.attempting(threadId)) return null;
-    this.unheld(w);
-    const at = this.actsAt(w);
-    if (at === null) return null;
-    if (at > core.now()) {
-      this.requeue(w, at);
-      return null;
-    }
-    if (!this.caughtUp) {
-      this.caughtUp = true;
-      for (const x of core.scheduledWatches())
-        if (x !== w && (this.actsAt(x) ?? Infinity) <= core.now()) this.requeue(x, undefined, notBeforeMono);
-    }
-    const turn = dueTurn(this.groupFacts(w), core.now());
-    switch (turn.kind) {
-      case 'hold':
-        this.giveSlotBack(w.threadId);
-        this.probes.hold(w, turn.probe);
-        core.changed();
-        break;
-      case 'later':
-        this.requeue(w, turn.at);
-        return null;
-      case 'start': {
-        const first = turn.first === null ? w : core.state.watches[turn.first];
-        if (!this.start(first, first === w ? notBeforeMono : this.notBefore(first), session)) break;
-        if (first === w) return session;
-        this.probes.hold(w, first.threadId);
-        void core.work.add(first.threadId, { kind: 'due', notBeforeMono: this.notBefore(first) });
-        break;
-      }
-    }
-    this.requeue(w);
-    return null;
-  }
-
-  /**
    * What spans the group of a due recovery (outage.ts dueTurn): its probe out, or else its due goal
    * with the fewest recent recoveries, which goes first (the outage's probe and its half-step tries
    * spread over the group's recovery budgets), and the slot the limiter keeps for it.
    */
-  private groupFacts(w: Watch): GroupFacts {
+  groupFacts(w: Watch): GroupFacts {
     const core = this.core;
     const group = this.probes.groupOf(w);
     const probe = group === null ? null : this.probes.probeOf(group);
@@ -226,10 +144,10 @@ export class Schedule {
   }
 
   /**
-   * A due recovery under way, true (the goal out as its group's probe, if grouped); or the next
-   * limiter slot kept for it (`waitingSlot`; one kept already is its own), false.
+   * A due recovery's limiter token, at its turn: true, taken (it goes now); else it waits for the
+   * next slot, kept for it (`waitingSlot`; a slot kept already is its own), false.
    */
-  private start(w: Watch, notBeforeMono: number, session: DaemonSession): boolean {
+  take(w: Watch, notBeforeMono: number): boolean {
     const core = this.core;
     const mono = core.deps.clock.elapsed();
     // The limiter counts real elapsed time: a wall-clock jump neither refills nor empties it.
@@ -244,47 +162,34 @@ export class Schedule {
         : kept !== undefined
           ? Math.max(0, kept - this.limiterAt)
           : this.limiter.take(this.limiterAt, w.threadId);
-    if (wait > 0) {
-      if (kept === undefined)
-        core.emit({
-          type: 'skipped',
-          threadId: w.threadId,
-          reason: 'global rate limit',
-          detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
-        });
-      this.slots.set(w.threadId, this.limiterAt + wait);
-      // Shown rounded up to the second, so a countdown does not change at every refusal.
-      waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
-    } else {
+    if (wait === 0) {
       this.slots.delete(w.threadId);
-      // Under way from here (core.attempting): not due again until its attempt ends.
-      core.underway.set(w.threadId, session);
-      const group = this.probes.groupOf(w);
-      if (group !== null) this.probes.started(w, group);
+      return true;
     }
-    core.changed();
-    return wait === 0;
-  }
-
-  /** The thread's `due` job, set for when its recovery acts (replacing the one set before), if ever. */
-  private requeue(w: Watch, at = this.actsAt(w), notBeforeMono = 0): void {
-    const core = this.core;
-    if (at === null || core.stopped) return;
-    const job = { kind: 'due', notBeforeMono: Math.max(notBeforeMono, this.notBefore(w)) } as const;
-    core.work.addAfter(w.threadId, job, Math.max(0, at - core.now()));
+    if (kept === undefined)
+      core.emit({
+        type: 'skipped',
+        threadId: w.threadId,
+        reason: 'global rate limit',
+        detail: `next recovery slot in ${Math.ceil(wait / 1000)} s`,
+      });
+    this.slots.set(w.threadId, this.limiterAt + wait);
+    // Shown rounded up to the second, so a countdown does not change at every refusal.
+    waitForSlot(core, w, Math.ceil((core.now() + (this.limiterAt - mono) + wait) / 1000) * 1000);
+    return false;
   }
 
   /**
    * The monotonic time before which `w`'s set never goes out: its due time, even if the wall clock
    * jumps forward meanwhile (that is not time that passed for a timer).
    */
-  private notBefore(w: Watch): number {
+  notBefore(w: Watch): number {
     const now = this.core.now();
     return this.core.deps.clock.elapsed() + Math.max(0, (dueAt(w) ?? now) - now);
   }
 
   /** When a scheduled recovery's due job comes, from the schedule's state now (outage.ts actsAt). */
-  private actsAt(w: Watch): number | null {
+  actsAt(w: Watch): number | null {
     const core = this.core;
     const attempting = core.attempting(w.threadId);
     const slot = this.slots.get(w.threadId);

@@ -384,7 +384,7 @@ export function retriedNow(core: EngineCore, w: Watch): void {
   if (due) core.setState(w, due, scheduledOf(w.state) !== null);
   dueAtIs(w, core.now());
   core.mark(w.threadId);
-  core.schedule.changed(w); // now: its due job follows
+  core.followDue(w); // now: its due job follows
 }
 
 /** The attempt's intent is on disk: the set is under way. */

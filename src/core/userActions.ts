@@ -47,7 +47,7 @@ export class UserActions {
     const core = this.core;
     core.state.pausedAt = null;
     core.emit({ type: 'rearmed', threadId: '*', reason: 'auto-recovery resumed by the user' });
-    core.schedule.reschedule();
+    core.reschedule();
     core.changed();
     await core.persist();
   }
@@ -222,7 +222,7 @@ export class UserActions {
       if (fromElsewhere) takeOver(core, w, goal.status);
       if (w.lastFailure && w.lastFailure.dueAt !== null) {
         dueBy(core, w, core.now());
-        core.schedule.changed(w); // sooner: its due job follows
+        core.followDue(w); // sooner: its due job follows
       }
       await this.reconciler.decide(session, w);
     });
