@@ -5,26 +5,20 @@ import * as z from '../util/zod';
 import { GoalStatusSchema } from './watch';
 
 const thread = { threadId: z.string() };
+const attempt = { attempt: z.number(), failedTurnId: z.string() };
 
 export const DecisionSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('armed'), ...thread, title: z.string() }),
   z.object({
     type: z.literal('backoff'),
     ...thread,
-    attempt: z.number(),
-    failedTurnId: z.string(),
+    ...attempt,
     dueAt: z.number(),
     delayMs: z.number(),
     error: z.string(),
   }),
-  z.object({ type: z.literal('recovering'), ...thread, attempt: z.number(), failedTurnId: z.string() }),
-  z.object({
-    type: z.literal('recovered'),
-    ...thread,
-    attempt: z.number(),
-    failedTurnId: z.string(),
-    how: z.string(),
-  }),
+  z.object({ type: z.literal('recovering'), ...thread, ...attempt }),
+  z.object({ type: z.literal('recovered'), ...thread, ...attempt, how: z.string() }),
   z.object({ type: z.literal('skipped'), ...thread, reason: z.string(), detail: z.optional(z.string()) }),
   z.object({ type: z.literal('disarmed'), ...thread, reason: z.string() }),
   z.object({ type: z.literal('rearmed'), ...thread, reason: z.string() }),
