@@ -26,19 +26,17 @@ export function decisionLine(d: Decision, now: number): string {
     case 'skipped':
       return `${ts} skipped${t}: ${d.reason}${d.detail ? ` (${d.detail})` : ''}`;
     case 'disarmed':
-      return `${ts} disarmed${t}: ${d.reason}`;
+    case 'loaded':
+    case 'elsewhere':
+      return `${ts} ${d.type}${t}: ${d.reason}`;
     case 'rearmed':
       return `${ts} re-armed${t}: ${d.reason}`;
-    case 'loaded':
-      return `${ts} loaded${t}: ${d.reason}`;
     case 'probe':
       return `${ts} probe${t}: tried first for its outage (${d.group}); ${d.others} other goal(s) wait for its verdict`;
     case 'released':
       return `${ts} released${t}: ${d.reason} (${d.by})`;
     case 'gave-up':
       return `${ts} gave up${t}: ${d.attempts} recoveries failed again (last failed turn ${d.failedTurnId}); needs attention`;
-    case 'elsewhere':
-      return `${ts} elsewhere${t}: ${d.reason}`;
     case 'attention':
       return `${ts} needs attention${t}: ${d.reason}`;
     case 'connection':

@@ -3,21 +3,30 @@
 import { describeErrorCode } from './errorCodeText';
 import { formatAge, formatClock, formatDuration } from './timeText';
 import { dueAt } from './queries';
-import type { TurnFailure, Watch, WatchState } from './watch';
+import type { TurnFailure, Watch, WatchState, WatchStateKind } from './watch';
+
+/** The states said in the same words whatever else the watch holds. */
+const WORDS = {
+  running: 'running',
+  idle: 'idle',
+  waitingApproval: 'waiting for approval',
+  codexRetrying: 'Codex is retrying',
+  turnEnding: 'stopped · waiting for its turn to end',
+  recovering: 'recovering…',
+  disarmed: 'disarmed',
+  paused: 'paused',
+  complete: 'complete',
+  budgetLimited: 'budget limit reached',
+  modelBlocked: 'blocked by the model',
+  interrupted: 'interrupted',
+  unloaded: 'not loaded in the daemon',
+} as const satisfies Partial<Record<WatchStateKind, string>>;
 
 /** A short description of a state, in words and numbers: the tree, the status bar and the CLI. */
 export function describeState(w: Pick<Watch, 'state' | 'lastFailure'>, now: number, maxAttempts: number): string {
   const state = w.state;
   const due = dueAt(w) ?? now;
   switch (state.kind) {
-    case 'running':
-      return 'running';
-    case 'idle':
-      return 'idle';
-    case 'waitingApproval':
-      return 'waiting for approval';
-    case 'codexRetrying':
-      return 'Codex is retrying';
     case 'backoff':
       // Past its due time only while something else holds it (the daemon away, the user's pause).
       return due > now
@@ -27,26 +36,10 @@ export function describeState(w: Pick<Watch, 'state' | 'lastFailure'>, now: numb
       return `waiting for a recovery slot · next in ${formatDuration(Math.max(0, state.slotAt - now))}`;
     case 'waitingProbe':
       return `waiting for the probe · ${formatDuration(Math.max(0, now - due))} · attempt ${state.held.attempt}/${maxAttempts}`;
-    case 'turnEnding':
-      return 'stopped · waiting for its turn to end';
-    case 'recovering':
-      return 'recovering…';
     case 'usageLimited':
       return `usage limit · resumes ${formatClock(due, now)}`;
     case 'userIntent':
       return state.requested === 'paused' ? 'paused by you' : `disarmed: you set it ${state.requested}`;
-    case 'disarmed':
-      return 'disarmed';
-    case 'paused':
-      return 'paused';
-    case 'complete':
-      return 'complete';
-    case 'budgetLimited':
-      return 'budget limit reached';
-    case 'modelBlocked':
-      return 'blocked by the model';
-    case 'interrupted':
-      return 'interrupted';
     case 'needsAttention':
       return `needs attention: ${describeErrorCode(state.code)}`;
     case 'gaveUp':
@@ -57,10 +50,10 @@ export function describeState(w: Pick<Watch, 'state' | 'lastFailure'>, now: numb
       return `not adopted (already ${state.status} when first seen)`;
     case 'failedBeforeArming':
       return `stopped before you armed it: ${describeErrorCode(state.code)} · not recovered`;
-    case 'unloaded':
-      return 'not loaded in the daemon';
     case 'elsewhere':
       return describeElsewhere(state, w.lastFailure, now);
+    default:
+      return WORDS[state.kind];
   }
 }
 
