@@ -5,22 +5,19 @@
  * each bad frame fires `onError` with a short excerpt, bumps `malformedCount`, and reading goes on.
  */
 import type { Message } from 'vscode-jsonrpc/node';
+import { isRecord } from '../model/watch';
 
 /** Default cap for one line / one frame: 64 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 export type ValidationResult = { ok: true; message: Message } | { ok: false; reason: string };
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /**
  * Checks that a parsed JSON value is a request, a response or a notification, and returns a copy
  * with `jsonrpc: "2.0"` added. Extra top-level fields (e.g. `emittedAtMs`) are kept.
  */
 export function validateMessage(value: unknown): ValidationResult {
-  if (!isPlainObject(value)) {
+  if (!isRecord(value)) {
     const kind = value === null || Array.isArray(value) ? describeType(value) : `a ${typeof value}`;
     return { ok: false, reason: `JSON-RPC message must be an object, got ${kind}` };
   }
@@ -53,7 +50,7 @@ export function validateMessage(value: unknown): ValidationResult {
   }
   if (hasError) {
     const err = value.error;
-    if (!isPlainObject(err) || typeof err.code !== 'number' || typeof err.message !== 'string') {
+    if (!isRecord(err) || typeof err.code !== 'number' || typeof err.message !== 'string') {
       return { ok: false, reason: 'response "error" must be an object with a numeric "code" and a string "message"' };
     }
   }

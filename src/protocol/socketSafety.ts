@@ -35,10 +35,6 @@ export function defaultSocketPath(codexHome: string = defaultCodexHome()): strin
   return path.join(codexHome, 'app-server-control', 'app-server-control.sock');
 }
 
-function currentUid(): number | undefined {
-  return typeof process.getuid === 'function' ? process.getuid() : undefined;
-}
-
 function modeString(st: Stats): string {
   return `0${(st.mode & 0o7777).toString(8).padStart(3, '0')}`;
 }
@@ -46,8 +42,7 @@ function modeString(st: Stats): string {
 /**
  * Resolves `socketPath` and checks that it is a Unix socket owned by the current user and not
  * writable by others, in a directory owned by the current user that is not group- or
- * world-writable.
- * Never throws.
+ * world-writable. Never throws.
  */
 export async function checkSocketSafety(socketPath: string): Promise<SocketSafetyResult> {
   const abs = path.resolve(socketPath);
@@ -80,7 +75,7 @@ export async function checkSocketSafety(socketPath: string): Promise<SocketSafet
   }
   if (!st.isSocket()) return no(`refusing ${shown}: it is not a Unix socket; remove it and ${START_HINT}`);
   const refuse = (why: string) => no(`refusing Codex daemon socket ${shown}: ${why}`);
-  const uid = currentUid();
+  const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid)
     return refuse(
       `it is owned by uid ${st.uid}, not by you (uid ${uid}); use a CODEX_HOME of your own and ${START_HINT}`,
