@@ -42,7 +42,7 @@ import {
 } from './schema';
 import { excerpt } from './lineSplitter';
 import { tapReader, tapWriter } from './messageTaps';
-import { RpcConnection, RpcResponseError } from './rpcConnection';
+import { type Incoming, RpcConnection, RpcResponseError } from './rpcConnection';
 import { openTransport, type Transport, type TransportTarget } from './transport';
 import { errorText } from '../util/errorText';
 
@@ -310,12 +310,7 @@ class JsonRpcDaemon implements DaemonSession {
    *    still queued under the same id.
    */
   private screen(message: Message): Message | null {
-    const m = message as {
-      id?: unknown;
-      method?: unknown;
-      params?: unknown;
-      error?: { code?: unknown; message?: unknown };
-    };
+    const m = message as Incoming;
     if (typeof m.method === 'string') {
       if (m.id === undefined) return m.method === '$/cancelRequest' ? null : message;
       const event: NotificationMessage = {

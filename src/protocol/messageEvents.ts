@@ -55,15 +55,11 @@ function asError(error: unknown, who: 'Reader' | 'Writer'): Error {
 abstract class MessageEvents<E> {
   protected readonly errorEmitter = new Emitter<E>();
   private readonly closeEmitter = new Emitter<void>();
+  readonly onError: Event<E> = this.errorEmitter.event;
+  readonly onClose: Event<void> = this.closeEmitter.event;
   /** The close event was fired (at most once). */
   protected closed = false;
 
-  get onError(): Event<E> {
-    return this.errorEmitter.event;
-  }
-  get onClose(): Event<void> {
-    return this.closeEmitter.event;
-  }
   /** Fires the close event, once: later calls do nothing. */
   protected fireClose(): void {
     if (this.closed) return;
@@ -78,19 +74,13 @@ abstract class MessageEvents<E> {
 
 /** A message reader's error, close and partial-message events. */
 export abstract class MessageReaderBase extends MessageEvents<Error> {
-  private readonly partialMessageEmitter = new Emitter<PartialMessageInfo>();
+  /** Never fired: a frame is read whole, or dropped. */
+  readonly onPartialMessage: Event<PartialMessageInfo> = new Emitter<PartialMessageInfo>().event;
 
   abstract listen(callback: DataCallback): Disposable;
 
-  get onPartialMessage(): Event<PartialMessageInfo> {
-    return this.partialMessageEmitter.event;
-  }
   protected fireError(error: unknown): void {
     this.errorEmitter.fire(asError(error, 'Reader'));
-  }
-  override dispose(): void {
-    super.dispose();
-    this.partialMessageEmitter.dispose();
   }
 }
 

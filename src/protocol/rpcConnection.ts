@@ -41,7 +41,8 @@ interface Pending {
   reject(error: Error): void;
 }
 
-interface Incoming {
+/** A message as read, before it is known to be a request, a reply or a notification. */
+export interface Incoming {
   id?: unknown;
   method?: unknown;
   params?: unknown;
