@@ -45,14 +45,10 @@ export function validateMessage(value: unknown): ValidationResult {
   }
   const hasResult = Object.prototype.hasOwnProperty.call(value, 'result') && value.result !== undefined;
   const hasError = value.error !== undefined && value.error !== null;
-  if (!hasResult && !hasError) {
-    return { ok: false, reason: 'response has neither "result" nor "error"' };
-  }
-  if (hasError) {
-    const err = value.error;
-    if (!isRecord(err) || typeof err.code !== 'number' || typeof err.message !== 'string') {
-      return { ok: false, reason: 'response "error" must be an object with a numeric "code" and a string "message"' };
-    }
+  if (!hasResult && !hasError) return { ok: false, reason: 'response has neither "result" nor "error"' };
+  const err = value.error;
+  if (hasError && (!isRecord(err) || typeof err.code !== 'number' || typeof err.message !== 'string')) {
+    return { ok: false, reason: 'response "error" must be an object with a numeric "code" and a string "message"' };
   }
   return { ok: true, message: { ...value, jsonrpc: '2.0' } };
 }

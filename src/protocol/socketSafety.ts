@@ -122,9 +122,7 @@ export function isLoopbackHost(hostname: string): boolean {
   return false;
 }
 
-/**
- * Accepts only ws:// or wss:// URLs to a loopback host, and never the daemon's shutdown path.
- */
+/** Accepts only ws:// or wss:// URLs to a loopback host, and never the daemon's shutdown path. */
 export function checkWsUrl(url: string): UrlCheckResult {
   let u: URL;
   try {

@@ -115,11 +115,6 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
   child.stdout!.on('error', () => {});
   child.stdin!.on('error', () => {}); // EPIPE after the child died: reported via the writer
 
-  const reader = new LineMessageReader(child.stdout!, {
-    maxLineBytes: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-  });
-  const writer = new LineMessageWriter(child.stdin!);
-
   let closingByUs = false;
   child.once('exit', (code, sig) => {
     process.removeListener('exit', onProcessExit);
@@ -129,8 +124,8 @@ function wrapChild(child: ChildProcess, command: string, graceMs: number, opts: 
 
   let closing: Promise<void> | undefined;
   return {
-    reader,
-    writer,
+    reader: new LineMessageReader(child.stdout!, { maxLineBytes: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES }),
+    writer: new LineMessageWriter(child.stdin!),
     describe,
     pid,
     onClose: (cb) => signal.on(cb),

@@ -1,6 +1,4 @@
-/**
- * One JSON message per WebSocket frame: `--listen ws://…` and the daemon's control socket.
- */
+// One JSON message per WebSocket frame: `--listen ws://…` and the daemon's control socket.
 import { FramedMessageReader, FramedMessageWriter, noop, quietly, subscribe, type EventSource } from './framedMessages';
 import { EXCERPT_CHARS } from './lineSplitter';
 

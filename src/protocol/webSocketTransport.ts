@@ -111,12 +111,10 @@ function wrapOpenSocket(ws: WebSocket, describe: string, closeGraceMs: number): 
       closingByUs ? `${describe}: closed by client` : `${describe}: connection closed (code ${code}${why})${err}`,
     );
   });
-  const reader = new WebSocketMessageReader(ws);
-  const writer = new WebSocketMessageWriter(ws);
   let closing: Promise<void> | undefined;
   return {
-    reader,
-    writer,
+    reader: new WebSocketMessageReader(ws),
+    writer: new WebSocketMessageWriter(ws),
     describe,
     onClose: (cb) => signal.on(cb),
     close: () =>

@@ -1,6 +1,7 @@
 // Cold lookups that read a rollout backwards from its end: the last marker (`findLastMarker`),
 // the goal's last activation (`findLastActivation`) and the failed turn's rate limits
-// (`findTurnRateLimits`), on one chunked reader, `scanBackward`.
+// (`findTurnRateLimits`), on one chunked reader, `scanBackward`. Each rejects with a
+// `RolloutReadError` naming the path if the file cannot be read.
 import { LineParts } from './lineParts';
 import { parseActivationBytes, parseMarkerBytes } from './markerLines';
 import { parseTurnLimitBytes } from './rateLimitLines';
@@ -37,7 +38,6 @@ export interface LastMarkerResult extends BackwardScan {
 /**
  * Cold lookup: the last user goal-status marker, reading backwards from the end of the
  * file in chunks until one is found or the start is reached.
- * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
  */
 export async function findLastMarker(path: string, opts: LastMarkerOptions = {}): Promise<LastMarkerResult> {
   const { hit, ...rest } = await scanBackward(path, 'findLastMarker', opts, parseMarkerBytes);
@@ -55,7 +55,6 @@ export interface LastActivationResult extends BackwardScan {
  * backwards from the end of the file in chunks, like `findLastMarker`. Codex writes that event
  * for every `thread/goal/set`, so a forward scan from its offset sees everything since the goal
  * was last set active, without reading what came before.
- * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
  */
 export async function findLastActivation(path: string, opts: LastMarkerOptions = {}): Promise<LastActivationResult> {
   const { hit, ...rest } = await scanBackward(path, 'findLastActivation', opts, parseActivationBytes);
@@ -68,7 +67,6 @@ export async function findLastActivation(path: string, opts: LastMarkerOptions =
  * turn's `task_started` nor the goal's last activation (nor `minOffset`): another turn's limits
  * are not this one's. Null when there is no such line (not written yet, or a Codex that writes none);
  * a snapshot with every field null when the provider sent no rate-limit headers.
- * Rejects with a `RolloutReadError` naming the path if the file cannot be read.
  */
 export async function findTurnRateLimits(
   path: string,
