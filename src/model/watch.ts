@@ -49,10 +49,7 @@ const BackoffStateSchema = z.object({
   failedTurnId: z.string(),
 });
 /** The account hit its usage limit; resumed at the failure's `dueAt`: after the reset (if known) plus a margin. */
-const UsageLimitedStateSchema = z.object({
-  kind: z.literal('usageLimited'),
-  resetsAt: z.nullable(z.number()),
-});
+const UsageLimitedStateSchema = z.object({ kind: z.literal('usageLimited'), resetsAt: z.nullable(z.number()) });
 /** A recovery scheduled at a due time: after a transient failure, or after a usage limit. */
 export type ScheduledState = z.infer<typeof BackoffStateSchema> | z.infer<typeof UsageLimitedStateSchema>;
 

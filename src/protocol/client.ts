@@ -131,8 +131,6 @@ class JsonRpcDaemon implements DaemonSession {
     const reader = tapReader(transport.reader, (message) => this.screen(message));
     const writer = tapWriter(transport.writer, this.pending);
     this.connection = new RpcConnection(reader, writer, { error: (m) => listener.protocolProblem(m) });
-    // Server requests belong to the user's client and never reach the connection (see screen());
-    // it never answers a request anyway (an answer, even an error, the daemon takes as a decline).
     this.connection.onNotification((method: string, params: unknown) => this.notification(method, params));
     this.connection.onError((error) => listener.protocolProblem(error.message));
     this.connection.onClose(() => this.markClosed('connection closed'));

@@ -9,22 +9,13 @@ import { TransportError, type OpenTransportOptions, type SharedTarget, type Tran
 import { openWebSocket } from './webSocketTransport';
 
 export async function openSharedTransport(target: SharedTarget, opts: OpenTransportOptions = {}): Promise<Transport> {
-  switch (target.kind) {
-    case 'socket': {
-      const safety = await checkSocketSafety(target.path);
-      if (!safety.ok) throw new TransportError(safety.missing ? 'missing' : 'unsafe', safety.reason);
-      // Always the root path `/`: never `/daemon/shutdown`.
-      const address = `ws+unix://${safety.resolved}:/`;
-      return openWebSocket(address, `Codex daemon socket ${safety.resolved}`, opts, true);
-    }
-    case 'url': {
-      const check = checkWsUrl(target.url);
-      if (!check.ok) throw new TransportError('unsafe', check.reason);
-      return openWebSocket(target.url, target.url, opts, false);
-    }
-    default: {
-      const never: never = target;
-      throw new TransportError('refused', `unknown transport target ${JSON.stringify(never)}`);
-    }
+  if (target.kind === 'socket') {
+    const safety = await checkSocketSafety(target.path);
+    if (!safety.ok) throw new TransportError(safety.missing ? 'missing' : 'unsafe', safety.reason);
+    // Always the root path `/`: never `/daemon/shutdown`.
+    return openWebSocket(`ws+unix://${safety.resolved}:/`, `Codex daemon socket ${safety.resolved}`, opts, true);
   }
+  const check = checkWsUrl(target.url);
+  if (!check.ok) throw new TransportError('unsafe', check.reason);
+  return openWebSocket(target.url, target.url, opts, false);
 }

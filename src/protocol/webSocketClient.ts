@@ -57,12 +57,6 @@ export class WebSocketClient extends EventEmitter {
   ) {
     super();
     const key = randomBytes(16).toString('base64');
-    const headers = {
-      Connection: 'Upgrade',
-      Upgrade: 'websocket',
-      'Sec-WebSocket-Version': '13',
-      'Sec-WebSocket-Key': key,
-    };
     const unix = /^ws\+unix:\/\/(.+):(\/.*)$/.exec(address);
     // Where to connect, in the request's own options as `ws` gives them: VS Code's extension host
     // wraps http.request (its proxy support) and leaves a request with a `socketPath` alone, and
@@ -82,7 +76,7 @@ export class WebSocketClient extends EventEmitter {
     }
     const req = http.request({
       ...target,
-      headers,
+      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': key },
       timeout: opts.handshakeTimeout,
       createConnection: () => net.connect(to),
     });
