@@ -25,7 +25,6 @@ import {
   LoadedListResultSchema,
   OPT_OUT_NOTIFICATIONS,
   RateLimitsResultSchema,
-  type RateLimitsResult,
   type RateLimitSnapshot,
   RateLimitsUpdatedSchema,
   ServerRequestParamsSchema,
@@ -226,7 +225,9 @@ class JsonRpcDaemon implements DaemonSession {
   }
 
   async readRateLimits(): Promise<RateLimitSnapshot[]> {
-    return allSnapshots(await this.call('account/rateLimits/read', {}, RateLimitsResultSchema));
+    const result = await this.call('account/rateLimits/read', {}, RateLimitsResultSchema);
+    const all = [result.rateLimits, ...Object.values(result.rateLimitsByLimitId ?? {})];
+    return all.filter((s): s is RateLimitSnapshot => s != null);
   }
 
   request(method: string, params: object): Promise<unknown> {
@@ -374,10 +375,4 @@ class JsonRpcDaemon implements DaemonSession {
         return; // not read by the engine
     }
   }
-}
-
-/** Every snapshot of a read: the single view, then each limit id's. */
-export function allSnapshots(result: RateLimitsResult): RateLimitSnapshot[] {
-  const all = [result.rateLimits, ...Object.values(result.rateLimitsByLimitId ?? {})];
-  return all.filter((s): s is RateLimitSnapshot => s != null);
 }

@@ -127,7 +127,6 @@ export const RateLimitsResultSchema = z.object({
   rateLimits: z.optional(z.nullable(RateLimitSnapshotSchema)),
   rateLimitsByLimitId: z.optional(z.nullable(z.record(z.string(), z.optional(z.nullable(RateLimitSnapshotSchema))))),
 });
-export type RateLimitsResult = z.infer<typeof RateLimitsResultSchema>;
 
 // Notifications.
 export const GoalUpdatedSchema = z.object({
