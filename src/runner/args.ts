@@ -1,11 +1,5 @@
-// The headless runner's command line: a public contract that outside checks rely on.
-//   codex-goal-recovery watch [--codex-home DIR | --socket PATH | --url ws://… | --stdio]
-//                             [--state FILE] [--base-delay S] [--max-delay S] [--max-attempts N]
-//                             [--recovery-budget N] [--json] [--verbose]
-//                             [--otlp-endpoint URL | --otlp-from-codex-config] [--notify PROGRAM]
-//   codex-goal-recovery status [--state FILE] [--json] [target]
-//   codex-goal-recovery pause | resume | arm THREAD | disarm THREAD | rearm THREAD | retry THREAD [--json] [target]
-// (the whole text and the exit codes: USAGE below; docs/runner.md)
+// The headless runner's command line: a public contract that outside checks rely on (the whole
+// text and the exit codes: USAGE below; docs/runner.md).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -260,6 +254,7 @@ export function parseCli(
   }
   const v = parsed.values as Values;
   if (v.help) return { command: 'help', topic: helpTopic(command) };
+  const json = v.json === true;
   const home = v['codex-home'];
   if (typeof home === 'string' && !isDir(path.resolve(home)))
     throw new UsageError(
@@ -274,13 +269,7 @@ export function parseCli(
       throw new UsageError(`${command} takes no thread (it acts on every thread): got "${positionals.join(' ')}"`);
     const threadId = needsThread ? positionals[0].trim() : null;
     if (threadId === '') throw new UsageError(`${command} takes a thread id, not an empty string`);
-    return {
-      command: 'control',
-      verb: command,
-      threadId,
-      json: v.json === true,
-      target: sharedTarget(command, v, env),
-    };
+    return { command: 'control', verb: command, threadId, json, target: sharedTarget(command, v, env) };
   }
   const target = command === 'status' ? sharedTarget(command, v, env) : parseTarget(v, env);
   const given = typeof v.state === 'string' ? v.state : undefined;
@@ -289,7 +278,7 @@ export function parseCli(
   const statePath = path.resolve(given ?? defaultStatePath(target, env));
   const defaultState = given === undefined;
   if (command === 'status')
-    return { command, statePath, defaultState, json: v.json === true, target: target as SharedTarget };
+    return { command, statePath, defaultState, json, target: target as SharedTarget };
   const baseDelayMs = policyNumber(v, 'base-delay');
   const maxDelayMs = policyNumber(v, 'max-delay');
   const base = baseDelayMs ?? DEFAULT_OPTIONS.baseDelayMs;
@@ -308,7 +297,7 @@ export function parseCli(
     maxDelayMs,
     maxAttempts: policyNumber(v, 'max-attempts'),
     recoveryBudget: policyNumber(v, 'recovery-budget'),
-    json: v.json === true,
+    json,
     verbose: v.verbose === true,
     otlp: otlpChoice(v, env),
     notify: notifyArgv(v.notify),

@@ -250,14 +250,10 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
     process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : text);
     return statusExitCode(report);
   };
-  let reach;
   const daemon = probeDaemon(args.target);
-  try {
-    reach = await reachLeader(args.target, env);
-  } catch (error) {
-    complain(errorText(error));
-    return EXIT.failed;
-  }
+  const failed = (error: unknown) => void complain(errorText(error));
+  const reach = await reachLeader(args.target, env).catch(failed);
+  if (!reach) return EXIT.failed;
   if (reach.kind === 'engine') {
     const snapshot = await leaderSnapshot(reach.conn, SNAPSHOT_TIMEOUT_MS);
     reach.conn.close();
@@ -269,13 +265,8 @@ async function status(args: StatusArgs, env: NodeJS.ProcessEnv = process.env): P
     return print(report, statusText(report, Date.now()));
   }
   const target = describeTarget(args.target);
-  let stored;
-  try {
-    stored = await readStateFile(args.statePath);
-  } catch (error) {
-    complain((error as Error).message);
-    return EXIT.failed;
-  }
+  const stored = await readStateFile(args.statePath).catch(failed);
+  if (!stored) return EXIT.failed;
   if (stored.kind === 'missing') {
     const report = reportFromStateFile(null, args.statePath, target, reach.reason, await daemon);
     const shared =
@@ -322,12 +313,8 @@ async function control(args: ControlArgs, env: NodeJS.ProcessEnv = process.env):
     complain(error);
     return code;
   };
-  let reach;
-  try {
-    reach = await reachLeader(args.target, env);
-  } catch (error) {
-    return fail(EXIT.failed, errorText(error), null);
-  }
+  const reach = await reachLeader(args.target, env).catch((error: unknown) => errorText(error));
+  if (typeof reach === 'string') return fail(EXIT.failed, reach, null);
   if (reach.kind === 'none') return fail(EXIT.noEngine, `${args.verb}: ${reach.reason}`, null);
   const { conn, leader } = reach;
   try {

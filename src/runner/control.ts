@@ -15,8 +15,7 @@ import { ensurePrivateDir, leaderFilePath, leaderSocketPath } from '../leader/pr
 import { LEASE_MS, readLeaderFile } from '../leader/lease';
 import { parseSnapshot } from '../leader/handover';
 import type { EngineSnapshot } from '../model/snapshot';
-import type { SharedTarget } from './args';
-import type { TransportTarget } from '../protocol/transport';
+import type { SharedTarget, TransportTarget } from '../protocol/transport';
 
 /** The exit codes of the runner's commands (documented in USAGE and docs/runner.md). */
 export const EXIT = {

@@ -112,10 +112,13 @@ export interface NotifierOptions {
 /** A notify line: `warning` for a failure or a drop, `notice` when the program works again. */
 export type NotifyReport = (level: 'warning' | 'notice', fields: Record<string, unknown>, message: string) => void;
 
+/** Why a run was stopped: past its time, or at the runner's stop. */
+type StopWhy = 'timeout' | 'stop';
+
 interface Run {
   ended: Promise<void>;
-  /** SIGTERM to its process group now, SIGKILL after `KILL_GRACE_MS`: past its time, or at the runner's stop. */
-  stopNow: (why: 'timeout' | 'stop') => void;
+  /** SIGTERM to its process group now, SIGKILL after `KILL_GRACE_MS`. */
+  stopNow: (why: StopWhy) => void;
 }
 
 export class Notifier {
@@ -166,7 +169,7 @@ export class Notifier {
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       if (stderr.length < 4096) stderr += chunk;
     });
-    let stopped: 'timeout' | 'stop' | null = null;
+    let stopped: StopWhy | null = null;
     let killTimer: NodeJS.Timeout | undefined;
     const signalGroup = (sig: NodeJS.Signals) => {
       try {
@@ -175,7 +178,7 @@ export class Notifier {
         // already gone
       }
     };
-    const stopNow = (why: 'timeout' | 'stop') => {
+    const stopNow = (why: StopWhy) => {
       if (killTimer) return;
       stopped = why;
       signalGroup('SIGTERM');
@@ -234,12 +237,7 @@ export class Notifier {
     await Promise.all(runs.map((r) => r.ended));
   }
 
-  private outcome(
-    code: number | null,
-    signal: NodeJS.Signals | null,
-    stopped: 'timeout' | 'stop' | null,
-    stderr: string,
-  ) {
+  private outcome(code: number | null, signal: NodeJS.Signals | null, stopped: StopWhy | null, stderr: string) {
     const first = stderr.split('\n', 1)[0].trim().slice(0, 200);
     const said = first ? ` (its stderr: ${first})` : '';
     if (stopped === 'timeout') return `did not end within ${this.timeoutMs / 1000} s: stopped${said}`;
