@@ -37,11 +37,7 @@ function machine<T>(config: vscode.WorkspaceConfiguration, key: string, fallback
 // The engine's policy, machine-wide like the daemon it acts on: whichever window leads, and
 // whatever workspace it has open (a trusted one or not), the same values. Each number is kept
 // inside its range (POLICY_LIMITS, the manifest's `minimum` and `maximum`, the runner's bounds).
-function machineNumber(
-  config: vscode.WorkspaceConfiguration,
-  key: keyof typeof POLICY_LIMITS,
-  fallback: number,
-): number {
+function machineNumber(config: vscode.WorkspaceConfiguration, key: keyof typeof POLICY_LIMITS, fallback: number) {
   const { min, max } = POLICY_LIMITS[key];
   return Math.min(max, Math.max(min, machine(config, key, fallback)));
 }

@@ -52,7 +52,7 @@ export class WindowRole {
   /** `current` is the one made by `starting()`, before the election has decided. */
   private isStarting = true;
   /** Commands that came while starting: they go to the next service that is not the starting one. */
-  private waiting: { resolve(service: RecoveryService): void; reject(error: Error): void }[] = [];
+  private readonly waiting: { resolve(service: RecoveryService): void; reject(error: Error): void }[] = [];
   private disposed = false;
 
   constructor(
@@ -139,9 +139,7 @@ export class WindowRole {
     this.disposed = true;
     await this.stop();
     this.listeners.clear();
-    const waiting = this.waiting;
-    this.waiting = [];
-    for (const w of waiting) w.reject(new Error(STOPPED));
+    for (const w of this.waiting.splice(0)) w.reject(new Error(STOPPED));
   }
 
   /**
@@ -169,11 +167,7 @@ export class WindowRole {
     this.current = service;
     this.isStarting = starting;
     this.currentSubscription = service.onDidChange(() => this.listeners.fire());
-    if (!starting) {
-      const waiting = this.waiting;
-      this.waiting = [];
-      for (const w of waiting) w.resolve(service);
-    }
+    if (!starting) for (const w of this.waiting.splice(0)) w.resolve(service);
     this.listeners.fire();
   }
 
