@@ -75,7 +75,6 @@ function tunedMs(seconds: string | undefined): number | undefined {
   return Number.isFinite(s) && s > 0 ? Math.round(s * 1000) : undefined;
 }
 
-/** What went wrong, on stderr. */
 const complain = (message: string) => process.stderr.write(`codex-goal-recovery: ${message}\n`);
 
 async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -210,10 +209,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   if (!args.json && !election) watching();
   // The engine's timers do not hold the process open (they are unref'd for the extension host).
   const keepAlive = setInterval(() => undefined, 1 << 30);
-  const ended = await Promise.race([
-    signalled,
-    role.fatal.catch((error: unknown) => ({ error: error instanceof Error ? error : new Error(String(error)) })),
-  ]);
+  const ended = await Promise.race([signalled, role.fatal.catch((error: unknown) => ({ error: errorText(error) }))]);
   clearInterval(keepAlive);
   const leading = role.runningEngine !== null;
   await role.stop();
@@ -222,7 +218,7 @@ async function watch(args: WatchArgs, env: NodeJS.ProcessEnv = process.env): Pro
   // that does not answer never holds the stop for long).
   await telemetry?.stop(TELEMETRY_STOP_MS);
   if ('error' in ended) {
-    fatal(ended.error.message);
+    fatal(ended.error);
     return 1;
   }
   say(

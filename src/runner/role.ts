@@ -59,8 +59,7 @@ function runnerTerm(engine: Engine): RunnerTerm {
     start: () => engine.start(),
     stop: () => engine.stop(),
     snapshot: () => engine.snapshot(),
-    run: (command: Parameters<TermEngine['run']>[0], threadId?: string) =>
-      runCommand(engine.commands, command, threadId),
+    run: (command, threadId) => runCommand(engine.commands, command, threadId),
   };
 }
 type RunnerTerm = TermEngine & { engine: Engine };

@@ -111,7 +111,6 @@ export class RecoveryStatusBar {
     ].filter((line) => typeof line === 'string');
     this.plain = ['Codex Goal Recovery', ...lines].join('\n');
     const md = new vscode.MarkdownString(undefined, true);
-    // Links run our own commands only, none other.
     md.isTrusted = { enabledCommands: [...TOOLTIP_COMMANDS] };
     md.appendMarkdown('**Codex Goal Recovery**\n\n');
     md.appendMarkdown(lines.map(escapeMarkdown).join('  \n'));
