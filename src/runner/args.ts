@@ -75,15 +75,11 @@ runs for the daemon (pause, resume, arm, disarm, rearm, retry; status then reads
 exits 0 or 1 by what it holds); 4 status: the daemon is not running.`;
 
 export const USAGE = `Usage:
-${USAGE_LINES.watch}
-${USAGE_LINES.status}
-${USAGE_LINES.control}
+${Object.values(USAGE_LINES).join('\n')}
   codex-goal-recovery help [COMMAND] | COMMAND --help | --help | -h    this text, or a command's
   codex-goal-recovery version | --version | -V  the version
 
-${COMMAND_TEXT.watch}
-${COMMAND_TEXT.status}
-${COMMAND_TEXT.control}
+${Object.values(COMMAND_TEXT).join('\n')}
 
 ${EXIT_TEXT}`;
 
@@ -169,13 +165,8 @@ const NUMBER_FLAGS = {
 function joinNegativeNumbers(args: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    const next = args[i + 1];
-    if (
-      args[i].startsWith('--') &&
-      Object.hasOwn(NUMBER_FLAGS, args[i].slice(2)) &&
-      next !== undefined &&
-      /^-\d|^-\.\d/.test(next)
-    ) {
+    const next = args[i + 1] ?? '';
+    if (args[i].startsWith('--') && Object.hasOwn(NUMBER_FLAGS, args[i].slice(2)) && /^-\.?\d/.test(next)) {
       out.push(`${args[i]}=${next}`);
       i += 1;
     } else out.push(args[i]);
@@ -277,8 +268,7 @@ export function parseCli(
     throw new UsageError('--state takes a file name, not an empty string');
   const statePath = path.resolve(given ?? defaultStatePath(target, env));
   const defaultState = given === undefined;
-  if (command === 'status')
-    return { command, statePath, defaultState, json, target: target as SharedTarget };
+  if (command === 'status') return { command, statePath, defaultState, json, target: target as SharedTarget };
   const baseDelayMs = policyNumber(v, 'base-delay');
   const maxDelayMs = policyNumber(v, 'max-delay');
   const base = baseDelayMs ?? DEFAULT_OPTIONS.baseDelayMs;
