@@ -57,6 +57,8 @@ function fstat(fd: number): fs.Stats | null {
   }
 }
 
+type LineObject = { ts: string; type: DecisionType | RunnerLineType } & Record<string, unknown>;
+
 /** The runner's lines: `json` (--json) or plain, with the journal's prefix when `journal` (stdout is its stream). */
 export class RunnerLines {
   constructor(
@@ -66,11 +68,7 @@ export class RunnerLines {
   ) {}
 
   /** One event: `object` (its `ts` and `type` first) under --json, else `text` (with its time). */
-  line(
-    level: Level,
-    object: { ts: string; type: DecisionType | RunnerLineType } & Record<string, unknown>,
-    text: string,
-  ): void {
+  line(level: Level, object: LineObject, text: string): void {
     const { ts, ...rest } = object;
     const line = this.json ? JSON.stringify({ ts, level, ...rest }) : text;
     this.write(this.journal ? withPriority(level, line) : line);
