@@ -120,18 +120,12 @@ export function logsRequest(records: readonly LogRecord[], info: ResourceInfo) {
   return { resourceLogs: [{ resource: resource(info), scopeLogs: [{ scope: scope(info), logRecords: records }] }] };
 }
 
-const metric = (name: string, unit: string, description: string) => ({
-  name: `codex_goal_recovery.${name}`,
-  unit,
-  description,
-});
-
 /** The counters' names, units and meanings (docs/telemetry.md): each a monotonic cumulative sum. */
-const METRICS: Record<keyof Counts, ReturnType<typeof metric>> = {
-  recoveries: metric('recoveries', '{recovery}', 'Recoveries that took (the goal active again)'),
-  giveUps: metric('give_ups', '{goal}', 'Goals given up on after their last failed recovery'),
-  wastedTurns: metric('wasted_turns', '{turn}', 'Recoveries whose turn failed again'),
-  backoffSeconds: metric('backoff.time', 's', 'Time goals spent waiting in backoff'),
+const METRICS: Record<keyof Counts, [name: string, unit: string, description: string]> = {
+  recoveries: ['recoveries', '{recovery}', 'Recoveries that took (the goal active again)'],
+  giveUps: ['give_ups', '{goal}', 'Goals given up on after their last failed recovery'],
+  wastedTurns: ['wasted_turns', '{turn}', 'Recoveries whose turn failed again'],
+  backoffSeconds: ['backoff.time', 's', 'Time goals spent waiting in backoff'],
 };
 
 const CUMULATIVE = 2; // AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
@@ -143,10 +137,11 @@ const CUMULATIVE = 2; // AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATI
 export function metricsRequest(counts: Counts, startMs: number, nowMs: number, info: ResourceInfo) {
   const point = { startTimeUnixNano: nanos(startMs), timeUnixNano: nanos(nowMs) };
   const metrics = (Object.keys(METRICS) as (keyof Counts)[]).map((key) => {
+    const [name, unit, description] = METRICS[key];
     // The counts are int64 (a decimal string in OTLP's JSON), the time in backoff a double.
     const value = key === 'backoffSeconds' ? { asDouble: counts[key] } : { asInt: String(counts[key]) };
     const sum = { aggregationTemporality: CUMULATIVE, isMonotonic: true, dataPoints: [{ ...point, ...value }] };
-    return { ...METRICS[key], sum };
+    return { name: `codex_goal_recovery.${name}`, unit, description, sum };
   });
   return { resourceMetrics: [{ resource: resource(info), scopeMetrics: [{ scope: scope(info), metrics }] }] };
 }
