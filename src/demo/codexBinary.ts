@@ -128,9 +128,8 @@ export function codexEnv(codexHome: string): NodeJS.ProcessEnv {
     RUST_LOG: process.env.CODEX_TEST_RUST_LOG ?? 'error',
     NO_COLOR: '1',
   };
-  for (const k of Object.keys(env)) {
+  for (const k of Object.keys(env))
     if (/^(OPENAI_|CODEX_MANAGED_|CODEX_SANDBOX)/.test(k) || /^(http|https|all)_proxy$/i.test(k)) delete env[k];
-  }
   return env;
 }
 

@@ -56,9 +56,8 @@ export async function makeCodexHome(
     async cleanup() {
       if (cleaned) return;
       cleaned = true;
-      if (existsSync(path.join(dir, 'app-server-daemon'))) {
+      if (existsSync(path.join(dir, 'app-server-daemon')))
         await stopDaemon(dir, { force: true }).catch(() => undefined);
-      }
       await killTracked((t) => t.codexHome === dir);
       removeDaemonRuntimeFiles(dir);
       await fs.rm(dir, { recursive: true, force: true });

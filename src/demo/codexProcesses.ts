@@ -46,9 +46,7 @@ function isLive(st: ReturnType<typeof procStat>, pgid?: number): boolean {
 
 /** Alive = exists and is not a zombie (pid 1 here does not always reap orphans). */
 export function isAlive(pid: number): boolean {
-  if (process.platform === 'linux') {
-    return isLive(procStat(pid));
-  }
+  if (process.platform === 'linux') return isLive(procStat(pid));
   try {
     process.kill(pid, 0);
     return true;

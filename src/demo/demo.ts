@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { makeCodexHome, type CodexHome } from './codexHome';
 import { killAllTracked, signal, waitGone } from './codexProcesses';
-import { controlSocketPath, startDaemon, stopDaemon } from './managedDaemon';
+import { controlSocketPath, startDaemon } from './managedDaemon';
 import { startMockModel } from './mockModel';
 import type { MockModel } from './mockModes';
 import { startThreadWithGoal, waitGoalStatus } from './goalThreads';
@@ -109,10 +109,7 @@ async function main(): Promise<number> {
   } finally {
     if (runner) signal(runner.pid!, 'SIGKILL', true);
     await user?.close().catch(() => undefined);
-    if (home) {
-      await stopDaemon(home.dir, { force: true }).catch(() => undefined);
-      await home.cleanup();
-    }
+    await home?.cleanup(); // its daemon too, killed (no drain)
     await mock?.close();
     await killAllTracked();
     fs.rmSync(work, { recursive: true, force: true });
@@ -121,15 +118,12 @@ async function main(): Promise<number> {
 
   function narrate(n: Notification): void {
     const p = (n.params ?? {}) as NarratedParams;
+    const turn = `turn …${String(p.turn?.id).slice(-8)}`;
+    const err = p.turn?.error?.codexErrorInfo;
+    const why = err ? ` (${typeof err === 'string' ? err : Object.keys(err)[0]})` : '';
     if (n.method === 'thread/goal/updated') say('codex', `goal is ${p.goal?.status}`);
-    else if (n.method === 'turn/started') say('codex', `turn …${String(p.turn?.id).slice(-8)} started`);
-    else if (n.method === 'turn/completed') {
-      const err = p.turn?.error?.codexErrorInfo;
-      say(
-        'codex',
-        `turn …${String(p.turn?.id).slice(-8)} ${p.turn?.status}${err ? ` (${typeof err === 'string' ? err : Object.keys(err)[0]})` : ''}`,
-      );
-    }
+    else if (n.method === 'turn/started') say('codex', `${turn} started`);
+    else if (n.method === 'turn/completed') say('codex', `${turn} ${p.turn?.status}${why}`);
   }
 }
 

@@ -97,11 +97,8 @@ export function waitGoalStatus<J>(
   timeoutMs = 30_000,
   since = 0,
 ): Promise<Notification<J>> {
-  return client.waitFor(
-    about(threadId, 'thread/goal/updated', (p) => field(p, 'goal', 'status') === status),
-    timeoutMs,
-    since,
-  );
+  const reached = (p: J | undefined) => field(p, 'goal', 'status') === status;
+  return client.waitFor(about(threadId, 'thread/goal/updated', reached), timeoutMs, since);
 }
 
 /** Wait for turn/completed for threadId (optionally with a given turn status). */
@@ -112,9 +109,6 @@ export function waitTurnCompleted<J>(
   timeoutMs = 30_000,
   since = 0,
 ): Promise<Notification<J>> {
-  return client.waitFor(
-    about(threadId, 'turn/completed', (p) => status === undefined || field(p, 'turn', 'status') === status),
-    timeoutMs,
-    since,
-  );
+  const ended = (p: J | undefined) => status === undefined || field(p, 'turn', 'status') === status;
+  return client.waitFor(about(threadId, 'turn/completed', ended), timeoutMs, since);
 }

@@ -126,12 +126,8 @@ export async function startMockModel(): Promise<MockModel> {
       }
       case 'usageLimit': {
         const resets_at = opts.resetsAt ?? Math.floor(Date.now() / 1000) + 60;
-        const error = {
-          type: 'usage_limit_reached',
-          message: 'mock: You have hit your usage limit.',
-          plan_type: 'plus',
-        };
-        sendJson(res, 429, { error: { ...error, resets_at } }, { ...opts.rateLimitHeaders });
+        const error = { type: 'usage_limit_reached', message: 'mock: You have hit your usage limit.' };
+        sendJson(res, 429, { error: { ...error, plan_type: 'plus', resets_at } }, { ...opts.rateLimitHeaders });
         return;
       }
       case 'dropStream':

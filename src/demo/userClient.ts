@@ -38,8 +38,6 @@ export class RpcError extends Error {
 export interface UserClientOptions {
   /** clientInfo.name (default "test-user-client"). */
   name?: string;
-  /** capabilities.optOutNotificationMethods */
-  optOutNotificationMethods?: string[];
 }
 
 /**
@@ -94,11 +92,9 @@ export class UserClient<J = unknown> {
 
   /** The initialize handshake; keeps its result. */
   private async handshake(opts: UserClientOptions): Promise<this> {
-    const capabilities: Record<string, unknown> = { experimentalApi: true };
-    if (opts.optOutNotificationMethods) capabilities.optOutNotificationMethods = opts.optOutNotificationMethods;
     this.initializeResult = await this.request<J>('initialize', {
       clientInfo: { name: opts.name ?? 'test-user-client', title: 'Test user client', version: '0.0.0' },
-      capabilities,
+      capabilities: { experimentalApi: true },
     });
     this.notify('initialized');
     return this;
@@ -212,14 +208,10 @@ export class UserClient<J = unknown> {
 
   /** Compact one-line-per-entry rendering of the log after `since` (for evidence and failures). */
   summary(since = 0, threadId?: string): string {
-    return this.log
-      .filter(
-        (e) =>
-          e.seq > since &&
-          (!threadId || field(e.params, 'threadId') === undefined || field(e.params, 'threadId') === threadId),
-      )
-      .map(describe)
-      .join(' | ');
+    // Given `threadId`, another thread's entries are left out (those naming no thread are kept).
+    const other = (id: unknown) => !!threadId && id !== undefined && id !== threadId;
+    const shown = this.log.filter((e) => e.seq > since && !other(field(e.params, 'threadId')));
+    return shown.map(describe).join(' | ');
   }
 
   close(): Promise<void> {
