@@ -16,6 +16,7 @@ import type { MockModel } from './mockModes';
 import { startThreadWithGoal, waitGoalStatus } from './goalThreads';
 import { UserClient } from './userClient';
 import type { Notification } from './userClientLog';
+import { parseJson } from '../rollout/markerLines';
 import { errorText } from '../util/errorText';
 
 const OUTAGE_TURNS = 2;
@@ -63,14 +64,10 @@ async function main(): Promise<number> {
     });
     const runnerExit = new Promise<number | null>((resolve) => runner!.once('exit', (code) => resolve(code)));
     readline.createInterface({ input: runner.stdout! }).on('line', (line) => {
-      let d: RunnerLine;
-      try {
-        d = JSON.parse(line) as RunnerLine;
-      } catch {
-        return say('runner', line);
-      }
+      const d = parseJson(line) as RunnerLine | undefined;
+      if (d === undefined) return say('runner', line);
       runnerLines.push(d);
-      say('runner', describe(d));
+      say('runner', RUNNER_LINES.get(d.type)?.(d) ?? `${d.type}: ${JSON.stringify(d)}`);
     });
     await until(
       () => runnerLines.some((d) => d.type === 'connection' && d.state === 'connected'),
@@ -137,10 +134,6 @@ const RUNNER_LINES = new Map<string, (d: RunnerLine) => string>([
   ['skipped', (d) => `skipped: ${String(d.reason)}`],
   ['stopped', (d) => `stopped on ${String(d.signal)}, state saved`],
 ]);
-
-function describe(d: RunnerLine): string {
-  return RUNNER_LINES.get(d.type)?.(d) ?? `${d.type}: ${JSON.stringify(d)}`;
-}
 
 async function until(check: () => boolean, what: string): Promise<void> {
   const left = started + DEADLINE_MS - Date.now();

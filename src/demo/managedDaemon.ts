@@ -20,6 +20,7 @@ import {
   waitGone,
 } from './codexProcesses';
 import { defaultSocketPath as controlSocketPath } from '../protocol/socketSafety';
+import { parseJson } from '../rollout/markerLines';
 
 /** The control socket path the daemon listens on (a symlink into /tmp/codex-daemon-<uid>/). */
 export { controlSocketPath };
@@ -58,16 +59,8 @@ function daemonCli(
     });
     child.on('close', (code) => {
       clearTimeout(timer);
-      let report: DaemonReport | undefined;
-      for (const line of stdout.split('\n').reverse()) {
-        if (!line.trim().startsWith('{')) continue;
-        try {
-          report = JSON.parse(line) as DaemonReport;
-          break;
-        } catch {
-          /* not JSON */
-        }
-      }
+      const objects = stdout.split('\n').map((line) => (line.trim().startsWith('{') ? parseJson(line) : undefined));
+      const report = objects.reverse().find((o) => o !== undefined) as DaemonReport | undefined;
       resolve({ code, stdout, stderr, ...(report ? { report } : {}) });
     });
   });
@@ -148,10 +141,9 @@ export async function startDaemon(codexHome: string): Promise<DaemonReport> {
 
 /**
  * `codex app-server daemon stop` (graceful: waits for in-flight turns, up to the CLI's 60 s grace
- * period), then make sure nothing of this CODEX_HOME is left: the
- * daemon's process group and the `pid-update-loop` helper (found by the PID it wrote to
- * daemon-updater.pid, verified by start time and cmdline; it is its own group leader) are
- * SIGTERMed, then SIGKILLed. `force`: skip the CLI and its drain, SIGKILL at once (teardown).
+ * period), then make sure nothing of this CODEX_HOME is left: the daemon's process group and the
+ * `pid-update-loop` helper (its own group leader) are SIGTERMed, then SIGKILLed. `force`: skip the
+ * CLI and its drain, SIGKILL at once (teardown).
  */
 export async function stopDaemon(codexHome: string, opts: { force?: boolean } = {}): Promise<DaemonReport | undefined> {
   const pids = new Set<number>(
@@ -163,7 +155,6 @@ export async function stopDaemon(codexHome: string, opts: { force?: boolean } = 
   if (before) pids.add(before);
   let report: DaemonReport | undefined;
   if (opts.force) {
-    // Teardown: no drain. SIGKILL the daemon's and the updater's process groups.
     for (const pid of pids) if (groupLooksOurs(pid)) signal(pid, 'SIGKILL', true);
   } else if (existsSync(codexBinary(codexFor(codexHome)))) {
     report = (await daemonCli(codexHome, ['stop'], 90_000).catch(() => undefined))?.report;

@@ -6,6 +6,7 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseJson } from '../rollout/markerLines';
 import type { MockMode, MockModel, MockModeOptions, MockRequestRecord } from './mockModes';
 import {
   functionCallItem,
@@ -52,13 +53,7 @@ export async function startMockModel(): Promise<MockModel> {
   };
 
   async function handleResponses(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const raw = await readBody(req);
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      body = undefined;
-    }
+    const body = parseJson(await readBody(req));
     const last = lastInputType(body);
     // Codex sends the thread's id as the request's `prompt_cache_key` (0.169.0, 0.171.0).
     const key = (body as { prompt_cache_key?: unknown } | undefined)?.prompt_cache_key;

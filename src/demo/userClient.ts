@@ -11,6 +11,7 @@
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import WebSocket from 'ws';
+import { parseJson } from '../rollout/markerLines';
 import * as z from '../util/zod';
 import { describe, field, type LogEntry, type Notification, type ServerRequest } from './userClientLog';
 import { stdioTransport, wsTransport, type Transport } from './userClientTransports';
@@ -231,14 +232,8 @@ export class UserClient<J = unknown> {
   }
 
   private onMessage(text: string): void {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return;
-    }
-    const envelope = EnvelopeSchema.safeParse(parsed);
-    if (!envelope.success) return; // not a JSON-RPC message: dropped like text that is not JSON
+    const envelope = EnvelopeSchema.safeParse(parseJson(text));
+    if (!envelope.success) return; // not JSON, or not a JSON-RPC message: dropped
     const msg = envelope.data;
     const base = { seq: ++this.seq, at: Date.now() };
     if (msg.method !== undefined && msg.id !== undefined && msg.id !== null) {
