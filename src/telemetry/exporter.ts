@@ -35,7 +35,6 @@ export interface ExporterOptions {
 
 const MAX_RETRY_MS = 60_000;
 const MAX_BATCHES_PER_TRY = 4;
-/** OTLP/HTTP's retryable answers: the batch is kept for the next try. */
 const RETRYABLE = new Set([429, 502, 503, 504]);
 
 const unrefTimer = (fn: () => void, ms: number): unknown => setTimeout(fn, ms).unref(); // never holds a process open
@@ -123,7 +122,6 @@ export class OtlpExporter {
     }, ms);
   }
 
-  /** The interval, doubled per consecutive failure up to a minute. */
   private nextDelay(): number {
     if (this.failures === 0) return this.o.intervalMs;
     return Math.min(MAX_RETRY_MS, this.o.intervalMs * 2 ** Math.min(this.failures, 16));
