@@ -185,23 +185,19 @@ export class UserClient<J = unknown> {
     const hit = find();
     if (hit) return Promise.resolve(hit);
     return new Promise<E>((resolve, reject) => {
+      const fail = (why: string) => end(() => reject(new Error(why)));
       const check = () => {
         const h = find();
-        if (h) {
-          done();
-          resolve(h);
-        } else if (this.closed) {
-          done();
-          reject(new Error(`connection closed while waiting for ${what}`));
-        }
+        if (h) end(() => resolve(h));
+        else if (this.closed) fail(`connection closed while waiting for ${what}`);
       };
       const timer = setTimeout(() => {
-        done();
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got: ${this.summary(since)}`));
+        fail(`timed out after ${timeoutMs} ms waiting for ${what}; got: ${this.summary(since)}`);
       }, timeoutMs);
-      const done = () => {
+      const end = (settle: () => void) => {
         clearTimeout(timer);
         this.watchers.delete(check);
+        settle();
       };
       this.watchers.add(check);
     });
