@@ -35,7 +35,6 @@ export async function startMockModel(): Promise<MockModel> {
   const threadModes = new Map<string, { mode: MockMode; opts: MockModeOptions }>();
   let queue: MockMode[] = [];
   let sinceModeSet = 0;
-  let requests = 0;
   const requestLog: MockRequestRecord[] = [];
   /** `waitForRequests` calls under way: each resolves itself once enough requests came. */
   const waiters = new Set<() => void>();
@@ -67,7 +66,6 @@ export async function startMockModel(): Promise<MockModel> {
     if (last === 'function_call_output' && FUNCTION_CALL_MODES.has(effective)) answered = 'message';
     else if (effective === 'healthyThenComplete')
       answered = fromQueue || sinceModeSet <= 1 ? 'healthy' : 'goalComplete';
-    requests += 1;
     requestLog.push({
       at: Date.now(),
       mode: effective,
@@ -168,7 +166,7 @@ export async function startMockModel(): Promise<MockModel> {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     get requests() {
-      return requests;
+      return requestLog.length;
     },
     requestLog,
     setMode(m: MockMode, o?: MockModeOptions) {
@@ -195,14 +193,14 @@ export async function startMockModel(): Promise<MockModel> {
       return now.length;
     },
     waitForRequests(n: number, timeoutMs = 30_000) {
-      if (requests >= n) return Promise.resolve();
+      if (requestLog.length >= n) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const t = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`mock: timed out waiting for ${n} requests (have ${requests})`));
+          reject(new Error(`mock: timed out waiting for ${n} requests (have ${requestLog.length})`));
         }, timeoutMs);
         const check = () => {
-          if (requests < n) return;
+          if (requestLog.length < n) return;
           waiters.delete(check);
           clearTimeout(t);
           resolve();
