@@ -10,6 +10,7 @@
  * (approvals) are recorded and never answered unless the test calls `respond`.
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
 import WebSocket from 'ws';
 import { parseJson } from '../rollout/markerLines';
 import * as z from '../util/zod';
@@ -83,10 +84,7 @@ export class UserClient<J = unknown> {
   /** Connect to the daemon's control socket (WebSocket over a Unix socket) and do the handshake. */
   static async overSocket<J = unknown>(socketPath: string, opts: UserClientOptions = {}): Promise<UserClient<J>> {
     const ws = new WebSocket(`ws+unix://${socketPath}:/`);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
+    await once(ws, 'open'); // rejects on an 'error' first
     ws.on('error', () => undefined);
     return new UserClient<J>(wsTransport(ws)).handshake(opts);
   }
