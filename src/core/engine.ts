@@ -1,21 +1,7 @@
 // The recovery engine: watches goal threads on a Codex app-server and re-activates goals that a
 // transient failure blocked, safely. Pure TypeScript: the daemon connection, the store, the
 // clock and randomness are injected. This file is the lifecycle and the wiring; each concern
-// lives in a file of its own (docs/architecture.md, "The engine's files"):
-//   policy.ts       the decision table (pure): which state, and what to do
-//   transitions.ts  carrying out a verdict: a watch's state and due time
-//   watchWrites.ts  the one writer of a watch (elsewhere a watch is read-only, for the compiler)
-//   reconciler.ts   the reads that gather the facts, and asking the table
-//   jobs.ts         the work queue of each thread: what goes in (who does each: below)
-//   attempt.ts      the recovery attempt: veto, write-ahead, set, outcome
-//   schedule.ts     each thread's due job, the preparation lead, the probe and the limiter
-//   events.ts       the daemon event table
-//   connection.ts   connecting, reconnecting, the resync
-//   homeScan.ts     the goals of the Codex home that other Codex apps hold
-//   userActions.ts  pause, resume, arm, disarm, re-arm, retry now, pause goal, reset
-//   saving.ts       durable before announced: saves and the outbox
-//   clockGuard.ts   wall-clock jumps, and timers Node can keep
-//   engineCore.ts   what they share: the state, the one state write, the queues, the timers
+// lives in a file of its own (docs/architecture.md, "The engine's files", says which).
 import type { ConnectionState, EngineSnapshot } from '../model/snapshot';
 import type { Watch, WatchedThread } from '../model/watch';
 import { Attempts } from './attempt';
@@ -47,8 +33,8 @@ export class Engine {
     this.attempts = new Attempts(core, reconciler, schedule);
     const attempts = this.attempts;
     // Who does each job of a thread's queue: the reconciler looks and refreshes, a recovery's due
-    // time is the schedule's turn and then its attempt, a prepared set is sent, a task runs itself.
-    // When an attempt or a send is done, the schedule looks again (engineCore.ts attemptEnded).
+    // time is its turn and then its attempt, a prepared set is sent, a task runs itself. When an
+    // attempt or a send is done, its due job follows the watch again (engineCore.ts attemptEnded).
     core.serve({
       look: (threadId) => (core.session ? reconciler.evaluate(core.session, threadId) : undefined),
       refresh: (threadId, job) => reconciler.refresh(job.session, threadId),

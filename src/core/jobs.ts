@@ -3,8 +3,8 @@
 // who does each (the engine names them once, engine.ts):
 //   look     an event or a command changed something: the reconciler decides again
 //   refresh  a resync's pass: the reconciler reads the thread and decides
-//   due      its recovery's due time (a delayed add, set from the watch): the schedule's turn for
-//            it, and once its slot is taken, the attempt: reads, vetoes, saves its intent, sets
+//   due      its recovery's due time (a delayed add, set from the watch): its turn (probe, limiter
+//            slot), and once its slot is taken, the attempt: reads, vetoes, saves its intent, sets
 //   send     a prepared attempt's due time came: the set goes out, or is called off (the job carries it)
 //   task     a command's or a pass's own work, awaited by whoever asked
 import type { ScheduledState, Watch } from '../model/watch';
