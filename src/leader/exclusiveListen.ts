@@ -9,6 +9,7 @@
 // closes, so a live leader's socket never refuses connections; a socket that refuses is a dead
 // leader's. Removing one that is not our own is done by rename aside and inode check, so a live
 // socket is never deleted. The probe tells a live leader from a dead one.
+import { once } from 'node:events';
 import { promises as fsp } from 'node:fs';
 import * as net from 'node:net';
 import type { Log } from './emitter';
@@ -30,13 +31,9 @@ export async function listenCandidate(dir: string, log: Log, who: string | undef
   for (let i = 0; ; i++) {
     const tmpPath = tmpSocketPath(dir);
     try {
-      await new Promise<void>((resolve, reject) => {
-        raw.once('error', reject);
-        raw.listen(tmpPath, () => {
-          raw.removeListener('error', reject);
-          resolve();
-        });
-      });
+      const listening = once(raw, 'listening'); // rejects on an 'error' first
+      raw.listen(tmpPath);
+      await listening;
     } catch (e) {
       if (errCode(e) === 'EADDRINUSE' && i < 3) continue;
       await server.close();
