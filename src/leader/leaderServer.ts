@@ -136,7 +136,7 @@ export class LeaderServer {
     this.handler = handler;
     const queued = this.queued;
     this.queued = [];
-    for (const q of queued) this.run(handler, q);
+    for (const q of queued) void this.run(handler, q);
     return () => {
       if (this.handler === handler) this.handler = undefined;
     };
@@ -235,7 +235,7 @@ export class LeaderServer {
     }
     const q = { ...msg, peer };
     if (this.handler) {
-      this.run(this.handler, q);
+      void this.run(this.handler, q);
     } else if (this.queued.length < MAX_QUEUED_COMMANDS) {
       this.queued.push(q);
     } else {
@@ -251,17 +251,15 @@ export class LeaderServer {
     }
   }
 
-  private run(handler: CommandHandler, q: QueuedCommand): void {
-    void (async () => {
-      let value: unknown;
-      try {
-        value = await handler(q.name, q.args);
-      } catch (e) {
-        this.reply(q.peer, { type: 'result', id: q.id, ok: false, error: errorText(e) || 'command failed' });
-        return;
-      }
-      this.reply(q.peer, { type: 'result', id: q.id, ok: true, value });
-    })();
+  private async run(handler: CommandHandler, q: QueuedCommand): Promise<void> {
+    let value: unknown;
+    try {
+      value = await handler(q.name, q.args);
+    } catch (e) {
+      this.reply(q.peer, { type: 'result', id: q.id, ok: false, error: errorText(e) || 'command failed' });
+      return;
+    }
+    this.reply(q.peer, { type: 'result', id: q.id, ok: true, value });
   }
 
   private reply(peer: Peer, msg: LeaderMessage & { type: 'result' }): void {
@@ -311,8 +309,6 @@ export class LeaderServer {
   }
 
   private writeLine(peer: Peer, line: string): void {
-    const s = peer.socket;
-    if (s.destroyed || !s.writable) return;
-    s.write(line);
+    if (!peer.socket.destroyed && peer.socket.writable) peer.socket.write(line);
   }
 }
