@@ -365,9 +365,7 @@ export class ElectedEngine<E extends TermEngine> {
     this.engine = null;
     return this.stops
       .run(() => engine?.stop())
-      .catch((error: unknown) => {
-        this.opts.onWarning(`the engine did not stop cleanly: ${errorText(error)}`);
-      });
+      .catch((error: unknown) => this.opts.onWarning(`the engine did not stop cleanly: ${errorText(error)}`));
   }
 }
 
