@@ -134,9 +134,7 @@ export class LeaderServer {
    */
   onCommand(handler: CommandHandler): Unsubscribe {
     this.handler = handler;
-    const queued = this.queued;
-    this.queued = [];
-    for (const q of queued) void this.run(handler, q);
+    for (const q of this.queued.splice(0)) void this.run(handler, q);
     return () => {
       if (this.handler === handler) this.handler = undefined;
     };
