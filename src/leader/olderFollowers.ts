@@ -7,7 +7,7 @@
 // decisions. Pure: the leader's server calls it once per broadcast, for all its older followers.
 import type { DecisionType } from '../model/decision';
 import type { EngineSnapshot } from '../model/snapshot';
-import { isRecord, type Watch, type WatchState, type WatchStateKind } from '../model/watch';
+import { isRecord, type WatchState, type WatchStateKind } from '../model/watch';
 
 type Older<K extends WatchStateKind> = ((state: Extract<WatchState, { kind: K }>) => WatchState) | 'same';
 
@@ -81,14 +81,11 @@ export function olderState(state: WatchState): WatchState {
  * (the server then sends the line it already has), else a copy with each newer state translated.
  */
 export function olderSnapshot(snapshot: EngineSnapshot): EngineSnapshot {
-  let watches: Watch[] | null = null;
-  snapshot.watches.forEach((w, i) => {
+  const watches = snapshot.watches.map((w) => {
     const state = olderState(w.state);
-    if (state === w.state) return;
-    watches ??= snapshot.watches.slice();
-    watches[i] = { ...w, state };
+    return state === w.state ? w : { ...w, state };
   });
-  return watches ? { ...snapshot, watches } : snapshot;
+  return watches.some((w, i) => w !== snapshot.watches[i]) ? { ...snapshot, watches } : snapshot;
 }
 
 /**
