@@ -7,17 +7,9 @@
 // milliseconds, and never while another leader is still listening. Windows (named pipes) is not
 // supported: the constructor throws there.
 //
-// The parts, each in its file:
-//   electionOptions.ts  the options, their defaults, and what is refused (Windows, a bad name)
-//   privateDir.ts       the directory (0700 and ours), the names in it, the sweep of leftovers
-//   exclusiveListen.ts  the primitive: an exclusive listen on `<name>.sock` (listen, then link)
-//   takeoverLock.ts     the lock under which a dead leader's socket is replaced
-//   electionAttempt.ts  one attempt: lead, follow, take over, or try again later
-//   electionLoop.ts     attempts until one decides, one election at a time
-//   generation.ts       the generation fence: work of an older generation gives up
-//   pathWatch.ts        the leader's backstop: its path is still its own, else it steps down
-//   leaderServer.ts, followerConnection.ts (over messages.ts): the two ends of the socket
-//   lease.ts, tenure.ts the leader's lease, its term, beats and leader file: a silent leader is gone
+// Each part (the options, the private directory, the exclusive listen, the takeover lock, one
+// attempt and the loop of them, the generation fence, the path watch, the two ends of the socket,
+// the lease and its term) lives in a file of its own: docs/architecture.md, "`src/leader/`".
 // This file holds the state: the role, the generation, the server or connection, the lease and
 // its term, and the events. A follower whose connection closes runs the election again after a
 // short random delay (50–250 ms); one whose leader went silent past its lease takes its socket
