@@ -18,8 +18,7 @@
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
-import type { PersistedState } from '../model/watch';
-import { emptyState, STATE_VERSION } from '../model/watch';
+import { emptyState, STATE_VERSION, type PersistedState } from '../model/watch';
 import { copyAside, exists, fileProblem, moveAside } from './aside';
 import { JournalWriter, keepJournalAside, newGeneration } from './journal';
 import { journalGeneration, journalLines, replayJournal } from './journalRecord';
@@ -244,14 +243,13 @@ export class GlobalStateStore implements StateStore {
       const fold =
         this.generation === null ||
         this.writer!.outgrows(Buffer.byteLength(lines), this.snapshotChars, this.opts.minFoldBytes);
+      checkFence(this.opts.guard);
       if (fold) {
         // The lines go to the journal first: it is kept (as .prev) until the fold after this one,
         // so the changes survive if the workbench loses the new snapshot.
-        checkFence(this.opts.guard);
         if (this.generation !== null) await this.writer!.append(lines).catch((err: unknown) => this.journalFailed(err));
         return this.fold(document);
       }
-      checkFence(this.opts.guard);
       const [, appended] = await Promise.all([
         this.put(withGeneration(document, this.generation!)),
         this.writer!.append(lines).then(
@@ -358,7 +356,5 @@ function parseStored(raw: unknown, now: () => number): ParsedState | { error: st
 
 /** The snapshot value: the state's document with the journal generation it belongs to. */
 function withGeneration(document: string, generation: string): unknown {
-  const value = JSON.parse(document) as Record<string, unknown>;
-  value.journal = generation;
-  return value;
+  return { ...(JSON.parse(document) as object), journal: generation };
 }

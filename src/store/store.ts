@@ -321,8 +321,7 @@ export class StateSerializer {
    */
   loaded(state: PersistedState): void {
     this.known = new Map();
-    const keepJson = this.opts.keepJson === true;
-    for (const id in state.watches) this.known.set(id, keepJson ? storedWatch(state.watches[id]) : null);
+    for (const id in state.watches) this.known.set(id, this.opts.keepJson ? storedWatch(state.watches[id]) : null);
     this.pausedAt = JSON.stringify(state.pausedAt);
     this.disarmed = JSON.stringify(state.disarmed);
     this.state = state;
