@@ -123,8 +123,7 @@ export class GlobalStateStore implements StateStore {
   /**
    * Missing value: empty state, no problem. Unusable value: kept aside under its own key (its
    * journals as files), empty state, `problem` says so. A value or journal with some bad records:
-   * the rest is loaded, the original kept aside, `problem` lists what was left out. A replayed
-   * journal is folded into a new snapshot at once.
+   * the rest is loaded, the original kept aside, `problem` lists what was left out.
    */
   async load(): Promise<LoadResult> {
     const raw = this.memento.get<unknown>(STATE_KEY);

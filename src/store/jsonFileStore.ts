@@ -7,8 +7,7 @@
 // every load that replayed anything. Snapshot writes are atomic: a temp file in the same
 // directory, fsynced, renamed over the target, then the directory fsynced; mode 0600, parent
 // directory created 0700. Saves are serialized and coalesced. A file that cannot be used is
-// never deleted: it is moved aside to `<path>.corrupt-<timestamp>`, and the load starts clean,
-// saying so; one (or a journal) with a few bad records is copied there, and the rest loads.
+// never deleted: it is kept aside as `<path>.corrupt-<timestamp>` (see `load`).
 import { makeDirs } from '../util/makeDirs';
 import { promises as fsp } from 'node:fs';
 import * as nodePath from 'node:path';
@@ -185,9 +184,8 @@ export class JsonFileStore implements StateStore {
    * Missing file: empty state, no problem. Unusable file (corrupt, wrong shape or version, too
    * large, unreadable, not a file): moved aside (with its journal), empty state, `problem` says so.
    * A file or journal with some bad records: the rest is loaded, the original copied aside,
-   * `problem` lists what was left out. A replayed journal is folded into a new snapshot at once.
-   * Rejects only when a file cannot be looked at or kept aside (the directory's permissions...):
-   * starting clean then would overwrite it on the next save.
+   * `problem` lists what was left out. Rejects only when a file cannot be looked at or kept aside
+   * (the directory's permissions...): starting clean then would overwrite it on the next save.
    */
   async load(): Promise<LoadResult> {
     await this.removeStaleTemps();
