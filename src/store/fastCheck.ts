@@ -42,15 +42,11 @@ export interface Schema {
   _zod: { def: Def };
 }
 
-export interface FastCheckOptions {
-  /**
-   * The values checked are objects with no key but the schema's own (./watchRecord.ts makes records
-   * whole that way): the top-level one is not searched for unknown keys (half the check).
-   */
-  ownKeysOnly?: boolean;
-}
-
-export function compileFastCheck(schema: $ZodType, options: FastCheckOptions = {}): FastCheck {
+/**
+ * `ownKeysOnly`: the values checked are objects with no key but the schema's own (./watchRecord.ts
+ * makes records whole that way): the top-level one is not searched for unknown keys (half the check).
+ */
+export function compileFastCheck(schema: $ZodType, options: { ownKeysOnly?: boolean } = {}): FastCheck {
   // One generated JavaScript function per object, array, record, union and preprocess of the
   // schema, each a straight run of tests: about four times faster than nested closures. Every
   // name, key and literal in the code comes from the schema's definition, quoted by
