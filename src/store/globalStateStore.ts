@@ -128,31 +128,21 @@ export class GlobalStateStore implements StateStore {
   async load(): Promise<LoadResult> {
     const raw = this.memento.get<unknown>(STATE_KEY);
     const problems: string[] = [];
-    let state = emptyState();
-    let generation: string | null = null;
-    let usable = false;
-    let dropped = false;
-    if (raw !== undefined) {
-      const parsed = parseStored(raw, this.now);
-      if ('state' in parsed) {
-        usable = true;
-        state = parsed.state;
-        generation = stampOf(raw as object, 'journal');
-        if (parsed.dropped.length > 0) {
-          // Keep the value as it was; the part that can be used is written back below.
-          dropped = true;
-          const aside = await this.keepAside(raw);
-          problems.push(
-            partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`),
-          );
-        }
-      } else {
-        const aside = await this.keepAside(raw);
-        await this.memento.update(STATE_KEY, undefined);
-        problems.push(
-          `the stored watch state could not be used: ${parsed.error}; kept aside as "${aside}"; starting clean`,
-        );
-      }
+    const parsed = raw === undefined ? null : parseStored(raw, this.now);
+    const usable = parsed !== null && 'state' in parsed;
+    const state = usable ? parsed.state : emptyState();
+    const generation = usable ? stampOf(raw as object, 'journal') : null;
+    const dropped = usable && parsed.dropped.length > 0;
+    if (dropped) {
+      // Keep the value as it was; the part that can be used is written back below.
+      const aside = await this.keepAside(raw);
+      problems.push(partialLoadProblem('the stored watch state', parsed, `the value as it was is kept as "${aside}"`));
+    } else if (parsed !== null && 'error' in parsed) {
+      const aside = await this.keepAside(raw);
+      await this.memento.update(STATE_KEY, undefined);
+      problems.push(
+        `the stored watch state could not be used: ${parsed.error}; kept aside as "${aside}"; starting clean`,
+      );
     }
 
     let replayed = 0;
