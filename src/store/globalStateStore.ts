@@ -1,8 +1,7 @@
 // The extension's store: the watch state in VS Code's globalState (a Memento), under a
 // namespaced, versioned key (machine state, never synced), and, given a journal path (under the
-// extension's globalStorageUri), a crash journal beside it. A value that cannot be read is kept
-// aside under its own key and reported, never silently dropped; a value with a few bad records
-// is kept aside too, and the rest of it is used.
+// extension's globalStorageUri), a crash journal beside it. A value that cannot be read is never
+// silently dropped: it is kept aside under its own key (see `load`).
 //
 // Why a journal (docs/globalstate-durability.md): `globalState.update` resolves once the
 // workbench holds the value in memory and writes it to disk later: a crash of the whole window
@@ -151,12 +150,11 @@ export class GlobalStateStore implements StateStore {
     if (this.journalPath && this.prevPath) {
       const prev = { path: this.prevPath, file: await readJournalFile(this.prevPath) };
       const cur = { path: this.journalPath, file: await readJournalFile(this.journalPath) };
-      const files = [prev, cur];
       if (!usable) {
         // Journals belong to a snapshot that cannot be read: kept, never replayed.
         const why =
           raw === undefined ? 'no watch state in globalState beside it' : 'the watch state in globalState is unusable';
-        for (const { path, file } of files) {
+        for (const { path, file } of [prev, cur]) {
           if (file === null) continue;
           const aside = await moveAside(path, this.now(), `journal ${path}`, why);
           problems.push(`journal ${path} could not be replayed (${why}); kept aside as ${aside}`);
@@ -167,7 +165,7 @@ export class GlobalStateStore implements StateStore {
         const follows = (f: JournalFile) =>
           f !== null && 'text' in f && f.generation === generation && generation !== null;
         const chain = follows(cur.file) ? [cur] : follows(prev.file) ? [prev, cur] : [];
-        for (const { path, file } of files) {
+        for (const { path, file } of [prev, cur]) {
           if (file !== null && 'unusable' in file) {
             await keepJournalAside(path, file, this.now, 'the watch state', problems);
             journalsUsed = true;
