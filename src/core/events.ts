@@ -130,20 +130,8 @@ export function daemonListener(core: EngineCore, generation: number, sinks: Even
 
 /** The listener, dropping every event once `current` says its connection is no longer the engine's. */
 function onlyWhile(l: DaemonListener, current: () => boolean): DaemonListener {
-  return {
-    goalUpdated: (...a) => current() && l.goalUpdated(...a),
-    goalCleared: (...a) => current() && l.goalCleared(...a),
-    threadStatus: (...a) => current() && l.threadStatus(...a),
-    threadStarted: (...a) => current() && l.threadStarted(...a),
-    threadClosed: (...a) => current() && l.threadClosed(...a),
-    turnStarted: (...a) => current() && l.turnStarted(...a),
-    turnCompleted: (...a) => current() && l.turnCompleted(...a),
-    error: (...a) => current() && l.error(...a),
-    responseCompleted: (...a) => current() && l.responseCompleted(...a),
-    serverRequest: (...a) => current() && l.serverRequest(...a),
-    serverRequestResolved: (...a) => current() && l.serverRequestResolved(...a),
-    rateLimitsUpdated: (...a) => current() && l.rateLimitsUpdated(...a),
-    protocolProblem: (...a) => current() && l.protocolProblem(...a),
-    closed: (...a) => current() && l.closed(...a),
-  };
+  const guarded: Record<string, (...a: unknown[]) => unknown> = {};
+  for (const [name, handler] of Object.entries(l) as [string, (...a: unknown[]) => void][])
+    guarded[name] = (...a) => current() && handler(...a);
+  return guarded as unknown as DaemonListener;
 }
